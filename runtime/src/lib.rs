@@ -1,0 +1,1 @@
+//! kvplan runtime: executes a Llama-family GGUF model in burn.

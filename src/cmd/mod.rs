@@ -1,0 +1,3 @@
+//! One file per subcommand.
+
+pub mod plan;
