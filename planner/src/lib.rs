@@ -1,1 +1,93 @@
 //! kvplan planner: plan and profile schemas and budget allocators. Never depends on burn.
+//!
+//! Data flow (DESIGN.md): the profiler writes a [`Profile`]; [`build_plan`] turns it into a
+//! [`Plan`] that stores each method's parameters, measurements *and the rule* that gives budgets
+//! for any context length and target; the runtime calls [`Plan::budgets`] (pure) to apply the rule.
+
+pub mod alloc;
+pub mod budgets;
+pub mod build;
+pub mod export;
+pub mod geometry;
+mod io;
+pub mod method;
+pub mod plan;
+pub mod profile;
+pub mod sections;
+mod validate;
+
+pub use budgets::{Budgets, Target};
+pub use build::{build_plan, PlanOptions};
+pub use geometry::{Geometry, ModelIdentity};
+pub use method::Method;
+pub use plan::{Plan, Preview, PreviewEntry, Provenance, PLAN_SCHEMA_VERSION};
+pub use profile::{
+    HeadScores, LayerFunnel, LayerRedundancy, LayerSimilarity, Profile, ProfileSettings, Wavelet,
+    PROFILE_SCHEMA_VERSION,
+};
+pub use sections::{
+    H2oSection, HeadKvSection, PodSection, Pooling, PyramidSection, ScoreSource, Sections,
+    SnapKvSection, SpindleSection, StreamingSection, TreeKvSection,
+};
+
+use std::path::PathBuf;
+
+/// Errors of the planner. Every schema or validation error names the JSON path it is about.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A value breaks the schema: `path` is a JSON path such as `sections.pyramid.beta`.
+    #[error("{path}: expected {expected}, found {found}")]
+    Invalid {
+        path: String,
+        expected: String,
+        found: String,
+    },
+    /// The JSON text does not parse into the schema (missing or unknown field, wrong type).
+    #[error("{what}: at `{path}`: {message}")]
+    Parse {
+        what: &'static str,
+        path: String,
+        message: String,
+    },
+    /// Reading or writing a file failed.
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// The plan has no section for the method asked for.
+    #[error("the plan has no `{0}` section (build it with --method {0})")]
+    MissingSection(Method),
+    /// A budget asked of an allocator that its rule cannot produce.
+    #[error("{method}: {message}")]
+    Budget { method: Method, message: String },
+    /// An unknown method name.
+    #[error("unknown method `{0}` (expected one of snapkv, h2o, streaming, pyramid, headkv, headkv-r, spindle, pod, treekv)")]
+    UnknownMethod(String),
+}
+
+/// Result alias of the planner.
+pub type Result<T> = std::result::Result<T, Error>;
+
+impl Error {
+    /// An [`Error::Invalid`] from displayable parts.
+    pub fn invalid(
+        path: impl Into<String>,
+        expected: impl std::fmt::Display,
+        found: impl std::fmt::Display,
+    ) -> Self {
+        Error::Invalid {
+            path: path.into(),
+            expected: expected.to_string(),
+            found: found.to_string(),
+        }
+    }
+
+    /// An [`Error::Budget`] for `method`.
+    pub fn budget(method: Method, message: impl Into<String>) -> Self {
+        Error::Budget {
+            method,
+            message: message.into(),
+        }
+    }
+}

@@ -1,0 +1,151 @@
+//! Budget allocators, one pure function per file, and the integer rounding they share.
+//!
+//! Every allocator works in entries (tokens) per layer and KV head, the observation window
+//! included (DESIGN.md "Equal KV size"). Where a paper's rule yields fractions, the floor
+//! remainder is handed out by largest remainder ([`round_to_total`]) so that totals equal the
+//! target exactly: the entries with the largest fractional parts get one more, ties going to the
+//! lower index (lower layer, then lower head), which keeps the result deterministic.
+
+pub mod headkv;
+pub mod pod;
+pub mod pyramid;
+pub mod spindle;
+pub mod treekv;
+pub mod uniform;
+
+/// Values this close to an integer are that integer: `0.35 * 1000.0` must give 350, not 349.
+const SNAP: f64 = 1e-9;
+
+/// Rounds `ideal` (entries ≥ 0) to integers that sum to `total` exactly, each at most `caps[i]`:
+/// floors first, then one more to the largest fractional parts (ties: lower index), or one less
+/// from the smallest (ties: higher index) if the floors overshoot. Needs `Σ caps ≥ total`.
+pub fn round_to_total(ideal: &[f64], total: usize, caps: &[usize]) -> Vec<usize> {
+    let snapped: Vec<f64> = ideal
+        .iter()
+        .map(|&x| {
+            let x = if x.is_finite() { x.max(0.0) } else { 0.0 };
+            if (x - x.round()).abs() < SNAP {
+                x.round()
+            } else {
+                x
+            }
+        })
+        .collect();
+    let mut out: Vec<usize> = snapped
+        .iter()
+        .zip(caps)
+        .map(|(&x, &cap)| (x.floor() as usize).min(cap))
+        .collect();
+    // Fractions on a 1e-9 grid, so that float noise does not break ties (0.55·10 vs 0.05·10).
+    let frac: Vec<i64> = snapped
+        .iter()
+        .map(|x| ((x - x.floor()) / SNAP).round() as i64)
+        .collect();
+    let sum: usize = out.iter().sum();
+    let mut order: Vec<usize> = (0..out.len()).collect();
+    if sum < total {
+        // Largest fraction first; ties to the lower index (sort is stable).
+        order.sort_by_key(|&i| std::cmp::Reverse(frac[i]));
+        let mut rem = total - sum;
+        while rem > 0 {
+            let before = rem;
+            for &i in &order {
+                if rem > 0 && out[i] < caps[i] {
+                    out[i] += 1;
+                    rem -= 1;
+                }
+            }
+            if rem == before {
+                break; // caps too small: the caller broke the precondition
+            }
+        }
+    } else if sum > total {
+        // Smallest fraction first; ties to the higher index.
+        order.reverse();
+        order.sort_by_key(|&i| frac[i]);
+        let mut excess = sum - total;
+        while excess > 0 {
+            let before = excess;
+            for &i in &order {
+                if excess > 0 && out[i] > 0 {
+                    out[i] -= 1;
+                    excess -= 1;
+                }
+            }
+            if excess == before {
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// Splits `total` entries in proportion to `weights` (≥ 0), none above its cap; entries whose
+/// share would pass the cap get the cap and the rest is shared again among the others
+/// (water-filling). All-zero weights share evenly. Needs `Σ caps ≥ total`.
+pub fn distribute(total: usize, weights: &[f64], caps: &[usize]) -> Vec<usize> {
+    let n = weights.len();
+    let mut capped = vec![false; n];
+    let mut ideal = vec![0.0; n];
+    let mut remaining = total as f64;
+    loop {
+        let active: Vec<usize> = (0..n).filter(|&i| !capped[i]).collect();
+        if active.is_empty() {
+            break;
+        }
+        let wsum: f64 = active.iter().map(|&i| weights[i].max(0.0)).sum();
+        for &i in &active {
+            ideal[i] = if wsum > 0.0 {
+                remaining * weights[i].max(0.0) / wsum
+            } else {
+                remaining / active.len() as f64
+            };
+        }
+        let over: Vec<usize> = active
+            .into_iter()
+            .filter(|&i| ideal[i] > caps[i] as f64)
+            .collect();
+        if over.is_empty() {
+            break;
+        }
+        for i in over {
+            capped[i] = true;
+            ideal[i] = caps[i] as f64;
+            remaining -= caps[i] as f64;
+        }
+    }
+    round_to_total(&ideal, total, caps)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn largest_remainder_goes_to_largest_fraction_then_lower_index() {
+        // 5.5 + 3.0 + 0.5 = 9: floors 5 + 3 + 0 = 8, one left; fractions .5, 0, .5 → index 0.
+        assert_eq!(round_to_total(&[5.5, 3.0, 0.5], 9, &[10; 3]), vec![6, 3, 0]);
+    }
+
+    #[test]
+    fn near_integers_snap() {
+        // 0.35 * 1000 is 349.99999999999994 in f64; it must count as 350.
+        let x = 0.35 * 1000.0;
+        assert_eq!(
+            round_to_total(&[x, 650.0], 1000, &[1000; 2]),
+            vec![350, 650]
+        );
+    }
+
+    #[test]
+    fn distribute_caps_and_shares_again() {
+        // 10 by weights 8:1:1 with caps 5: head 0 would get 8 > 5, so it gets 5 and the other
+        // 5 go 1:1 → 2.5 each → floors 2, 2, remainder 1 to the lower index.
+        assert_eq!(distribute(10, &[8.0, 1.0, 1.0], &[5, 5, 5]), vec![5, 3, 2]);
+    }
+
+    #[test]
+    fn distribute_zero_weights_evenly() {
+        assert_eq!(distribute(7, &[0.0, 0.0, 0.0], &[9; 3]), vec![3, 2, 2]);
+    }
+}

@@ -1,0 +1,177 @@
+//! PoD head-wise layer blocks (`pod-inter-layer-attention-sharing.md` §2.1, eq. 2, Algorithm 1;
+//! paper defaults δ = 0.5, n_s = 16, n_r = 4080 at 32K, τ = 0.7).
+//!
+//! **Similarity.** The paper calls the average Jensen–Shannon *divergence* of eq. 2 a
+//! "similarity" and merges layers when it is ≥ δ, which would group the *least* similar layers.
+//! We resolve it as similarity = 1 − JS with log base 2 (so JS and the similarity lie in [0, 1]);
+//! the profiler stores that similarity, and layers merge when it is ≥ δ.
+//!
+//! **Algorithm 1** (per query head, bottom-up greedy): start with block {0}; layer ℓ joins the
+//! last block if its similarity with *every* layer already in it is ≥ δ, else opens a new block.
+//!
+//! **Saving, per KV head.** Within a block, distant keys are stored only at its lowest layer. The
+//! cache stores KV heads, shared by several query heads that may be grouped differently, so a KV
+//! head's distant keys at layer ℓ can be dropped only if ℓ is not the lowest layer of a block for
+//! *any* of its query heads. The saving is the fraction of (layer, KV head) slots whose distant
+//! keys are dropped: the share of key states saved as n grows (values are kept everywhere).
+//!
+//! **Proximal window.** n_s + n_r equals the per-head target, as the paper sets PoD's proximal
+//! tokens to the baselines' window (n_s = 16, n_r = 4080 at a 4096 budget): n_s = min(16, B),
+//! n_r = B − n_s. τ gates the distant attention of layers that are not the lowest of their block.
+//!
+//! δ can be chosen for a target saving: the largest δ (among the similarity values, so the choice
+//! is exact) whose blocks reach it.
+
+use crate::geometry::Geometry;
+use crate::{Error, Method, Result};
+
+/// Algorithm 1 for one head: `sim[a][b]` (layers × layers) → blocks `[first, last]`, bottom-up.
+pub fn group_layers(sim: &[Vec<f64>], delta: f64) -> Vec<[usize; 2]> {
+    let mut blocks: Vec<[usize; 2]> = Vec::new();
+    for l in 0..sim.len() {
+        match blocks.last_mut() {
+            Some(block) if (block[0]..=block[1]).all(|m| sim[l][m] >= delta) => block[1] = l,
+            _ => blocks.push([l, l]),
+        }
+    }
+    blocks
+}
+
+/// Blocks of every query head: `per_head[q_head][layer][layer]` → `[q_head][block]`.
+pub fn blocks(per_head: &[Vec<Vec<f64>>], delta: f64) -> Vec<Vec<[usize; 2]>> {
+    per_head.iter().map(|s| group_layers(s, delta)).collect()
+}
+
+/// `[layer][kv_head]`: true when the KV head's distant keys at that layer are shared (dropped),
+/// i.e. the layer is not the lowest of a block for any query head reading the KV head.
+pub fn shared_keys(blocks: &[Vec<[usize; 2]>], geometry: &Geometry) -> Vec<Vec<bool>> {
+    let mut lowest = vec![vec![false; geometry.kv_heads]; geometry.layers];
+    for (h, head_blocks) in blocks.iter().enumerate() {
+        for b in head_blocks {
+            if let Some(row) = lowest.get_mut(b[0]) {
+                row[geometry.kv_of(h)] = true;
+            }
+        }
+    }
+    lowest
+        .into_iter()
+        .map(|row| row.into_iter().map(|low| !low).collect())
+        .collect()
+}
+
+/// Fraction of (layer, KV head) slots whose distant keys are shared.
+pub fn saving(blocks: &[Vec<[usize; 2]>], geometry: &Geometry) -> f64 {
+    let shared = shared_keys(blocks, geometry);
+    let n = shared.iter().flatten().filter(|&&s| s).count();
+    n as f64 / (geometry.layers * geometry.kv_heads) as f64
+}
+
+/// The largest δ whose blocks save at least `target` (a fraction in [0, 1)).
+pub fn choose_delta(per_head: &[Vec<Vec<f64>>], geometry: &Geometry, target: f64) -> Result<f64> {
+    let mut candidates: Vec<f64> = per_head.iter().flatten().flatten().copied().collect();
+    candidates.push(0.0);
+    candidates.sort_by(|a, b| b.total_cmp(a));
+    candidates.dedup();
+    let mut best = 0.0_f64;
+    for &delta in &candidates {
+        let s = saving(&blocks(per_head, delta), geometry);
+        if s >= target {
+            return Ok(delta);
+        }
+        best = best.max(s);
+    }
+    Err(Error::budget(
+        Method::Pod,
+        format!(
+            "no δ reaches a saving of {target}; the most these similarities allow is {best:.4}"
+        ),
+    ))
+}
+
+/// Key entries kept `[layer][kv_head]` at context `n` with proximal window `proximal`
+/// (n_s + n_r): the whole context where distant keys are stored, the proximal window elsewhere.
+pub fn keys_kept(shared: &[Vec<bool>], n: usize, proximal: usize) -> Vec<Vec<usize>> {
+    shared
+        .iter()
+        .map(|row| {
+            row.iter()
+                .map(|&s| if s { proximal.min(n) } else { n })
+                .collect()
+        })
+        .collect()
+}
+
+/// PoD's split of the proximal window: `(n_s, n_r)` with n_s + n_r = `budget`.
+pub fn proximal_split(budget: usize, sinks: usize) -> (usize, usize) {
+    let s = sinks.min(budget);
+    (s, budget - s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// 4 layers. Head A: layers 0–1 alike (0.9), 2 like 1 (0.8) but not 0 (0.3); 3 alone.
+    fn head_a() -> Vec<Vec<f64>> {
+        vec![
+            vec![1.0, 0.9, 0.3, 0.1],
+            vec![0.9, 1.0, 0.8, 0.2],
+            vec![0.3, 0.8, 1.0, 0.4],
+            vec![0.1, 0.2, 0.4, 1.0],
+        ]
+    }
+
+    /// Head B: every pair 0.6.
+    fn head_b() -> Vec<Vec<f64>> {
+        (0..4)
+            .map(|a| (0..4).map(|b| if a == b { 1.0 } else { 0.6 }).collect())
+            .collect()
+    }
+
+    #[test]
+    fn greedy_grouping_needs_every_pair_in_the_block() {
+        // δ = 0.5, head A: {0}; 1 vs 0: 0.9 ≥ .5 → {0,1}; 2 vs 0: 0.3 < .5 → new {2};
+        // 3 vs 2: 0.4 < .5 → {3}. Blocks [0,1], [2,2], [3,3].
+        assert_eq!(group_layers(&head_a(), 0.5), vec![[0, 1], [2, 2], [3, 3]]);
+        // δ = 0.25: 2 vs 0 (0.3) and 1 (0.8) pass → {0,1,2}; 3 vs 0: 0.1 fails → {3}.
+        assert_eq!(group_layers(&head_a(), 0.25), vec![[0, 2], [3, 3]]);
+        // Head B at δ = 0.5: one block.
+        assert_eq!(group_layers(&head_b(), 0.5), vec![[0, 3]]);
+    }
+
+    #[test]
+    fn a_kv_head_keeps_keys_where_any_query_head_starts_a_block() {
+        // 2 query heads on 1 KV head. δ = 0.5: A starts blocks at 0, 2, 3; B at 0.
+        // Union of lowest layers {0, 2, 3}: only layer 1 drops its distant keys → saving 1/4.
+        let g = Geometry::new(4, 2, 1, 8).unwrap_or_else(|e| panic!("{e}"));
+        let bl = blocks(&[head_a(), head_b()], 0.5);
+        assert_eq!(
+            shared_keys(&bl, &g),
+            vec![vec![false], vec![true], vec![false], vec![false]]
+        );
+        assert!((saving(&bl, &g) - 0.25).abs() < 1e-12);
+        // Per query head the saving would be (1 + 3)/8 = 0.5: the KV rule is stricter.
+    }
+
+    #[test]
+    fn delta_is_chosen_for_a_target_saving() {
+        // Two KV heads (one query head each) to see the saving move:
+        // δ = 1: nothing merges (0/8). δ = 0.9: A {0,1}; B none → 1/8.
+        // δ = 0.8: A {0,1},{2},{3} (2 vs 0: 0.3) → 1/8. δ = 0.6: A same; B one block → 4/8.
+        let g = Geometry::new(4, 2, 2, 8).unwrap_or_else(|e| panic!("{e}"));
+        let sims = [head_a(), head_b()];
+        assert_eq!(choose_delta(&sims, &g, 0.1).ok(), Some(0.9));
+        assert_eq!(choose_delta(&sims, &g, 0.5).ok(), Some(0.6));
+        // δ = 0.1: A one block too → 6/8; more is impossible (layer 0 always keeps its keys).
+        assert_eq!(choose_delta(&sims, &g, 0.75).ok(), Some(0.1));
+        assert!(choose_delta(&sims, &g, 0.8).is_err());
+    }
+
+    #[test]
+    fn keys_and_proximal_window() {
+        // Proximal window 4096 = n_s 16 + n_r 4080 (the paper at 32K).
+        assert_eq!(proximal_split(4096, 16), (16, 4080));
+        let shared = vec![vec![false, true]];
+        assert_eq!(keys_kept(&shared, 32768, 4096), vec![vec![32768, 4096]]);
+    }
+}

@@ -1,0 +1,126 @@
+//! PyramidKV layer budgets (`pyramidkv.md` §4.2.1, eq. 1; defaults β = 20, α = 8).
+//!
+//! The printed eq. 1 is not usable as printed: it runs from the top layer down, divides the step
+//! by m instead of m − 1, and its top budget `k_total/(β·m) − k⁰` is negative for every β ≥ 1. We
+//! follow the authors' code (KVCache-Factory `pyramidkv_utils.py`, `PyramidKVCluster`) instead.
+//! With `B` the average per-head budget, α the observation window, `c = B − α` and m layers:
+//!
+//! - top = ⌊c/β⌋, bottom = 2c − top (so (top + bottom)/2 = c);
+//! - if bottom ≥ n − α: bottom = n − α, top = 2c − bottom (the prompt is too short for the shape);
+//! - step = ⌊(bottom − top)/(m − 1)⌋; layer l keeps `bottom − l·step` selected entries plus α.
+//!
+//! Short prompts fall back as that code does: n < B keeps the whole prompt in every layer;
+//! n < 2c gives every layer c selected entries plus α (SnapKV).
+//!
+//! **Our resolution of the floor remainder.** Flooring the step makes the layers sum to *more*
+//! than m·c (the code overshoots): the excess is E = m·r/2 with r = (bottom − top) mod (m − 1).
+//! We take it back one entry per layer from the top layer downwards (⌊E/m⌋ from every layer, then
+//! one more from the top E mod m layers), which keeps the schedule non-increasing from bottom to
+//! top and the total exactly m·B.
+
+use crate::{Error, Method, Result};
+
+/// Per-layer budgets (entries per KV head, window included), bottom layer first.
+///
+/// `beta` ≥ 1; needs `per_head > window` unless the prompt is shorter than `per_head`.
+pub fn layer_budgets(
+    layers: usize,
+    context_len: usize,
+    per_head: usize,
+    window: usize,
+    beta: f64,
+) -> Result<Vec<usize>> {
+    let n = context_len;
+    if !(beta >= 1.0 && beta.is_finite()) {
+        return Err(Error::budget(
+            Method::Pyramid,
+            format!("β must be a finite number >= 1, found {beta}"),
+        ));
+    }
+    if n < per_head {
+        return Ok(vec![n; layers]);
+    }
+    if per_head <= window {
+        return Err(Error::budget(
+            Method::Pyramid,
+            format!("budget {per_head} per head must exceed the observation window α = {window}"),
+        ));
+    }
+    let c = per_head - window;
+    if n < 2 * c || layers < 2 {
+        return Ok(vec![per_head; layers]);
+    }
+    let mut top = (c as f64 / beta).floor() as usize;
+    let mut bottom = 2 * c - top;
+    if bottom >= n - window {
+        bottom = n - window;
+        top = 2 * c - bottom;
+    }
+    let step = (bottom - top) / (layers - 1);
+    let mut selected: Vec<usize> = (0..layers).map(|l| bottom - l * step).collect();
+    let excess = selected.iter().sum::<usize>() - layers * c;
+    let (each, extra) = (excess / layers, excess % layers);
+    for (l, s) in selected.iter_mut().enumerate() {
+        *s -= each + usize::from(l >= layers - extra);
+    }
+    Ok(selected.into_iter().map(|s| s + window).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(layers: usize, n: usize, b: usize) -> Vec<usize> {
+        layer_budgets(layers, n, b, 8, 20.0).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn four_layers_average_72() {
+        // B = 72, α = 8 → c = 64; top = ⌊64/20⌋ = 3; bottom = 128 − 3 = 125;
+        // step = ⌊122/3⌋ = 40 → 125, 85, 45, 5 (sum 260 = 256 + 4, r = 122 mod 3 = 2, E = 4·2/2).
+        // E = 4: one from every layer → 124, 84, 44, 4 (sum 256); plus α = 8 each.
+        assert_eq!(run(4, 1000, 72), vec![132, 92, 52, 12]);
+    }
+
+    #[test]
+    fn odd_remainder_comes_off_the_top_layers() {
+        // B = 73 → c = 65; top = ⌊65/20⌋ = 3; bottom = 127; step = ⌊124/3⌋ = 41 →
+        // 127, 86, 45, 4 (sum 262); target 4·65 = 260, E = 2 → top two layers −1: 127, 86, 44, 3.
+        assert_eq!(run(4, 1000, 73), vec![135, 94, 52, 11]);
+    }
+
+    #[test]
+    fn exact_schedule_needs_no_correction() {
+        // 3 layers, c = 64: step = ⌊122/2⌋ = 61 → 125, 64, 3 (sum 192 = 3·64).
+        assert_eq!(run(3, 1000, 72), vec![133, 72, 11]);
+    }
+
+    #[test]
+    fn short_prompt_clips_the_bottom_layer() {
+        // n = 130, B = 72, c = 64: bottom 125 ≥ n − α = 122 → bottom = 122, top = 128 − 122 = 6, step = ⌊116/3⌋ = 38 → 122, 84, 46, 8 (sum 260);
+        // E = 4 → 121, 83, 45, 7; plus α.
+        assert_eq!(run(4, 130, 72), vec![129, 91, 53, 15]);
+    }
+
+    #[test]
+    fn prompt_shorter_than_twice_the_selection_is_uniform() {
+        // n = 100 < 2c = 128: every layer keeps c + α = B = 72 (the authors' middle branch).
+        assert_eq!(run(4, 100, 72), vec![72; 4]);
+    }
+
+    #[test]
+    fn prompt_shorter_than_the_budget_is_kept_whole() {
+        assert_eq!(run(4, 50, 72), vec![50; 4]);
+    }
+
+    #[test]
+    fn budget_inside_the_window_is_an_error() {
+        let err = layer_budgets(4, 1000, 8, 8, 20.0)
+            .err()
+            .map(|e| e.to_string());
+        assert_eq!(
+            err.as_deref(),
+            Some("pyramid: budget 8 per head must exceed the observation window α = 8")
+        );
+    }
+}

@@ -1,0 +1,238 @@
+//! The budget target and the budgets a plan's rules give for one context length.
+//!
+//! The runtime asks [`crate::Plan::budgets`] (or [`compute`]) and never invents budgets.
+//! Every method but PoD spends exactly `layers × kv_heads × B` entries, with
+//! `B = target.per_head(n)` (≤ n), and no head keeps more than the context `n`.
+
+use crate::alloc::{headkv, pod, pyramid, spindle, treekv, uniform};
+use crate::geometry::Geometry;
+use crate::sections::Sections;
+use crate::{validate, Error, Method, Result};
+use serde::{Deserialize, Serialize};
+
+/// Budget target: absolute entries per head (`{"tokens": N}`) or a ratio of the context
+/// (`{"ratio": R}`), the observation window included either way.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq)]
+#[serde(rename_all = "lowercase", deny_unknown_fields)]
+pub enum Target {
+    /// N entries per (layer, KV head), capped at the context.
+    Tokens(usize),
+    /// ⌊R·n⌋ entries per (layer, KV head), 0 < R ≤ 1.
+    Ratio(f64),
+}
+
+impl Target {
+    /// Entries per head on average at context length `n` (never above `n`).
+    pub fn per_head(&self, n: usize) -> usize {
+        match *self {
+            Target::Tokens(t) => t.min(n),
+            Target::Ratio(r) => ((r * n as f64).floor() as usize).min(n),
+        }
+    }
+
+    /// Checks the target; `path` is its JSON path.
+    pub fn validate(&self, path: &str) -> Result<()> {
+        match *self {
+            Target::Tokens(t) => validate::at_least(&format!("{path}.tokens"), t, 1),
+            Target::Ratio(r) => {
+                if r.is_finite() && r > 0.0 && r <= 1.0 {
+                    Ok(())
+                } else {
+                    Err(Error::invalid(
+                        format!("{path}.ratio"),
+                        "a ratio in (0, 1]",
+                        r,
+                    ))
+                }
+            }
+        }
+    }
+}
+
+/// Budgets of one method at one context length.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Budgets {
+    pub method: Method,
+    /// Prompt length n the budgets are for.
+    pub context_len: usize,
+    /// Average entries per head B = target.per_head(n).
+    pub per_head: usize,
+    /// False when nothing is evicted (the prompt fits every head's budget).
+    pub compress: bool,
+    /// Tokens kept `[layer][kv_head]` (their values, and keys unless shared), window included.
+    pub per_layer_per_kv_head: Vec<Vec<usize>>,
+    /// Key entries stored `[layer][kv_head]`: as above, except PoD's shared distant keys.
+    pub keys_per_layer_per_kv_head: Vec<Vec<usize>>,
+    /// Observation window kept in every head (SnapKV-style methods, TreeKV's last block), 0 if none.
+    pub window: usize,
+    /// Initial tokens always kept (StreamingLLM, TreeKV, PoD's n_s), 0 if none.
+    pub sinks: usize,
+    /// Recent tokens always kept (StreamingLLM, H2O, TreeKV, PoD's n_r), 0 if none.
+    pub recent: usize,
+    /// Layers whose kept entries go through SpindleKV's codebook (all false for other methods).
+    pub codebook_layers: Vec<bool>,
+}
+
+impl Budgets {
+    /// Tokens kept over all layers and KV heads.
+    pub fn total(&self) -> usize {
+        self.per_layer_per_kv_head.iter().flatten().sum()
+    }
+
+    /// Bytes of the cache: (keys + values) × head_dim × bytes per element, over layers and KV
+    /// heads (equals 2 × entries × head_dim × bytes except where PoD shares keys).
+    pub fn kv_bytes(&self, head_dim: usize, bytes_per_element: usize) -> u64 {
+        let keys: usize = self.keys_per_layer_per_kv_head.iter().flatten().sum();
+        ((keys + self.total()) * head_dim * bytes_per_element) as u64
+    }
+}
+
+/// Bytes of the full cache at context `n`: 2 × n × head_dim × bytes × layers × KV heads.
+pub fn full_kv_bytes(g: &Geometry, n: usize, bytes_per_element: usize) -> u64 {
+    (2 * n * g.head_dim * bytes_per_element * g.layers * g.kv_heads) as u64
+}
+
+/// Applies `method`'s rule from `sections` at context `n` under `target`.
+pub fn compute(
+    sections: &Sections,
+    g: &Geometry,
+    method: Method,
+    n: usize,
+    target: Target,
+) -> Result<Budgets> {
+    let b = target.per_head(n);
+    if b == 0 {
+        return Err(Error::budget(
+            method,
+            format!("target {target:?} gives no entry per head at context {n}"),
+        ));
+    }
+    let missing = || Error::MissingSection(method);
+    let uniform = || uniform::budgets(g.layers, g.kv_heads, n, b);
+    let per_layer =
+        |v: Vec<usize>| -> Vec<Vec<usize>> { v.into_iter().map(|x| vec![x; g.kv_heads]).collect() };
+    let mut out = Budgets {
+        method,
+        context_len: n,
+        per_head: b,
+        compress: false,
+        per_layer_per_kv_head: Vec::new(),
+        keys_per_layer_per_kv_head: Vec::new(),
+        window: 0,
+        sinks: 0,
+        recent: 0,
+        codebook_layers: vec![false; g.layers],
+    };
+    match method {
+        Method::SnapKv => {
+            let s = sections.snapkv.as_ref().ok_or_else(missing)?;
+            if b <= s.window && b < n {
+                return Err(Error::budget(
+                    method,
+                    format!(
+                        "budget {b} per head must exceed the observation window α = {}",
+                        s.window
+                    ),
+                ));
+            }
+            out.window = s.window.min(b);
+            out.per_layer_per_kv_head = uniform();
+        }
+        Method::H2o => {
+            let s = sections.h2o.as_ref().ok_or_else(missing)?;
+            out.recent = uniform::h2o_split(b, s.heavy_fraction).1;
+            out.per_layer_per_kv_head = uniform();
+        }
+        Method::Streaming => {
+            let s = sections.streaming.as_ref().ok_or_else(missing)?;
+            (out.sinks, out.recent) = uniform::streaming_split(b, s.sinks);
+            out.per_layer_per_kv_head = uniform();
+        }
+        Method::Pyramid => {
+            let s = sections.pyramid.as_ref().ok_or_else(missing)?;
+            out.window = s.window.min(b);
+            out.per_layer_per_kv_head =
+                per_layer(pyramid::layer_budgets(g.layers, n, b, s.window, s.beta)?);
+        }
+        Method::HeadKv | Method::HeadKvR => {
+            let s = if method == Method::HeadKv {
+                sections.headkv.as_ref()
+            } else {
+                sections.headkv_r.as_ref()
+            }
+            .ok_or_else(missing)?;
+            let kv = headkv::kv_head_scores(&s.scores, g, s.temperature);
+            out.window = s.window.min(b);
+            out.per_layer_per_kv_head = headkv::budgets(method, &kv, n, b, s.window, s.beta)?;
+        }
+        Method::Spindle => {
+            let s = sections.spindle.as_ref().ok_or_else(missing)?;
+            out.window = s.window.min(b);
+            out.codebook_layers = spindle::codebook_layers(g.layers, s.split);
+            out.per_layer_per_kv_head = per_layer(spindle::layer_budgets(
+                g.layers, n, b, s.window, s.beta, s.alpha,
+            )?);
+        }
+        Method::Pod => {
+            let s = sections.pod.as_ref().ok_or_else(missing)?;
+            (out.sinks, out.recent) = pod::proximal_split(b, s.sinks);
+            out.per_layer_per_kv_head = vec![vec![n; g.kv_heads]; g.layers];
+            out.keys_per_layer_per_kv_head = pod::keys_kept(&pod::shared_keys(&s.blocks, g), n, b);
+        }
+        Method::TreeKv => {
+            let s = sections.treekv.as_ref().ok_or_else(missing)?;
+            let split = treekv::split(b, s.sinks, s.selected_fraction);
+            out.sinks = split.sinks;
+            out.recent = split.recent;
+            out.window = s.block_size.min(b);
+            out.per_layer_per_kv_head = uniform();
+        }
+    }
+    if out.keys_per_layer_per_kv_head.is_empty() {
+        out.keys_per_layer_per_kv_head = out.per_layer_per_kv_head.clone();
+    }
+    out.compress = out
+        .per_layer_per_kv_head
+        .iter()
+        .chain(&out.keys_per_layer_per_kv_head)
+        .flatten()
+        .any(|&x| x < n);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ratio_and_tokens_resolve_per_head() {
+        // 1/8 of 32768 = 4096; 0.1 of 1000 = 100; tokens above the context are capped.
+        assert_eq!(Target::Ratio(0.125).per_head(32768), 4096);
+        assert_eq!(Target::Ratio(0.1).per_head(1000), 100);
+        assert_eq!(Target::Tokens(512).per_head(300), 300);
+    }
+
+    #[test]
+    fn target_json_forms() {
+        let t: Option<Target> = serde_json::from_str(r#"{"tokens": 128}"#).ok();
+        assert_eq!(t, Some(Target::Tokens(128)));
+        let t: Option<Target> = serde_json::from_str(r#"{"ratio": 0.25}"#).ok();
+        assert_eq!(t, Some(Target::Ratio(0.25)));
+        assert!(serde_json::from_str::<Target>(r#"{"tokens": 1, "ratio": 0.5}"#).is_err());
+        let err = Target::Ratio(1.5)
+            .validate("target")
+            .err()
+            .map(|e| e.to_string());
+        assert_eq!(
+            err.as_deref(),
+            Some("target.ratio: expected a ratio in (0, 1], found 1.5")
+        );
+    }
+
+    #[test]
+    fn kv_bytes_by_hand() {
+        // SmolLM2 at n = 1000, f32: 2 × 1000 × 64 × 4 × 30 × 3 = 46,080,000 bytes.
+        let g = Geometry::new(30, 9, 3, 64).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(full_kv_bytes(&g, 1000, 4), 46_080_000);
+    }
+}

@@ -1,0 +1,145 @@
+//! Readable summary of a plan (`kvplan plan --summary`): for each method, the per-layer and
+//! per-KV-head budget table at one context length, and the total KV bytes against FullKV.
+//!
+//! KV bytes = (key entries + value entries) × head_dim × bytes per element, over layers and KV
+//! heads: 2 × entries × head_dim × bytes, except where PoD shares distant keys. FullKV is the real
+//! cache of the model's KV heads (DESIGN.md: never unfolded to query heads).
+
+use crate::budgets::{full_kv_bytes, Budgets};
+use crate::plan::Plan;
+use crate::{Method, Result};
+use std::fmt::Write;
+
+/// The summary of every planned method at `context_len`, `bytes_per_element` bytes per number.
+pub fn summary(plan: &Plan, context_len: usize, bytes_per_element: usize) -> Result<String> {
+    let g = &plan.model.geometry;
+    let full = full_kv_bytes(g, context_len, bytes_per_element);
+    let mut out = String::new();
+    let m = &plan.model;
+    let _ = writeln!(
+        out,
+        "plan for {} ({}, GGUF sha256 {}): {} layers, {} query heads, {} KV heads, head_dim {}",
+        m.name, m.architecture, m.gguf_sha256, g.layers, g.q_heads, g.kv_heads, g.head_dim
+    );
+    let _ = writeln!(
+        out,
+        "written {} by kvplan {}; target {:?}; context {} tokens; {} bytes per element",
+        plan.provenance.date,
+        plan.provenance.kvplan_version,
+        plan.target,
+        context_len,
+        bytes_per_element
+    );
+    let _ = writeln!(
+        out,
+        "FullKV: {} entries per head × {} heads = {} bytes",
+        context_len,
+        g.layers * g.kv_heads,
+        full
+    );
+    for method in plan.methods() {
+        out.push('\n');
+        match plan.budgets_at(method, context_len) {
+            Ok(b) => method_table(&mut out, plan, &b, full, bytes_per_element),
+            Err(e) => {
+                let _ = writeln!(out, "== {method} ==\nno budgets at this context: {e}");
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn method_table(out: &mut String, plan: &Plan, b: &Budgets, full: u64, bytes: usize) {
+    let g = &plan.model.geometry;
+    let _ = writeln!(
+        out,
+        "== {} ==  {}; per head {} (window {}, sinks {}, recent {}){}",
+        b.method,
+        parameters(plan, b.method),
+        b.per_head,
+        b.window,
+        b.sinks,
+        b.recent,
+        if b.compress {
+            ""
+        } else {
+            "; prompt fits: nothing evicted"
+        }
+    );
+    let grid = if b.method == Method::Pod {
+        let _ = writeln!(
+            out,
+            "key entries (values keep all {} tokens):",
+            b.context_len
+        );
+        &b.keys_per_layer_per_kv_head
+    } else {
+        &b.per_layer_per_kv_head
+    };
+    let mut header = String::from("layer");
+    for h in 0..g.kv_heads {
+        let _ = write!(header, " {:>8}", format!("kv{h}"));
+    }
+    let _ = writeln!(out, "{header} {:>9}", "total");
+    for (l, row) in grid.iter().enumerate() {
+        let mut line = format!("{l:>5}");
+        for x in row {
+            let _ = write!(line, " {x:>8}");
+        }
+        let _ = writeln!(out, "{line} {:>9}", row.iter().sum::<usize>());
+    }
+    let mut line = String::from("total");
+    for h in 0..g.kv_heads {
+        let _ = write!(line, " {:>8}", grid.iter().map(|r| r[h]).sum::<usize>());
+    }
+    let _ = writeln!(out, "{line} {:>9}", grid.iter().flatten().sum::<usize>());
+    let kv = b.kv_bytes(g.head_dim, bytes);
+    let _ = writeln!(
+        out,
+        "KV bytes {} vs FullKV {} ({:.2}%)",
+        kv,
+        full,
+        100.0 * kv as f64 / full.max(1) as f64
+    );
+}
+
+fn parameters(plan: &Plan, m: Method) -> String {
+    let s = &plan.sections;
+    match m {
+        Method::SnapKv => s.snapkv.as_ref().map(|x| format!("α {}", x.window)),
+        Method::H2o => s
+            .h2o
+            .as_ref()
+            .map(|x| format!("heavy {}", x.heavy_fraction)),
+        Method::Streaming => s.streaming.as_ref().map(|x| format!("sinks {}", x.sinks)),
+        Method::Pyramid => s
+            .pyramid
+            .as_ref()
+            .map(|x| format!("β {}, α {}", x.beta, x.window)),
+        Method::HeadKv => s
+            .headkv
+            .as_ref()
+            .map(|x| format!("β {}, α {}", x.beta, x.window)),
+        Method::HeadKvR => s
+            .headkv_r
+            .as_ref()
+            .map(|x| format!("β {}, α {}", x.beta, x.window)),
+        Method::Spindle => s.spindle.as_ref().map(|x| {
+            format!(
+                "β {}, α {}, θ_K {}, θ_V {}",
+                x.beta, x.alpha, x.theta_k, x.theta_v
+            )
+        }),
+        Method::Pod => s.pod.as_ref().map(|x| {
+            format!(
+                "δ {}, τ {}, saving {:.4} of key slots",
+                x.delta, x.tau, x.saving
+            )
+        }),
+        Method::TreeKv => s
+            .treekv
+            .as_ref()
+            .map(|x| format!("block {}, selected {}", x.block_size, x.selected_fraction)),
+    }
+    .unwrap_or_default()
+}

@@ -1,0 +1,68 @@
+//! File reading and atomic writing (temp file in the same directory, then rename).
+
+use crate::{Error, Result};
+use std::fs;
+use std::io::Write;
+use std::path::Path;
+
+/// Reads a UTF-8 file.
+pub(crate) fn read(path: &Path) -> Result<String> {
+    fs::read_to_string(path).map_err(|source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// Writes `text` to `path` atomically: a reader sees the old file or the new one, never a part.
+/// The temp file lives in the same directory so that the rename stays on one file system.
+pub(crate) fn write_atomic(path: &Path, text: &str) -> Result<()> {
+    let io_err = |source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| String::from("plan"));
+    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let result = (|| {
+        let mut f = fs::File::create(&tmp)?;
+        f.write_all(text.as_bytes())?;
+        f.sync_all()?;
+        fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        // Best effort: the temp file is ours and useless after a failure.
+        let _ = fs::remove_file(&tmp);
+    }
+    result.map_err(io_err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn atomic_write_replaces_and_leaves_no_temp() {
+        let dir = std::env::temp_dir().join(format!("kvplan-io-{}", std::process::id()));
+        fs::create_dir_all(&dir).ok();
+        let p = dir.join("x.json");
+        write_atomic(&p, "one").ok();
+        write_atomic(&p, "two").ok();
+        assert_eq!(read(&p).ok().as_deref(), Some("two"));
+        let leftovers = fs::read_dir(&dir).map(|d| d.count()).unwrap_or(0);
+        assert_eq!(leftovers, 1);
+        fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn write_into_missing_directory_names_the_file() {
+        let p = Path::new("/nonexistent-kvplan-dir/plan.json");
+        let err = write_atomic(p, "x").err().map(|e| e.to_string());
+        assert!(err.is_some_and(|m| m.contains("/nonexistent-kvplan-dir/plan.json")));
+    }
+}

@@ -1,0 +1,257 @@
+//! The profile: what the profiler measures and the planner reads (`<model>.profile.json`).
+//!
+//! Every per-head figure is per *query* head (`[layer][q_head]`), as measured; the planner maps
+//! onto KV heads where the cache needs it. Loading validates strictly: unknown schema version,
+//! missing or extra fields, NaN or negative numbers and shapes the geometry cannot hold are errors
+//! naming the JSON path.
+
+use crate::geometry::ModelIdentity;
+use crate::{io, validate, Error, Result};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// Version of the profile schema this build reads and writes.
+pub const PROFILE_SCHEMA_VERSION: u32 = 1;
+
+/// A model's attention profile.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Profile {
+    /// Always [`PROFILE_SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// The model profiled.
+    pub model: ModelIdentity,
+    /// How the figures were produced.
+    pub settings: ProfileSettings,
+    /// Retrieval-head scores (HeadKV eq. 1, Wu et al.'s retrieval heads).
+    pub retrieval: HeadScores,
+    /// Retrieval-reasoning (R2) head scores (HeadKV eq. 2).
+    pub retrieval_reasoning: HeadScores,
+    /// Per-head similarity of attention between layers (PoD eq. 2, as 1 − JS).
+    pub layer_similarity: LayerSimilarity,
+    /// Haar wavelet magnitudes of the a∘V signal (TreeKV §3.3).
+    pub wavelet: Wavelet,
+    /// Attention funnelling per layer (PyramidKV §3), one entry per layer.
+    pub funnel: Vec<LayerFunnel>,
+    /// KV redundancy and attention sparsity per layer (SpindleKV §3.2), one entry per layer.
+    pub kv_redundancy: Vec<LayerRedundancy>,
+}
+
+/// Settings that produced a profile; copied into a plan's provenance.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ProfileSettings {
+    /// kvplan version that wrote the profile.
+    pub kvplan_version: String,
+    /// Date of the run, `YYYY-MM-DD`.
+    pub date: String,
+    /// Random seeds used (needle placement, example sampling).
+    pub seeds: Vec<u64>,
+    /// Where the haystack text came from.
+    pub haystack: String,
+    /// Needle examples run per score set.
+    pub examples: usize,
+    /// Prompt lengths (tokens) the examples used.
+    pub context_lengths: Vec<usize>,
+    /// Last query rows whose attention was captured (PoD's q, the funnel's window).
+    pub observation_rows: usize,
+    /// k of the funnel's top-k attention mass.
+    pub funnel_top_k: usize,
+    /// Cosine threshold θ_K for the key redundancy fraction (SpindleKV Table 3: 0.98).
+    pub theta_k: f64,
+    /// Cosine threshold θ_V for the value redundancy fraction (SpindleKV Table 3: 0.95).
+    pub theta_v: f64,
+}
+
+/// Per-head scores from needle tests, with how many trials counted.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct HeadScores {
+    /// Trials kept (the model's answer was right, so the trial counted).
+    pub trials_kept: usize,
+    /// Trials run.
+    pub trials_total: usize,
+    /// Mean score over kept trials, `[layer][q_head]`, each in [0, 1].
+    pub scores: Vec<Vec<f64>>,
+}
+
+/// Per-head layer similarity: `per_head[q_head][layer_a][layer_b]` = 1 − JS divergence (log
+/// base 2, so in [0, 1]) averaged over the last `observation_rows` rows of `samples` prompts.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct LayerSimilarity {
+    /// Prompts averaged over.
+    pub samples: usize,
+    /// `[q_head][layer][layer]`, symmetric, each in [0, 1].
+    pub per_head: Vec<Vec<Vec<f64>>>,
+}
+
+/// Mean Haar wavelet detail magnitude per layer and level.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Wavelet {
+    /// Decomposition levels.
+    pub levels: usize,
+    /// `[layer][level]`, each ≥ 0.
+    pub magnitudes: Vec<Vec<f64>>,
+}
+
+/// Attention funnelling of one layer.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct LayerFunnel {
+    /// Mean entropy (bits) of the observed attention rows.
+    pub entropy: f64,
+    /// Mean attention mass on the top-k keys, in [0, 1].
+    pub top_k_mass: f64,
+}
+
+/// KV redundancy of one layer (SpindleKV §3.2).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct LayerRedundancy {
+    /// Fraction of key pairs with cosine similarity above θ_K, in [0, 1].
+    pub k_cos_fraction: f64,
+    /// Fraction of value pairs with cosine similarity above θ_V, in [0, 1].
+    pub v_cos_fraction: f64,
+    /// Attention sparsity: fraction of tokens whose accumulated attention is negligible, in [0, 1].
+    pub attention_sparsity: f64,
+}
+
+/// Tolerance for the symmetry of similarity matrices.
+const SYMMETRY_TOLERANCE: f64 = 1e-6;
+
+impl Profile {
+    /// Parses and validates a profile from JSON text.
+    pub fn from_json(text: &str) -> Result<Self> {
+        validate::schema_version("profile", text, PROFILE_SCHEMA_VERSION)?;
+        let p: Profile = validate::parse("profile", text)?;
+        p.validate()?;
+        Ok(p)
+    }
+
+    /// Reads, parses and validates a profile file.
+    pub fn load(path: &Path) -> Result<Self> {
+        Self::from_json(&io::read(path)?)
+    }
+
+    /// Pretty JSON with a final newline.
+    pub fn to_json(&self) -> Result<String> {
+        let mut s = serde_json::to_string_pretty(self).map_err(|e| Error::Parse {
+            what: "profile",
+            path: String::from("."),
+            message: e.to_string(),
+        })?;
+        s.push('\n');
+        Ok(s)
+    }
+
+    /// Validates then writes atomically.
+    pub fn save(&self, path: &Path) -> Result<()> {
+        self.validate()?;
+        io::write_atomic(path, &self.to_json()?)
+    }
+
+    /// Checks every figure against the schema and the geometry.
+    pub fn validate(&self) -> Result<()> {
+        if self.schema_version != PROFILE_SCHEMA_VERSION {
+            return Err(Error::invalid(
+                "schema_version",
+                PROFILE_SCHEMA_VERSION,
+                self.schema_version,
+            ));
+        }
+        self.model.validate("model")?;
+        let g = &self.model.geometry;
+        let s = &self.settings;
+        validate::in_range("settings.theta_k", s.theta_k, 0.0, 1.0)?;
+        validate::in_range("settings.theta_v", s.theta_v, 0.0, 1.0)?;
+        for (name, scores) in [
+            ("retrieval", &self.retrieval),
+            ("retrieval_reasoning", &self.retrieval_reasoning),
+        ] {
+            if scores.trials_kept > scores.trials_total {
+                return Err(Error::invalid(
+                    format!("{name}.trials_kept"),
+                    format!("at most trials_total = {}", scores.trials_total),
+                    scores.trials_kept,
+                ));
+            }
+            validate::matrix(
+                &format!("{name}.scores"),
+                &scores.scores,
+                (g.layers, "one per layer"),
+                (g.q_heads, "one per query head"),
+                0.0,
+                1.0,
+            )?;
+        }
+        self.validate_similarity()?;
+        let w = &self.wavelet;
+        validate::matrix(
+            "wavelet.magnitudes",
+            &w.magnitudes,
+            (g.layers, "one per layer"),
+            (w.levels, "one per level"),
+            0.0,
+            f64::MAX,
+        )?;
+        validate::len("funnel", self.funnel.len(), g.layers, "one per layer")?;
+        for (l, f) in self.funnel.iter().enumerate() {
+            validate::non_negative(&format!("funnel[{l}].entropy"), f.entropy)?;
+            validate::in_range(&format!("funnel[{l}].top_k_mass"), f.top_k_mass, 0.0, 1.0)?;
+        }
+        validate::len(
+            "kv_redundancy",
+            self.kv_redundancy.len(),
+            g.layers,
+            "one per layer",
+        )?;
+        for (l, r) in self.kv_redundancy.iter().enumerate() {
+            let p = format!("kv_redundancy[{l}]");
+            validate::in_range(&format!("{p}.k_cos_fraction"), r.k_cos_fraction, 0.0, 1.0)?;
+            validate::in_range(&format!("{p}.v_cos_fraction"), r.v_cos_fraction, 0.0, 1.0)?;
+            validate::in_range(
+                &format!("{p}.attention_sparsity"),
+                r.attention_sparsity,
+                0.0,
+                1.0,
+            )?;
+        }
+        Ok(())
+    }
+
+    fn validate_similarity(&self) -> Result<()> {
+        let g = &self.model.geometry;
+        let sim = &self.layer_similarity.per_head;
+        validate::len(
+            "layer_similarity.per_head",
+            sim.len(),
+            g.q_heads,
+            "one per query head",
+        )?;
+        for (h, m) in sim.iter().enumerate() {
+            let p = format!("layer_similarity.per_head[{h}]");
+            validate::matrix(
+                &p,
+                m,
+                (g.layers, "one per layer"),
+                (g.layers, "one per layer"),
+                0.0,
+                1.0,
+            )?;
+            for a in 0..g.layers {
+                for b in 0..a {
+                    if (m[a][b] - m[b][a]).abs() > SYMMETRY_TOLERANCE {
+                        return Err(Error::invalid(
+                            format!("{p}[{a}][{b}]"),
+                            format!("{} (symmetric with [{b}][{a}])", m[b][a]),
+                            m[a][b],
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
