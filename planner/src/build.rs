@@ -85,7 +85,7 @@ pub fn build_plan(
     };
     plan.validate()?;
     if let Some(n) = opts.preview_context_len {
-        plan.preview = Some(plan.make_preview(n)?);
+        plan.preview = Some(plan.make_preview(n));
     }
     Ok(plan)
 }

@@ -119,16 +119,21 @@ impl Plan {
         self.budgets(method, context_len, self.target)
     }
 
-    /// The preview of every planned method at `context_len`.
-    pub fn make_preview(&self, context_len: usize) -> Result<Preview> {
-        let mut methods = BTreeMap::new();
-        for m in self.methods() {
-            methods.insert(m, PreviewEntry::of(&self.budgets_at(m, context_len)?));
-        }
-        Ok(Preview {
+    /// The preview of every planned method at `context_len`. A method whose rule has no budgets
+    /// there (e.g. SpindleKV below β) is left out: the plan still serves other lengths.
+    pub fn make_preview(&self, context_len: usize) -> Preview {
+        let methods = self
+            .methods()
+            .into_iter()
+            .filter_map(|m| {
+                let b = self.budgets_at(m, context_len).ok()?;
+                Some((m, PreviewEntry::of(&b)))
+            })
+            .collect();
+        Preview {
             context_len,
             methods,
-        })
+        }
     }
 
     /// Parses and validates a plan from JSON text.

@@ -1,0 +1,124 @@
+//! The hand-made SmolLM2 profile through the planner, with expectations worked by hand from the
+//! pattern in `fixtures/README.md`.
+
+use kvplan_planner::{build_plan, Method, Plan, PlanOptions, Profile, Target};
+use std::path::PathBuf;
+
+fn fixture() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/smollm2-handmade.profile.json")
+}
+
+fn profile() -> Profile {
+    Profile::load(&fixture()).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn plan(target: Target) -> Plan {
+    build_plan(&profile(), &Method::ALL, target, &PlanOptions::default())
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn fixture_profile_loads() {
+    let p = profile();
+    assert_eq!(p.model.geometry.q_to_kv, vec![0, 0, 0, 1, 1, 1, 2, 2, 2]);
+    assert_eq!(p.retrieval.scores[14][4], 0.62);
+}
+
+#[test]
+fn pyramid_on_smollm2_by_hand() {
+    // B = 128, α = 8, β = 20, 30 layers, n = 8192: c = 120; top = ⌊120/20⌋ = 6;
+    // bottom = 240 − 6 = 234; step = ⌊228/29⌋ = 7 (r = 228 − 203 = 25).
+    // Σ (234 − 7l) = 30·234 − 7·435 = 3975; target 30·120 = 3600; E = 375 = 30·25/2 →
+    // 12 from every layer and one more from the top 15 (layers 15–29).
+    // Layer 0: 234 − 12 + 8 = 230. Layer 14: 234 − 98 − 12 + 8 = 132. Layer 15: 234 − 105 − 13
+    // + 8 = 124. Layer 29: 234 − 203 − 13 + 8 = 26.
+    let b = plan(Target::Tokens(128))
+        .budgets_at(Method::Pyramid, 8192)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let layer = |l: usize| b.per_layer_per_kv_head[l].clone();
+    assert_eq!(layer(0), vec![230; 3]);
+    assert_eq!(layer(14), vec![132; 3]);
+    assert_eq!(layer(15), vec![124; 3]);
+    assert_eq!(layer(29), vec![26; 3]);
+    assert_eq!(b.total(), 30 * 3 * 128);
+}
+
+#[test]
+fn headkv_r_on_smollm2_by_hand() {
+    // Retrieval scores sum to 1.83. B = 128, α = 8 → b = 120; pool per head ⌊120/1.01⌋ = 118,
+    // basic 2; pool 118 · 90 = 10620 → per unit of raw score 10620/1.83 = 5803.2787:
+    // (14, q4 → kv1) 0.62 → 3598.03; (16, q1 → kv0) 0.48 → 2785.57; (20, q7 → kv2) 0.35 →
+    // 2031.15; (11, q2 → kv0) 0.21 → 1218.69; (22, q5 → kv1) 0.12 → 696.39; (8, q0 → kv0)
+    // 0.05 → 290.16. Floors sum 10618; the 2 left go to fractions .69 and .57.
+    // Budgets = 2 + share + 8: 3608, 2796, 2041, 1229, 706, 300; every other head 10.
+    let b = plan(Target::Tokens(128))
+        .budgets_at(Method::HeadKvR, 8192)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let k = &b.per_layer_per_kv_head;
+    assert_eq!(k[14][1], 3608);
+    assert_eq!(k[16][0], 2796);
+    assert_eq!(k[20][2], 2041);
+    assert_eq!(k[11][0], 1229);
+    assert_eq!(k[22][1], 706);
+    assert_eq!(k[8][0], 300);
+    assert_eq!(k[0], vec![10; 3]);
+    assert_eq!(b.total(), 30 * 3 * 128);
+}
+
+#[test]
+fn pod_on_smollm2_by_hand() {
+    // δ = 0.5: blocks of 13, 9 and 6 layers for query heads h mod 3 = 0, 1, 2; each KV head keeps
+    // distant keys at {0, 6, 9, 12, 13, 18, 24, 26, 27}: saving 21/30.
+    let p = plan(Target::Ratio(0.125));
+    let pod = p.sections.pod.as_ref().unwrap_or_else(|| panic!("no pod"));
+    assert_eq!(pod.blocks[0], vec![[0, 12], [13, 25], [26, 29]]);
+    assert_eq!(pod.blocks[4], vec![[0, 8], [9, 17], [18, 26], [27, 29]]);
+    assert_eq!(
+        pod.blocks[8],
+        vec![[0, 5], [6, 11], [12, 17], [18, 23], [24, 29]]
+    );
+    assert!((pod.saving - 0.7).abs() < 1e-12);
+    // n = 8192, ratio 1/8 → proximal 1024 = 16 sinks + 1008 recent.
+    let b = p
+        .budgets_at(Method::Pod, 8192)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!((b.sinks, b.recent), (16, 1008));
+    for (l, row) in b.keys_per_layer_per_kv_head.iter().enumerate() {
+        let stored = [0, 6, 9, 12, 13, 18, 24, 26, 27].contains(&l);
+        assert_eq!(row, &vec![if stored { 8192 } else { 1024 }; 3], "layer {l}");
+    }
+    // KV bytes: values 90 · 8192, keys 27 · 8192 + 63 · 1024, × 64 × 4 bytes.
+    let bytes = (90 * 8192 + 27 * 8192 + 63 * 1024) * 64 * 4;
+    assert_eq!(b.kv_bytes(64, 4), bytes as u64);
+}
+
+#[test]
+fn pod_delta_for_a_target_saving() {
+    // A saving of 0.7 is reached at δ = 0.5 (blocks above); the next larger similarity value,
+    // 0.52, splits head kind 2 further (1 − 0.1·5 = 0.5 < 0.52) and saves less, so 0.5 is the
+    // largest δ reaching 0.7.
+    let opts = PlanOptions {
+        pod_target_saving: Some(0.7),
+        ..PlanOptions::default()
+    };
+    let p = build_plan(&profile(), &[Method::Pod], Target::Tokens(64), &opts)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let pod = p.sections.pod.as_ref().unwrap_or_else(|| panic!("no pod"));
+    assert_eq!(pod.delta, 0.5);
+    assert_eq!(pod.target_saving, Some(0.7));
+}
+
+#[test]
+fn plan_round_trips_byte_identical() {
+    let opts = PlanOptions {
+        preview_context_len: Some(4096),
+        ..PlanOptions::default()
+    };
+    let a = build_plan(&profile(), &Method::ALL, Target::Tokens(128), &opts)
+        .and_then(|p| p.to_json())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let b = Plan::from_json(&a)
+        .and_then(|p| p.to_json())
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(a, b);
+}
