@@ -240,13 +240,13 @@ impl Profile {
                 0.0,
                 1.0,
             )?;
-            for a in 0..g.layers {
-                for b in 0..a {
-                    if (m[a][b] - m[b][a]).abs() > SYMMETRY_TOLERANCE {
+            for (a, row) in m.iter().enumerate() {
+                for (b, &v) in row.iter().enumerate().take(a) {
+                    if (v - m[b][a]).abs() > SYMMETRY_TOLERANCE {
                         return Err(Error::invalid(
                             format!("{p}[{a}][{b}]"),
                             format!("{} (symmetric with [{b}][{a}])", m[b][a]),
-                            m[a][b],
+                            v,
                         ));
                     }
                 }

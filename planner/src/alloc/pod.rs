@@ -28,9 +28,9 @@ use crate::{Error, Method, Result};
 /// Algorithm 1 for one head: `sim[a][b]` (layers × layers) → blocks `[first, last]`, bottom-up.
 pub fn group_layers(sim: &[Vec<f64>], delta: f64) -> Vec<[usize; 2]> {
     let mut blocks: Vec<[usize; 2]> = Vec::new();
-    for l in 0..sim.len() {
+    for (l, row) in sim.iter().enumerate() {
         match blocks.last_mut() {
-            Some(block) if (block[0]..=block[1]).all(|m| sim[l][m] >= delta) => block[1] = l,
+            Some(block) if (block[0]..=block[1]).all(|m| row[m] >= delta) => block[1] = l,
             _ => blocks.push([l, l]),
         }
     }
