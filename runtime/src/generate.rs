@@ -1,0 +1,234 @@
+//! Generation: one prefill, then one decode step per token; greedy or seeded nucleus sampling;
+//! stops at the tokenizer's stop ids (for SmolLM2 `<|im_end|>` = 2 and `<|endoftext|>` = 0).
+
+use burn::tensor::backend::Backend;
+use burn::tensor::Tensor;
+
+use crate::cache::KvCache;
+use crate::error::{Error, Result};
+use crate::model::{Logits, Model};
+use crate::observe::Observer;
+
+/// How the next token is chosen.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Sampling {
+    /// Arg-max of the logits (ties: lowest id).
+    Greedy,
+    /// Softmax at `temperature`, restricted to the smallest set of tokens whose probability
+    /// reaches `top_p`, drawn with a generator seeded by `seed`.
+    TopP {
+        /// Softmax temperature (> 0).
+        temperature: f32,
+        /// Nucleus mass in (0, 1].
+        top_p: f32,
+        /// Seed of the draw.
+        seed: u64,
+    },
+}
+
+impl Sampling {
+    /// Checks the parameters.
+    pub fn validate(&self) -> Result<()> {
+        match *self {
+            Sampling::Greedy => Ok(()),
+            Sampling::TopP {
+                temperature, top_p, ..
+            } => {
+                if !(temperature > 0.0 && temperature.is_finite()) {
+                    return Err(Error::Request(format!(
+                        "temperature must be a positive number, found {temperature}"
+                    )));
+                }
+                if !(top_p > 0.0 && top_p <= 1.0) {
+                    return Err(Error::Request(format!(
+                        "top-p must be in (0, 1], found {top_p}"
+                    )));
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Settings of one generation.
+#[derive(Debug, Clone)]
+pub struct GenerateConfig {
+    /// Most tokens to produce (the stop token included).
+    pub max_new_tokens: usize,
+    /// Token choice.
+    pub sampling: Sampling,
+    /// Ids that end generation (kept as the last token produced).
+    pub stop_ids: Vec<u32>,
+}
+
+/// SplitMix64: a tiny, well-known seeded generator — enough for reproducible sampling, and it
+/// keeps the draw independent of any crate's changing defaults.
+#[derive(Debug, Clone)]
+pub struct SplitMix64(u64);
+
+impl SplitMix64 {
+    /// A generator with `seed`.
+    pub fn new(seed: u64) -> Self {
+        Self(seed)
+    }
+
+    /// Next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `[0, 1)`.
+    pub fn next_f64(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// Index of the largest value (ties: lowest index).
+pub fn argmax(logits: &[f32]) -> u32 {
+    let mut best = 0;
+    for (i, &v) in logits.iter().enumerate() {
+        if v > logits[best] {
+            best = i;
+        }
+    }
+    best as u32
+}
+
+/// Draws from softmax(`logits`/T) restricted to the top-p nucleus.
+pub fn sample_top_p(logits: &[f32], temperature: f32, top_p: f32, rng: &mut SplitMix64) -> u32 {
+    let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let mut probs: Vec<(u32, f64)> = logits
+        .iter()
+        .enumerate()
+        .map(|(i, &l)| (i as u32, (((l - max) / temperature) as f64).exp()))
+        .collect();
+    let total: f64 = probs.iter().map(|p| p.1).sum();
+    probs.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    let mut kept = 0;
+    let mut mass = 0.0;
+    for p in &probs {
+        mass += p.1 / total;
+        kept += 1;
+        if mass >= top_p as f64 {
+            break;
+        }
+    }
+    let nucleus = &probs[..kept];
+    let nucleus_mass: f64 = nucleus.iter().map(|p| p.1).sum();
+    let mut u = rng.next_f64() * nucleus_mass;
+    for &(id, p) in nucleus {
+        if u < p {
+            return id;
+        }
+        u -= p;
+    }
+    nucleus[kept - 1].0
+}
+
+fn last_row<B: Backend>(logits: Tensor<B, 2>) -> Vec<f32> {
+    let [rows, _] = logits.dims();
+    logits
+        .narrow(0, rows - 1, 1)
+        .into_data()
+        .iter::<f32>()
+        .collect()
+}
+
+/// Generates after `prompt`, calling `on_token` with each new id as soon as it is chosen.
+/// Returns the new ids (ending with the stop id when one was produced).
+pub fn generate<B: Backend>(
+    model: &Model<B>,
+    prompt: &[u32],
+    config: &GenerateConfig,
+    cache: &mut KvCache<B>,
+    mut observer: Option<&mut Observer>,
+    mut on_token: impl FnMut(u32),
+) -> Result<Vec<u32>> {
+    config.sampling.validate()?;
+    let mut rng = match config.sampling {
+        Sampling::TopP { seed, .. } => SplitMix64::new(seed),
+        Sampling::Greedy => SplitMix64::new(0),
+    };
+    let pick = |logits: &[f32], rng: &mut SplitMix64| match config.sampling {
+        Sampling::Greedy => argmax(logits),
+        Sampling::TopP {
+            temperature, top_p, ..
+        } => sample_top_p(logits, temperature, top_p, rng),
+    };
+    let mut out = Vec::new();
+    if config.max_new_tokens == 0 {
+        return Ok(out);
+    }
+    let logits = model.forward(prompt, cache, observer.as_deref_mut(), Logits::Last)?;
+    let mut next = pick(&last_row(logits), &mut rng);
+    loop {
+        out.push(next);
+        on_token(next);
+        if config.stop_ids.contains(&next) || out.len() >= config.max_new_tokens {
+            return Ok(out);
+        }
+        let logits = model.forward(&[next], cache, observer.as_deref_mut(), Logits::Last)?;
+        next = pick(&last_row(logits), &mut rng);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn argmax_takes_lowest_index_on_ties() {
+        assert_eq!(argmax(&[1.0, 3.0, 3.0, -1.0]), 1);
+    }
+
+    #[test]
+    fn top_p_small_keeps_only_the_best_token() {
+        // p(best) = e^2 / (e^2 + 2) ≈ 0.787 ≥ 0.5, so the nucleus is the best token alone.
+        let mut rng = SplitMix64::new(7);
+        for _ in 0..50 {
+            assert_eq!(sample_top_p(&[0.0, 2.0, 0.0], 1.0, 0.5, &mut rng), 1);
+        }
+    }
+
+    #[test]
+    fn sampling_follows_the_distribution_and_the_seed() {
+        // Logits ln(1), ln(3): probabilities 1/4 and 3/4.
+        let logits = [0.0, 3f32.ln()];
+        let mut rng = SplitMix64::new(42);
+        let ones = (0..4000)
+            .filter(|_| sample_top_p(&logits, 1.0, 1.0, &mut rng) == 1)
+            .count();
+        assert!((ones as f64 / 4000.0 - 0.75).abs() < 0.03, "{ones}");
+        let draw = |seed| {
+            let mut r = SplitMix64::new(seed);
+            (0..20)
+                .map(|_| sample_top_p(&logits, 1.0, 1.0, &mut r))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(draw(5), draw(5));
+    }
+
+    #[test]
+    fn rejects_bad_sampling_settings() {
+        let bad = Sampling::TopP {
+            temperature: 0.0,
+            top_p: 0.9,
+            seed: 1,
+        };
+        assert!(bad
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("temperature"));
+        let bad = Sampling::TopP {
+            temperature: 1.0,
+            top_p: 1.5,
+            seed: 1,
+        };
+        assert!(bad.validate().unwrap_err().to_string().contains("top-p"));
+    }
+}

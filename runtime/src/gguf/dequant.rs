@@ -1,0 +1,183 @@
+//! GGML tensor types and their dequantisation to `f32`.
+//!
+//! Block layouts follow ggml (`ggml-quants.c`): a block stores a scale (and for `Q4_1` a minimum)
+//! as `f16`, then packed quants. `Q4_0`/`Q4_1` put element `j` of a block in the low nibble of
+//! byte `j` and element `j + 16` in the high nibble.
+
+use half::{bf16, f16};
+
+/// Storage types kvplan can read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GgmlType {
+    F32,
+    F16,
+    Q4_0,
+    Q4_1,
+    Q8_0,
+    Q4K,
+    Q6K,
+    BF16,
+}
+
+impl GgmlType {
+    /// Maps ggml's numeric type id; `None` for types kvplan does not read.
+    pub fn from_u32(v: u32) -> Option<Self> {
+        Some(match v {
+            0 => Self::F32,
+            1 => Self::F16,
+            2 => Self::Q4_0,
+            3 => Self::Q4_1,
+            8 => Self::Q8_0,
+            12 => Self::Q4K,
+            14 => Self::Q6K,
+            30 => Self::BF16,
+            _ => return None,
+        })
+    }
+
+    /// ggml's numeric type id.
+    pub fn id(self) -> u32 {
+        match self {
+            Self::F32 => 0,
+            Self::F16 => 1,
+            Self::Q4_0 => 2,
+            Self::Q4_1 => 3,
+            Self::Q8_0 => 8,
+            Self::Q4K => 12,
+            Self::Q6K => 14,
+            Self::BF16 => 30,
+        }
+    }
+
+    /// Elements per block.
+    pub fn block_size(self) -> usize {
+        match self {
+            Self::F32 | Self::F16 | Self::BF16 => 1,
+            Self::Q4_0 | Self::Q4_1 | Self::Q8_0 => 32,
+            Self::Q4K | Self::Q6K => 256,
+        }
+    }
+
+    /// Bytes per block.
+    pub fn block_bytes(self) -> usize {
+        match self {
+            Self::F32 => 4,
+            Self::F16 | Self::BF16 => 2,
+            Self::Q4_0 => 18,
+            Self::Q4_1 => 20,
+            Self::Q8_0 => 34,
+            Self::Q4K => 144,
+            Self::Q6K => 210,
+        }
+    }
+
+    /// Bytes taken by `n` elements (`n` a multiple of the block size).
+    pub fn row_bytes(self, n: u64) -> u64 {
+        n / self.block_size() as u64 * self.block_bytes() as u64
+    }
+
+    /// Dequantises `n` elements from `bytes`.
+    pub fn dequantize(self, bytes: &[u8], n: usize) -> Result<Vec<f32>, String> {
+        let bs = self.block_size();
+        if n % bs != 0 {
+            return Err(format!(
+                "{n} elements is not a multiple of the block size {bs}"
+            ));
+        }
+        let need = n / bs * self.block_bytes();
+        if bytes.len() != need {
+            return Err(format!(
+                "{self:?} data of {n} elements needs {need} bytes, found {}",
+                bytes.len()
+            ));
+        }
+        let mut out = Vec::with_capacity(n);
+        let blocks = bytes.chunks_exact(self.block_bytes());
+        match self {
+            Self::F32 => out.extend(blocks.map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))),
+            Self::F16 => out.extend(blocks.map(|b| f16::from_le_bytes([b[0], b[1]]).to_f32())),
+            Self::BF16 => out.extend(blocks.map(|b| bf16::from_le_bytes([b[0], b[1]]).to_f32())),
+            Self::Q4_0 => blocks.for_each(|b| q4_0(b, &mut out)),
+            Self::Q4_1 => blocks.for_each(|b| q4_1(b, &mut out)),
+            Self::Q8_0 => blocks.for_each(|b| q8_0(b, &mut out)),
+            Self::Q4K => blocks.for_each(|b| q4_k(b, &mut out)),
+            Self::Q6K => blocks.for_each(|b| q6_k(b, &mut out)),
+        }
+        Ok(out)
+    }
+}
+
+fn half_at(b: &[u8], i: usize) -> f32 {
+    f16::from_le_bytes([b[i], b[i + 1]]).to_f32()
+}
+
+/// `Q4_0`: `d: f16`, 16 bytes of nibbles; `x = (q − 8)·d`.
+fn q4_0(b: &[u8], out: &mut Vec<f32>) {
+    let d = half_at(b, 0);
+    let qs = &b[2..18];
+    out.extend(qs.iter().map(|&q| ((q & 0x0F) as f32 - 8.0) * d));
+    out.extend(qs.iter().map(|&q| ((q >> 4) as f32 - 8.0) * d));
+}
+
+/// `Q4_1`: `d: f16`, `m: f16`, 16 bytes of nibbles; `x = q·d + m`.
+fn q4_1(b: &[u8], out: &mut Vec<f32>) {
+    let (d, m) = (half_at(b, 0), half_at(b, 2));
+    let qs = &b[4..20];
+    out.extend(qs.iter().map(|&q| (q & 0x0F) as f32 * d + m));
+    out.extend(qs.iter().map(|&q| (q >> 4) as f32 * d + m));
+}
+
+/// `Q8_0`: `d: f16`, 32 signed bytes; `x = q·d`.
+fn q8_0(b: &[u8], out: &mut Vec<f32>) {
+    let d = half_at(b, 0);
+    out.extend(b[2..34].iter().map(|&q| q as i8 as f32 * d));
+}
+
+/// 6-bit scale and minimum `j` of a `Q4_K` super-block (ggml's `get_scale_min_k4`).
+fn scale_min_k4(j: usize, q: &[u8]) -> (f32, f32) {
+    if j < 4 {
+        ((q[j] & 63) as f32, (q[j + 4] & 63) as f32)
+    } else {
+        let d = (q[j + 4] & 0x0F) | ((q[j - 4] >> 6) << 4);
+        let m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+        (d as f32, m as f32)
+    }
+}
+
+/// `Q4_K`: `d`, `dmin: f16`, 12 bytes of packed 6-bit scales/mins, 128 bytes of nibbles.
+fn q4_k(b: &[u8], out: &mut Vec<f32>) {
+    let (d, dmin) = (half_at(b, 0), half_at(b, 2));
+    let scales = &b[4..16];
+    for (chunk, qs) in b[16..144].chunks_exact(32).enumerate() {
+        let (s1, m1) = scale_min_k4(2 * chunk, scales);
+        let (s2, m2) = scale_min_k4(2 * chunk + 1, scales);
+        out.extend(qs.iter().map(|&q| d * s1 * (q & 0x0F) as f32 - dmin * m1));
+        out.extend(qs.iter().map(|&q| d * s2 * (q >> 4) as f32 - dmin * m2));
+    }
+}
+
+/// `Q6_K`: 128 bytes low nibbles, 64 bytes high bits, 16 signed scales, `d: f16`.
+fn q6_k(b: &[u8], out: &mut Vec<f32>) {
+    let d = half_at(b, 208);
+    let start = out.len();
+    out.resize(start + 256, 0.0);
+    let y = &mut out[start..];
+    for half in 0..2 {
+        let ql = &b[half * 64..half * 64 + 64];
+        let qh = &b[128 + half * 32..128 + half * 32 + 32];
+        let sc = &b[192 + half * 8..192 + half * 8 + 8];
+        let y = &mut y[half * 128..half * 128 + 128];
+        for l in 0..32 {
+            let is = l / 16;
+            let q1 = ((ql[l] & 0x0F) | ((qh[l] & 3) << 4)) as i32 - 32;
+            let q2 = ((ql[l + 32] & 0x0F) | (((qh[l] >> 2) & 3) << 4)) as i32 - 32;
+            let q3 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) as i32 - 32;
+            let q4 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) as i32 - 32;
+            let s = |k: usize| sc[is + k] as i8 as f32;
+            y[l] = d * s(0) * q1 as f32;
+            y[l + 32] = d * s(2) * q2 as f32;
+            y[l + 64] = d * s(4) * q3 as f32;
+            y[l + 96] = d * s(6) * q4 as f32;
+        }
+    }
+}

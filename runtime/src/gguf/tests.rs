@@ -1,0 +1,297 @@
+//! GGUF reader tests: files built in memory, every malformed case rejected with a named error.
+
+use super::*;
+use half::{bf16, f16};
+
+fn valid() -> GgufWriter {
+    GgufWriter::new()
+        .meta("general.architecture", MetaValue::String("llama".into()))
+        .meta("llama.block_count", MetaValue::U32(2))
+        .meta(
+            "tokenizer.ggml.tokens",
+            MetaValue::Array(vec![
+                MetaValue::String("a".into()),
+                MetaValue::String("b".into()),
+            ]),
+        )
+        .tensor_f32("w", &[2, 3], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
+        .tensor_f32("v", &[4], &[-1.0, 0.5, 0.25, 8.0])
+}
+
+fn err_of(bytes: Vec<u8>) -> String {
+    match GgufFile::from_bytes(bytes) {
+        Ok(_) => panic!("malformed file was accepted"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn reads_metadata_and_tensors_back() {
+    let f = GgufFile::from_bytes(valid().to_bytes()).unwrap();
+    assert_eq!(f.version, 3);
+    assert_eq!(f.meta_str("general.architecture").unwrap(), "llama");
+    assert_eq!(f.meta_u64("llama.block_count").unwrap(), 2);
+    let (w, shape) = f.tensor_f32("w").unwrap();
+    assert_eq!(shape, vec![2, 3]);
+    assert_eq!(w, vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+    assert_eq!(f.tensor_f32("v").unwrap().0, vec![-1.0, 0.5, 0.25, 8.0]);
+    assert!(f
+        .meta("missing.key")
+        .unwrap_err()
+        .to_string()
+        .contains("cannot find missing.key"));
+}
+
+#[test]
+fn reads_version_2() {
+    let mut bytes = valid().to_bytes();
+    bytes[4..8].copy_from_slice(&2u32.to_le_bytes());
+    assert_eq!(GgufFile::from_bytes(bytes).unwrap().version, 2);
+}
+
+#[test]
+fn rejects_wrong_magic() {
+    let mut bytes = valid().to_bytes();
+    bytes[0] = b'X';
+    assert!(err_of(bytes).contains("bad magic"));
+}
+
+#[test]
+fn rejects_unsupported_version() {
+    let mut bytes = valid().to_bytes();
+    bytes[4..8].copy_from_slice(&1u32.to_le_bytes());
+    assert!(err_of(bytes).contains("unsupported version 1"));
+}
+
+#[test]
+fn rejects_truncation_at_every_length() {
+    let bytes = valid().to_bytes();
+    for len in 0..bytes.len() {
+        let msg = err_of(bytes[..len].to_vec());
+        assert!(
+            msg.contains("truncated") || msg.contains("past the end"),
+            "prefix of {len} bytes: {msg}"
+        );
+    }
+}
+
+#[test]
+fn rejects_absurd_tensor_count() {
+    let mut bytes = valid().to_bytes();
+    bytes[8..16].copy_from_slice(&u64::MAX.to_le_bytes());
+    assert!(err_of(bytes).contains("tensor count"));
+}
+
+#[test]
+fn rejects_absurd_metadata_count() {
+    let mut bytes = valid().to_bytes();
+    bytes[16..24].copy_from_slice(&(1u64 << 40).to_le_bytes());
+    assert!(err_of(bytes).contains("metadata count"));
+}
+
+#[test]
+fn rejects_absurd_string_length() {
+    let mut bytes = valid().to_bytes();
+    // First key's length is at offset 24.
+    bytes[24..32].copy_from_slice(&(1u64 << 50).to_le_bytes());
+    assert!(err_of(bytes).contains("exceeds the limit"));
+}
+
+#[test]
+fn rejects_string_longer_than_file() {
+    let mut bytes = valid().to_bytes();
+    bytes[24..32].copy_from_slice(&1000u64.to_le_bytes());
+    assert!(err_of(bytes).contains("truncated"));
+}
+
+#[test]
+fn rejects_array_count_larger_than_remaining_bytes() {
+    let bytes = GgufWriter::new()
+        .meta("a", MetaValue::Array(vec![MetaValue::U32(1)]))
+        .to_bytes();
+    // header 24 + key (8 + 1) + type 4 + elem type 4 = 41: the count follows.
+    let mut bad = bytes.clone();
+    bad[41..49].copy_from_slice(&(1u64 << 20).to_le_bytes());
+    assert!(err_of(bad).contains("truncated"));
+    let mut absurd = bytes;
+    absurd[41..49].copy_from_slice(&u64::MAX.to_le_bytes());
+    assert!(err_of(absurd).contains("exceeds the limit"));
+}
+
+#[test]
+fn rejects_unknown_value_type() {
+    let mut bytes = GgufWriter::new().meta("k", MetaValue::U32(7)).to_bytes();
+    bytes[33..37].copy_from_slice(&99u32.to_le_bytes());
+    assert!(err_of(bytes).contains("unknown value type 99"));
+}
+
+#[test]
+fn rejects_invalid_bool() {
+    let mut bytes = GgufWriter::new()
+        .meta("k", MetaValue::Bool(true))
+        .to_bytes();
+    bytes[37] = 7;
+    assert!(err_of(bytes).contains("bool must be 0 or 1"));
+}
+
+fn one_tensor() -> (Vec<u8>, usize) {
+    let bytes = GgufWriter::new()
+        .tensor_f32("t", &[4], &[0.0; 4])
+        .to_bytes();
+    // header 24, name 8 + 1, n_dims 4, dim 8, then type at 45, offset at 49.
+    (bytes, 45)
+}
+
+#[test]
+fn rejects_unknown_tensor_type() {
+    let (mut bytes, at) = one_tensor();
+    bytes[at..at + 4].copy_from_slice(&77u32.to_le_bytes());
+    assert!(err_of(bytes).contains("unknown tensor type 77"));
+}
+
+#[test]
+fn rejects_data_offset_out_of_range() {
+    let (mut bytes, at) = one_tensor();
+    bytes[at + 4..at + 12].copy_from_slice(&(1u64 << 20).to_le_bytes());
+    assert!(err_of(bytes).contains("past the end"));
+    let (mut bytes, at) = one_tensor();
+    bytes[at + 4..at + 12].copy_from_slice(&(u64::MAX - 7).to_le_bytes());
+    let msg = err_of(bytes);
+    assert!(
+        msg.contains("past the end") || msg.contains("alignment"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn rejects_misaligned_offset() {
+    let (mut bytes, at) = one_tensor();
+    bytes[at + 4..at + 12].copy_from_slice(&4u64.to_le_bytes());
+    assert!(err_of(bytes).contains("alignment"));
+}
+
+#[test]
+fn rejects_too_many_dims_and_huge_shapes() {
+    let (mut bytes, _) = one_tensor();
+    bytes[33..37].copy_from_slice(&9u32.to_le_bytes());
+    assert!(err_of(bytes).contains("dimensions"));
+    let (mut bytes, _) = one_tensor();
+    bytes[37..45].copy_from_slice(&u64::MAX.to_le_bytes());
+    assert!(err_of(bytes).contains("element count"));
+}
+
+#[test]
+fn rejects_shape_not_matching_block_size() {
+    let bytes = GgufWriter::new()
+        .tensor_raw("q", &[1, 16], GgmlType::Q8_0, vec![0; 34])
+        .to_bytes();
+    assert!(err_of(bytes).contains("not a multiple of the Q8_0 block size"));
+}
+
+#[test]
+fn rejects_duplicate_tensor_names() {
+    let bytes = GgufWriter::new()
+        .tensor_f32("t", &[1], &[0.0])
+        .tensor_f32("t", &[1], &[0.0])
+        .to_bytes();
+    assert!(err_of(bytes).contains("duplicate tensor name"));
+}
+
+#[test]
+fn unknown_tensor_name_is_an_error() {
+    let f = GgufFile::from_bytes(valid().to_bytes()).unwrap();
+    assert!(f
+        .tensor_f32("nope")
+        .unwrap_err()
+        .to_string()
+        .contains("no tensor named"));
+}
+
+fn h(v: f32) -> [u8; 2] {
+    f16::from_f32(v).to_le_bytes()
+}
+
+#[test]
+fn dequantizes_q4_0_by_hand() {
+    // d = 0.5; byte j holds element j (low nibble) and element j + 16 (high nibble).
+    let mut block = h(0.5).to_vec();
+    block.extend((0..16u8).map(|j| j | ((15 - j) << 4)));
+    let x = GgmlType::Q4_0.dequantize(&block, 32).unwrap();
+    assert_eq!(x[0], (0.0 - 8.0) * 0.5);
+    assert_eq!(x[15], (15.0 - 8.0) * 0.5);
+    assert_eq!(x[16], (15.0 - 8.0) * 0.5);
+    assert_eq!(x[31], (0.0 - 8.0) * 0.5);
+}
+
+#[test]
+fn dequantizes_q4_1_by_hand() {
+    // x = q·d + m with d = 0.5, m = −1.
+    let mut block = h(0.5).to_vec();
+    block.extend(h(-1.0));
+    block.extend((0..16u8).map(|j| j | ((15 - j) << 4)));
+    let x = GgmlType::Q4_1.dequantize(&block, 32).unwrap();
+    assert_eq!(&x[..3], &[-1.0, -0.5, 0.0]);
+    assert_eq!(x[15], 6.5);
+    assert_eq!(x[16], 6.5);
+    assert_eq!(x[31], -1.0);
+}
+
+#[test]
+fn dequantizes_q8_0_f16_bf16_by_hand() {
+    let mut block = h(2.0).to_vec();
+    block.extend((0..32i8).map(|j| (j - 16) as u8));
+    let x = GgmlType::Q8_0.dequantize(&block, 32).unwrap();
+    assert_eq!(x[0], -32.0);
+    assert_eq!(x[31], 30.0);
+    let f = [h(1.5), h(-0.25)].concat();
+    assert_eq!(GgmlType::F16.dequantize(&f, 2).unwrap(), vec![1.5, -0.25]);
+    let b = [
+        bf16::from_f32(3.0).to_le_bytes(),
+        bf16::from_f32(-2.0).to_le_bytes(),
+    ]
+    .concat();
+    assert_eq!(GgmlType::BF16.dequantize(&b, 2).unwrap(), vec![3.0, -2.0]);
+}
+
+#[test]
+fn dequantizes_q4_k_by_hand() {
+    // d = 1, dmin = 0.5. Sub-block 0: scale 2, min 4; sub-block 1: scale 3, min 0;
+    // sub-block 4 (packed form, j ≥ 4): scale = scales[8] & 0xF = 5, min 0. Nibbles: low 1, high 2.
+    let mut block = [h(1.0), h(0.5)].concat();
+    let mut scales = [0u8; 12];
+    scales[0] = 2;
+    scales[4] = 4;
+    scales[1] = 3;
+    scales[8] = 5;
+    block.extend(scales);
+    block.extend([0x21u8; 128]);
+    let x = GgmlType::Q4K.dequantize(&block, 256).unwrap();
+    assert_eq!(x[0], 1.0 * 2.0 * 1.0 - 0.5 * 4.0);
+    assert_eq!(x[32], 1.0 * 3.0 * 2.0);
+    assert_eq!(x[128], 5.0);
+    assert_eq!(x[160], 0.0);
+}
+
+#[test]
+fn dequantizes_q6_k_by_hand() {
+    let mut ql = [0u8; 128];
+    ql[0] = 0x3F;
+    let mut qh = [0u8; 64];
+    qh[0] = 0xE4; // bits (from low): 00, 01, 10, 11
+    let mut sc = [1u8; 16];
+    sc[0] = 2;
+    let block = [&ql[..], &qh[..], &sc[..], &h(0.5)[..]].concat();
+    let x = GgmlType::Q6K.dequantize(&block, 256).unwrap();
+    assert_eq!(x[0], 0.5 * 2.0 * (15.0 - 32.0));
+    assert_eq!(x[1], 0.5 * 2.0 * -32.0);
+    assert_eq!(x[16], 0.5 * -32.0);
+    assert_eq!(x[32], 0.5 * (16.0 - 32.0));
+    assert_eq!(x[64], 0.5 * (35.0 - 32.0));
+    assert_eq!(x[96], 0.5 * (48.0 - 32.0));
+}
+
+#[test]
+fn dequantize_checks_byte_count() {
+    let err = GgmlType::Q4_1.dequantize(&[0u8; 19], 32).unwrap_err();
+    assert!(err.contains("needs 20 bytes, found 19"));
+}

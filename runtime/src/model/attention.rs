@@ -1,0 +1,261 @@
+//! Grouped-query self-attention over a per-head [`LayerCache`].
+//!
+//! `softmax(q·kᵀ/√d + causal)·v`, where the query heads `g·group .. (g+1)·group` share KV head
+//! `g`. Queries of one KV head are stacked into one `[group·t, d]` operand, so K and V are never
+//! repeated per query head and every matmul is a contiguous batched gemm. Long prefills are cut
+//! into query blocks of [`QUERY_BLOCK`] rows; block `b` only multiplies the keys it can see, so
+//! the upper causal triangle is mostly skipped and at most `heads × QUERY_BLOCK × n` scores exist
+//! at a time (never the full `[heads, n, n]` matrix).
+
+use std::collections::HashMap;
+
+use burn::module::{Module, Param};
+use burn::tensor::activation::softmax;
+use burn::tensor::backend::Backend;
+use burn::tensor::{Int, Tensor, TensorData};
+
+use super::rope::Rope;
+use crate::cache::{KvStore, LayerCache};
+use crate::observe::{AttentionRows, KeysValues, LayerObservation};
+
+/// Query rows per attention block during prefill.
+pub const QUERY_BLOCK: usize = 256;
+
+/// Per-call state shared by all layers of one forward pass.
+#[derive(Debug)]
+pub struct ForwardCtx<'a, B: Backend> {
+    /// RoPE tables.
+    pub rope: &'a Rope<B>,
+    /// Positions of the new tokens.
+    pub positions: &'a [usize],
+    /// The same positions on the device.
+    pub pos_tensor: Tensor<B, 1, Int>,
+    /// Attention rows to observe (0 when no observer).
+    pub obs_rows: usize,
+    /// Record pre-RoPE keys and values.
+    pub obs_kv: bool,
+    masks: HashMap<(usize, usize, usize), Tensor<B, 4>>,
+}
+
+impl<'a, B: Backend> ForwardCtx<'a, B> {
+    /// Context for a call adding tokens at `positions`.
+    pub fn new(rope: &'a Rope<B>, positions: &'a [usize], device: &B::Device) -> Self {
+        let ids: Vec<i64> = positions.iter().map(|&p| p as i64).collect();
+        let n = ids.len();
+        Self {
+            rope,
+            positions,
+            pos_tensor: Tensor::from_data(TensorData::new(ids, [n]), device),
+            obs_rows: 0,
+            obs_kv: false,
+            masks: HashMap::new(),
+        }
+    }
+
+    /// Additive causal mask `[1, 1, e−s, past+e]` for query rows `s..e` of the new tokens:
+    /// the `past` cached keys are visible, new key `j` is visible to new row `i` iff `j ≤ i`.
+    fn mask(&mut self, past: usize, s: usize, e: usize, device: &B::Device) -> Tensor<B, 4> {
+        self.masks
+            .entry((past, s, e))
+            .or_insert_with(|| {
+                let cols = past + e;
+                let mut m = vec![0f32; (e - s) * cols];
+                for (r, row) in m.chunks_exact_mut(cols).enumerate() {
+                    row[past + s + r + 1..].fill(f32::NEG_INFINITY);
+                }
+                Tensor::from_data(TensorData::new(m, [1, 1, e - s, cols]), device)
+            })
+            .clone()
+    }
+}
+
+/// Self-attention with fused QKV projection.
+#[derive(Module, Debug)]
+pub struct Attention<B: Backend> {
+    /// `[hidden, (heads + 2·kv_heads)·head_dim]`: Q, then K, then V columns (Q/K in HF order).
+    pub wqkv: Param<Tensor<B, 2>>,
+    /// `[heads·head_dim, hidden]`.
+    pub wo: Param<Tensor<B, 2>>,
+    /// Query heads.
+    pub n_heads: usize,
+    /// KV heads.
+    pub n_kv_heads: usize,
+    /// Head dimension.
+    pub head_dim: usize,
+}
+
+impl<B: Backend> Attention<B> {
+    /// Adds the new tokens' K/V to `cache` and attends over everything the cache holds.
+    ///
+    /// # Shapes
+    /// - x: `[t, hidden]` → `[t, hidden]`
+    pub fn forward(
+        &self,
+        x: Tensor<B, 2>,
+        ctx: &mut ForwardCtx<'_, B>,
+        cache: &mut LayerCache<B>,
+        obs: Option<&mut LayerObservation>,
+    ) -> Tensor<B, 2> {
+        let [t, _] = x.dims();
+        let (nh, nkv, d) = (self.n_heads, self.n_kv_heads, self.head_dim);
+        let qkv = x.matmul(self.wqkv.val()); // [t, (nh + 2·nkv)·d]
+        let split = |start: usize, heads: usize| {
+            qkv.clone()
+                .narrow(1, start * d, heads * d)
+                .reshape([t, heads, d])
+                .swap_dims(0, 1) // [heads, t, d]
+        };
+        let q = split(0, nh);
+        let k = split(nh, nkv);
+        let v = split(nh + nkv, nkv);
+        let mut obs = obs;
+        let q = ctx.rope.apply(q, ctx.pos_tensor.clone());
+        let k_rot = ctx.rope.apply(k.clone(), ctx.pos_tensor.clone());
+        if let Some(o) = obs.as_deref_mut().filter(|_| ctx.obs_kv) {
+            record_keys_values(o, k, v.clone(), ctx.positions);
+        }
+        cache.append(k_rot, v, ctx.positions);
+        // Scale the queries once (t·d multiplies) rather than the scores (t·n).
+        let q = q.mul_scalar(1.0 / (d as f64).sqrt());
+        let q = q.reshape([nkv, nh / nkv, t, d]);
+        let out = match cache.store() {
+            Some(KvStore::Uniform { keys, values }) => attend(
+                q,
+                keys.clone(),
+                values.clone(),
+                ctx,
+                obs.as_deref_mut(),
+                cache,
+            ),
+            Some(KvStore::PerHead { keys, values }) => {
+                let mut outs = Vec::with_capacity(nkv);
+                let mut rows: Option<AttentionRows> = None;
+                for (g, (k, v)) in keys.iter().zip(values).enumerate() {
+                    let qg = q.clone().narrow(0, g, 1);
+                    let mut head_obs = obs.as_ref().map(|_| LayerObservation::default());
+                    let (kg, vg) = (k.clone().unsqueeze_dim(0), v.clone().unsqueeze_dim(0));
+                    outs.push(attend(qg, kg, vg, ctx, head_obs.as_mut(), cache));
+                    if let Some(r) = head_obs.and_then(|mut o| o.attention.pop()) {
+                        rows = Some(merge_rows(rows, r));
+                    }
+                }
+                if let (Some(o), Some(r)) = (obs, rows) {
+                    o.attention.push(r);
+                }
+                Tensor::cat(outs, 0)
+            }
+            None => unreachable!("append always leaves a store"),
+        };
+        out.reshape([nh, t, d])
+            .swap_dims(0, 1)
+            .reshape([t, nh * d])
+            .matmul(self.wo.val())
+    }
+}
+
+/// Attention of scaled queries `q` `[G, group, t, d]` over `k`, `v` `[G, L, d]` whose last `t`
+/// entries are the new tokens. Returns `[G, group, t, d]`; records observed rows into `obs`.
+fn attend<B: Backend>(
+    q: Tensor<B, 4>,
+    k: Tensor<B, 3>,
+    v: Tensor<B, 3>,
+    ctx: &mut ForwardCtx<'_, B>,
+    obs: Option<&mut LayerObservation>,
+    cache: &LayerCache<B>,
+) -> Tensor<B, 4> {
+    let [g, group, t, d] = q.dims();
+    let [_, l, _] = k.dims();
+    let past = l - t;
+    let obs_from = t.saturating_sub(ctx.obs_rows);
+    let mut observed: Vec<Tensor<B, 4>> = Vec::new();
+    let mut outs = Vec::with_capacity(t.div_ceil(QUERY_BLOCK));
+    let device = q.device();
+    for s in (0..t).step_by(QUERY_BLOCK) {
+        let e = (s + QUERY_BLOCK).min(t);
+        let (rows, cols) = (e - s, past + e);
+        let qb = q.clone().narrow(2, s, rows).reshape([g, group * rows, d]);
+        let kb = k.clone().narrow(1, 0, cols);
+        let mut scores = qb
+            .matmul(kb.swap_dims(1, 2))
+            .reshape([g, group, rows, cols]);
+        if t > 1 {
+            scores = scores + ctx.mask(past, s, e, &device);
+        }
+        let probs = softmax(scores, 3);
+        if obs.is_some() && e > obs_from {
+            let from = obs_from.max(s);
+            let part = probs.clone().narrow(2, from - s, e - from);
+            // Pad to all L keys: keys past `cols` are masked for these rows.
+            let part = if cols < l {
+                let pad = Tensor::zeros([g, group, e - from, l - cols], &device);
+                Tensor::cat(vec![part, pad], 3)
+            } else {
+                part
+            };
+            observed.push(part);
+        }
+        let vb = v.clone().narrow(1, 0, cols);
+        let ob = probs.reshape([g, group * rows, cols]).matmul(vb);
+        outs.push(ob.reshape([g, group, rows, d]));
+    }
+    if let Some(o) = obs {
+        if !observed.is_empty() {
+            let probs = Tensor::cat(observed, 2); // [g, group, r, l]
+            o.attention
+                .push(rows_to_host(probs, &ctx.positions[obs_from..], cache));
+        }
+    }
+    if outs.len() == 1 {
+        outs.pop().expect("one block")
+    } else {
+        Tensor::cat(outs, 2)
+    }
+}
+
+/// Copies observed probabilities `[G, group, r, L]` to the host as [`AttentionRows`].
+fn rows_to_host<B: Backend>(
+    probs: Tensor<B, 4>,
+    query_positions: &[usize],
+    cache: &LayerCache<B>,
+) -> AttentionRows {
+    let [g, group, r, l] = probs.dims();
+    let flat: Vec<f32> = probs.into_data().iter::<f32>().collect();
+    let mut per_head = Vec::with_capacity(g * group);
+    for h in 0..g * group {
+        let rows = (0..r)
+            .map(|i| flat[(h * r + i) * l..(h * r + i + 1) * l].to_vec())
+            .collect();
+        per_head.push(rows);
+    }
+    AttentionRows {
+        query_positions: query_positions.to_vec(),
+        probs: per_head,
+        key_positions: (0..cache.kv_heads())
+            .map(|h| cache.positions(h).to_vec())
+            .collect(),
+    }
+}
+
+/// Appends the query heads of the next KV head (computed alone in per-head storage) to `acc`.
+fn merge_rows(acc: Option<AttentionRows>, mut rows: AttentionRows) -> AttentionRows {
+    match acc {
+        None => rows,
+        Some(mut acc) => {
+            acc.probs.append(&mut rows.probs);
+            acc
+        }
+    }
+}
+
+fn record_keys_values<B: Backend>(
+    o: &mut LayerObservation,
+    k: Tensor<B, 3>,
+    v: Tensor<B, 3>,
+    positions: &[usize],
+) {
+    o.keys_values.push(KeysValues {
+        positions: positions.to_vec(),
+        keys: k.into_data().iter::<f32>().collect(),
+        values: v.into_data().iter::<f32>().collect(),
+    });
+}

@@ -1,0 +1,126 @@
+//! The Llama-family model: config, attention, feed-forward, block, transformer (Config→Module
+//! pairs as in llama-burn), and [`Model`], which ties the module to its RoPE tables.
+
+pub mod attention;
+pub mod block;
+pub mod config;
+pub mod feed_forward;
+pub mod loader;
+pub mod rope;
+pub mod transformer;
+
+use std::path::Path;
+
+use burn::tensor::backend::Backend;
+use burn::tensor::Tensor;
+
+pub use attention::ForwardCtx;
+pub use config::ModelConfig;
+pub use transformer::{Logits, Transformer};
+
+use crate::cache::KvCache;
+use crate::error::{Error, Result};
+use crate::gguf::GgufFile;
+use crate::observe::Observer;
+use rope::Rope;
+
+/// A loaded model ready to run.
+#[derive(Debug)]
+pub struct Model<B: Backend> {
+    /// Geometry.
+    pub config: ModelConfig,
+    /// The burn module (weights).
+    pub transformer: Transformer<B>,
+    rope: Rope<B>,
+    device: B::Device,
+}
+
+impl<B: Backend> Model<B> {
+    /// Loads a GGUF file from disk.
+    pub fn load(path: impl AsRef<Path>, device: &B::Device) -> Result<Self> {
+        Self::from_gguf(&GgufFile::open(path)?, device)
+    }
+
+    /// Builds the model from a parsed GGUF file.
+    pub fn from_gguf(gguf: &GgufFile, device: &B::Device) -> Result<Self> {
+        let config = ModelConfig::from_gguf(gguf)?;
+        let transformer = loader::load_transformer(gguf, &config, device)?;
+        Ok(Self::from_parts(config, transformer, device))
+    }
+
+    /// Wraps an existing module (e.g. after training) with fresh RoPE tables.
+    pub fn from_parts(
+        config: ModelConfig,
+        transformer: Transformer<B>,
+        device: &B::Device,
+    ) -> Self {
+        let rope = Rope::new(
+            config.head_dim,
+            config.rope_theta,
+            config.context_len,
+            device,
+        );
+        Self {
+            config,
+            transformer,
+            rope,
+            device: device.clone(),
+        }
+    }
+
+    /// The device the weights live on.
+    pub fn device(&self) -> &B::Device {
+        &self.device
+    }
+
+    /// An empty cache for this model.
+    pub fn new_cache(&self) -> KvCache<B> {
+        KvCache::new(
+            self.config.n_layers,
+            self.config.n_kv_heads,
+            self.config.head_dim,
+        )
+    }
+
+    /// Runs `ids` after what `cache` holds, at positions `cache.next_position..`, extending the
+    /// cache; records into `observer` when one is attached.
+    pub fn forward(
+        &self,
+        ids: &[u32],
+        cache: &mut KvCache<B>,
+        observer: Option<&mut Observer>,
+        logits: Logits,
+    ) -> Result<Tensor<B, 2>> {
+        if ids.is_empty() {
+            return Err(Error::Request("no tokens to run".into()));
+        }
+        if let Some(&bad) = ids.iter().find(|&&i| i as usize >= self.config.vocab) {
+            return Err(Error::Request(format!(
+                "token id {bad} is outside the vocabulary of {}",
+                self.config.vocab
+            )));
+        }
+        let start = cache.next_position;
+        let end = start + ids.len();
+        if end > self.rope.max_positions() {
+            return Err(Error::Request(format!(
+                "positions up to {end} exceed the model's context of {} tokens",
+                self.rope.max_positions()
+            )));
+        }
+        let positions: Vec<usize> = (start..end).collect();
+        let mut ctx = ForwardCtx::new(&self.rope, &positions, &self.device);
+        if let Some(o) = observer.as_deref() {
+            ctx.obs_rows = o.config.attn_rows;
+            ctx.obs_kv = o.config.keys_values;
+        }
+        let out = self
+            .transformer
+            .forward(ids, &mut ctx, cache, observer, logits);
+        cache.next_position = end;
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,533 @@
+//! Tiny random-weight model built as GGUF bytes in memory, checked against a naive reference
+//! written independently here: f64, raw GGUF weights, llama.cpp's interleaved RoPE.
+
+use burn::backend::Flex;
+use burn::tensor::Tensor;
+
+use super::*;
+use crate::cache::KvStore;
+use crate::generate::SplitMix64;
+use crate::gguf::{GgufWriter, MetaValue};
+use crate::observe::{ObserveConfig, Observer};
+
+type B = Flex;
+
+const L: usize = 2;
+const NH: usize = 4;
+const NKV: usize = 2;
+const D: usize = 8;
+const H: usize = 32;
+const F: usize = 48;
+const V: usize = 50;
+const THETA: f64 = 10_000.0;
+const EPS: f64 = 1e-5;
+
+fn random(rng: &mut SplitMix64, n: usize, scale: f64) -> Vec<f32> {
+    (0..n)
+        .map(|_| ((rng.next_f64() * 2.0 - 1.0) * scale) as f32)
+        .collect()
+}
+
+fn tiny_gguf(ctx: usize) -> GgufFile {
+    let mut rng = SplitMix64::new(1234);
+    let mut w = GgufWriter::new()
+        .meta("general.architecture", MetaValue::String("llama".into()))
+        .meta("llama.block_count", MetaValue::U32(L as u32))
+        .meta("llama.attention.head_count", MetaValue::U32(NH as u32))
+        .meta("llama.attention.head_count_kv", MetaValue::U32(NKV as u32))
+        .meta("llama.embedding_length", MetaValue::U32(H as u32))
+        .meta("llama.feed_forward_length", MetaValue::U32(F as u32))
+        .meta("llama.context_length", MetaValue::U32(ctx as u32))
+        .meta("llama.rope.freq_base", MetaValue::F32(THETA as f32))
+        .meta(
+            "llama.attention.layer_norm_rms_epsilon",
+            MetaValue::F32(EPS as f32),
+        )
+        .tensor_f32("token_embd.weight", &[V, H], &random(&mut rng, V * H, 1.0))
+        .tensor_f32("output_norm.weight", &[H], &random(&mut rng, H, 1.0));
+    for l in 0..L {
+        let n = |s: &str| format!("blk.{l}.{s}.weight");
+        let norm: Vec<f32> = random(&mut rng, H, 0.5).iter().map(|v| v + 1.0).collect();
+        w = w
+            .tensor_f32(&n("attn_norm"), &[H], &norm)
+            .tensor_f32(
+                &n("attn_q"),
+                &[NH * D, H],
+                &random(&mut rng, NH * D * H, 0.4),
+            )
+            .tensor_f32(
+                &n("attn_k"),
+                &[NKV * D, H],
+                &random(&mut rng, NKV * D * H, 0.4),
+            )
+            .tensor_f32(
+                &n("attn_v"),
+                &[NKV * D, H],
+                &random(&mut rng, NKV * D * H, 0.4),
+            )
+            .tensor_f32(
+                &n("attn_output"),
+                &[H, NH * D],
+                &random(&mut rng, H * NH * D, 0.2),
+            )
+            .tensor_f32(&n("ffn_norm"), &[H], &norm)
+            .tensor_f32(&n("ffn_gate"), &[F, H], &random(&mut rng, F * H, 0.3))
+            .tensor_f32(&n("ffn_up"), &[F, H], &random(&mut rng, F * H, 0.3))
+            .tensor_f32(&n("ffn_down"), &[H, F], &random(&mut rng, H * F, 0.3));
+    }
+    GgufFile::from_bytes(w.to_bytes()).unwrap()
+}
+
+fn tiny_model(ctx: usize) -> (Model<B>, GgufFile) {
+    let g = tiny_gguf(ctx);
+    (Model::from_gguf(&g, &Default::default()).unwrap(), g)
+}
+
+/// Naive forward in f64 on raw GGUF weights. Returns per-position logits, the attention
+/// probabilities `[layer][head][query][key]` and pre-RoPE keys `[layer][kv][pos][dim]` in
+/// GGUF (interleaved) order.
+struct Reference {
+    logits: Vec<Vec<f64>>,
+    attn: Vec<Vec<Vec<Vec<f64>>>>,
+    keys: Vec<Vec<Vec<Vec<f64>>>>,
+}
+
+fn w(g: &GgufFile, name: &str) -> Vec<f64> {
+    g.tensor_f32(name)
+        .unwrap()
+        .0
+        .iter()
+        .map(|&v| v as f64)
+        .collect()
+}
+
+fn matvec(m: &[f64], x: &[f64], rows: usize) -> Vec<f64> {
+    let cols = x.len();
+    (0..rows)
+        .map(|r| (0..cols).map(|c| m[r * cols + c] * x[c]).sum())
+        .collect()
+}
+
+fn rms(x: &[f64], g: &[f64]) -> Vec<f64> {
+    let ms = x.iter().map(|v| v * v).sum::<f64>() / x.len() as f64;
+    let s = 1.0 / (ms + EPS).sqrt();
+    x.iter().zip(g).map(|(v, g)| v * s * g).collect()
+}
+
+/// llama.cpp RoPE: rotate adjacent pairs (2i, 2i+1) by pos·θ^(−2i/d).
+fn rope_pairs(x: &mut [f64], pos: usize) {
+    for i in 0..D / 2 {
+        let a = pos as f64 * THETA.powf(-2.0 * i as f64 / D as f64);
+        let (x0, x1) = (x[2 * i], x[2 * i + 1]);
+        x[2 * i] = x0 * a.cos() - x1 * a.sin();
+        x[2 * i + 1] = x0 * a.sin() + x1 * a.cos();
+    }
+}
+
+fn reference(g: &GgufFile, ids: &[u32]) -> Reference {
+    let emb = w(g, "token_embd.weight");
+    let mut xs: Vec<Vec<f64>> = ids
+        .iter()
+        .map(|&i| emb[i as usize * H..(i as usize + 1) * H].to_vec())
+        .collect();
+    let (mut attn_all, mut keys_all) = (Vec::new(), Vec::new());
+    for l in 0..L {
+        let n = |s: &str| format!("blk.{l}.{s}.weight");
+        let (wq, wk, wv, wo) = (
+            w(g, &n("attn_q")),
+            w(g, &n("attn_k")),
+            w(g, &n("attn_v")),
+            w(g, &n("attn_output")),
+        );
+        let (an, fnorm) = (w(g, &n("attn_norm")), w(g, &n("ffn_norm")));
+        let (wg, wu, wd) = (
+            w(g, &n("ffn_gate")),
+            w(g, &n("ffn_up")),
+            w(g, &n("ffn_down")),
+        );
+        let hs: Vec<Vec<f64>> = xs.iter().map(|x| rms(x, &an)).collect();
+        let qs: Vec<Vec<f64>> = hs.iter().map(|h| matvec(&wq, h, NH * D)).collect();
+        let ks: Vec<Vec<f64>> = hs.iter().map(|h| matvec(&wk, h, NKV * D)).collect();
+        let vs: Vec<Vec<f64>> = hs.iter().map(|h| matvec(&wv, h, NKV * D)).collect();
+        keys_all.push(
+            (0..NKV)
+                .map(|kv| {
+                    ks.iter()
+                        .map(|k| k[kv * D..(kv + 1) * D].to_vec())
+                        .collect()
+                })
+                .collect(),
+        );
+        let rot = |v: &Vec<f64>, heads: usize, pos: usize| {
+            let mut v = v.clone();
+            for h in 0..heads {
+                rope_pairs(&mut v[h * D..(h + 1) * D], pos);
+            }
+            v
+        };
+        let qr: Vec<Vec<f64>> = qs.iter().enumerate().map(|(p, q)| rot(q, NH, p)).collect();
+        let kr: Vec<Vec<f64>> = ks.iter().enumerate().map(|(p, k)| rot(k, NKV, p)).collect();
+        let mut layer_attn = vec![vec![]; NH];
+        let mut new_xs = Vec::new();
+        for (i, x) in xs.iter().enumerate() {
+            let mut o = vec![0.0; NH * D];
+            for h in 0..NH {
+                let kv = h / (NH / NKV);
+                let s: Vec<f64> = (0..=i)
+                    .map(|j| {
+                        (0..D)
+                            .map(|c| qr[i][h * D + c] * kr[j][kv * D + c])
+                            .sum::<f64>()
+                            / (D as f64).sqrt()
+                    })
+                    .collect();
+                let m = s.iter().cloned().fold(f64::MIN, f64::max);
+                let e: Vec<f64> = s.iter().map(|v| (v - m).exp()).collect();
+                let z: f64 = e.iter().sum();
+                let p: Vec<f64> = e.iter().map(|v| v / z).collect();
+                for (j, pj) in p.iter().enumerate() {
+                    for c in 0..D {
+                        o[h * D + c] += pj * vs[j][kv * D + c];
+                    }
+                }
+                let mut row = p.clone();
+                row.resize(ids.len(), 0.0);
+                layer_attn[h].push(row);
+            }
+            let a = matvec(&wo, &o, H);
+            let x1: Vec<f64> = x.iter().zip(&a).map(|(x, a)| x + a).collect();
+            let h2 = rms(&x1, &fnorm);
+            let gt = matvec(&wg, &h2, F);
+            let up = matvec(&wu, &h2, F);
+            let act: Vec<f64> = gt
+                .iter()
+                .zip(&up)
+                .map(|(g, u)| g / (1.0 + (-g).exp()) * u)
+                .collect();
+            let f = matvec(&wd, &act, H);
+            new_xs.push(x1.iter().zip(&f).map(|(x, f)| x + f).collect());
+        }
+        xs = new_xs;
+        attn_all.push(layer_attn);
+    }
+    let on = w(g, "output_norm.weight");
+    let logits = xs.iter().map(|x| matvec(&emb, &rms(x, &on), V)).collect();
+    Reference {
+        logits,
+        attn: attn_all,
+        keys: keys_all,
+    }
+}
+
+fn rows(t: Tensor<B, 2>) -> Vec<Vec<f32>> {
+    let [r, c] = t.dims();
+    let flat: Vec<f32> = t.into_data().iter::<f32>().collect();
+    (0..r).map(|i| flat[i * c..(i + 1) * c].to_vec()).collect()
+}
+
+fn max_diff(a: &[f32], b: &[f64]) -> f64 {
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (*x as f64 - y).abs())
+        .fold(0.0, f64::max)
+}
+
+const IDS: [u32; 9] = [3, 17, 42, 8, 8, 1, 49, 0, 23];
+
+#[test]
+fn logits_match_naive_reference_with_interleaved_rope() {
+    let (m, g) = tiny_model(64);
+    let mut cache = m.new_cache();
+    let out = rows(m.forward(&IDS, &mut cache, None, Logits::All).unwrap());
+    let r = reference(&g, &IDS);
+    assert_eq!(out.len(), IDS.len());
+    assert_eq!(out[0].len(), V);
+    for (a, b) in out.iter().zip(&r.logits) {
+        assert!(max_diff(a, b) < 1e-4, "diff {}", max_diff(a, b));
+    }
+}
+
+#[test]
+fn last_logits_equal_the_last_row_of_all() {
+    let (m, _) = tiny_model(64);
+    let all = rows(
+        m.forward(&IDS, &mut m.new_cache(), None, Logits::All)
+            .unwrap(),
+    );
+    let last = rows(
+        m.forward(&IDS, &mut m.new_cache(), None, Logits::Last)
+            .unwrap(),
+    );
+    assert_eq!(last.len(), 1);
+    let d: f64 = last[0]
+        .iter()
+        .zip(&all[8])
+        .map(|(a, b)| (a - b).abs() as f64)
+        .fold(0.0, f64::max);
+    assert!(d < 1e-5);
+}
+
+#[test]
+fn causal_mask_hides_future_tokens() {
+    let (m, _) = tiny_model(64);
+    let a = rows(
+        m.forward(&IDS, &mut m.new_cache(), None, Logits::All)
+            .unwrap(),
+    );
+    let mut changed = IDS;
+    changed[6] = 11;
+    let b = rows(
+        m.forward(&changed, &mut m.new_cache(), None, Logits::All)
+            .unwrap(),
+    );
+    for i in 0..6 {
+        let d: f32 = a[i]
+            .iter()
+            .zip(&b[i])
+            .map(|(x, y)| (x - y).abs())
+            .fold(0.0, f32::max);
+        assert!(d < 1e-5, "position {i} saw the future");
+    }
+    let d: f32 = a[6]
+        .iter()
+        .zip(&b[6])
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f32::max);
+    assert!(d > 1e-3, "position 6 must change");
+}
+
+#[test]
+fn decode_with_cache_equals_full_recompute() {
+    let (m, _) = tiny_model(64);
+    let full = rows(
+        m.forward(&IDS, &mut m.new_cache(), None, Logits::All)
+            .unwrap(),
+    );
+    let mut cache = m.new_cache();
+    m.forward(&IDS[..5], &mut cache, None, Logits::Last)
+        .unwrap();
+    for (i, &id) in IDS.iter().enumerate().skip(5) {
+        let step = rows(m.forward(&[id], &mut cache, None, Logits::Last).unwrap());
+        let d: f32 = step[0]
+            .iter()
+            .zip(&full[i])
+            .map(|(x, y)| (x - y).abs())
+            .fold(0.0, f32::max);
+        assert!(d < 1e-4, "step {i}: {d}");
+    }
+    assert_eq!(cache.next_position, IDS.len());
+    assert_eq!(cache.layers[0].len(1), IDS.len());
+}
+
+#[test]
+fn blocked_prefill_equals_token_by_token() {
+    // Longer than one query block, so the block-wise causal path runs.
+    let n = attention::QUERY_BLOCK + 37;
+    let (m, _) = tiny_model(512);
+    let ids: Vec<u32> = (0..n).map(|i| ((i * 7 + 3) % V) as u32).collect();
+    let full = rows(
+        m.forward(&ids, &mut m.new_cache(), None, Logits::All)
+            .unwrap(),
+    );
+    let mut cache = m.new_cache();
+    m.forward(&ids[..n - 3], &mut cache, None, Logits::Last)
+        .unwrap();
+    for (i, &id) in ids.iter().enumerate().skip(n - 3) {
+        let step = rows(m.forward(&[id], &mut cache, None, Logits::Last).unwrap());
+        let d: f32 = step[0]
+            .iter()
+            .zip(&full[i])
+            .map(|(x, y)| (x - y).abs())
+            .fold(0.0, f32::max);
+        assert!(d < 1e-3, "position {i}: {d}");
+    }
+}
+
+#[test]
+fn observer_attention_and_keys_match_reference_and_gqa_map() {
+    let (m, g) = tiny_model(64);
+    let r = reference(&g, &IDS);
+    let mut obs = Observer::new(
+        ObserveConfig {
+            attn_rows: 3,
+            keys_values: true,
+            layers: None,
+        },
+        L,
+    );
+    m.forward(&IDS, &mut m.new_cache(), Some(&mut obs), Logits::Last)
+        .unwrap();
+    for l in 0..L {
+        let rec = &obs.layers[l].attention[0];
+        assert_eq!(rec.query_positions, vec![6, 7, 8]);
+        assert_eq!(rec.probs.len(), NH);
+        for h in 0..NH {
+            for (i, row) in rec.probs[h].iter().enumerate() {
+                assert!(
+                    max_diff(row, &r.attn[l][h][6 + i]) < 1e-5,
+                    "layer {l} head {h}"
+                );
+            }
+        }
+        // Pre-RoPE keys come out in HF order: dim j is GGUF dim perm[j].
+        let kv = &obs.layers[l].keys_values[0];
+        for head in 0..NKV {
+            for pos in 0..IDS.len() {
+                for j in 0..D {
+                    let perm = if j < D / 2 {
+                        2 * j
+                    } else {
+                        2 * (j - D / 2) + 1
+                    };
+                    let got = kv.keys[(head * IDS.len() + pos) * D + j] as f64;
+                    assert!((got - r.keys[l][head][pos][perm]).abs() < 1e-5);
+                }
+            }
+        }
+    }
+    // Query heads 0 and 1 share KV head 0, heads 2 and 3 KV head 1: the reference uses h / 2.
+}
+
+#[test]
+fn observer_off_records_nothing_and_changes_nothing() {
+    let (m, _) = tiny_model(64);
+    let a = rows(
+        m.forward(&IDS, &mut m.new_cache(), None, Logits::All)
+            .unwrap(),
+    );
+    let mut obs = Observer::new(
+        ObserveConfig {
+            attn_rows: 2,
+            keys_values: false,
+            layers: Some(vec![1]),
+        },
+        L,
+    );
+    let b = rows(
+        m.forward(&IDS, &mut m.new_cache(), Some(&mut obs), Logits::All)
+            .unwrap(),
+    );
+    assert_eq!(a, b);
+    assert!(obs.layers[0].attention.is_empty());
+    assert_eq!(obs.layers[1].attention.len(), 1);
+    assert!(obs.layers[1].keys_values.is_empty());
+}
+
+#[test]
+fn per_head_cache_equals_uniform_when_nothing_evicted() {
+    let (m, _) = tiny_model(64);
+    let mut uniform = m.new_cache();
+    m.forward(&IDS[..6], &mut uniform, None, Logits::Last)
+        .unwrap();
+    let mut per_head = uniform.clone();
+    for layer in &mut per_head.layers {
+        layer.to_per_head();
+        assert!(matches!(layer.store(), Some(KvStore::PerHead { .. })));
+    }
+    let mut obs_u = Observer::new(
+        ObserveConfig {
+            attn_rows: 1,
+            ..Default::default()
+        },
+        L,
+    );
+    let mut obs_p = Observer::new(
+        ObserveConfig {
+            attn_rows: 1,
+            ..Default::default()
+        },
+        L,
+    );
+    for &id in &IDS[6..] {
+        let a = rows(
+            m.forward(&[id], &mut uniform, Some(&mut obs_u), Logits::Last)
+                .unwrap(),
+        );
+        let b = rows(
+            m.forward(&[id], &mut per_head, Some(&mut obs_p), Logits::Last)
+                .unwrap(),
+        );
+        let d: f32 = a[0]
+            .iter()
+            .zip(&b[0])
+            .map(|(x, y)| (x - y).abs())
+            .fold(0.0, f32::max);
+        assert!(d < 1e-5);
+    }
+    assert_eq!(obs_u.layers[1].attention, obs_p.layers[1].attention);
+}
+
+#[test]
+fn retain_keeps_per_head_entries_and_positions() {
+    let (m, _) = tiny_model(64);
+    let mut cache = m.new_cache();
+    m.forward(&IDS, &mut cache, None, Logits::Last).unwrap();
+    let full_bytes = cache.bytes();
+    assert_eq!(full_bytes, L * NKV * IDS.len() * D * 4 * 2);
+    cache.layers[0].retain(&[vec![8, 0, 4], vec![1, 2, 3, 5, 8]]);
+    assert_eq!(cache.layers[0].positions(0), &[0, 4, 8]);
+    assert_eq!(cache.layers[0].positions(1), &[1, 2, 3, 5, 8]);
+    assert!(matches!(
+        cache.layers[0].store(),
+        Some(KvStore::PerHead { .. })
+    ));
+    assert_eq!(cache.bytes(), full_bytes - (IDS.len() * 2 - 8) * D * 4 * 2);
+    // Decoding keeps working and observes only the kept keys (3 + 1 new for KV head 0).
+    let mut obs = Observer::new(
+        ObserveConfig {
+            attn_rows: 1,
+            layers: Some(vec![0]),
+            ..Default::default()
+        },
+        L,
+    );
+    m.forward(&[5], &mut cache, Some(&mut obs), Logits::Last)
+        .unwrap();
+    let rec = &obs.layers[0].attention[0];
+    assert_eq!(rec.probs[0][0].len(), 4);
+    assert_eq!(rec.probs[3][0].len(), 6);
+    assert_eq!(rec.key_positions[0], vec![0, 4, 8, 9]);
+    let s: f32 = rec.probs[1][0].iter().sum();
+    assert!((s - 1.0).abs() < 1e-5);
+}
+
+#[test]
+fn rejects_out_of_range_requests() {
+    let (m, _) = tiny_model(8);
+    let mut cache = m.new_cache();
+    let err = m
+        .forward(&[V as u32], &mut cache, None, Logits::Last)
+        .unwrap_err();
+    assert!(err.to_string().contains("outside the vocabulary"));
+    let err = m
+        .forward(&[1; 9], &mut cache, None, Logits::Last)
+        .unwrap_err();
+    assert!(err.to_string().contains("exceed the model's context of 8"));
+    assert!(m.forward(&[], &mut cache, None, Logits::Last).is_err());
+}
+
+#[test]
+fn rejects_wrong_tensor_shape() {
+    let g = tiny_gguf(16);
+    let mut bytes = GgufWriter::new();
+    for (k, v) in &g.metadata {
+        bytes = bytes.meta(k, v.clone());
+    }
+    for t in &g.tensors {
+        let (data, shape) = g.tensor_f32(&t.name).unwrap();
+        let shape = if t.name == "blk.1.attn_k.weight" {
+            vec![shape[0] / 2, shape[1] * 2]
+        } else {
+            shape
+        };
+        bytes = bytes.tensor_f32(&t.name, &shape, &data);
+    }
+    let g = GgufFile::from_bytes(bytes.to_bytes()).unwrap();
+    let err = Model::<B>::from_gguf(&g, &Default::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("blk.1.attn_k.weight: expected shape [16, 32]"),
+        "{err}"
+    );
+}
