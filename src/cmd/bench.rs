@@ -1,0 +1,137 @@
+//! `kvplan bench`: prefill and decode speed and peak memory of the real model.
+//!
+//! Prefill runs `--prefill` lengths (default 512 and 2048 tokens) with logits for the last
+//! position only, as generation does; decode runs `--decode-tokens` greedy steps after a
+//! `--decode-context` prefill. Each phase is repeated `--repeats` times and the best time is
+//! reported (the machine is noisy). Peak memory is the process's peak resident set during the
+//! phase (Linux `VmHWM`, reset through `/proc/self/clear_refs` before each phase).
+
+use std::time::Instant;
+
+use anyhow::Context;
+use kvplan_runtime::backend::{self, Selected};
+use kvplan_runtime::gguf::GgufFile;
+use kvplan_runtime::model::{Logits, Model};
+use kvplan_runtime::tokenizer::Tokenizer;
+
+use super::model_args::ModelArgs;
+
+/// A paragraph of ordinary English, repeated to the lengths measured.
+const TEXT: &str = "The river runs past the old mill, where the miller's children once counted \
+the boats going down to the sea. In the spring the water rises and covers the lower field; in \
+the autumn it falls again, leaving mud, reeds and the smell of rain. Nobody remembers who built \
+the bridge, but everyone agrees that it was built to last. ";
+
+/// Arguments of `kvplan bench`.
+#[derive(clap::Args, Debug)]
+pub struct BenchArgs {
+    /// Prompt lengths to prefill.
+    #[arg(long, value_delimiter = ',', default_value = "512,2048")]
+    pub prefill: Vec<usize>,
+    /// Context before the decode measurement.
+    #[arg(long, default_value_t = 2048)]
+    pub decode_context: usize,
+    /// Decode steps measured.
+    #[arg(long, default_value_t = 32)]
+    pub decode_tokens: usize,
+    /// Repeats of each phase (best time reported).
+    #[arg(long, default_value_t = 2)]
+    pub repeats: usize,
+    /// Also write the results as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub model: ModelArgs,
+}
+
+fn reset_peak() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+fn peak_rss_mib() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024.0)
+}
+
+fn ids_of_length(tok: &Tokenizer, n: usize) -> anyhow::Result<Vec<u32>> {
+    let unit = tok.encode(TEXT)?;
+    Ok(unit.iter().copied().cycle().take(n).collect())
+}
+
+/// Runs `kvplan bench`.
+pub fn run(args: BenchArgs) -> anyhow::Result<()> {
+    anyhow::ensure!(args.repeats > 0, "--repeats must be at least 1");
+    let path = args.model.resolve()?;
+    let gguf = GgufFile::open(&path).with_context(|| format!("reading {}", path.display()))?;
+    let tok = Tokenizer::from_gguf(&gguf)?;
+    let device = backend::device();
+    let model = Model::<Selected>::from_gguf(&gguf, &device)?;
+    drop(gguf);
+    println!(
+        "model: {} | backend: {} | threads: {}",
+        model.config.name,
+        backend::name(),
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+    );
+    let mut results = Vec::new();
+    // Warm-up: one short forward so first-call costs do not land in the first measurement.
+    model.forward(
+        &ids_of_length(&tok, 16)?,
+        &mut model.new_cache(),
+        None,
+        Logits::Last,
+    )?;
+    for &n in &args.prefill {
+        let ids = ids_of_length(&tok, n)?;
+        reset_peak();
+        let mut best = f64::INFINITY;
+        for _ in 0..args.repeats {
+            let mut cache = model.new_cache();
+            let t = Instant::now();
+            let logits = model.forward(&ids, &mut cache, None, Logits::Last)?;
+            let _ = logits.into_data();
+            best = best.min(t.elapsed().as_secs_f64());
+        }
+        let peak = peak_rss_mib();
+        println!(
+            "prefill {n:>5} tokens: {best:>7.3} s  {:>8.1} tokens/s  peak RSS {:.0} MiB",
+            n as f64 / best,
+            peak.unwrap_or(f64::NAN)
+        );
+        results.push(serde_json::json!({"phase": "prefill", "tokens": n, "seconds": best, "tokens_per_s": n as f64 / best, "peak_rss_mib": peak}));
+    }
+    let ids = ids_of_length(&tok, args.decode_context + args.decode_tokens)?;
+    reset_peak();
+    let mut best = f64::INFINITY;
+    let mut kv_bytes = 0;
+    for _ in 0..args.repeats {
+        let mut cache = model.new_cache();
+        model.forward(&ids[..args.decode_context], &mut cache, None, Logits::Last)?;
+        let t = Instant::now();
+        for &id in &ids[args.decode_context..] {
+            let _ = model
+                .forward(&[id], &mut cache, None, Logits::Last)?
+                .into_data();
+        }
+        best = best.min(t.elapsed().as_secs_f64());
+        kv_bytes = cache.bytes();
+    }
+    let peak = peak_rss_mib();
+    let tps = args.decode_tokens as f64 / best;
+    println!("decode  {} tokens at {} context: {best:>7.3} s  {tps:>8.2} tokens/s  KV {:.1} MiB  peak RSS {:.0} MiB",
+        args.decode_tokens, args.decode_context, kv_bytes as f64 / (1 << 20) as f64, peak.unwrap_or(f64::NAN));
+    results.push(serde_json::json!({"phase": "decode", "context": args.decode_context, "tokens": args.decode_tokens, "seconds": best, "tokens_per_s": tps, "kv_bytes": kv_bytes, "peak_rss_mib": peak}));
+    if let Some(out) = args.json {
+        let body = serde_json::to_string_pretty(
+            &serde_json::json!({"model": model.config.name, "backend": backend::name(), "results": results}),
+        )?;
+        let tmp = out.with_extension("json.tmp");
+        std::fs::write(&tmp, body).with_context(|| format!("writing {}", tmp.display()))?;
+        std::fs::rename(&tmp, &out).with_context(|| format!("writing {}", out.display()))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,181 @@
+//! Parity of the burn runtime with an independent implementation (Hugging Face transformers,
+//! float32) on the shipped model: `tests/fixtures/smollm2/`. Tolerances from the fixtures' README.
+
+mod common;
+
+use kvplan_runtime::generate::{generate, GenerateConfig, Sampling};
+use kvplan_runtime::gguf::GgufFile;
+use kvplan_runtime::model::{Logits, Model};
+use kvplan_runtime::observe::{ObserveConfig, Observer};
+use kvplan_runtime::tokenizer::{ChatMessage, Tokenizer};
+use serde_json::Value;
+
+type B = kvplan_runtime::backend::Selected;
+
+fn load() -> (Model<B>, Tokenizer) {
+    let gguf = GgufFile::open(common::shipped_model()).expect("model opens");
+    let tok = Tokenizer::from_gguf(&gguf).expect("tokenizer builds");
+    (
+        Model::from_gguf(&gguf, &kvplan_runtime::backend::device()).expect("model loads"),
+        tok,
+    )
+}
+
+fn ids(v: &Value) -> Vec<u32> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_u64().unwrap() as u32)
+        .collect()
+}
+
+fn floats(v: &Value) -> Vec<f32> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap() as f32)
+        .collect()
+}
+
+#[test]
+fn tokenizer_reproduces_every_fixture_case() {
+    let gguf = GgufFile::open(common::shipped_model()).unwrap();
+    let tok = Tokenizer::from_gguf(&gguf).unwrap();
+    let fx = common::fixture("tokenizer.json");
+    for case in fx["cases"].as_array().unwrap() {
+        let text = case["text"].as_str().unwrap();
+        assert_eq!(
+            tok.encode(text).unwrap(),
+            ids(&case["ids"]),
+            "text {text:?}"
+        );
+        if let Some(chat) = case.get("chat") {
+            let msgs: Vec<ChatMessage> = serde_json::from_value(chat.clone()).unwrap();
+            assert_eq!(tok.render_chat(&msgs), text, "ChatML rendering");
+        }
+    }
+}
+
+#[test]
+fn logits_and_greedy_continuations_match_transformers() {
+    let (model, tok) = load();
+    let fx = common::fixture("logits.json");
+    for name in ["prompt", "chat"] {
+        let case = &fx[name];
+        let prompt = ids(&case["ids"]);
+        assert_eq!(
+            tok.encode(case["text"].as_str().unwrap()).unwrap(),
+            prompt,
+            "{name}: ids"
+        );
+        let logits = model
+            .forward(&prompt, &mut model.new_cache(), None, Logits::All)
+            .unwrap();
+        let [t, vocab] = logits.dims();
+        let flat: Vec<f32> = logits.into_data().iter::<f32>().collect();
+        let top10 = case["top10_ids_per_position"].as_array().unwrap();
+        for pos in 0..t {
+            let row = &flat[pos * vocab..(pos + 1) * vocab];
+            let argmax = kvplan_runtime::generate::argmax(row);
+            assert_eq!(
+                argmax,
+                top10[pos][0].as_u64().unwrap() as u32,
+                "{name}: argmax at {pos}"
+            );
+        }
+        let last = &flat[(t - 1) * vocab..];
+        let want = floats(&case["last_logits"]);
+        let diff = last
+            .iter()
+            .zip(&want)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0f32, f32::max);
+        assert!(diff < 1e-2, "{name}: last-position logits differ by {diff}");
+        let want_ids = ids(&case["greedy_ids"]);
+        let config = GenerateConfig {
+            max_new_tokens: want_ids.len(),
+            sampling: Sampling::Greedy,
+            stop_ids: tok.stop_ids.clone(),
+        };
+        let got = generate(
+            &model,
+            &prompt,
+            &config,
+            &mut model.new_cache(),
+            None,
+            |_| {},
+        )
+        .unwrap();
+        assert_eq!(got, want_ids, "{name}: greedy continuation");
+        assert_eq!(
+            tok.decode(&got).unwrap(),
+            case["greedy_text"].as_str().unwrap()
+        );
+    }
+}
+
+#[test]
+fn keys_values_and_attention_match_transformers() {
+    let (model, _) = load();
+    let fx = common::fixture("kv_attention.json");
+    let prompt = ids(&fx["ids"]);
+    let layers: Vec<usize> = fx["layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_u64().unwrap() as usize)
+        .collect();
+    let mut obs = Observer::new(
+        ObserveConfig {
+            attn_rows: 8,
+            keys_values: false,
+            layers: Some(layers.clone()),
+        },
+        model.config.n_layers,
+    );
+    let mut cache = model.new_cache();
+    model
+        .forward(&prompt, &mut cache, Some(&mut obs), Logits::Last)
+        .unwrap();
+    let d = model.config.head_dim;
+    for &l in &layers {
+        // Cached keys are post-RoPE in Hugging Face order (the loader un-permutes the GGUF rows).
+        for (kind, want_all) in [
+            ("keys", &fx[format!("keys_L{l}")]),
+            ("values", &fx[format!("values_L{l}")]),
+        ] {
+            for (h, want) in want_all.as_array().unwrap().iter().enumerate() {
+                let (k, v) = cache.layers[l].head(h).unwrap();
+                let got: Vec<f32> = if kind == "keys" { k } else { v }
+                    .into_data()
+                    .iter::<f32>()
+                    .collect();
+                let want: Vec<f32> = want.as_array().unwrap().iter().flat_map(floats).collect();
+                assert_eq!(got.len(), prompt.len() * d);
+                let diff = got
+                    .iter()
+                    .zip(&want)
+                    .map(|(a, b)| (a - b).abs())
+                    .fold(0f32, f32::max);
+                assert!(diff < 1e-3, "layer {l} {kind} head {h}: {diff}");
+            }
+        }
+        let rec = &obs.layers[l].attention[0];
+        for (h, want) in fx[format!("attention_L{l}")]
+            .as_array()
+            .unwrap()
+            .iter()
+            .enumerate()
+        {
+            for (r, want_row) in want.as_array().unwrap().iter().enumerate() {
+                let want_row = floats(want_row);
+                let diff = rec.probs[h][r]
+                    .iter()
+                    .zip(&want_row)
+                    .map(|(a, b)| (a - b).abs())
+                    .fold(0f32, f32::max);
+                assert!(diff < 1e-3, "layer {l} attention head {h} row {r}: {diff}");
+            }
+        }
+    }
+}
