@@ -21,6 +21,15 @@ pub enum Target {
     Ratio(f64),
 }
 
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Target::Tokens(t) => write!(f, "{t} entries per head"),
+            Target::Ratio(r) => write!(f, "{r} of the prompt per head"),
+        }
+    }
+}
+
 impl Target {
     /// Entries per head on average at context length `n` (never above `n`).
     pub fn per_head(&self, n: usize) -> usize {
@@ -104,7 +113,7 @@ pub fn compute(
     if b == 0 {
         return Err(Error::budget(
             method,
-            format!("target {target:?} gives no entry per head at context {n}"),
+            format!("target {target} gives no entry per head at context {n}"),
         ));
     }
     let missing = || Error::MissingSection(method);

@@ -6,19 +6,19 @@ use std::io::Write;
 use std::path::Path;
 
 /// Reads a UTF-8 file.
-pub(crate) fn read(path: &Path) -> Result<String> {
-    fs::read_to_string(path).map_err(|source| Error::Io {
+pub fn read(path: &Path) -> Result<String> {
+    fs::read_to_string(path).map_err(|error| Error::Io {
         path: path.to_path_buf(),
-        source,
+        error,
     })
 }
 
 /// Writes `text` to `path` atomically: a reader sees the old file or the new one, never a part.
 /// The temp file lives in the same directory so that the rename stays on one file system.
-pub(crate) fn write_atomic(path: &Path, text: &str) -> Result<()> {
-    let io_err = |source| Error::Io {
+pub fn write_atomic(path: &Path, text: &str) -> Result<()> {
+    let io_err = |error| Error::Io {
         path: path.to_path_buf(),
-        source,
+        error,
     };
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,

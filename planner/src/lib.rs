@@ -9,7 +9,7 @@ pub mod budgets;
 pub mod build;
 pub mod export;
 pub mod geometry;
-mod io;
+pub mod io;
 pub mod method;
 pub mod plan;
 pub mod profile;
@@ -49,11 +49,12 @@ pub enum Error {
         path: String,
         message: String,
     },
-    /// Reading or writing a file failed.
-    #[error("{path}: {source}")]
+    /// Reading or writing a file failed. (The I/O error is part of the message, not a source,
+    /// so that error chains do not print it twice.)
+    #[error("{}: {error}", path.display())]
     Io {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// The plan has no section for the method asked for.
     #[error("the plan has no `{0}` section (build it with --method {0})")]

@@ -1,10 +1,211 @@
-//! `kvplan plan`: profile → plan (filled by the planner issue).
+//! `kvplan plan`: profile → plan, and reading a plan back (summary, exports).
+//!
+//! Build: `kvplan plan --profile P.json (--budget N | --ratio R) --method pyramid,headkv --out
+//! plan.json`. Read: `kvplan plan --summary plan.json`. Exports work on either plan.
+
+use anyhow::{bail, Context};
+use kvplan_planner::export::{headkv_scores, summary, tsv};
+use kvplan_planner::{build_plan, io, Method, Plan, PlanOptions, Profile, Target};
+use std::path::{Path, PathBuf};
 
 /// Arguments of `kvplan plan`.
 #[derive(clap::Args, Debug)]
-pub struct PlanArgs {}
+#[command(after_help = "\
+Examples:
+  kvplan plan --profile plans/smollm2.profile.json --budget 128 --method all --out plans/smollm2.plan.json
+  kvplan plan --profile P.json --ratio 0.125 --method pyramid,headkv,pod --out plan.json --summary
+  kvplan plan --summary plans/smollm2.plan.json --context-len 4096
+  kvplan plan --summary plan.json --export-headkv scores.json --export-tsv heads.tsv")]
+pub struct PlanArgs {
+    /// Profile to build a plan from (written by `kvplan profile`).
+    #[arg(long, value_name = "FILE")]
+    profile: Option<PathBuf>,
+    /// Target: entries per (layer, KV head), observation window included.
+    #[arg(long, value_name = "N", conflicts_with = "ratio")]
+    budget: Option<usize>,
+    /// Target: share of the prompt kept per head, 0 < R <= 1.
+    #[arg(long, value_name = "R")]
+    ratio: Option<f64>,
+    /// Methods to plan, comma-separated: snapkv, h2o, streaming, pyramid, headkv, headkv-r,
+    /// spindle, pod, treekv, or all.
+    #[arg(long, value_name = "M", value_delimiter = ',', default_value = "all")]
+    method: Vec<String>,
+    /// Prompt length of the plan's preview and of the summary.
+    #[arg(long, value_name = "L", default_value_t = 8192)]
+    context_len: usize,
+    /// Where to write the plan (atomically).
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+    /// Print the per-layer, per-KV-head budgets and KV bytes vs FullKV: of the plan just built,
+    /// or of the plan FILE.
+    #[arg(long, value_name = "PLAN", num_args = 0..=1)]
+    summary: Option<Option<PathBuf>>,
+    /// Write the HeadKV / Retrieval_Head score file (one line, {"layer-head": [score]}), from the
+    /// headkv section (retrieval-reasoning scores), else headkv-r.
+    #[arg(long, value_name = "FILE")]
+    export_headkv: Option<PathBuf>,
+    /// Write a DuoAttention-style TSV (rows = layers, columns = KV heads): HeadKV KV-head
+    /// importance scaled to a maximum of 1.
+    #[arg(long, value_name = "FILE")]
+    export_tsv: Option<PathBuf>,
+    /// PoD similarity threshold δ (1 − JS, base 2).
+    #[arg(long, value_name = "D", default_value_t = 0.5)]
+    pod_delta: f64,
+    /// Choose PoD's δ for this saving (fraction of (layer, KV head) key slots) instead.
+    #[arg(long, value_name = "S")]
+    pod_saving: Option<f64>,
+    /// SpindleKV option: apply the codebook only in layers below K (default: every layer).
+    #[arg(long, value_name = "K")]
+    spindle_split: Option<usize>,
+    /// Bytes per cached number in the summary (f32 = 4, f16 = 2).
+    #[arg(long, value_name = "B", default_value_t = 4)]
+    bytes_per_element: usize,
+    /// Date written in the provenance, YYYY-MM-DD (default: today, UTC).
+    #[arg(long, value_name = "DATE")]
+    date: Option<String>,
+}
 
 /// Runs `kvplan plan`.
-pub fn run(_args: PlanArgs) -> anyhow::Result<()> {
-    anyhow::bail!("kvplan plan is not built yet")
+pub fn run(args: PlanArgs) -> anyhow::Result<()> {
+    let (plan, built) = match (&args.profile, &args.summary) {
+        (Some(profile), _) => (build(&args, profile)?, true),
+        (None, Some(Some(path))) => {
+            let plan = Plan::load(path, None)
+                .with_context(|| format!("cannot read plan {}", path.display()))?;
+            (plan, false)
+        }
+        _ => bail!("give --profile FILE to build a plan, or --summary PLAN to read one"),
+    };
+    if built {
+        for m in plan.methods() {
+            if let Err(e) = plan.budgets_at(m, args.context_len) {
+                eprintln!("warning: at context {}: {e}", args.context_len);
+            }
+        }
+    }
+    export(&args, &plan)?;
+    if args.summary.is_some() {
+        let text = summary::summary(&plan, args.context_len, args.bytes_per_element)?;
+        print!("{text}");
+    }
+    Ok(())
+}
+
+fn build(args: &PlanArgs, profile_path: &Path) -> anyhow::Result<Plan> {
+    let target = match (args.budget, args.ratio) {
+        (Some(n), None) => Target::Tokens(n),
+        (None, Some(r)) => Target::Ratio(r),
+        _ => bail!("give the budget target: --budget N (entries per head) or --ratio R"),
+    };
+    let Some(out) = &args.out else {
+        bail!("give --out FILE: where to write the plan");
+    };
+    let methods = parse_methods(&args.method)?;
+    let profile = Profile::load(profile_path)
+        .with_context(|| format!("cannot read profile {}", profile_path.display()))?;
+    let opts = PlanOptions {
+        kvplan_version: String::from(env!("CARGO_PKG_VERSION")),
+        date: args.date.clone().unwrap_or_else(today),
+        preview_context_len: Some(args.context_len),
+        pod_delta: args.pod_delta,
+        pod_target_saving: args.pod_saving,
+        spindle_split: args.spindle_split,
+        ..PlanOptions::default()
+    };
+    let plan = build_plan(&profile, &methods, target, &opts)
+        .with_context(|| format!("cannot plan from profile {}", profile_path.display()))?;
+    plan.save(out)
+        .with_context(|| format!("cannot write plan {}", out.display()))?;
+    let names: Vec<&str> = plan.methods().iter().map(|m| m.name()).collect();
+    eprintln!("wrote {} ({})", out.display(), names.join(", "));
+    Ok(plan)
+}
+
+fn parse_methods(names: &[String]) -> anyhow::Result<Vec<Method>> {
+    if names.iter().any(|n| n == "all") {
+        return Ok(Method::ALL.to_vec());
+    }
+    let mut out = Vec::new();
+    for n in names {
+        let m: Method = n.trim().parse()?;
+        if !out.contains(&m) {
+            out.push(m);
+        }
+    }
+    Ok(out)
+}
+
+fn export(args: &PlanArgs, plan: &Plan) -> anyhow::Result<()> {
+    if args.export_headkv.is_none() && args.export_tsv.is_none() {
+        return Ok(());
+    }
+    let Some(section) = plan
+        .sections
+        .headkv
+        .as_ref()
+        .or(plan.sections.headkv_r.as_ref())
+    else {
+        bail!("the exports need a headkv or headkv-r section in the plan");
+    };
+    if let Some(path) = &args.export_headkv {
+        io::write_atomic(path, &headkv_scores::to_headkv_json(&section.scores))
+            .with_context(|| format!("cannot write HeadKV scores {}", path.display()))?;
+    }
+    if let Some(path) = &args.export_tsv {
+        let gates = tsv::kv_head_gates(&section.scores, &plan.model.geometry, section.temperature);
+        io::write_atomic(path, &tsv::to_tsv(&gates))
+            .with_context(|| format!("cannot write TSV {}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// Today's UTC date, `YYYY-MM-DD`.
+fn today() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    date_of(secs)
+}
+
+/// UTC date of a Unix time (Hinnant's civil-from-days, proleptic Gregorian).
+fn date_of(secs: u64) -> String {
+    let z = (secs / 86_400) as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_from_unix_time() {
+        assert_eq!(date_of(0), "1970-01-01");
+        // 2000-02-29 00:00 UTC = 11016 days = 951,782,400 s (a leap day of a 400-year leap year).
+        assert_eq!(date_of(951_782_400), "2000-02-29");
+        // 2026-11-22 = 20,779 days after the epoch.
+        assert_eq!(date_of(20_779 * 86_400 + 3_600), "2026-11-22");
+    }
+
+    #[test]
+    fn methods_parse_with_all_and_duplicates() {
+        let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            parse_methods(&names(&["all"])).ok(),
+            Some(Method::ALL.to_vec())
+        );
+        assert_eq!(
+            parse_methods(&names(&["pod", "headkv", "pod"])).ok(),
+            Some(vec![Method::Pod, Method::HeadKv])
+        );
+        assert!(parse_methods(&names(&["pyramidkv"])).is_err());
+    }
 }

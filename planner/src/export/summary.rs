@@ -23,7 +23,7 @@ pub fn summary(plan: &Plan, context_len: usize, bytes_per_element: usize) -> Res
     );
     let _ = writeln!(
         out,
-        "written {} by kvplan {}; target {:?}; context {} tokens; {} bytes per element",
+        "written {} by kvplan {}; target {}; context {} tokens; {} bytes per element",
         plan.provenance.date,
         plan.provenance.kvplan_version,
         plan.target,

@@ -1,0 +1,231 @@
+//! `kvplan plan` end to end on the hand-made SmolLM2 profile: the written plan loads and
+//! validates, the summary and exports are written, and bad inputs fail with clear messages.
+
+use kvplan_planner::{Method, Plan, Target};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("planner/tests/fixtures/smollm2-handmade.profile.json")
+}
+
+/// A fresh scratch directory for one test.
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("kvplan-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    dir
+}
+
+fn kvplan(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kvplan"))
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run kvplan: {e}"))
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn writes_a_valid_plan_with_every_method() {
+    let dir = scratch("all");
+    let out = dir.join("smollm2.plan.json");
+    let profile = fixture();
+    let o = kvplan(&[
+        "plan",
+        "--profile",
+        profile.to_str().unwrap_or_default(),
+        "--budget",
+        "128",
+        "--method",
+        "all",
+        "--context-len",
+        "2048",
+        "--date",
+        "2026-11-22",
+        "--out",
+        out.to_str().unwrap_or_default(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let plan = Plan::load(&out, None).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(plan.methods(), Method::ALL.to_vec());
+    assert_eq!(plan.target, Target::Tokens(128));
+    assert_eq!(plan.provenance.date, "2026-11-22");
+    assert_eq!(plan.preview.as_ref().map(|p| p.context_len), Some(2048));
+    // Pyramid at n = 2048 (B = 128, α = 8): c = 120, top 6, bottom 234 < 2040, so as at 8192:
+    // layer 0 keeps 234 − 12 + 8 = 230 (worked out in planner/tests/fixture_plan.rs).
+    let pyramid = plan
+        .budgets_at(Method::Pyramid, 2048)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(pyramid.per_layer_per_kv_head[0], vec![230; 3]);
+}
+
+#[test]
+fn summary_and_exports() {
+    let dir = scratch("summary");
+    let out = dir.join("p.json");
+    let scores = dir.join("scores.json");
+    let tsv = dir.join("heads.tsv");
+    let profile = fixture();
+    let o = kvplan(&[
+        "plan",
+        "--profile",
+        profile.to_str().unwrap_or_default(),
+        "--ratio",
+        "0.125",
+        "--method",
+        "headkv,pod",
+        "--out",
+        out.to_str().unwrap_or_default(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = kvplan(&[
+        "plan",
+        "--summary",
+        out.to_str().unwrap_or_default(),
+        "--context-len",
+        "1024",
+        "--export-headkv",
+        scores.to_str().unwrap_or_default(),
+        "--export-tsv",
+        tsv.to_str().unwrap_or_default(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("== headkv =="), "{text}");
+    assert!(text.contains("== pod =="), "{text}");
+    // FullKV at 1024 tokens, f32: 2 × 1024 × 64 × 4 × 30 × 3 = 47,185,920 bytes.
+    assert!(text.contains("vs FullKV 47185920"), "{text}");
+    let line = std::fs::read_to_string(&scores).unwrap_or_default();
+    assert!(
+        line.starts_with("{\"0-0\": [0.01], \"0-1\": [0.01]"),
+        "{line}"
+    );
+    assert_eq!(line.lines().count(), 1);
+    let rows = std::fs::read_to_string(&tsv).unwrap_or_default();
+    assert_eq!(rows.lines().count(), 30);
+    assert!(rows.lines().all(|r| r.split('\t').count() == 3));
+}
+
+#[test]
+fn missing_profile_names_the_file() {
+    let dir = scratch("missing");
+    let out = dir.join("p.json");
+    let o = kvplan(&[
+        "plan",
+        "--profile",
+        "/no/such/profile.json",
+        "--budget",
+        "64",
+        "--out",
+        out.to_str().unwrap_or_default(),
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("cannot read profile /no/such/profile.json"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!out.exists());
+}
+
+#[test]
+fn bad_inputs_fail_clearly() {
+    let dir = scratch("bad");
+    let out = dir.join("p.json");
+    let profile = fixture();
+    let p = profile.to_str().unwrap_or_default();
+    let o_str = out.to_str().unwrap_or_default();
+    let cases: [(&[&str], &str); 5] = [
+        (
+            &["plan", "--profile", p, "--ratio", "1.5", "--out", o_str],
+            "target.ratio: expected a ratio in (0, 1], found 1.5",
+        ),
+        (
+            &[
+                "plan",
+                "--profile",
+                p,
+                "--budget",
+                "64",
+                "--method",
+                "pyramidkv",
+                "--out",
+                o_str,
+            ],
+            "unknown method `pyramidkv`",
+        ),
+        (
+            &["plan", "--profile", p, "--out", o_str],
+            "give the budget target",
+        ),
+        (&["plan"], "give --profile FILE to build a plan"),
+        (
+            &[
+                "plan",
+                "--profile",
+                p,
+                "--budget",
+                "64",
+                "--method",
+                "pod",
+                "--pod-saving",
+                "0.99",
+                "--out",
+                o_str,
+            ],
+            "pod: no δ reaches a saving of 0.99",
+        ),
+    ];
+    for (args, message) in cases {
+        let o = kvplan(args);
+        assert!(!o.status.success(), "{args:?} succeeded");
+        assert!(stderr(&o).contains(message), "{args:?}: {}", stderr(&o));
+    }
+}
+
+#[test]
+fn corrupt_profile_and_plan_name_file_and_path() {
+    let dir = scratch("corrupt");
+    let text = std::fs::read_to_string(fixture()).unwrap_or_default();
+    let bad = dir.join("bad.profile.json");
+    std::fs::write(
+        &bad,
+        text.replace(
+            "\"funnel_top_k\": 16,",
+            "\"funnel_top_k\": 16, \"extra\": 1,",
+        ),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let out = dir.join("p.json");
+    let o = kvplan(&[
+        "plan",
+        "--profile",
+        bad.to_str().unwrap_or_default(),
+        "--budget",
+        "64",
+        "--out",
+        out.to_str().unwrap_or_default(),
+    ]);
+    let err = stderr(&o);
+    assert!(!o.status.success());
+    assert!(
+        err.contains(&format!("cannot read profile {}", bad.display())),
+        "{err}"
+    );
+    assert!(err.contains("settings.extra"), "{err}");
+
+    let plan = dir.join("bad.plan.json");
+    std::fs::write(&plan, "{\"schema_version\": 7}").unwrap_or_else(|e| panic!("{e}"));
+    let o = kvplan(&["plan", "--summary", plan.to_str().unwrap_or_default()]);
+    let err = stderr(&o);
+    assert!(!o.status.success());
+    assert!(
+        err.contains(&format!("cannot read plan {}", plan.display())),
+        "{err}"
+    );
+    assert!(err.contains("schema_version: expected 1, found 7"), "{err}");
+}
