@@ -1,0 +1,101 @@
+//! Colours: the viridis scale for heatmaps (perceptually even, readable in grey) and a fixed
+//! categorical colour per method, so a method has the same colour in every figure.
+
+use plotters::style::RGBColor;
+
+/// Viridis anchors at 0, 1/8, …, 1 (matplotlib's table, sampled).
+const VIRIDIS: [(u8, u8, u8); 9] = [
+    (68, 1, 84),
+    (72, 40, 120),
+    (62, 83, 139),
+    (49, 104, 142),
+    (33, 145, 140),
+    (40, 174, 128),
+    (94, 201, 98),
+    (173, 220, 48),
+    (253, 231, 37),
+];
+
+/// Viridis at `t` in [0, 1] (clamped; NaN gives the low end).
+pub fn viridis(t: f64) -> RGBColor {
+    let t = if t.is_nan() { 0.0 } else { t.clamp(0.0, 1.0) };
+    let x = t * (VIRIDIS.len() - 1) as f64;
+    let i = (x.floor() as usize).min(VIRIDIS.len() - 2);
+    let f = x - i as f64;
+    let (a, b) = (VIRIDIS[i], VIRIDIS[i + 1]);
+    let mix = |p: u8, q: u8| (p as f64 + (q as f64 - p as f64) * f).round() as u8;
+    RGBColor(mix(a.0, b.0), mix(a.1, b.1), mix(a.2, b.2))
+}
+
+/// Whether text on `c` should be dark (the background is light).
+pub fn is_light(c: RGBColor) -> bool {
+    0.299 * c.0 as f64 + 0.587 * c.1 as f64 + 0.114 * c.2 as f64 > 150.0
+}
+
+/// Grey for cells with no data.
+pub const MISSING: RGBColor = RGBColor(215, 215, 215);
+
+/// Categorical colours (Tableau 10).
+const CATEGORICAL: [RGBColor; 10] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(127, 127, 127),
+    RGBColor(188, 189, 34),
+    RGBColor(23, 190, 207),
+];
+
+/// Method names in the order their colours are assigned (DESIGN.md's names).
+const METHODS: [&str; 10] = [
+    "full",
+    "streaming",
+    "h2o",
+    "snapkv",
+    "pyramid",
+    "headkv",
+    "headkv-r",
+    "treekv",
+    "spindle",
+    "pod",
+];
+
+/// The colour of method `name`; unknown names get a stable colour from their bytes.
+pub fn method(name: &str) -> RGBColor {
+    let i = METHODS.iter().position(|m| *m == name).unwrap_or_else(|| {
+        name.bytes()
+            .fold(0usize, |h, b| h.wrapping_mul(31).wrapping_add(b as usize))
+    });
+    CATEGORICAL[i % CATEGORICAL.len()]
+}
+
+/// The i-th categorical colour (series that are not methods: levels, K/V, …).
+pub fn series(i: usize) -> RGBColor {
+    CATEGORICAL[i % CATEGORICAL.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn viridis_ends_and_clamps() {
+        assert_eq!(viridis(0.0), RGBColor(68, 1, 84));
+        assert_eq!(viridis(1.0), RGBColor(253, 231, 37));
+        assert_eq!(viridis(2.0), viridis(1.0));
+        assert_eq!(viridis(f64::NAN), viridis(0.0));
+        // Halfway between anchors 4 and 5.
+        assert_eq!(viridis(0.5 + 1.0 / 16.0), RGBColor(37, 160, 134));
+    }
+
+    #[test]
+    fn methods_keep_their_colours() {
+        assert_eq!(method("full"), CATEGORICAL[0]);
+        assert_eq!(method("pod"), CATEGORICAL[9]);
+        assert_eq!(method("new-method"), method("new-method"));
+        assert!(is_light(viridis(1.0)) && !is_light(viridis(0.0)));
+    }
+}

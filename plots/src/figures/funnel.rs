@@ -1,0 +1,101 @@
+//! Attention funnelling per layer (PyramidKV §3): mean attention entropy (bits) and the mean
+//! attention mass on the top-k keys, side by side. Lower entropy and higher top-k mass in upper
+//! layers is the pyramid shape that motivates PyramidKV's schedule.
+
+use crate::colour;
+use crate::figures::titled;
+use crate::lines::{Axis, Lines, Series};
+use crate::render::Draw;
+use crate::Result;
+use kvplan_planner::{LayerFunnel, Profile};
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+/// Entropy and top-k mass by layer.
+pub struct Funnel<'a> {
+    model: &'a str,
+    funnel: &'a [LayerFunnel],
+    top_k: usize,
+    rows: usize,
+}
+
+impl<'a> Funnel<'a> {
+    /// The figure for `p`.
+    pub fn new(p: &'a Profile) -> Self {
+        Funnel {
+            model: &p.model.name,
+            funnel: &p.funnel,
+            top_k: p.settings.funnel_top_k,
+            rows: p.settings.observation_rows,
+        }
+    }
+}
+
+impl Draw for Funnel<'_> {
+    fn name(&self) -> String {
+        String::from("funnel")
+    }
+
+    fn size(&self) -> (u32, u32) {
+        (1400, 700)
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<()> {
+        let body = titled(
+            root,
+            &format!(
+                "{} — attention funnelling per layer (PyramidKV §3)",
+                self.model
+            ),
+            &format!(
+                "mean over the last {} query rows of the profiled prompts, all heads",
+                self.rows
+            ),
+        )?;
+        let panels = body.split_evenly((1, 2));
+        let layers = self.funnel.len().max(1) as f64;
+        let entropy: Vec<(f64, f64)> = self
+            .funnel
+            .iter()
+            .enumerate()
+            .map(|(l, f)| (l as f64, f.entropy))
+            .collect();
+        let mass: Vec<(f64, f64)> = self
+            .funnel
+            .iter()
+            .enumerate()
+            .map(|(l, f)| (l as f64, f.top_k_mass))
+            .collect();
+        let e_values: Vec<f64> = entropy.iter().map(|p| p.1).collect();
+        let series = [Series {
+            label: String::from("entropy"),
+            colour: colour::series(0),
+            points: entropy,
+            markers: true,
+        }];
+        Lines {
+            caption: String::from("Attention entropy"),
+            x: Axis::linear("layer", 0.0, layers - 1.0, 8),
+            y: Axis::fitting("entropy (bits)", &e_values, true, 0.08, 8),
+            series: &series,
+            legend: false,
+            references: Vec::new(),
+        }
+        .draw(&panels[0])?;
+        let series = [Series {
+            label: format!("top-{} mass", self.top_k),
+            colour: colour::series(1),
+            points: mass,
+            markers: true,
+        }];
+        Lines {
+            caption: format!("Attention mass on the top-{} keys", self.top_k),
+            x: Axis::linear("layer", 0.0, layers - 1.0, 8),
+            y: Axis::linear(&format!("top-{} mass", self.top_k), 0.0, 1.0, 6),
+            series: &series,
+            legend: false,
+            references: Vec::new(),
+        }
+        .draw(&panels[1])
+    }
+}

@@ -1,0 +1,104 @@
+//! HeadKV per-head budgets (`headkv.md` §3, eq. 4): entries kept by each KV head of each layer,
+//! as a heatmap with the numbers written in the cells; `headkv` (retrieval-reasoning scores) and
+//! `headkv-r` (retrieval scores) side by side when the plan has both.
+
+use crate::figures::{index_labels, titled};
+use crate::heatmap::{colour_bar, union, Heatmap, Scale, COLOUR_BAR_WIDTH};
+use crate::render::Draw;
+use crate::Result;
+use kvplan_planner::{Budgets, Method, Plan};
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+/// HeadKV budgets per (layer, KV head).
+pub struct HeadBudgets<'a> {
+    model: &'a str,
+    panels: Vec<(Method, Budgets)>,
+    subtitle: String,
+}
+
+impl<'a> HeadBudgets<'a> {
+    /// The figure of the plan's HeadKV sections at `context_len`; None if it has neither.
+    pub fn new(plan: &'a Plan, context_len: usize) -> Result<Option<Self>> {
+        let mut panels = Vec::new();
+        for m in [Method::HeadKv, Method::HeadKvR] {
+            if plan.methods().contains(&m) {
+                panels.push((m, plan.budgets_at(m, context_len)?));
+            }
+        }
+        let params = plan
+            .sections
+            .headkv
+            .as_ref()
+            .or(plan.sections.headkv_r.as_ref())
+            .map(|s| format!("β = {}, window {}, ", s.beta, s.window))
+            .unwrap_or_default();
+        Ok((!panels.is_empty()).then(|| HeadBudgets {
+            model: &plan.model.name,
+            panels,
+            subtitle: format!(
+                "{params}context {context_len}, target {}; numbers: entries kept",
+                plan.target
+            ),
+        }))
+    }
+}
+
+fn caption(m: Method) -> &'static str {
+    match m {
+        Method::HeadKvR => "headkv-r (retrieval scores)",
+        _ => "headkv (retrieval-reasoning scores)",
+    }
+}
+
+impl Draw for HeadBudgets<'_> {
+    fn name(&self) -> String {
+        String::from("plan-headkv")
+    }
+
+    fn size(&self) -> (u32, u32) {
+        (470 * self.panels.len() as u32 + COLOUR_BAR_WIDTH + 30, 1080)
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<()> {
+        let body = titled(
+            root,
+            &format!("{} — HeadKV budget per KV head", self.model),
+            &self.subtitle,
+        )?;
+        let (w, _) = body.dim_in_pixel();
+        let (maps, bar) = body.split_horizontally(w - COLOUR_BAR_WIDTH);
+        let grids: Vec<Vec<Vec<f64>>> = self
+            .panels
+            .iter()
+            .map(|(_, b)| {
+                b.per_layer_per_kv_head
+                    .iter()
+                    .map(|row| row.iter().map(|&x| x as f64).collect())
+                    .collect()
+            })
+            .collect();
+        let scale = Scale::spanning(grids.iter().flatten().flatten());
+        let scale = Scale { lo: 0.0, ..scale };
+        let areas = maps.split_evenly((1, self.panels.len().max(1)));
+        let mut y_px = None;
+        for (((m, _), grid), area) in self.panels.iter().zip(&grids).zip(&areas) {
+            let kv = grid.first().map_or(0, Vec::len);
+            let rows = Heatmap {
+                caption: caption(*m).to_string(),
+                values: grid,
+                x_desc: String::from("KV head"),
+                y_desc: String::from("layer"),
+                x_labels: index_labels(kv),
+                y_labels: index_labels(grid.len()),
+                scale,
+                cell_decimals: Some(0),
+                outlines: Vec::new(),
+            }
+            .draw(area)?;
+            y_px = union(y_px, rows);
+        }
+        colour_bar(&bar, scale, "entries kept", y_px)?;
+        Ok(())
+    }
+}
