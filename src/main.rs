@@ -27,6 +27,8 @@ enum Command {
     Bench(cmd::bench::BenchArgs),
     /// Turn a profile into a KV-cache budget plan.
     Plan(cmd::plan::PlanArgs),
+    /// Draw the figures of profiles, plans and evaluation results (PNG and SVG).
+    Plot(cmd::plot::PlotArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -49,5 +51,6 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Generate(args) => cmd::generate::run(args),
         Command::Bench(args) => cmd::bench::run(args),
         Command::Plan(args) => cmd::plan::run(args),
+        Command::Plot(args) => cmd::plot::run(args),
     }
 }

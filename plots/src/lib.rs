@@ -16,7 +16,10 @@ pub mod sets;
 
 pub use render::{write_figures, Draw, Format, Rendered};
 pub use results::{EvalResults, NiahCell, PerplexityCurve, QualityPoint, RESULTS_SCHEMA_VERSION};
-pub use sets::{detect, plan_figures, profile_figures, results_figures, FileKind, Skipped};
+pub use sets::{
+    default_context_len, detect, plan_figures, profile_figures, results_figures, FileKind,
+    ProfileExtras, Skipped,
+};
 
 use std::path::PathBuf;
 

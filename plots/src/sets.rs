@@ -17,7 +17,7 @@ use crate::figures::plan_pod::PodBlocks;
 use crate::figures::quality::{first_seen, Quality};
 use crate::figures::redundancy::Redundancy;
 use crate::figures::similarity::{Blocks, LayerSimilarity};
-use crate::figures::wavelet::Wavelet;
+use crate::figures::wavelet::{ByPosition, Wavelet};
 use crate::render::{render, Format, Rendered};
 use crate::results::EvalResults;
 use crate::{Error, Result};
@@ -60,20 +60,32 @@ pub fn detect(text: &str) -> Result<FileKind> {
     }
 }
 
-/// A figure a file could imply but that was not drawn, and why.
+/// A plan figure not drawn at the context length asked for, and why; `drawn_at` is the shorter
+/// context it was drawn at instead, if any.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Skipped {
     pub figure: String,
     pub reason: String,
+    pub drawn_at: Option<usize>,
 }
 
-/// The profile's figures. `pod` (from a plan for the same model) outlines its blocks on the
-/// layer-similarity matrices; without it the blocks are the greedy rule's at the default δ.
+/// What a profile's figures can use besides the profile itself.
+#[derive(Clone, Debug, Default)]
+pub struct ProfileExtras<'a> {
+    /// PoD section of a plan for the same model: its blocks are outlined on the
+    /// layer-similarity matrices (without it, the greedy rule's blocks at the default δ).
+    pub pod: Option<&'a PodSection>,
+    /// Wavelet magnitudes by position ([`ByPosition::from_profile_json`]).
+    pub wavelet_by_position: Option<ByPosition>,
+}
+
+/// The profile's figures.
 pub fn profile_figures(
     p: &Profile,
-    pod: Option<&PodSection>,
+    extras: &ProfileExtras,
     format: Format,
 ) -> Result<Vec<Rendered>> {
+    let pod = extras.pod;
     let blocks = match pod {
         Some(s) => Blocks {
             blocks: s.blocks.clone(),
@@ -89,7 +101,7 @@ pub fn profile_figures(
         render(&Heads::retrieval(p), format)?,
         render(&Heads::r2(p), format)?,
         render(&LayerSimilarity::new(p, Some(blocks)), format)?,
-        render(&Wavelet::new(p), format)?,
+        render(&Wavelet::new(p, extras.wavelet_by_position.clone()), format)?,
         render(&Funnel::new(p), format)?,
         render(&Redundancy::new(p), format)?,
     ])
@@ -100,8 +112,9 @@ pub fn default_context_len(plan: &Plan) -> usize {
     plan.preview.as_ref().map_or(8192, |p| p.context_len)
 }
 
-/// The plan's figures at `context_len`; a figure whose rule has no budgets there (SpindleKV
-/// below β) is skipped with the planner's reason.
+/// The plan's figures at `context_len`. A figure whose rule has no budgets there (SpindleKV when
+/// the retain ratio is below β) is drawn at the longest halved context where it has some, or
+/// skipped; either way it is listed with the planner's reason.
 pub fn plan_figures(
     plan: &Plan,
     context_len: usize,
@@ -110,12 +123,13 @@ pub fn plan_figures(
     let methods = plan.methods();
     let mut out = Vec::new();
     let mut skipped = Vec::new();
-    let mut skip = |figure: &str, e: Error| -> Result<()> {
+    let mut skip = |figure: &str, e: Error, drawn_at: Option<usize>| -> Result<()> {
         match e {
             Error::Planner(e @ kvplan_planner::Error::Budget { .. }) => {
                 skipped.push(Skipped {
                     figure: figure.to_string(),
                     reason: e.to_string(),
+                    drawn_at,
                 });
                 Ok(())
             }
@@ -126,22 +140,41 @@ pub fn plan_figures(
         (Method::Pyramid, "plan-pyramid"),
         (Method::Spindle, "plan-spindle"),
     ] {
-        if methods.contains(&m) {
-            match LayerBudgets::new(plan, m, context_len) {
-                Ok(fig) => out.push(render(&fig, format)?),
-                Err(e) => skip(name, e)?,
+        if !methods.contains(&m) {
+            continue;
+        }
+        match LayerBudgets::new(plan, m, context_len) {
+            Ok(fig) => out.push(render(&fig, format)?),
+            Err(e) => {
+                let shorter = shorter_context(plan, m, context_len);
+                if let Some(n) = shorter {
+                    out.push(render(&LayerBudgets::new(plan, m, n)?, format)?);
+                }
+                skip(name, e, shorter)?
             }
         }
     }
     match HeadBudgets::new(plan, context_len) {
         Ok(Some(fig)) => out.push(render(&fig, format)?),
         Ok(None) => {}
-        Err(e) => skip("plan-headkv", e)?,
+        Err(e) => skip("plan-headkv", e, None)?,
     }
     if methods.contains(&Method::Pod) {
         out.push(render(&PodBlocks::new(plan)?, format)?);
     }
     Ok((out, skipped))
+}
+
+/// The longest of n/2, n/4, … (still above the per-head budget) where `method` has budgets.
+fn shorter_context(plan: &Plan, method: Method, n: usize) -> Option<usize> {
+    let mut m = n / 2;
+    while m > plan.target.per_head(m) {
+        if plan.budgets_at(method, m).is_ok() {
+            return Some(m);
+        }
+        m /= 2;
+    }
+    None
 }
 
 /// The results' figures.

@@ -5,10 +5,11 @@
 use kvplan_planner::{
     build_plan, Geometry, Method, Plan, PlanOptions, Profile, Target, PROFILE_SCHEMA_VERSION,
 };
-use kvplan_plots::render::{render_png, render_rgb, render_svg, Draw};
+use kvplan_plots::figures::wavelet::{ByPosition, Wavelet};
+use kvplan_plots::render::{render, render_png, render_rgb, render_svg, Draw};
 use kvplan_plots::{
     detect, plan_figures, profile_figures, results_figures, write_figures, EvalResults, FileKind,
-    Format, Rendered,
+    Format, ProfileExtras, Rendered,
 };
 use std::path::{Path, PathBuf};
 
@@ -151,7 +152,7 @@ fn size_of(f: &Rendered) -> (u32, u32) {
 #[test]
 fn profile_figures_render_readably() {
     let p = profile();
-    let figs = ok(profile_figures(&p, None, Format::Both));
+    let figs = ok(profile_figures(&p, &ProfileExtras::default(), Format::Both));
     assert_eq!(
         names(&figs),
         [
@@ -213,6 +214,27 @@ fn profile_figures_render_readably() {
 }
 
 #[test]
+fn wavelet_by_position_is_drawn_beside_the_layer_curves() {
+    let text = r#"{"details": {"notes": [], "wavelet_step": 512, "wavelet_edge": 32,
+        "wavelet_by_position": [[0.1, 0.2, 0.4], [0.2, 0.3, 0.5], [0.3, 0.3, 0.6]]}}"#;
+    let b = ByPosition::from_profile_json(text);
+    assert_eq!(b.as_ref().map(|b| (b.step, b.edge)), Some((512, 32)));
+    assert_eq!(ByPosition::from_profile_json(r#"{"wavelet": {}}"#), None);
+    let p = profile();
+    let fig = ok(render(&Wavelet::new(&p, b), Format::Both));
+    check(
+        &fig,
+        (1700, 760),
+        "TinyModel — wavelet detail magnitude",
+        &[
+            "By position, generation step 512",
+            "By layer, averaged over positions",
+            "position",
+        ],
+    );
+}
+
+#[test]
 fn plan_figures_render_readably() {
     let p = profile();
     let plan = plan(&p, 16);
@@ -255,14 +277,20 @@ fn plan_figures_render_readably() {
 }
 
 #[test]
-fn spindle_below_beta_is_skipped_with_the_planner_reason() {
+fn spindle_below_beta_is_drawn_at_a_shorter_context_with_the_reason() {
     let p = profile();
-    // B = 16 at n = 4096: r_c = 8/4088 < β = 0.05, no SpindleKV schedule.
-    let (figs, skipped) = ok(plan_figures(&plan(&p, 16), 4096, Format::Png));
-    assert!(!names(&figs).contains(&"plan-spindle"));
+    // B = 16, window 8: r_c = 8/(n − 8) must exceed β = 0.05, so n < 168. From 4096, halving
+    // reaches 128 (r_c = 8/120 ≈ 0.067).
+    let (figs, skipped) = ok(plan_figures(&plan(&p, 16), 4096, Format::Both));
+    assert!(names(&figs).contains(&"plan-spindle"));
     assert_eq!(skipped.len(), 1);
     assert_eq!(skipped[0].figure, "plan-spindle");
+    assert_eq!(skipped[0].drawn_at, Some(128));
     assert!(skipped[0].reason.contains("must exceed β"));
+    let spindle = figs.iter().find(|f| f.name == "plan-spindle");
+    assert!(spindle
+        .and_then(|f| f.svg.as_deref())
+        .is_some_and(|s| s.contains("context 128")));
 }
 
 #[test]
@@ -363,7 +391,7 @@ fn figures_are_written_atomically_under_their_names() {
     let dir = std::env::temp_dir().join(format!("kvplan-plots-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let p = profile();
-    let figs = ok(profile_figures(&p, None, Format::Svg));
+    let figs = ok(profile_figures(&p, &ProfileExtras::default(), Format::Svg));
     let written = ok(write_figures(&dir, &figs[..2]));
     assert_eq!(
         written,

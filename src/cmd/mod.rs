@@ -6,6 +6,7 @@ pub mod generate;
 pub mod inspect;
 pub mod model_args;
 pub mod plan;
+pub mod plot;
 pub mod tokenize;
 
 /// Writes `text` to stdout; a closed pipe (`kvplan inspect | head`) is not an error.

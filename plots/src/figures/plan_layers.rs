@@ -171,7 +171,11 @@ impl Draw for LayerBudgets<'_> {
         if !all_codebook {
             chart
                 .draw_series(std::iter::empty::<Rectangle<(f64, f64)>>())?
-                .label("selected by attention (eviction only)")
+                .label(if self.method == Method::Spindle {
+                    "selected by attention (eviction only)"
+                } else {
+                    "selected by attention (SnapKV-style pooling)"
+                })
                 .legend(legend_box(SELECTED));
         }
         let uniform = self.budgets.per_head as f64;

@@ -67,7 +67,7 @@ impl Draw for Redundancy<'_> {
     }
 
     fn size(&self) -> (u32, u32) {
-        (1200, 760)
+        (1400, 760)
     }
 
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<()> {
