@@ -19,7 +19,7 @@ pub const PANEL: f64 = 20.0;
 pub const AXIS: f64 = 19.0;
 /// Tick label and legend size.
 pub const TICK: f64 = 16.0;
-/// Numbers written inside heatmap cells.
+/// Text inside boxes (PoD block ranges); heatmap cell numbers scale with the cell.
 pub const CELL: f64 = 13.0;
 
 static REGISTERED: OnceLock<bool> = OnceLock::new();

@@ -212,7 +212,7 @@ impl Heatmap<'_> {
         chart.draw_series(cells)?;
         if let Some(d) = self.cell_decimals {
             let cell_px = (plot_w / cols as f64).min(plot_h / rows as f64);
-            let size = font::CELL.min(cell_px * 0.45);
+            let size = (cell_px * 0.45).clamp(9.0, 20.0);
             let texts = self.values.iter().enumerate().flat_map(|(r, row)| {
                 row.iter()
                     .enumerate()
