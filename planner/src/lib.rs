@@ -22,8 +22,8 @@ pub use geometry::{Geometry, ModelIdentity};
 pub use method::Method;
 pub use plan::{Plan, Preview, PreviewEntry, Provenance, PLAN_SCHEMA_VERSION};
 pub use profile::{
-    HeadScores, LayerFunnel, LayerRedundancy, LayerSimilarity, Profile, ProfileSettings, Wavelet,
-    PROFILE_SCHEMA_VERSION,
+    HeadScores, LayerFunnel, LayerRedundancy, LayerSimilarity, Profile, ProfileDetails,
+    ProfileSettings, Trial, Wavelet, PROFILE_SCHEMA_VERSION,
 };
 pub use sections::{
     H2oSection, HeadKvSection, PodSection, Pooling, PyramidSection, ScoreSource, Sections,

@@ -35,6 +35,49 @@ pub struct Profile {
     pub funnel: Vec<LayerFunnel>,
     /// KV redundancy and attention sparsity per layer (SpindleKV §3.2), one entry per layer.
     pub kv_redundancy: Vec<LayerRedundancy>,
+    /// What the profiler recorded beyond the figures above (every needle trial, notes, the
+    /// wavelet magnitudes by position); absent from hand-made profiles.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<ProfileDetails>,
+}
+
+/// Records that explain the figures of a measured profile.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ProfileDetails {
+    /// Remarks on how far the figures can be trusted (e.g. how few trials the model answered).
+    pub notes: Vec<String>,
+    /// Every retrieval needle trial, kept or not, in the order run.
+    pub retrieval_trials: Vec<Trial>,
+    /// Every retrieval-reasoning needle trial, kept or not, in the order run.
+    pub retrieval_reasoning_trials: Vec<Trial>,
+    /// Generation step t of the wavelet signal s = a(t) ∘ V(t) (TreeKV §3.3).
+    pub wavelet_step: usize,
+    /// Positions left out at each end of the wavelet signal (the paper: 32).
+    pub wavelet_edge: usize,
+    /// `[level][i]`: mean magnitude of Rec(D_level+1) at position `wavelet_edge + i`, over
+    /// layers, heads and samples (TreeKV Figure 2), each ≥ 0.
+    pub wavelet_by_position: Vec<Vec<f64>>,
+}
+
+/// One needle trial: the prompt's shape, the model's answer and whether it counted.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Trial {
+    /// Which example (needle and question).
+    pub example: String,
+    /// Prompt length in tokens.
+    pub context_length: usize,
+    /// Requested needle depth, percent of the haystack.
+    pub depth_percent: f64,
+    /// Token index where the needle starts in the prompt.
+    pub needle_start: usize,
+    /// The decoded answer.
+    pub response: String,
+    /// Answer score in [0, 1]: ROUGE-1 recall (retrieval) or QA-F1 (retrieval-reasoning).
+    pub score: f64,
+    /// Whether the answer was right (score > 0.5), so the trial counted in the head scores.
+    pub kept: bool,
 }
 
 /// Settings that produced a profile; copied into a plan's provenance.
@@ -187,6 +230,7 @@ impl Profile {
             )?;
         }
         self.validate_similarity()?;
+        self.validate_details()?;
         let w = &self.wavelet;
         validate::matrix(
             "wavelet.magnitudes",
@@ -216,6 +260,57 @@ impl Profile {
                 r.attention_sparsity,
                 0.0,
                 1.0,
+            )?;
+        }
+        Ok(())
+    }
+
+    fn validate_details(&self) -> Result<()> {
+        let Some(d) = &self.details else {
+            return Ok(());
+        };
+        for (name, scores, trials) in [
+            ("retrieval", &self.retrieval, &d.retrieval_trials),
+            (
+                "retrieval_reasoning",
+                &self.retrieval_reasoning,
+                &d.retrieval_reasoning_trials,
+            ),
+        ] {
+            let path = format!("details.{name}_trials");
+            validate::len(
+                &path,
+                trials.len(),
+                scores.trials_total,
+                "trials_total trials",
+            )?;
+            let kept = trials.iter().filter(|t| t.kept).count();
+            if kept != scores.trials_kept {
+                return Err(Error::invalid(
+                    format!("{path}[].kept"),
+                    format!("{} kept trials ({name}.trials_kept)", scores.trials_kept),
+                    kept,
+                ));
+            }
+            for (i, t) in trials.iter().enumerate() {
+                validate::in_range(&format!("{path}[{i}].score"), t.score, 0.0, 1.0)?;
+                validate::in_range(
+                    &format!("{path}[{i}].depth_percent"),
+                    t.depth_percent,
+                    0.0,
+                    100.0,
+                )?;
+            }
+        }
+        if !d.wavelet_by_position.is_empty() {
+            let width = d.wavelet_by_position[0].len();
+            validate::matrix(
+                "details.wavelet_by_position",
+                &d.wavelet_by_position,
+                (self.wavelet.levels, "one per level"),
+                (width, "one per position"),
+                0.0,
+                f64::MAX,
             )?;
         }
         Ok(())

@@ -96,6 +96,7 @@ fn profile(layers: usize, kv: usize, group: usize, scores: &[f64], sims: &[f64])
             };
             layers
         ],
+        details: None,
     }
 }
 

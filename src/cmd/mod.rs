@@ -1,12 +1,14 @@
 //! One file per subcommand.
 
 pub mod bench;
+pub mod data;
 pub mod fetch;
 pub mod generate;
 pub mod inspect;
 pub mod model_args;
 pub mod plan;
 pub mod plot;
+pub mod profile;
 pub mod tokenize;
 
 /// Writes `text` to stdout; a closed pipe (`kvplan inspect | head`) is not an error.

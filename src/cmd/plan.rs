@@ -160,7 +160,7 @@ fn export(args: &PlanArgs, plan: &Plan) -> anyhow::Result<()> {
 }
 
 /// Today's UTC date, `YYYY-MM-DD`.
-fn today() -> String {
+pub(crate) fn today() -> String {
     let secs = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
@@ -169,7 +169,7 @@ fn today() -> String {
 }
 
 /// UTC date of a Unix time (Hinnant's civil-from-days, proleptic Gregorian).
-fn date_of(secs: u64) -> String {
+pub(crate) fn date_of(secs: u64) -> String {
     let z = (secs / 86_400) as i64 + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z - era * 146_097;

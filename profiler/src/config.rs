@@ -1,0 +1,199 @@
+//! Profiler settings: the defaults of the papers, a `quick` preset for CI and a `full` one that
+//! goes to the model's context.
+
+use serde::{Deserialize, Serialize};
+
+use crate::needles::PromptStyle;
+use crate::{Error, Result};
+
+/// PoD §2.1: the last q = 16 query rows.
+pub const DEFAULT_OBSERVATION_ROWS: usize = 16;
+/// SpindleKV Table 3: θ_K.
+pub const DEFAULT_THETA_K: f64 = 0.98;
+/// SpindleKV Table 3: θ_V.
+pub const DEFAULT_THETA_V: f64 = 0.95;
+/// TreeKV §3.3: the 512th generation step.
+pub const DEFAULT_WAVELET_STEP: usize = 512;
+/// TreeKV §3.3: 5 levels.
+pub const DEFAULT_WAVELET_LEVELS: usize = 5;
+/// TreeKV §3.3: the first and last 32 tokens are left out.
+pub const DEFAULT_WAVELET_EDGE: usize = 32;
+/// HeadKV App. E / Wu et al.: 5 lengths, 10 depths.
+const LENGTHS: usize = 5;
+const DEPTHS: usize = 10;
+
+/// Everything that decides a profile (with the model and the data). Serialised into the partial
+/// results so that a rerun only reuses work done with the same settings.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct ProfileConfig {
+    /// Seed of haystack offsets and text samples.
+    pub seed: u64,
+    /// Needle prompt lengths in tokens.
+    pub context_lengths: Vec<usize>,
+    /// Needle depths, percent of the haystack (0 = start, 100 = end).
+    pub depths: Vec<f64>,
+    /// How needle prompts are presented. Default: the chat template, as Wu et al.'s code does
+    /// for chat models — with the plain prompt SmolLM2-135M-*Instruct* ends its turn at once
+    /// (`<|im_end|>` right after "Answer:") in about half the trials.
+    pub prompt_style: PromptStyle,
+    /// Real-text samples for layer similarity, wavelets, funnel and redundancy.
+    pub samples: usize,
+    /// Tokens per text sample.
+    pub sample_tokens: usize,
+    /// Last query rows observed (PoD's q).
+    pub observation_rows: usize,
+    /// k of the funnel's top-k mass.
+    pub funnel_top_k: usize,
+    /// Cosine threshold of the key redundancy fraction.
+    pub theta_k: f64,
+    /// Cosine threshold of the value redundancy fraction.
+    pub theta_v: f64,
+    /// Tokens (from the start of each sample) whose K/V pairs are compared.
+    pub redundancy_tokens: usize,
+    /// Share of accumulated attention whose carriers count as non-negligible (sparsity).
+    pub sparsity_mass: f64,
+    /// Generation step of the wavelet signal.
+    pub wavelet_step: usize,
+    /// Haar levels.
+    pub wavelet_levels: usize,
+    /// Positions left out at each end of the wavelet signal.
+    pub wavelet_edge: usize,
+}
+
+/// `n` values evenly spaced from `lo` to `hi`, both included, rounded (numpy's linspace).
+pub fn linspace(lo: f64, hi: f64, n: usize) -> Vec<f64> {
+    match n {
+        0 => Vec::new(),
+        1 => vec![lo],
+        _ => (0..n)
+            .map(|i| lo + (hi - lo) * i as f64 / (n - 1) as f64)
+            .collect(),
+    }
+}
+
+impl ProfileConfig {
+    /// The default profile: 5 lengths from max/8 to `max_len` (2K by default), 10 depths, 8 text
+    /// samples of 1,024 tokens.
+    pub fn standard(seed: u64, max_len: usize) -> Self {
+        let lengths = linspace((max_len / 8) as f64, max_len as f64, LENGTHS)
+            .into_iter()
+            .map(|x| x.round() as usize)
+            .collect();
+        ProfileConfig {
+            seed,
+            context_lengths: lengths,
+            depths: linspace(0.0, 100.0, DEPTHS)
+                .into_iter()
+                .map(f64::round)
+                .collect(),
+            prompt_style: PromptStyle::Chat,
+            samples: 8,
+            sample_tokens: 1024,
+            observation_rows: DEFAULT_OBSERVATION_ROWS,
+            funnel_top_k: 32,
+            theta_k: DEFAULT_THETA_K,
+            theta_v: DEFAULT_THETA_V,
+            redundancy_tokens: 512,
+            sparsity_mass: 0.9,
+            wavelet_step: DEFAULT_WAVELET_STEP,
+            wavelet_levels: DEFAULT_WAVELET_LEVELS,
+            wavelet_edge: DEFAULT_WAVELET_EDGE,
+        }
+    }
+
+    /// A small profile for tests and CI: 2 lengths, 2 depths, 2 samples of 576 tokens.
+    pub fn quick(seed: u64) -> Self {
+        ProfileConfig {
+            context_lengths: vec![256, 512],
+            depths: vec![25.0, 75.0],
+            samples: 2,
+            sample_tokens: DEFAULT_WAVELET_STEP + 4 * DEFAULT_OBSERVATION_ROWS,
+            redundancy_tokens: 256,
+            ..Self::standard(seed, 512)
+        }
+    }
+
+    /// The paper-sized profile up to the model's context `context_len` (8K for SmolLM2).
+    pub fn full(seed: u64, context_len: usize) -> Self {
+        ProfileConfig {
+            samples: 16,
+            sample_tokens: 4096.min(context_len),
+            redundancy_tokens: 1024,
+            ..Self::standard(seed, context_len)
+        }
+    }
+
+    /// Needle trials per example kind.
+    pub fn trials(&self) -> usize {
+        self.context_lengths.len() * self.depths.len()
+    }
+
+    /// Checks the settings against a model of context `context_len`.
+    pub fn validate(&self, context_len: usize) -> Result<()> {
+        let bad = |m: String| Err(Error::Settings(m));
+        if let Some(&l) = self.context_lengths.iter().find(|&&l| l > context_len) {
+            return bad(format!(
+                "context length {l} exceeds the model's {context_len}"
+            ));
+        }
+        if let Some(&l) = self.context_lengths.iter().find(|&&l| l < 128) {
+            return bad(format!("context length {l} is below 128 tokens"));
+        }
+        if self.depths.iter().any(|d| !(0.0..=100.0).contains(d)) {
+            return bad(format!(
+                "depths must lie in [0, 100], found {:?}",
+                self.depths
+            ));
+        }
+        if self.sample_tokens > context_len || self.sample_tokens < 2 * self.observation_rows {
+            return bad(format!(
+                "sample_tokens {} must lie in [2·q = {}, {context_len}]",
+                self.sample_tokens,
+                2 * self.observation_rows
+            ));
+        }
+        if self.observation_rows == 0 || self.funnel_top_k == 0 || self.wavelet_levels == 0 {
+            return bad("observation_rows, funnel_top_k and wavelet_levels must be ≥ 1".into());
+        }
+        if self.redundancy_tokens < 2 {
+            return bad("redundancy_tokens must be ≥ 2".into());
+        }
+        for (name, v) in [
+            ("theta_k", self.theta_k),
+            ("theta_v", self.theta_v),
+            ("sparsity_mass", self.sparsity_mass),
+        ] {
+            if !(0.0..=1.0).contains(&v) {
+                return bad(format!("{name} must lie in [0, 1], found {v}"));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn standard_lengths_and_depths_follow_linspace() {
+        let c = ProfileConfig::standard(0, 2048);
+        assert_eq!(c.context_lengths, vec![256, 704, 1152, 1600, 2048]);
+        assert_eq!(
+            c.depths,
+            vec![0.0, 11.0, 22.0, 33.0, 44.0, 56.0, 67.0, 78.0, 89.0, 100.0]
+        );
+        assert_eq!(c.trials(), 50);
+        assert!(c.validate(8192).is_ok());
+    }
+
+    #[test]
+    fn rejects_lengths_beyond_the_model() {
+        let c = ProfileConfig::standard(0, 2048);
+        let err = c.validate(1024).err().map(|e| e.to_string());
+        assert_eq!(
+            err.as_deref(),
+            Some("profile settings: context length 1152 exceeds the model's 1024")
+        );
+    }
+}

@@ -1,0 +1,186 @@
+//! Needle examples and their prompts (HeadKV §3.1, App. E; Wu et al.).
+//!
+//! - Retrieval examples: a question the model cannot answer from its own knowledge; the needle
+//!   sentence states the answer. The expected answer is the needle sentence itself (as in the
+//!   original needle test, whose ROUGE reference is the whole needle): small models restate the
+//!   question before answering, so the scored span (eq. 1) is the statement, not its last words.
+//! - Retrieval-reasoning examples (App. E, Figure 9): a needle of a reasoning step r and two
+//!   statements of the same shape, one answering the question (c²) and one not (c¹); the scored
+//!   span of eq. 2 is the whole statement c², as in Figure 9. Each pair asks both ways (the
+//!   question reversed swaps c¹ and c²).
+//!
+//! Responses are checked against each example's `key` — the words that answer, without the part
+//! that restates the question (Wu et al.'s `real_needle`) — so a response that only echoes the
+//! question does not count.
+//!
+//! The facts are invented, so only the haystack can answer them. Prompts are plain text (no chat
+//! template) ending "…Question: …\nAnswer:" as in the authors' code; see [`placement`].
+
+pub mod placement;
+
+/// One needle example: the text inserted, the question and the answer the model should give.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Example {
+    /// Short identifier recorded with each trial.
+    pub id: &'static str,
+    /// The needle inserted into the haystack.
+    pub needle: &'static str,
+    /// The question asked after the haystack.
+    pub question: &'static str,
+    /// The statement that answers, verbatim in the needle: the scored span (eq. 1–2) and the
+    /// decode budget (as many tokens as it has).
+    pub answer: &'static str,
+    /// The words that actually answer (Wu et al.'s `real_needle`), inside `answer`: the check of
+    /// the response is against these, so restating the question earns nothing.
+    pub key: &'static str,
+}
+
+/// Retrieval examples (Wu et al.'s kind): one fact, asked directly.
+pub const RETRIEVAL: [Example; 3] = [
+    Example {
+        id: "retrieval/lisbon",
+        needle: "The best thing to do in Lisbon is to ride the old yellow tram up the hill and \
+eat custard tarts by the river.",
+        question: "What is the best thing to do in Lisbon?",
+        answer:
+            "The best thing to do in Lisbon is to ride the old yellow tram up the hill and eat \
+custard tarts by the river",
+        key: "ride the old yellow tram up the hill and eat custard tarts by the river",
+    },
+    Example {
+        id: "retrieval/okafor-soup",
+        needle: "The secret ingredient in Grandma Okafor's famous soup is a spoonful of roasted \
+pumpkin seeds.",
+        question: "What is the secret ingredient in Grandma Okafor's famous soup?",
+        answer: "The secret ingredient in Grandma Okafor's famous soup is a spoonful of roasted \
+pumpkin seeds",
+        key: "a spoonful of roasted pumpkin seeds",
+    },
+    Example {
+        id: "retrieval/lighthouse",
+        needle: "The password to the old lighthouse archive is purple elephant seventeen.",
+        question: "What is the password to the old lighthouse archive?",
+        answer: "The password to the old lighthouse archive is purple elephant seventeen",
+        key: "purple elephant seventeen",
+    },
+];
+
+/// Retrieval-reasoning examples (Figure 9's kind): each needle serves two questions that ask
+/// for opposite statements.
+pub const REASONING: [Example; 4] = [
+    Example {
+        id: "reasoning/younger-lena-omar",
+        needle: LENA_OMAR,
+        question: "What is the favorite thing of the younger one between Lena and Omar?",
+        answer: "Omar's favorite thing is to bake sourdough bread and share it with his neighbors",
+        key: "to bake sourdough bread and share it with his neighbors",
+    },
+    Example {
+        id: "reasoning/older-lena-omar",
+        needle: LENA_OMAR,
+        question: "What is the favorite thing of the older one between Lena and Omar?",
+        answer: "Lena's favorite thing is to paint small boats at the harbor every Sunday morning",
+        key: "to paint small boats at the harbor every Sunday morning",
+    },
+    Example {
+        id: "reasoning/taller-ines-pavel",
+        needle: INES_PAVEL,
+        question: "What does the taller one between Ines and Pavel collect?",
+        answer: "Ines collects old train tickets from every city she has visited",
+        key: "old train tickets from every city she has visited",
+    },
+    Example {
+        id: "reasoning/shorter-ines-pavel",
+        needle: INES_PAVEL,
+        question: "What does the shorter one between Ines and Pavel collect?",
+        answer: "Pavel collects blue glass bottles that wash up on the beach",
+        key: "blue glass bottles that wash up on the beach",
+    },
+];
+
+const LENA_OMAR: &str = "Lena is 31 years old. Omar is 27 years old. Lena's favorite thing is \
+to paint small boats at the harbor every Sunday morning. Omar's favorite thing is to bake \
+sourdough bread and share it with his neighbors.";
+
+const INES_PAVEL: &str = "Ines is 180 centimeters tall. Pavel is 165 centimeters tall. Pavel \
+collects blue glass bottles that wash up on the beach. Ines collects old train tickets from every \
+city she has visited.";
+
+/// How the haystack and question are presented to the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum PromptStyle {
+    /// Plain text, no chat template (HeadKV's `retrieval_head_detection_r2.py`):
+    /// `{haystack}\nBased on the content of the book, Question: {q}\nAnswer:`.
+    Plain,
+    /// Wu et al.'s prompt for chat models (`retrieval_head_detection.py`): one user message
+    /// `<book>{haystack}</book>\nBased on the content of the book, Question: {q}\nAnswer:` in
+    /// the model's chat template, with the generation prompt.
+    Chat,
+}
+
+/// The authors' question template: plain text after the haystack.
+pub fn question_text(question: &str) -> String {
+    format!("\nBased on the content of the book, Question: {question}\nAnswer:")
+}
+
+/// Text before and after the haystack for `style`; `render_chat` renders one user message in
+/// the model's chat template with the generation prompt.
+pub fn frame_text(
+    style: PromptStyle,
+    question: &str,
+    render_chat: impl Fn(&str) -> String,
+) -> (String, String) {
+    match style {
+        PromptStyle::Plain => (String::new(), question_text(question)),
+        PromptStyle::Chat => {
+            const HOLE: &str = "\u{1}HAYSTACK\u{1}";
+            let text = render_chat(&format!(
+                "<book>{HOLE}</book>\nBased on the content of the book, Question: {question}\nAnswer:"
+            ));
+            match text.split_once(HOLE) {
+                Some((a, b)) => (a.to_string(), b.to_string()),
+                None => (String::new(), text),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_answer_appears_verbatim_in_its_needle() {
+        for e in RETRIEVAL.iter().chain(&REASONING) {
+            assert!(e.needle.contains(e.answer), "{}", e.id);
+            assert!(e.answer.contains(e.key), "{}", e.id);
+            assert!(!e.question.contains(e.key), "{}", e.id);
+        }
+    }
+
+    #[test]
+    fn chat_frame_wraps_the_haystack_in_one_user_message() {
+        let render = |m: &str| format!("<u>{m}</u><a>");
+        let (pre, post) = frame_text(PromptStyle::Chat, "Why?", render);
+        assert_eq!(pre, "<u><book>");
+        assert_eq!(
+            post,
+            "</book>\nBased on the content of the book, Question: Why?\nAnswer:</u><a>"
+        );
+        let (pre, post) = frame_text(PromptStyle::Plain, "Why?", render);
+        assert_eq!(pre, "");
+        assert_eq!(
+            post,
+            "\nBased on the content of the book, Question: Why?\nAnswer:"
+        );
+    }
+
+    #[test]
+    fn reasoning_pairs_ask_both_ways() {
+        // Same needle, different answers, and each answer is the other's distractor.
+        for pair in REASONING.chunks(2) {
+            assert_eq!(pair[0].needle, pair[1].needle);
+            assert_ne!(pair[0].answer, pair[1].answer);
+        }
+    }
+}

@@ -1,0 +1,141 @@
+//! Resumable partial results: every finished trial and sample is written (atomically) to a JSON
+//! file next to the profile; a rerun with the same settings, model and seed reuses them and runs
+//! only what is missing. Results are stored exactly (floats round-trip), so a resumed profile
+//! is byte-identical to an uninterrupted one.
+
+use std::path::Path;
+
+use kvplan_planner::{io, Trial};
+use serde::{Deserialize, Serialize};
+
+use crate::{Error, Result};
+
+/// Version of this file's layout; a different one is ignored.
+const PARTIAL_VERSION: u32 = 1;
+
+/// One needle trial's outcome.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct TrialOutcome {
+    /// Index in the run order.
+    pub index: usize,
+    /// What the profile records about it.
+    pub trial: Trial,
+    /// This trial's head scores `[layer][q_head]`.
+    pub scores: Vec<Vec<f64>>,
+}
+
+/// One text sample's figures (each already averaged within the sample).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct SampleOutcome {
+    /// Index in the run order.
+    pub index: usize,
+    /// `[q_head][layer][layer]`: 1 − JS averaged over the sample's observed rows.
+    pub similarity: Vec<Vec<Vec<f64>>>,
+    /// `[layer][level]`: mean Rec(D_l) magnitude over heads and the middle positions.
+    pub wavelet: Vec<Vec<f64>>,
+    /// `[level][position]`: mean over layers and heads, middle positions only.
+    pub wavelet_by_position: Vec<Vec<f64>>,
+    /// Generation step of the wavelet signal.
+    pub wavelet_step: usize,
+    /// Oldest positions dropped to reach a multiple of 2^levels.
+    pub wavelet_dropped: usize,
+    /// Positions left out at each end.
+    pub wavelet_edge: usize,
+    /// `[layer]`: (entropy bits, top-k mass).
+    pub funnel: Vec<(f64, f64)>,
+    /// `[layer]`: (key cosine fraction, value cosine fraction, attention sparsity).
+    pub redundancy: Vec<(f64, f64, f64)>,
+}
+
+/// Everything finished so far.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct Partial {
+    version: u32,
+    /// Settings, model hash and seed the results belong to.
+    pub fingerprint: String,
+    /// Retrieval trials done.
+    pub retrieval: Vec<TrialOutcome>,
+    /// Retrieval-reasoning trials done.
+    pub reasoning: Vec<TrialOutcome>,
+    /// Text samples done.
+    pub samples: Vec<SampleOutcome>,
+}
+
+impl Partial {
+    /// An empty record for `fingerprint`.
+    pub fn new(fingerprint: String) -> Self {
+        Partial {
+            version: PARTIAL_VERSION,
+            fingerprint,
+            ..Partial::default()
+        }
+    }
+
+    /// The record at `path` if it exists and belongs to `fingerprint`, else an empty one; the
+    /// second value says why an existing file was not reused.
+    pub fn load_or_new(path: &Path, fingerprint: &str) -> (Self, Option<String>) {
+        let fresh = || Partial::new(fingerprint.to_string());
+        let Ok(text) = std::fs::read_to_string(path) else {
+            return (fresh(), None);
+        };
+        match serde_json::from_str::<Partial>(&text) {
+            Ok(p) if p.version == PARTIAL_VERSION && p.fingerprint == fingerprint => (p, None),
+            Ok(_) => (
+                fresh(),
+                Some(format!(
+                    "{} belongs to other settings, model or seed: starting afresh",
+                    path.display()
+                )),
+            ),
+            Err(e) => (
+                fresh(),
+                Some(format!(
+                    "{} is unreadable ({e}): starting afresh",
+                    path.display()
+                )),
+            ),
+        }
+    }
+
+    /// Writes the record atomically.
+    pub fn save(&self, path: &Path) -> Result<()> {
+        let text = serde_json::to_string(self)
+            .map_err(|e| Error::Settings(format!("serialising partial results: {e}")))?;
+        io::write_atomic(path, &text)?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reloads_only_with_the_same_fingerprint() {
+        let dir = std::env::temp_dir().join(format!("kvplan-partial-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).ok();
+        let path = dir.join("p.json");
+        let mut p = Partial::new("a".into());
+        p.retrieval.push(TrialOutcome {
+            index: 3,
+            trial: Trial {
+                example: "x".into(),
+                context_length: 10,
+                depth_percent: 50.0,
+                needle_start: 4,
+                response: "r".into(),
+                score: 0.1 + 0.2,
+                kept: false,
+            },
+            scores: vec![vec![1.0 / 3.0]],
+        });
+        p.save(&path).unwrap();
+        let (same, why) = Partial::load_or_new(&path, "a");
+        assert_eq!(same, p);
+        assert!(why.is_none());
+        let (other, why) = Partial::load_or_new(&path, "b");
+        assert!(other.retrieval.is_empty());
+        assert!(why.is_some());
+        std::fs::remove_dir_all(&dir).ok();
+    }
+}

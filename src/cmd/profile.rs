@@ -1,0 +1,320 @@
+//! `kvplan profile`: measure the model's heads and layers, write the profile, then the plan for
+//! every method at the default budget (DESIGN.md, "Data flow").
+//!
+//! Progress: one bar per stage with an ETA (plain lines when stderr is not a terminal). Finished
+//! trials and samples go to `<out>.partial.json` as they complete; a rerun with the same settings
+//! resumes from it, and it is removed once the profile is written. The same seed and date give
+//! byte-identical files.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{bail, Context};
+use indicatif::{ProgressBar, ProgressStyle};
+use kvplan_planner::{build_plan, Geometry, Method, ModelIdentity, PlanOptions, Target};
+use kvplan_profiler::needles::PromptStyle;
+use kvplan_profiler::{data, profile, ProfileConfig, ProfileInputs, Progress};
+use kvplan_runtime::backend::{self, Selected};
+use kvplan_runtime::fetch::sha256_file;
+use kvplan_runtime::gguf::GgufFile;
+use kvplan_runtime::model::Model;
+use kvplan_runtime::tokenizer::Tokenizer;
+
+use super::model_args::ModelArgs;
+
+/// Arguments of `kvplan profile`.
+#[derive(clap::Args, Debug)]
+#[command(after_help = "\
+Examples:
+  kvplan profile                       # default: 5 lengths up to 2K, 10 depths, 8 text samples
+  kvplan profile --quick --out /tmp/p.json
+  kvplan profile --full                # up to the model's context (8K for SmolLM2)")]
+pub struct ProfileArgs {
+    /// Profile file to write [default: plans/<model>.profile.json].
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+    /// Plan file to write [default: <model>.plan.json beside the profile].
+    #[arg(long, value_name = "FILE")]
+    plan_out: Option<PathBuf>,
+    /// A small profile (2 lengths, 2 depths, 2 samples) for tests.
+    #[arg(long, conflicts_with = "full")]
+    quick: bool,
+    /// Needle lengths up to the model's context, 16 samples of 4K tokens.
+    #[arg(long)]
+    full: bool,
+    /// Needle prompt lengths in tokens (overrides the preset).
+    #[arg(long, value_name = "N,…", value_delimiter = ',')]
+    lengths: Option<Vec<usize>>,
+    /// Needle depths in percent (overrides the preset).
+    #[arg(long, value_name = "D,…", value_delimiter = ',')]
+    depths: Option<Vec<f64>>,
+    /// Needle prompt style: the model's chat template (Wu et al.'s code for chat models) or plain
+    /// text (HeadKV's code for base models).
+    #[arg(long, value_enum, default_value = "chat")]
+    prompt_style: StyleArg,
+    /// Text samples for the layer analyses (overrides the preset).
+    #[arg(long, value_name = "N")]
+    samples: Option<usize>,
+    /// Seed of haystacks and samples.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Budget of the plan: entries per (layer, KV head), observation window included.
+    #[arg(long, value_name = "N", default_value_t = 128)]
+    budget: usize,
+    /// Prompt length of the plan's preview.
+    #[arg(long, value_name = "L", default_value_t = 8192)]
+    context_len: usize,
+    /// Date recorded, YYYY-MM-DD [default: $SOURCE_DATE_EPOCH's day, else today, UTC].
+    #[arg(long, value_name = "DATE")]
+    date: Option<String>,
+    /// Ignore partial results of an earlier run.
+    #[arg(long)]
+    restart: bool,
+    /// Data folder [env: KVPLAN_DATA; default: data/].
+    #[arg(long, value_name = "DIR")]
+    data_dir: Option<PathBuf>,
+    #[command(flatten)]
+    model: ModelArgs,
+}
+
+/// `--prompt-style` values.
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum StyleArg {
+    Plain,
+    Chat,
+}
+
+/// Indicatif bars, or plain lines when stderr is not a terminal.
+struct Bars {
+    bar: Option<ProgressBar>,
+    stage: String,
+    done: u64,
+    total: u64,
+    started: Instant,
+    plain: bool,
+}
+
+impl Progress for Bars {
+    fn start(&mut self, stage: &str, total: u64, done: u64) {
+        (self.stage, self.done, self.total) = (stage.to_string(), done, total);
+        self.started = Instant::now();
+        if self.plain {
+            eprintln!("{stage}: {total} to run ({done} restored from partial results)");
+            return;
+        }
+        let style = ProgressStyle::with_template(
+            "{prefix:>18} [{bar:30}] {pos}/{len} {elapsed_precise} ETA {eta} {wide_msg}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> ");
+        let bar = ProgressBar::new(total)
+            .with_style(style)
+            .with_prefix(stage.to_string());
+        bar.set_position(done);
+        bar.reset_eta();
+        self.bar = Some(bar);
+    }
+
+    fn advance(&mut self, message: &str) {
+        self.done += 1;
+        match &self.bar {
+            Some(bar) => {
+                bar.inc(1);
+                bar.set_message(message.to_string());
+            }
+            None => eprintln!(
+                "  [{}/{} {:.0}s] {message}",
+                self.done,
+                self.total,
+                self.started.elapsed().as_secs_f64()
+            ),
+        }
+    }
+
+    fn finish(&mut self, summary: &str) {
+        match self.bar.take() {
+            Some(bar) => bar.finish_with_message(summary.to_string()),
+            None => eprintln!("{}: {summary}", self.stage),
+        }
+    }
+
+    fn note(&mut self, line: &str) {
+        match &self.bar {
+            Some(bar) => bar.println(format!("kvplan: {line}")),
+            None => eprintln!("kvplan: {line}"),
+        }
+    }
+}
+
+/// The model's name from its file: `SmolLM2-135M-Instruct.Q4_1.gguf` → `SmolLM2-135M-Instruct`.
+fn model_name(path: &Path) -> String {
+    let file = path
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    file.split('.').next().unwrap_or("model").to_string()
+}
+
+fn config_of(args: &ProfileArgs, context_len: usize) -> ProfileConfig {
+    let mut c = if args.quick {
+        ProfileConfig::quick(args.seed)
+    } else if args.full {
+        ProfileConfig::full(args.seed, context_len)
+    } else {
+        ProfileConfig::standard(args.seed, 2048.min(context_len))
+    };
+    if let Some(l) = &args.lengths {
+        c.context_lengths = l.clone();
+    }
+    if let Some(d) = &args.depths {
+        c.depths = d.clone();
+    }
+    if let Some(n) = args.samples {
+        c.samples = n;
+    }
+    c.prompt_style = match args.prompt_style {
+        StyleArg::Plain => PromptStyle::Plain,
+        StyleArg::Chat => PromptStyle::Chat,
+    };
+    c
+}
+
+fn date(args: &ProfileArgs) -> String {
+    if let Some(d) = &args.date {
+        return d.clone();
+    }
+    match std::env::var("SOURCE_DATE_EPOCH")
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+    {
+        Some(secs) => super::plan::date_of(secs),
+        None => super::plan::today(),
+    }
+}
+
+/// Runs `kvplan profile`.
+pub fn run(args: ProfileArgs) -> anyhow::Result<()> {
+    let t_all = Instant::now();
+    let path = args.model.resolve()?;
+    let name = model_name(&path);
+    let slug = name.to_lowercase();
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("plans/{slug}.profile.json")));
+    let plan_out = args
+        .plan_out
+        .clone()
+        .unwrap_or_else(|| out.with_file_name(format!("{slug}.plan.json")));
+    if out == plan_out {
+        bail!("--out and --plan-out name the same file {}", out.display());
+    }
+    if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    let t_load = Instant::now();
+    let data_dir = data::data_dir(args.data_dir.as_deref());
+    let (essays, plays) = data::corpora(&data_dir, &mut |l| eprintln!("kvplan: {l}"))
+        .with_context(|| format!("preparing the text in {}", data_dir.display()))?;
+    let gguf = GgufFile::open(&path).with_context(|| format!("reading {}", path.display()))?;
+    let tok = Tokenizer::from_gguf(&gguf)?;
+    let device = backend::device();
+    let model = Model::<Selected>::from_gguf(&gguf, &device)?;
+    let cfg = &model.config;
+    let identity = ModelIdentity {
+        name: name.clone(),
+        architecture: cfg.architecture.clone(),
+        gguf_sha256: sha256_file(&path)?,
+        geometry: Geometry::new(cfg.n_layers, cfg.n_heads, cfg.n_kv_heads, cfg.head_dim)?,
+    };
+    let config = config_of(&args, cfg.context_len);
+    let partial_path = out.with_file_name(format!(
+        "{}.partial.json",
+        out.file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    ));
+    if args.restart {
+        let _ = std::fs::remove_file(&partial_path);
+    }
+    let load_s = t_load.elapsed().as_secs_f64();
+    eprintln!(
+        "profiling {name} ({} backend): {} needle trials per kind at lengths {:?}, {} text samples of {} tokens",
+        backend::name(),
+        config.trials(),
+        config.context_lengths,
+        config.samples,
+        config.sample_tokens
+    );
+    let inputs = ProfileInputs {
+        model: &model,
+        tokenizer: &tok,
+        identity,
+        haystack: &essays,
+        texts: vec![&essays, &plays],
+        config,
+        date: date(&args),
+        partial_path: Some(partial_path.clone()),
+    };
+    let mut bars = Bars {
+        bar: None,
+        stage: String::new(),
+        done: 0,
+        total: 0,
+        started: Instant::now(),
+        plain: !std::io::stderr().is_terminal(),
+    };
+    let (profile, timings) = profile(&inputs, &mut bars)?;
+    profile
+        .save(&out)
+        .with_context(|| format!("writing {}", out.display()))?;
+    let t_plan = Instant::now();
+    let opts = PlanOptions {
+        kvplan_version: String::from(env!("CARGO_PKG_VERSION")),
+        date: profile.settings.date.clone(),
+        preview_context_len: Some(args.context_len),
+        ..PlanOptions::default()
+    };
+    let plan = build_plan(&profile, &Method::ALL, Target::Tokens(args.budget), &opts)
+        .with_context(|| format!("planning from {}", out.display()))?;
+    plan.save(&plan_out)
+        .with_context(|| format!("writing {}", plan_out.display()))?;
+    let _ = std::fs::remove_file(&partial_path);
+    let plan_s = t_plan.elapsed().as_secs_f64();
+    if let Some(d) = &profile.details {
+        for n in &d.notes {
+            eprintln!("note: {n}");
+        }
+    }
+    eprintln!("timings (wall clock):");
+    eprintln!("  {:<20} {:>8.1} s", "load model and data", load_s);
+    for t in &timings {
+        eprintln!(
+            "  {:<20} {:>8.1} s  ({} run, {} restored)",
+            t.stage, t.seconds, t.run, t.restored
+        );
+    }
+    eprintln!("  {:<20} {:>8.1} s", "plan", plan_s);
+    eprintln!("  {:<20} {:>8.1} s", "total", t_all.elapsed().as_secs_f64());
+    eprintln!(
+        "wrote {} and {} (budget {} per head)",
+        out.display(),
+        plan_out.display(),
+        args.budget
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn model_name_drops_quantisation_and_extension() {
+        assert_eq!(
+            model_name(Path::new("models/SmolLM2-135M-Instruct.Q4_1.gguf")),
+            "SmolLM2-135M-Instruct"
+        );
+    }
+}
