@@ -130,6 +130,7 @@ fn keys_values_and_attention_match_transformers() {
             attn_rows: 8,
             keys_values: false,
             layers: Some(layers.clone()),
+            column_sums: false,
         },
         model.config.n_layers,
     );

@@ -15,6 +15,9 @@ pub struct ObserveConfig {
     pub attn_rows: usize,
     /// Record pre-RoPE keys and values of each call's new tokens.
     pub keys_values: bool,
+    /// Record, per query head, the attention each key received summed over *all* query rows of
+    /// the call (H2O's accumulated attention), computed block by block during prefill.
+    pub column_sums: bool,
     /// Layers to observe (`None` = all).
     pub layers: Option<Vec<usize>>,
 }
@@ -42,11 +45,20 @@ pub struct KeysValues {
     pub values: Vec<f32>,
 }
 
+/// Attention each key received, summed over all query rows of one forward call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ColumnSums {
+    /// `[query_head][key]`, keys in the storage order of the head's KV head.
+    pub sums: Vec<Vec<f32>>,
+}
+
 /// Everything recorded for one layer.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct LayerObservation {
     /// One entry per forward call that produced observed rows.
     pub attention: Vec<AttentionRows>,
+    /// One entry per forward call, when `column_sums` is on.
+    pub column_sums: Vec<ColumnSums>,
     /// One entry per forward call, when `keys_values` is on.
     pub keys_values: Vec<KeysValues>,
 }

@@ -79,7 +79,7 @@ impl GgmlType {
     /// Dequantises `n` elements from `bytes`.
     pub fn dequantize(self, bytes: &[u8], n: usize) -> Result<Vec<f32>, String> {
         let bs = self.block_size();
-        if n % bs != 0 {
+        if !n.is_multiple_of(bs) {
             return Err(format!(
                 "{n} elements is not a multiple of the block size {bs}"
             ));

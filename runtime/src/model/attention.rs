@@ -16,7 +16,7 @@ use burn::tensor::{Int, Tensor, TensorData};
 
 use super::rope::Rope;
 use crate::cache::{KvStore, LayerCache};
-use crate::observe::{AttentionRows, KeysValues, LayerObservation};
+use crate::observe::{AttentionRows, ColumnSums, KeysValues, LayerObservation};
 
 /// Query rows per attention block during prefill.
 pub const QUERY_BLOCK: usize = 256;
@@ -34,6 +34,10 @@ pub struct ForwardCtx<'a, B: Backend> {
     pub obs_rows: usize,
     /// Record pre-RoPE keys and values.
     pub obs_kv: bool,
+    /// Record column sums of the attention (all rows).
+    pub obs_colsum: bool,
+    /// Use the fused host kernel ([`super::host_attention`]) instead of burn ops.
+    pub host_kernel: bool,
     masks: HashMap<(usize, usize, usize), Tensor<B, 4>>,
 }
 
@@ -48,6 +52,8 @@ impl<'a, B: Backend> ForwardCtx<'a, B> {
             pos_tensor: Tensor::from_data(TensorData::new(ids, [n]), device),
             obs_rows: 0,
             obs_kv: false,
+            obs_colsum: false,
+            host_kernel: false,
             masks: HashMap::new(),
         }
     }
@@ -130,17 +136,27 @@ impl<B: Backend> Attention<B> {
             Some(KvStore::PerHead { keys, values }) => {
                 let mut outs = Vec::with_capacity(nkv);
                 let mut rows: Option<AttentionRows> = None;
+                let mut sums: Option<ColumnSums> = None;
                 for (g, (k, v)) in keys.iter().zip(values).enumerate() {
                     let qg = q.clone().narrow(0, g, 1);
                     let mut head_obs = obs.as_ref().map(|_| LayerObservation::default());
                     let (kg, vg) = (k.clone().unsqueeze_dim(0), v.clone().unsqueeze_dim(0));
                     outs.push(attend(qg, kg, vg, ctx, head_obs.as_mut(), cache));
-                    if let Some(r) = head_obs.and_then(|mut o| o.attention.pop()) {
-                        rows = Some(merge_rows(rows, r));
+                    if let Some(mut o) = head_obs {
+                        if let Some(r) = o.attention.pop() {
+                            rows = Some(merge_rows(rows, r));
+                        }
+                        if let Some(mut c) = o.column_sums.pop() {
+                            match sums.as_mut() {
+                                None => sums = Some(c),
+                                Some(acc) => acc.sums.append(&mut c.sums),
+                            }
+                        }
                     }
                 }
-                if let (Some(o), Some(r)) = (obs, rows) {
-                    o.attention.push(r);
+                if let Some(o) = obs {
+                    o.attention.extend(rows);
+                    o.column_sums.extend(sums);
                 }
                 Tensor::cat(outs, 0)
             }
@@ -160,14 +176,20 @@ fn attend<B: Backend>(
     k: Tensor<B, 3>,
     v: Tensor<B, 3>,
     ctx: &mut ForwardCtx<'_, B>,
-    obs: Option<&mut LayerObservation>,
+    mut obs: Option<&mut LayerObservation>,
     cache: &LayerCache<B>,
 ) -> Tensor<B, 4> {
+    #[cfg(feature = "flex")]
+    if ctx.host_kernel {
+        return attend_host(q, k, v, ctx, obs, cache);
+    }
     let [g, group, t, d] = q.dims();
     let [_, l, _] = k.dims();
     let past = l - t;
     let obs_from = t.saturating_sub(ctx.obs_rows);
     let mut observed: Vec<Tensor<B, 4>> = Vec::new();
+    let want_colsum = obs.is_some() && ctx.obs_colsum;
+    let mut colsum: Option<Tensor<B, 4>> = None; // [g, group, 1, l]
     let mut outs = Vec::with_capacity(t.div_ceil(QUERY_BLOCK));
     let device = q.device();
     for s in (0..t).step_by(QUERY_BLOCK) {
@@ -194,9 +216,30 @@ fn attend<B: Backend>(
             };
             observed.push(part);
         }
+        if want_colsum {
+            let part = probs.clone().sum_dim(2); // [g, group, 1, cols]
+            let part = if cols < l {
+                Tensor::cat(
+                    vec![part, Tensor::zeros([g, group, 1, l - cols], &device)],
+                    3,
+                )
+            } else {
+                part
+            };
+            colsum = Some(match colsum {
+                None => part,
+                Some(acc) => acc + part,
+            });
+        }
         let vb = v.clone().narrow(1, 0, cols);
         let ob = probs.reshape([g, group * rows, cols]).matmul(vb);
         outs.push(ob.reshape([g, group, rows, d]));
+    }
+    if let (Some(o), Some(c)) = (obs.as_mut(), colsum) {
+        let flat: Vec<f32> = c.into_data().iter::<f32>().collect();
+        o.column_sums.push(ColumnSums {
+            sums: flat.chunks_exact(l).map(<[f32]>::to_vec).collect(),
+        });
     }
     if let Some(o) = obs {
         if !observed.is_empty() {
@@ -210,6 +253,52 @@ fn attend<B: Backend>(
     } else {
         Tensor::cat(outs, 2)
     }
+}
+
+/// [`attend`] through the fused host kernel (CPU backends).
+#[cfg(feature = "flex")]
+fn attend_host<B: Backend>(
+    q: Tensor<B, 4>,
+    k: Tensor<B, 3>,
+    v: Tensor<B, 3>,
+    ctx: &ForwardCtx<'_, B>,
+    obs: Option<&mut LayerObservation>,
+    cache: &LayerCache<B>,
+) -> Tensor<B, 4> {
+    use super::host_attention::{self, Dims};
+    let [kv, group, t, d] = q.dims();
+    let [_, l, _] = k.dims();
+    let device = q.device();
+    let host = |x: TensorData| -> Vec<f32> { x.iter::<f32>().collect() };
+    let (obs_rows, colsum) = match obs {
+        Some(_) => (ctx.obs_rows.min(t), ctx.obs_colsum),
+        None => (0, false),
+    };
+    let res = host_attention::attend(
+        &host(q.into_data()),
+        &host(k.into_data()),
+        &host(v.into_data()),
+        Dims { kv, group, t, l, d },
+        obs_rows,
+        colsum,
+    );
+    if let Some(o) = obs {
+        if obs_rows > 0 {
+            o.attention.push(AttentionRows {
+                query_positions: ctx.positions[t - obs_rows..].to_vec(),
+                probs: res.rows,
+                key_positions: (0..cache.kv_heads())
+                    .map(|h| cache.positions(h).to_vec())
+                    .collect(),
+            });
+        }
+        if colsum {
+            o.column_sums.push(ColumnSums {
+                sums: res.column_sums,
+            });
+        }
+    }
+    Tensor::from_data(TensorData::new(res.out, [kv, group, t, d]), &device)
 }
 
 /// Copies observed probabilities `[G, group, r, L]` to the host as [`AttentionRows`].

@@ -86,13 +86,13 @@ impl ModelConfig {
         if self.n_layers == 0 || self.n_heads == 0 || self.n_kv_heads == 0 || self.head_dim == 0 {
             return bad(format!("degenerate geometry: {self:?}"));
         }
-        if self.n_heads % self.n_kv_heads != 0 {
+        if !self.n_heads.is_multiple_of(self.n_kv_heads) {
             return bad(format!(
                 "head_count {} is not a multiple of head_count_kv {}",
                 self.n_heads, self.n_kv_heads
             ));
         }
-        if self.head_dim % 2 != 0 {
+        if !self.head_dim.is_multiple_of(2) {
             return bad(format!("head_dim {} must be even for RoPE", self.head_dim));
         }
         Ok(())

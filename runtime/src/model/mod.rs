@@ -5,6 +5,8 @@ pub mod attention;
 pub mod block;
 pub mod config;
 pub mod feed_forward;
+#[cfg(feature = "flex")]
+pub mod host_attention;
 pub mod loader;
 pub mod rope;
 pub mod transformer;
@@ -33,6 +35,19 @@ pub struct Model<B: Backend> {
     pub transformer: Transformer<B>,
     rope: Rope<B>,
     device: B::Device,
+    host_kernel: bool,
+}
+
+/// True when `B` is the plain CPU backend, whose attention runs in the fused host kernel.
+fn host_kernel_for<B: Backend>() -> bool {
+    #[cfg(feature = "flex")]
+    {
+        std::any::TypeId::of::<B>() == std::any::TypeId::of::<burn::backend::Flex>()
+    }
+    #[cfg(not(feature = "flex"))]
+    {
+        false
+    }
 }
 
 impl<B: Backend> Model<B> {
@@ -65,7 +80,14 @@ impl<B: Backend> Model<B> {
             transformer,
             rope,
             device: device.clone(),
+            host_kernel: host_kernel_for::<B>(),
         }
+    }
+
+    /// Forces the generic burn-ops attention (`true`) or restores the default kernel choice.
+    /// Both compute the same thing; tests run both.
+    pub fn set_generic_attention(&mut self, generic: bool) {
+        self.host_kernel = !generic && host_kernel_for::<B>();
     }
 
     /// The device the weights live on.
@@ -110,9 +132,11 @@ impl<B: Backend> Model<B> {
         }
         let positions: Vec<usize> = (start..end).collect();
         let mut ctx = ForwardCtx::new(&self.rope, &positions, &self.device);
+        ctx.host_kernel = self.host_kernel;
         if let Some(o) = observer.as_deref() {
             ctx.obs_rows = o.config.attn_rows;
             ctx.obs_kv = o.config.keys_values;
+            ctx.obs_colsum = o.config.column_sums;
         }
         let out = self
             .transformer

@@ -1,3 +1,4 @@
+#![allow(clippy::needless_range_loop)]
 //! Tiny random-weight model built as GGUF bytes in memory, checked against a naive reference
 //! written independently here: f64, raw GGUF weights, llama.cpp's interleaved RoPE.
 
@@ -236,14 +237,68 @@ const IDS: [u32; 9] = [3, 17, 42, 8, 8, 1, 49, 0, 23];
 
 #[test]
 fn logits_match_naive_reference_with_interleaved_rope() {
-    let (m, g) = tiny_model(64);
-    let mut cache = m.new_cache();
-    let out = rows(m.forward(&IDS, &mut cache, None, Logits::All).unwrap());
+    let (mut m, g) = tiny_model(64);
     let r = reference(&g, &IDS);
-    assert_eq!(out.len(), IDS.len());
-    assert_eq!(out[0].len(), V);
-    for (a, b) in out.iter().zip(&r.logits) {
-        assert!(max_diff(a, b) < 1e-4, "diff {}", max_diff(a, b));
+    // Both attention kernels: the fused host kernel (flex) and the generic burn ops.
+    for generic in [false, true] {
+        m.set_generic_attention(generic);
+        let mut cache = m.new_cache();
+        let out = rows(m.forward(&IDS, &mut cache, None, Logits::All).unwrap());
+        assert_eq!(out.len(), IDS.len());
+        assert_eq!(out[0].len(), V);
+        for (a, b) in out.iter().zip(&r.logits) {
+            assert!(
+                max_diff(a, b) < 1e-4,
+                "generic {generic}: diff {}",
+                max_diff(a, b)
+            );
+        }
+    }
+}
+
+#[test]
+fn both_kernels_agree_on_blocks_observation_and_column_sums() {
+    let n = attention::QUERY_BLOCK + 45;
+    let (mut m, _) = tiny_model(512);
+    let ids: Vec<u32> = (0..n).map(|i| ((i * 11 + 2) % V) as u32).collect();
+    let cfg = ObserveConfig {
+        attn_rows: 5,
+        column_sums: true,
+        ..Default::default()
+    };
+    let mut runs = Vec::new();
+    for generic in [false, true] {
+        m.set_generic_attention(generic);
+        let mut cache = m.new_cache();
+        let mut obs = Observer::new(cfg.clone(), L);
+        let a = rows(
+            m.forward(&ids[..n - 1], &mut cache, Some(&mut obs), Logits::All)
+                .unwrap(),
+        );
+        let b = rows(
+            m.forward(&ids[n - 1..], &mut cache, Some(&mut obs), Logits::All)
+                .unwrap(),
+        );
+        runs.push((a, b, obs));
+    }
+    let close = |x: &[f32], y: &[f32]| x.iter().zip(y).all(|(a, b)| (a - b).abs() < 1e-4);
+    let ((a0, b0, o0), (a1, b1, o1)) = (&runs[0], &runs[1]);
+    assert!(a0.iter().zip(a1).all(|(x, y)| close(x, y)));
+    assert!(close(&b0[0], &b1[0]));
+    for l in 0..L {
+        for call in 0..2 {
+            let (r0, r1) = (&o0.layers[l].attention[call], &o1.layers[l].attention[call]);
+            assert_eq!(r0.query_positions, r1.query_positions);
+            for h in 0..NH {
+                for (x, y) in r0.probs[h].iter().zip(&r1.probs[h]) {
+                    assert!(close(x, y));
+                }
+                assert!(close(
+                    &o0.layers[l].column_sums[call].sums[h],
+                    &o1.layers[l].column_sums[call].sums[h]
+                ));
+            }
+        }
     }
 }
 
@@ -352,6 +407,7 @@ fn observer_attention_and_keys_match_reference_and_gqa_map() {
             attn_rows: 3,
             keys_values: true,
             layers: None,
+            column_sums: false,
         },
         L,
     );
@@ -400,6 +456,7 @@ fn observer_off_records_nothing_and_changes_nothing() {
             attn_rows: 2,
             keys_values: false,
             layers: Some(vec![1]),
+            column_sums: false,
         },
         L,
     );
@@ -529,5 +586,54 @@ fn rejects_wrong_tensor_shape() {
     assert!(
         err.contains("blk.1.attn_k.weight: expected shape [16, 32]"),
         "{err}"
+    );
+}
+
+#[test]
+fn column_sums_equal_the_reference_columns_in_both_storages() {
+    // Longer than one query block so the sums are accumulated block by block.
+    let n = attention::QUERY_BLOCK + 20;
+    let (m, g) = tiny_model(512);
+    let ids: Vec<u32> = (0..n).map(|i| ((i * 5 + 1) % V) as u32).collect();
+    let r = reference(&g, &ids);
+    let cfg = ObserveConfig {
+        column_sums: true,
+        ..Default::default()
+    };
+    let mut obs = Observer::new(cfg.clone(), L);
+    let mut cache = m.new_cache();
+    m.forward(&ids, &mut cache, Some(&mut obs), Logits::Last)
+        .unwrap();
+    for l in 0..L {
+        let sums = &obs.layers[l].column_sums[0].sums;
+        assert_eq!(sums.len(), NH);
+        for h in 0..NH {
+            let want: Vec<f64> = (0..n)
+                .map(|j| r.attn[l][h].iter().map(|row| row[j]).sum())
+                .collect();
+            assert!(max_diff(&sums[h], &want) < 1e-3, "layer {l} head {h}");
+        }
+    }
+    // A decode step's column sums are its single attention row, in per-head storage too.
+    for layer in &mut cache.layers {
+        layer.to_per_head();
+    }
+    let mut obs = Observer::new(
+        ObserveConfig {
+            attn_rows: 1,
+            ..cfg
+        },
+        L,
+    );
+    m.forward(&[7], &mut cache, Some(&mut obs), Logits::Last)
+        .unwrap();
+    let o = &obs.layers[1];
+    assert_eq!(
+        o.column_sums[0].sums,
+        o.attention[0]
+            .probs
+            .iter()
+            .map(|r| r[0].clone())
+            .collect::<Vec<_>>()
     );
 }
