@@ -102,6 +102,10 @@ impl<B: Backend> Attention<B> {
         cache: &mut LayerCache<B>,
         obs: Option<&mut LayerObservation>,
     ) -> Tensor<B, 2> {
+        #[cfg(feature = "flex")]
+        if ctx.host_kernel {
+            return super::host_attention::forward(self, x, ctx, cache, obs);
+        }
         let [t, _] = x.dims();
         let (nh, nkv, d) = (self.n_heads, self.n_kv_heads, self.head_dim);
         let qkv = x.matmul(self.wqkv.val()); // [t, (nh + 2·nkv)·d]
@@ -179,10 +183,6 @@ fn attend<B: Backend>(
     mut obs: Option<&mut LayerObservation>,
     cache: &LayerCache<B>,
 ) -> Tensor<B, 4> {
-    #[cfg(feature = "flex")]
-    if ctx.host_kernel {
-        return attend_host(q, k, v, ctx, obs, cache);
-    }
     let [g, group, t, d] = q.dims();
     let [_, l, _] = k.dims();
     let past = l - t;
@@ -253,52 +253,6 @@ fn attend<B: Backend>(
     } else {
         Tensor::cat(outs, 2)
     }
-}
-
-/// [`attend`] through the fused host kernel (CPU backends).
-#[cfg(feature = "flex")]
-fn attend_host<B: Backend>(
-    q: Tensor<B, 4>,
-    k: Tensor<B, 3>,
-    v: Tensor<B, 3>,
-    ctx: &ForwardCtx<'_, B>,
-    obs: Option<&mut LayerObservation>,
-    cache: &LayerCache<B>,
-) -> Tensor<B, 4> {
-    use super::host_attention::{self, Dims};
-    let [kv, group, t, d] = q.dims();
-    let [_, l, _] = k.dims();
-    let device = q.device();
-    let host = |x: TensorData| -> Vec<f32> { x.iter::<f32>().collect() };
-    let (obs_rows, colsum) = match obs {
-        Some(_) => (ctx.obs_rows.min(t), ctx.obs_colsum),
-        None => (0, false),
-    };
-    let res = host_attention::attend(
-        &host(q.into_data()),
-        &host(k.into_data()),
-        &host(v.into_data()),
-        Dims { kv, group, t, l, d },
-        obs_rows,
-        colsum,
-    );
-    if let Some(o) = obs {
-        if obs_rows > 0 {
-            o.attention.push(AttentionRows {
-                query_positions: ctx.positions[t - obs_rows..].to_vec(),
-                probs: res.rows,
-                key_positions: (0..cache.kv_heads())
-                    .map(|h| cache.positions(h).to_vec())
-                    .collect(),
-            });
-        }
-        if colsum {
-            o.column_sums.push(ColumnSums {
-                sums: res.column_sums,
-            });
-        }
-    }
-    Tensor::from_data(TensorData::new(res.out, [kv, group, t, d]), &device)
 }
 
 /// Copies observed probabilities `[G, group, r, L]` to the host as [`AttentionRows`].

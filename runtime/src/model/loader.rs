@@ -9,7 +9,7 @@
 //! | `blk.N.attn_q/k/v.weight`    | `[out, hidden]`     | `blocks[N].attention.wqkv` (transposed, fused) |
 //! | `blk.N.attn_output.weight`   | `[hidden, q_dim]`   | `blocks[N].attention.wo` (transposed)  |
 //! | `blk.N.ffn_norm.weight`      | `[hidden]`          | `blocks[N].ffn_norm.gamma`             |
-//! | `blk.N.ffn_gate/up.weight`   | `[ffn, hidden]`     | `blocks[N].ffn.w_gate_up` (transposed, fused) |
+//! | `blk.N.ffn_gate/up.weight`   | `[ffn, hidden]`     | `blocks[N].ffn.w_gate` / `w_up` (transposed) |
 //! | `blk.N.ffn_down.weight`      | `[hidden, ffn]`     | `blocks[N].ffn.w_down` (transposed)    |
 //! | `output_norm.weight`         | `[hidden]`          | `norm.gamma`                           |
 //! | `output.weight` (optional)   | `[vocab, hidden]`   | `output` (transposed)                  |
@@ -160,9 +160,9 @@ fn block<B: Backend>(
         },
         ffn_norm: norm(gguf, &name("ffn_norm"), c, device)?,
         ffn: FeedForward {
-            w_gate_up: Param::from_tensor(Tensor::cat(vec![gate, up], 1)),
+            w_gate: Param::from_tensor(gate),
+            w_up: Param::from_tensor(up),
             w_down: Param::from_tensor(down),
-            ffn: c.ffn,
         },
     })
 }

@@ -14,6 +14,8 @@ pub struct Rope<B: Backend> {
     sin: Tensor<B, 2>,
     max_positions: usize,
     head_dim: usize,
+    cos_host: Vec<f32>,
+    sin_host: Vec<f32>,
 }
 
 impl<B: Backend> Rope<B> {
@@ -37,16 +39,23 @@ impl<B: Backend> Rope<B> {
         }
         let shape = [max_positions, head_dim];
         Self {
-            cos: Tensor::from_data(TensorData::new(cos, shape), device),
-            sin: Tensor::from_data(TensorData::new(sin, shape), device),
+            cos: Tensor::from_data(TensorData::new(cos.clone(), shape), device),
+            sin: Tensor::from_data(TensorData::new(sin.clone(), shape), device),
             max_positions,
             head_dim,
+            cos_host: cos,
+            sin_host: sin,
         }
     }
 
     /// Largest position + 1 the tables cover.
     pub fn max_positions(&self) -> usize {
         self.max_positions
+    }
+
+    /// The tables on the host, `[max_positions, head_dim]` row-major (cos, sin).
+    pub fn host_tables(&self) -> (&[f32], &[f32]) {
+        (&self.cos_host, &self.sin_host)
     }
 
     /// Rotates `x` `[heads, t, head_dim]` by the angles of `positions` (`t` of them).
