@@ -12,8 +12,10 @@ pub mod error;
 pub mod fetch;
 pub mod generate;
 pub mod gguf;
+pub mod identity;
 pub mod model;
 pub mod observe;
+pub mod press;
 pub mod tokenizer;
 
 pub use error::{Error, Result};

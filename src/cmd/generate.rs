@@ -1,16 +1,27 @@
 //! `kvplan generate`: run the model on a prompt and stream the continuation to stdout.
 //!
 //! Only the continuation text goes to stdout (so it can be compared exactly); load time, token
-//! counts and speed go to stderr. The stop token itself is not printed.
+//! counts, speed and the memory report go to stderr. The stop token itself is not printed.
+//!
+//! `--method NAME` applies a press from the registry (`full` by default), configured from
+//! `--plan FILE` (default: `plans/<model>.plan.json` when it exists) at the prompt's length,
+//! under the plan's target or `--budget N` / `--ratio R`. The memory report gives the KV bytes
+//! held, the bytes the real FullKV cache of the model's KV heads would hold, their ratio and the
+//! plan's own figure.
 
 use std::io::Write;
 use std::time::Instant;
 
-use anyhow::Context;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context};
+use kvplan_planner::{Budgets, Plan, Target};
 use kvplan_runtime::backend::{self, Selected};
-use kvplan_runtime::generate::{generate, GenerateConfig, Sampling};
+use kvplan_runtime::generate::{GenerateConfig, Sampling};
 use kvplan_runtime::gguf::GgufFile;
+use kvplan_runtime::identity::{model_identity, model_name};
 use kvplan_runtime::model::Model;
+use kvplan_runtime::press::{build_press, generate_pressed, MemoryReport, PRESS_NAMES};
 use kvplan_runtime::tokenizer::Tokenizer;
 
 use super::model_args::ModelArgs;
@@ -39,12 +50,59 @@ pub struct GenerateArgs {
     /// Seed of the sampler.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// KV-cache method: full, streaming, h2o, snapkv, pyramid, headkv, headkv-r, treekv.
+    #[arg(long, value_name = "NAME", default_value = "full")]
+    pub method: String,
+    /// Plan the method's budgets come from [default: plans/<model>.plan.json if present].
+    #[arg(long, value_name = "FILE")]
+    pub plan: Option<PathBuf>,
+    /// Re-target the plan: entries per (layer, KV head), observation window included.
+    #[arg(long, value_name = "N", conflicts_with = "ratio")]
+    pub budget: Option<usize>,
+    /// Re-target the plan: share of the prompt kept per head, 0 < R <= 1.
+    #[arg(long, value_name = "R")]
+    pub ratio: Option<f64>,
     #[command(flatten)]
     pub model: ModelArgs,
 }
 
+/// The plan for `--method`: `--plan`, else the model's default plan when it exists.
+fn load_plan(
+    args: &GenerateArgs,
+    path: &Path,
+    model: &Model<Selected>,
+) -> anyhow::Result<Option<Plan>> {
+    if args.method == "full" {
+        return Ok(None);
+    }
+    let default = PathBuf::from(format!(
+        "plans/{}.plan.json",
+        model_name(path).to_lowercase()
+    ));
+    let file = match &args.plan {
+        Some(p) => p.clone(),
+        None if default.is_file() => default,
+        None => bail!(
+            "method `{}` needs a plan: give --plan FILE (no default plan at {})",
+            args.method,
+            default.display()
+        ),
+    };
+    let identity = model_identity(path, &model.config)?;
+    let plan = Plan::load(&file, Some(&identity))
+        .with_context(|| format!("cannot use plan {}", file.display()))?;
+    Ok(Some(plan))
+}
+
 /// Runs `kvplan generate`.
 pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
+    if !PRESS_NAMES.contains(&args.method.as_str()) {
+        bail!(
+            "unknown method `{}`; the registry has: {}",
+            args.method,
+            PRESS_NAMES.join(", ")
+        );
+    }
     let path = args.model.resolve()?;
     let started = Instant::now();
     let gguf = GgufFile::open(&path).with_context(|| format!("reading {}", path.display()))?;
@@ -64,6 +122,19 @@ pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
     } else {
         tok.encode(&args.prompt)?
     };
+    let plan = load_plan(&args, &path, &model)?;
+    let target = match (args.budget, args.ratio) {
+        (Some(n), _) => Some(Target::Tokens(n)),
+        (None, Some(r)) => Some(Target::Ratio(r)),
+        (None, None) => None,
+    };
+    let mut spec = build_press::<Selected>(
+        &args.method,
+        plan.as_ref(),
+        prompt.len(),
+        target,
+        &model.config,
+    )?;
     let sampling = if args.greedy {
         Sampling::Greedy
     } else {
@@ -78,13 +149,11 @@ pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
         sampling,
         stop_ids: tok.stop_ids.clone(),
     };
-    let mut cache = model.new_cache();
     let mut shown = String::new();
     let mut text_ids = Vec::new();
     let mut stdout = std::io::stdout().lock();
     let mut write_err = None;
-    let started = Instant::now();
-    let ids = generate(&model, &prompt, &config, &mut cache, None, |id| {
+    let run = generate_pressed(&model, &prompt, &config, spec.press.as_mut(), |id| {
         if config.stop_ids.contains(&id) || write_err.is_some() {
             return;
         }
@@ -107,13 +176,48 @@ pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
     if let Some(e) = write_err {
         return Err(e).context("writing to stdout");
     }
-    let secs = started.elapsed().as_secs_f64();
     eprintln!(
-        "\nkvplan: {} prompt tokens, {} new tokens in {:.2}s; KV cache {} bytes",
+        "\nkvplan: {} prompt tokens, {} new tokens; prefill {:.2}s, decode {:.2}s ({:.1} tokens/s)",
         prompt.len(),
-        ids.len(),
-        secs,
-        cache.bytes()
+        run.ids.len(),
+        run.prefill_secs,
+        run.decode_secs,
+        if run.decode_secs > 0.0 {
+            run.decode_steps as f64 / run.decode_secs
+        } else {
+            0.0
+        }
     );
+    report(
+        &args.method,
+        &run.after_prefill,
+        "after prefill",
+        spec.budgets.as_ref(),
+        &model,
+    );
+    report(&args.method, &run.at_end, "at the end", None, &model);
     Ok(())
+}
+
+/// One memory line on stderr; after prefill, the plan's figure beside it.
+fn report(
+    method: &str,
+    m: &MemoryReport,
+    when: &str,
+    budgets: Option<&Budgets>,
+    model: &Model<Selected>,
+) {
+    let mut line = format!(
+        "kvplan: {method} {when} ({} tokens): KV held {} bytes, FullKV {} bytes, ratio {:.4}",
+        m.tokens,
+        m.held_bytes,
+        m.full_bytes,
+        m.ratio()
+    );
+    if let Some(b) = budgets {
+        let planned = b.kv_bytes(model.config.head_dim, 4);
+        let off = (m.held_bytes as f64 - planned as f64) / planned.max(1) as f64;
+        line.push_str(&format!("; plan {planned} bytes ({:+.2}%)", 100.0 * off));
+    }
+    eprintln!("{line}");
 }

@@ -137,6 +137,24 @@ impl<B: Backend> LayerCache<B> {
         }
     }
 
+    /// Replaces the tensors and positions wholesale, for presses that rewrite entries in place
+    /// (TreeKV re-assigning positions, SpindleKV reconstructing from its codebook). The store
+    /// must hold `positions[h].len()` entries for head `h`.
+    pub fn replace(&mut self, store: Option<KvStore<B>>, positions: Vec<Vec<usize>>) {
+        assert_eq!(
+            positions.len(),
+            self.kv_heads(),
+            "replace: one position list per KV head"
+        );
+        self.store = store;
+        self.positions = positions;
+    }
+
+    /// Head dimension.
+    pub fn head_dim(&self) -> usize {
+        self.head_dim
+    }
+
     /// Keeps, for each head, only the entries at `keep[h]` (storage indices, any order; they are
     /// kept in ascending storage order). Heads whose lists have different lengths switch the
     /// layer to per-head storage.

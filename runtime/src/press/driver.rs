@@ -1,0 +1,196 @@
+//! Running the model under a press: prefill with the observation the press asks for, the press,
+//! then one decode step at a time with the press's decode hook; memory measured after prefill and
+//! at the end, against the real FullKV cache of the model's KV heads at the same token count.
+
+use std::time::Instant;
+
+use burn::tensor::backend::Backend;
+use burn::tensor::Tensor;
+
+use super::Press;
+use crate::cache::KvCache;
+use crate::error::{Error, Result};
+use crate::generate::{argmax, sample_top_p, GenerateConfig, Sampling, SplitMix64};
+use crate::model::Model;
+use crate::observe::Observer;
+
+/// Bytes held against the FullKV cache at the same number of tokens seen.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MemoryReport {
+    /// Tokens the model has seen (prompt plus decoded).
+    pub tokens: usize,
+    /// Bytes the press's cache holds.
+    pub held_bytes: u64,
+    /// Bytes FullKV would hold: 2 × tokens × head_dim × 4 × layers × KV heads.
+    pub full_bytes: u64,
+}
+
+impl MemoryReport {
+    /// held / full (1 when nothing is held by either).
+    pub fn ratio(&self) -> f64 {
+        if self.full_bytes == 0 {
+            1.0
+        } else {
+            self.held_bytes as f64 / self.full_bytes as f64
+        }
+    }
+}
+
+/// A cache, its press and the count of tokens seen.
+pub struct Session<'a, B: Backend> {
+    /// The model.
+    pub model: &'a Model<B>,
+    /// The compressed cache.
+    pub cache: KvCache<B>,
+    /// The press applied to it.
+    pub press: &'a mut dyn Press<B>,
+    /// Tokens run so far.
+    pub tokens: usize,
+}
+
+impl<'a, B: Backend> Session<'a, B> {
+    /// An empty session.
+    pub fn new(model: &'a Model<B>, press: &'a mut dyn Press<B>) -> Self {
+        Self {
+            model,
+            cache: model.new_cache(),
+            press,
+            tokens: 0,
+        }
+    }
+
+    /// Runs the prompt and compresses the cache; returns the last position's logits `[1, vocab]`.
+    pub fn prefill(&mut self, prompt: &[u32]) -> Result<Tensor<B, 2>> {
+        if self.tokens != 0 {
+            return Err(Error::Request(
+                "prefill on a session that already ran".into(),
+            ));
+        }
+        let layers = self.model.config.n_layers;
+        let mut obs = self
+            .press
+            .prefill_observe()
+            .map(|c| Observer::new(c, layers));
+        let logits = self
+            .press
+            .forward(self.model, prompt, &mut self.cache, obs.as_mut())?;
+        self.tokens += prompt.len();
+        self.press.after_prefill(&mut self.cache, obs.as_ref())?;
+        Ok(logits)
+    }
+
+    /// Applies the press to a cache that already holds a prompt of `tokens` tokens, run with an
+    /// observer recording at least what [`Press::prefill_observe`] asks (several presses can
+    /// then share one prefill). Only for presses that keep the model's own forward pass.
+    pub fn adopt(
+        &mut self,
+        cache: KvCache<B>,
+        tokens: usize,
+        obs: Option<&Observer>,
+    ) -> Result<()> {
+        if self.tokens != 0 {
+            return Err(Error::Request("adopt on a session that already ran".into()));
+        }
+        self.cache = cache;
+        self.tokens = tokens;
+        self.press.after_prefill(&mut self.cache, obs)
+    }
+
+    /// Runs one token after the cache and applies the decode hook; returns its logits.
+    pub fn step(&mut self, id: u32) -> Result<Tensor<B, 2>> {
+        let layers = self.model.config.n_layers;
+        let mut obs = self
+            .press
+            .decode_observe()
+            .map(|c| Observer::new(c, layers));
+        let logits = self
+            .press
+            .forward(self.model, &[id], &mut self.cache, obs.as_mut())?;
+        self.tokens += 1;
+        self.press.after_decode(&mut self.cache, obs.as_ref())?;
+        Ok(logits)
+    }
+
+    /// What the cache holds now, against FullKV.
+    pub fn memory(&self) -> MemoryReport {
+        let c = &self.model.config;
+        MemoryReport {
+            tokens: self.tokens,
+            held_bytes: self.press.held_bytes(&self.cache) as u64,
+            full_bytes: (2 * self.tokens * c.head_dim * 4 * c.n_layers * c.n_kv_heads) as u64,
+        }
+    }
+}
+
+/// What a pressed generation produced and measured.
+#[derive(Debug, Clone)]
+pub struct PressedRun {
+    /// New ids (ending with the stop id when one was produced).
+    pub ids: Vec<u32>,
+    /// Memory right after the prompt was compressed.
+    pub after_prefill: MemoryReport,
+    /// Memory after the last decode step.
+    pub at_end: MemoryReport,
+    /// Seconds of the prefill (forward and press).
+    pub prefill_secs: f64,
+    /// Seconds of the decode steps (forward and press).
+    pub decode_secs: f64,
+    /// Decode steps run (new tokens after the first).
+    pub decode_steps: usize,
+}
+
+fn last_row<B: Backend>(logits: Tensor<B, 2>) -> Vec<f32> {
+    let [rows, _] = logits.dims();
+    logits
+        .narrow(0, rows - 1, 1)
+        .into_data()
+        .iter::<f32>()
+        .collect()
+}
+
+/// Generates after `prompt` under `press`, calling `on_token` with each new id.
+pub fn generate_pressed<B: Backend>(
+    model: &Model<B>,
+    prompt: &[u32],
+    config: &GenerateConfig,
+    press: &mut dyn Press<B>,
+    mut on_token: impl FnMut(u32),
+) -> Result<PressedRun> {
+    config.sampling.validate()?;
+    let mut rng = match config.sampling {
+        Sampling::TopP { seed, .. } => SplitMix64::new(seed),
+        Sampling::Greedy => SplitMix64::new(0),
+    };
+    let pick = |logits: &[f32], rng: &mut SplitMix64| match config.sampling {
+        Sampling::Greedy => argmax(logits),
+        Sampling::TopP {
+            temperature, top_p, ..
+        } => sample_top_p(logits, temperature, top_p, rng),
+    };
+    let mut session = Session::new(model, press);
+    let started = Instant::now();
+    let logits = session.prefill(prompt)?;
+    let prefill_secs = started.elapsed().as_secs_f64();
+    let after_prefill = session.memory();
+    let mut ids = Vec::new();
+    let started = Instant::now();
+    if config.max_new_tokens > 0 {
+        let mut next = pick(&last_row(logits), &mut rng);
+        loop {
+            ids.push(next);
+            on_token(next);
+            if config.stop_ids.contains(&next) || ids.len() >= config.max_new_tokens {
+                break;
+            }
+            next = pick(&last_row(session.step(next)?), &mut rng);
+        }
+    }
+    Ok(PressedRun {
+        decode_steps: ids.len().saturating_sub(1),
+        ids,
+        after_prefill,
+        at_end: session.memory(),
+        prefill_secs,
+        decode_secs: started.elapsed().as_secs_f64(),
+    })
+}

@@ -1,0 +1,291 @@
+//! Presses: KV-cache compression methods applied to a [`KvCache`] (DESIGN.md, issue 5).
+//!
+//! The design follows kvpress (`../shared/STYLE.md`): a [`Scorer`] only says how important each
+//! held entry is; *where the budget goes* is an [`Allocation`] (uniform, per layer, per KV
+//! head); [`SelectionPress`] joins the two and turns scores into kept indices with
+//! [`LayerCache::retain`], so memory shrinks for real (heads with different budgets switch to
+//! per-head storage: no padding, no masking). Methods that are not a plain selection (TreeKV's
+//! tree, SpindleKV's codebook, PoD's shared attention) implement [`Press`] directly.
+//!
+//! **GQA.** Attention is observed per query head; the cache stores KV heads. Every
+//! selection-based press combines the scores of a KV head's query heads by their **mean**
+//! ([`group_mean`]), computed after any per-query-head pooling (as kvpress's SnapKV does), so a
+//! KV head keeps what its query heads need on average.
+//!
+//! Budgets always come from the plan (`kvplan_planner::Plan::budgets`); see [`registry`].
+//! [`driver::generate_pressed`] runs prefill, the press, then decode steps with the press's
+//! decode hook.
+
+pub mod driver;
+pub mod full;
+pub mod h2o;
+pub mod registry;
+pub mod snapkv;
+pub mod streaming;
+pub mod treekv;
+
+#[cfg(test)]
+mod tests;
+
+use burn::tensor::backend::Backend;
+use burn::tensor::Tensor;
+
+use crate::cache::{KvCache, LayerCache};
+use crate::error::Result;
+use crate::model::{Logits, Model};
+use crate::observe::{LayerObservation, ObserveConfig, Observer};
+
+pub use driver::{generate_pressed, MemoryReport, PressedRun, Session};
+pub use registry::{build_press, PressSpec, PRESS_NAMES};
+
+/// A compression method applied to the cache around forward calls.
+pub trait Press<B: Backend> {
+    /// The registry name (`snapkv`, `pyramid`, …).
+    fn name(&self) -> &str;
+
+    /// What the prefill forward must record for [`Press::after_prefill`] (`None`: nothing).
+    fn prefill_observe(&self) -> Option<ObserveConfig>;
+
+    /// Compresses the cache after the prompt's forward pass.
+    fn after_prefill(&mut self, cache: &mut KvCache<B>, obs: Option<&Observer>) -> Result<()>;
+
+    /// What each decode step must record (`None`: decode runs unobserved).
+    fn decode_observe(&self) -> Option<ObserveConfig> {
+        None
+    }
+
+    /// Decode-time hook, after each decode step's forward call.
+    fn after_decode(&mut self, _cache: &mut KvCache<B>, _obs: Option<&Observer>) -> Result<()> {
+        Ok(())
+    }
+
+    /// Bytes the compressed cache actually holds (default: the K/V tensors of `cache`).
+    fn held_bytes(&self, cache: &KvCache<B>) -> usize {
+        cache.bytes()
+    }
+
+    /// Runs `ids` after what `cache` holds (default: the model's own forward). Presses that
+    /// change how attention reads the cache (SpindleKV's codebook, PoD's shared attention)
+    /// override it.
+    fn forward(
+        &mut self,
+        model: &Model<B>,
+        ids: &[u32],
+        cache: &mut KvCache<B>,
+        obs: Option<&mut Observer>,
+    ) -> Result<Tensor<B, 2>> {
+        model.forward(ids, cache, obs, Logits::Last)
+    }
+}
+
+/// Where the budget goes: entries each (layer, KV head) keeps, the observation window included.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Allocation {
+    /// The same number everywhere (SnapKV, H2O, StreamingLLM, TreeKV).
+    Uniform(usize),
+    /// One number per layer (PyramidKV, SpindleKV's schedule).
+    PerLayer(Vec<usize>),
+    /// One number per (layer, KV head) (HeadKV).
+    PerHead(Vec<Vec<usize>>),
+}
+
+impl Allocation {
+    /// The simplest form holding `grid` (`[layer][kv_head]`, as the planner gives it).
+    pub fn from_grid(grid: &[Vec<usize>]) -> Self {
+        let first = grid.first().and_then(|r| r.first()).copied().unwrap_or(0);
+        if grid.iter().flatten().all(|&b| b == first) {
+            Allocation::Uniform(first)
+        } else if grid.iter().all(|r| r.windows(2).all(|w| w[0] == w[1])) {
+            Allocation::PerLayer(
+                grid.iter()
+                    .map(|r| r.first().copied().unwrap_or(0))
+                    .collect(),
+            )
+        } else {
+            Allocation::PerHead(grid.to_vec())
+        }
+    }
+
+    /// Budget of KV head `head` in `layer`.
+    pub fn budget(&self, layer: usize, head: usize) -> usize {
+        match self {
+            Allocation::Uniform(b) => *b,
+            Allocation::PerLayer(v) => v[layer],
+            Allocation::PerHead(g) => g[layer][head],
+        }
+    }
+
+    /// Budgets of every KV head of `layer`.
+    pub fn layer(&self, layer: usize, kv_heads: usize) -> Vec<usize> {
+        (0..kv_heads).map(|h| self.budget(layer, h)).collect()
+    }
+}
+
+/// Scores of one layer: `[kv_head][entry]` in storage order; `f32::INFINITY` marks entries the
+/// method always keeps (window, sinks, recent tokens).
+pub type Scores = Vec<Vec<f32>>;
+
+/// How important each held entry is. Host-side only: scorers read positions and observations,
+/// never tensors, so they are tested on hand-made scores.
+pub trait Scorer {
+    /// The registry name of the method.
+    fn name(&self) -> &str;
+
+    /// What the prefill forward must record.
+    fn prefill_observe(&self) -> ObserveConfig;
+
+    /// Scores after prefill. `positions[h]`: original positions of KV head `h`'s entries;
+    /// `budgets[h]`: what the head will keep (for splits such as H2O's recent share).
+    fn prefill_scores(
+        &mut self,
+        layer: usize,
+        positions: &[Vec<usize>],
+        obs: Option<&LayerObservation>,
+        budgets: &[usize],
+    ) -> Scores;
+
+    /// What each decode step must record, for methods that evict while decoding.
+    fn decode_observe(&self) -> Option<ObserveConfig> {
+        None
+    }
+
+    /// Scores after a decode step (`None`: the method does not evict while decoding).
+    fn decode_scores(
+        &mut self,
+        _layer: usize,
+        _positions: &[Vec<usize>],
+        _obs: Option<&LayerObservation>,
+        _budgets: &[usize],
+    ) -> Option<Scores> {
+        None
+    }
+
+    /// Told which storage indices each head kept, so per-entry state stays aligned.
+    fn retained(&mut self, _layer: usize, _keep: &[Vec<usize>]) {}
+}
+
+/// A [`Scorer`] under an [`Allocation`]: keeps each head's top-`budget` entries.
+pub struct SelectionPress {
+    name: String,
+    scorer: Box<dyn Scorer>,
+    allocation: Allocation,
+}
+
+impl SelectionPress {
+    /// `scorer` under `allocation`, reported as `name`.
+    pub fn new(name: impl Into<String>, scorer: Box<dyn Scorer>, allocation: Allocation) -> Self {
+        Self {
+            name: name.into(),
+            scorer,
+            allocation,
+        }
+    }
+
+    /// The allocation in use.
+    pub fn allocation(&self) -> &Allocation {
+        &self.allocation
+    }
+
+    fn apply<B: Backend>(&mut self, layer: usize, cache: &mut LayerCache<B>, scores: &Scores) {
+        let budgets = self.allocation.layer(layer, cache.kv_heads());
+        let keep: Vec<Vec<usize>> = scores
+            .iter()
+            .zip(&budgets)
+            .map(|(s, &b)| top_k(s, b))
+            .collect();
+        let changed = keep.iter().enumerate().any(|(h, k)| k.len() < cache.len(h));
+        if changed {
+            self.scorer.retained(layer, &keep);
+            cache.retain(&keep);
+        }
+    }
+}
+
+fn positions_of<B: Backend>(cache: &LayerCache<B>) -> Vec<Vec<usize>> {
+    (0..cache.kv_heads())
+        .map(|h| cache.positions(h).to_vec())
+        .collect()
+}
+
+fn layer_obs(obs: Option<&Observer>, layer: usize) -> Option<&LayerObservation> {
+    obs.and_then(|o| o.layers.get(layer))
+}
+
+impl<B: Backend> Press<B> for SelectionPress {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn prefill_observe(&self) -> Option<ObserveConfig> {
+        let c = self.scorer.prefill_observe();
+        (c != ObserveConfig::default()).then_some(c)
+    }
+
+    fn after_prefill(&mut self, cache: &mut KvCache<B>, obs: Option<&Observer>) -> Result<()> {
+        for (l, layer) in cache.layers.iter_mut().enumerate() {
+            let budgets = self.allocation.layer(l, layer.kv_heads());
+            let positions = positions_of(layer);
+            let scores = self
+                .scorer
+                .prefill_scores(l, &positions, layer_obs(obs, l), &budgets);
+            self.apply(l, layer, &scores);
+        }
+        Ok(())
+    }
+
+    fn decode_observe(&self) -> Option<ObserveConfig> {
+        self.scorer.decode_observe()
+    }
+
+    fn after_decode(&mut self, cache: &mut KvCache<B>, obs: Option<&Observer>) -> Result<()> {
+        for (l, layer) in cache.layers.iter_mut().enumerate() {
+            let budgets = self.allocation.layer(l, layer.kv_heads());
+            let positions = positions_of(layer);
+            let scores = self
+                .scorer
+                .decode_scores(l, &positions, layer_obs(obs, l), &budgets);
+            if let Some(scores) = scores {
+                self.apply(l, layer, &scores);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Storage indices of the `k` highest scores, ascending; ties keep the earlier entry.
+pub fn top_k(scores: &[f32], k: usize) -> Vec<usize> {
+    if scores.len() <= k {
+        return (0..scores.len()).collect();
+    }
+    let mut idx: Vec<usize> = (0..scores.len()).collect();
+    idx.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(a.cmp(&b)));
+    idx.truncate(k);
+    idx.sort_unstable();
+    idx
+}
+
+/// Mean over each KV head's query heads: `per_q[q][key]` → `[kv][key]` (GQA: consecutive query
+/// heads share a KV head). Keys are in the KV head's storage order, so the group's rows have
+/// equal lengths.
+pub fn group_mean(per_q: &[Vec<f32>], kv_heads: usize) -> Scores {
+    let group = per_q.len() / kv_heads.max(1);
+    (0..kv_heads)
+        .map(|g| {
+            let rows = &per_q[g * group..(g + 1) * group];
+            let len = rows.first().map_or(0, Vec::len);
+            (0..len)
+                .map(|i| rows.iter().map(|r| r[i]).sum::<f32>() / group as f32)
+                .collect()
+        })
+        .collect()
+}
+
+/// Observation of every layer: only `attn_rows` rows and/or column sums, as asked.
+pub fn observe(attn_rows: usize, column_sums: bool) -> ObserveConfig {
+    ObserveConfig {
+        attn_rows,
+        keys_values: false,
+        column_sums,
+        layers: None,
+    }
+}

@@ -1,0 +1,133 @@
+//! The registry: method name → press configured from the plan (kvpress's
+//! `evaluate_registry.py`). The runtime never invents budgets: every press but `full` asks the
+//! plan for `Budgets` at the prompt's length under the plan's target or a re-target.
+
+use burn::tensor::backend::Backend;
+use kvplan_planner::{Budgets, Method, Plan, Target};
+
+use super::full::FullPress;
+use super::h2o::H2oScorer;
+use super::snapkv::SnapKvScorer;
+use super::streaming::StreamingScorer;
+use super::treekv::TreeKvPress;
+use super::{Allocation, Press, SelectionPress};
+use crate::error::{Error, Result};
+use crate::model::ModelConfig;
+
+/// Every name the registry serves, in the order results list them.
+pub const PRESS_NAMES: &[&str] = &[
+    "full",
+    "streaming",
+    "h2o",
+    "snapkv",
+    "pyramid",
+    "headkv",
+    "headkv-r",
+    "treekv",
+];
+
+/// A configured press and what it was configured from.
+pub struct PressSpec<B: Backend> {
+    /// The press.
+    pub press: Box<dyn Press<B>>,
+    /// The plan's method (`None` for `full`).
+    pub method: Option<Method>,
+    /// The budgets the press applies (`None` for `full`).
+    pub budgets: Option<Budgets>,
+}
+
+fn unknown(name: &str) -> Error {
+    Error::Request(format!(
+        "unknown method `{name}`; the registry has: {}",
+        PRESS_NAMES.join(", ")
+    ))
+}
+
+fn plan_err(e: kvplan_planner::Error) -> Error {
+    Error::Request(format!("plan: {e}"))
+}
+
+/// The press called `name`, configured from `plan` for a prompt of `context_len` tokens under
+/// `target` (the plan's own target when `None`).
+pub fn build_press<B: Backend>(
+    name: &str,
+    plan: Option<&Plan>,
+    context_len: usize,
+    target: Option<Target>,
+    config: &ModelConfig,
+) -> Result<PressSpec<B>> {
+    if !PRESS_NAMES.contains(&name) {
+        return Err(unknown(name));
+    }
+    if name == "full" {
+        return Ok(PressSpec {
+            press: Box::new(FullPress),
+            method: None,
+            budgets: None,
+        });
+    }
+    let method: Method = name.parse().map_err(|_| unknown(name))?;
+    let plan =
+        plan.ok_or_else(|| Error::Request(format!("method `{name}` needs a plan (--plan FILE)")))?;
+    let target = target.unwrap_or(plan.target);
+    let budgets = plan
+        .budgets(method, context_len, target)
+        .map_err(plan_err)?;
+    let alloc = Allocation::from_grid(&budgets.per_layer_per_kv_head);
+    let s = &plan.sections;
+    let missing = || plan_err(kvplan_planner::Error::MissingSection(method));
+    let press: Box<dyn Press<B>> = match method {
+        Method::Streaming => {
+            let sec = s.streaming.as_ref().ok_or_else(missing)?;
+            selection(name, Box::new(StreamingScorer::new(sec.sinks)), alloc)
+        }
+        Method::H2o => {
+            let sec = s.h2o.as_ref().ok_or_else(missing)?;
+            selection(name, Box::new(H2oScorer::new(sec.heavy_fraction)), alloc)
+        }
+        Method::SnapKv => {
+            let sec = s.snapkv.as_ref().ok_or_else(missing)?;
+            let sc = SnapKvScorer::new(name, sec.window, sec.kernel_size, sec.pooling);
+            selection(name, Box::new(sc), alloc)
+        }
+        Method::Pyramid => {
+            let sec = s.pyramid.as_ref().ok_or_else(missing)?;
+            let sc = SnapKvScorer::new(name, sec.window, sec.kernel_size, sec.pooling);
+            selection(name, Box::new(sc), alloc)
+        }
+        Method::HeadKv | Method::HeadKvR => {
+            let sec = if method == Method::HeadKv {
+                s.headkv.as_ref()
+            } else {
+                s.headkv_r.as_ref()
+            }
+            .ok_or_else(missing)?;
+            let sc = SnapKvScorer::new(name, sec.window, sec.kernel_size, sec.pooling);
+            selection(name, Box::new(sc), alloc)
+        }
+        Method::TreeKv => {
+            let sec = s.treekv.as_ref().ok_or_else(missing)?;
+            Box::new(TreeKvPress::new(
+                alloc,
+                budgets.sinks,
+                budgets.recent,
+                sec.block_size,
+                config.rope_theta,
+            ))
+        }
+        Method::Spindle | Method::Pod => return Err(unknown(name)),
+    };
+    Ok(PressSpec {
+        press,
+        method: Some(method),
+        budgets: Some(budgets),
+    })
+}
+
+fn selection<B: Backend>(
+    name: &str,
+    scorer: Box<dyn super::Scorer>,
+    alloc: Allocation,
+) -> Box<dyn Press<B>> {
+    Box::new(SelectionPress::new(name, scorer, alloc))
+}

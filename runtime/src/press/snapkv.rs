@@ -1,0 +1,153 @@
+//! SnapKV (Li et al. 2024) as the authors' scripts run it (KVCache-Factory `SnapKVCluster`,
+//! PyramidKV §4.2.2): the last α = 8 prompt rows are the observation window; each key before the
+//! window scores the attention those rows give it (softmax over the whole causal row, summed
+//! over the window rows), pooled along the sequence with kernel 7 (max-pool by default, padding
+//! k/2, stride 1, over the keys before the window only); the top `B − α` of them are kept and the
+//! window is appended (scored `∞`). Pooling is per query head, then the KV head takes the mean of
+//! its query heads (module doc of [`super`]).
+//!
+//! The same scorer serves PyramidKV (per-layer budgets) and HeadKV (per-head budgets): only the
+//! [`super::Allocation`] differs.
+
+use kvplan_planner::Pooling;
+
+use super::{group_mean, observe, Scorer, Scores};
+use crate::observe::{LayerObservation, ObserveConfig};
+
+/// Observation-window attention, pooled.
+#[derive(Debug, Clone)]
+pub struct SnapKvScorer {
+    name: String,
+    window: usize,
+    kernel: usize,
+    pooling: Pooling,
+}
+
+impl SnapKvScorer {
+    /// Window α, pooling kernel and kind; `name` is the registry name it serves under.
+    pub fn new(name: &str, window: usize, kernel: usize, pooling: Pooling) -> Self {
+        Self {
+            name: name.to_string(),
+            window,
+            kernel: kernel.max(1),
+            pooling,
+        }
+    }
+}
+
+/// 1-D pooling with padding `k/2` and stride 1, as `F.max_pool1d` / `F.avg_pool1d` (the average
+/// counts the zero padding, PyTorch's default).
+pub fn pool(x: &[f32], kernel: usize, pooling: Pooling) -> Vec<f32> {
+    let half = kernel / 2;
+    (0..x.len())
+        .map(|i| {
+            let lo = i.saturating_sub(half);
+            let hi = (i + kernel - half).min(x.len());
+            let span = &x[lo..hi];
+            match pooling {
+                Pooling::Maxpool => span.iter().copied().fold(f32::NEG_INFINITY, f32::max),
+                Pooling::Avgpool => span.iter().sum::<f32>() / kernel as f32,
+            }
+        })
+        .collect()
+}
+
+impl Scorer for SnapKvScorer {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn prefill_observe(&self) -> ObserveConfig {
+        observe(self.window, false)
+    }
+
+    fn prefill_scores(
+        &mut self,
+        _layer: usize,
+        positions: &[Vec<usize>],
+        obs: Option<&LayerObservation>,
+        _budgets: &[usize],
+    ) -> Scores {
+        let kv = positions.len();
+        let Some(rows) = obs.and_then(|o| o.attention.last()) else {
+            return positions.iter().map(|p| vec![0.0; p.len()]).collect();
+        };
+        let group = rows.probs.len() / kv.max(1);
+        let per_q: Vec<Vec<f32>> = rows
+            .probs
+            .iter()
+            .enumerate()
+            .map(|(q, head_rows)| {
+                let len = positions[q / group.max(1)].len();
+                let prefix = len.saturating_sub(self.window);
+                let mut sums = vec![0f32; prefix];
+                // The last α rows (an observer shared with other presses may record more).
+                let from = head_rows.len().saturating_sub(self.window);
+                for r in &head_rows[from..] {
+                    for (s, p) in sums.iter_mut().zip(r) {
+                        *s += p;
+                    }
+                }
+                pool(&sums, self.kernel, self.pooling)
+            })
+            .collect();
+        group_mean(&per_q, kv)
+            .into_iter()
+            .zip(positions)
+            .map(|(mut s, p)| {
+                s.resize(p.len(), f32::INFINITY);
+                s
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::observe::AttentionRows;
+    use crate::press::top_k;
+
+    #[test]
+    fn pools_like_pytorch() {
+        // Max-pool k = 3 (padding 1): [.3 .6 0 .4] → .6 .6 .6 .4.
+        let x = [0.3, 0.6, 0.0, 0.4];
+        assert_eq!(pool(&x, 3, Pooling::Maxpool), vec![0.6, 0.6, 0.6, 0.4]);
+        // Avg-pool counts the zero padding: (0 + .3 + .6)/3 = .3 at the left edge.
+        let a = pool(&x, 3, Pooling::Avgpool);
+        assert!((a[0] - 0.3).abs() < 1e-6 && (a[3] - 0.4 / 3.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn window_scores_are_summed_pooled_averaged_and_the_window_kept() {
+        // 6 keys, window 2, kernel 3; one KV head, two query heads.
+        // q0: window sums over keys 0–3 = .3 .6 0 .4 → max-pooled .6 .6 .6 .4;
+        // q1: 0 0 1 0 → 0 1 1 1. Mean: .3 .8 .8 .7; window keys 4, 5 always kept.
+        // Budget 4: the window + keys 1, 2.
+        let obs = LayerObservation {
+            attention: vec![AttentionRows {
+                query_positions: vec![4, 5],
+                probs: vec![
+                    vec![
+                        vec![0.1, 0.5, 0.0, 0.1, 0.3, 0.0],
+                        vec![0.2, 0.1, 0.0, 0.3, 0.2, 0.2],
+                    ],
+                    vec![
+                        vec![0.0, 0.0, 0.9, 0.0, 0.1, 0.0],
+                        vec![0.0, 0.0, 0.1, 0.0, 0.4, 0.5],
+                    ],
+                ],
+                key_positions: vec![(0..6).collect()],
+            }],
+            ..Default::default()
+        };
+        let mut s = SnapKvScorer::new("snapkv", 2, 3, Pooling::Maxpool);
+        let scores = s.prefill_scores(0, &[(0..6).collect()], Some(&obs), &[4]);
+        let want = [0.3, 0.8, 0.8, 0.7];
+        for (a, b) in scores[0].iter().zip(want) {
+            assert!((a - b).abs() < 1e-6, "{:?}", scores[0]);
+        }
+        assert!(scores[0][4..].iter().all(|s| s.is_infinite()));
+        assert_eq!(top_k(&scores[0], 4), vec![1, 2, 4, 5]);
+    }
+}

@@ -1,0 +1,351 @@
+//! Presses on a tiny random model: every press under every budget wrapper keeps at most its
+//! budget, and with a budget at least the context gives FullKV's output.
+
+use burn::backend::Flex;
+use kvplan_planner::Pooling;
+
+use super::full::FullPress;
+use super::h2o::H2oScorer;
+use super::snapkv::SnapKvScorer;
+use super::streaming::StreamingScorer;
+use super::treekv::{rerotate, TreeKvPress};
+use super::*;
+use crate::generate::SplitMix64;
+use crate::gguf::{GgufFile, GgufWriter, MetaValue};
+use crate::model::rope::Rope;
+
+type B = Flex;
+
+const L: usize = 2;
+const NH: usize = 4;
+const NKV: usize = 2;
+const D: usize = 8;
+const H: usize = 32;
+const V: usize = 50;
+const THETA: f64 = 10_000.0;
+
+fn random(rng: &mut SplitMix64, n: usize, scale: f64) -> Vec<f32> {
+    (0..n)
+        .map(|_| ((rng.next_f64() * 2.0 - 1.0) * scale) as f32)
+        .collect()
+}
+
+/// A 2-layer Llama with 4 query heads on 2 KV heads, random weights.
+pub(crate) fn tiny_model() -> Model<B> {
+    let mut rng = SplitMix64::new(99);
+    let f = 48;
+    let mut w = GgufWriter::new()
+        .meta("general.architecture", MetaValue::String("llama".into()))
+        .meta("llama.block_count", MetaValue::U32(L as u32))
+        .meta("llama.attention.head_count", MetaValue::U32(NH as u32))
+        .meta("llama.attention.head_count_kv", MetaValue::U32(NKV as u32))
+        .meta("llama.embedding_length", MetaValue::U32(H as u32))
+        .meta("llama.feed_forward_length", MetaValue::U32(f as u32))
+        .meta("llama.context_length", MetaValue::U32(256))
+        .meta("llama.rope.freq_base", MetaValue::F32(THETA as f32))
+        .meta(
+            "llama.attention.layer_norm_rms_epsilon",
+            MetaValue::F32(1e-5),
+        )
+        .tensor_f32("token_embd.weight", &[V, H], &random(&mut rng, V * H, 1.0))
+        .tensor_f32("output_norm.weight", &[H], &[1.0; H]);
+    for l in 0..L {
+        let n = |s: &str| format!("blk.{l}.{s}.weight");
+        w = w
+            .tensor_f32(&n("attn_norm"), &[H], &[1.0; H])
+            .tensor_f32(
+                &n("attn_q"),
+                &[NH * D, H],
+                &random(&mut rng, NH * D * H, 0.6),
+            )
+            .tensor_f32(
+                &n("attn_k"),
+                &[NKV * D, H],
+                &random(&mut rng, NKV * D * H, 0.6),
+            )
+            .tensor_f32(
+                &n("attn_v"),
+                &[NKV * D, H],
+                &random(&mut rng, NKV * D * H, 0.4),
+            )
+            .tensor_f32(
+                &n("attn_output"),
+                &[H, NH * D],
+                &random(&mut rng, H * NH * D, 0.2),
+            )
+            .tensor_f32(&n("ffn_norm"), &[H], &[1.0; H])
+            .tensor_f32(&n("ffn_gate"), &[f, H], &random(&mut rng, f * H, 0.3))
+            .tensor_f32(&n("ffn_up"), &[f, H], &random(&mut rng, f * H, 0.3))
+            .tensor_f32(&n("ffn_down"), &[H, f], &random(&mut rng, H * f, 0.3));
+    }
+    let g = GgufFile::from_bytes(w.to_bytes()).expect("tiny GGUF");
+    Model::from_gguf(&g, &Default::default()).expect("tiny model")
+}
+
+fn prompt(n: usize) -> Vec<u32> {
+    let mut rng = SplitMix64::new(5);
+    (0..n).map(|_| (rng.next_u64() % V as u64) as u32).collect()
+}
+
+/// Every press kind under `alloc`, by name.
+fn presses(alloc: &Allocation) -> Vec<(&'static str, Box<dyn Press<B>>)> {
+    let sel = |name: &'static str, s: Box<dyn Scorer>| -> (&'static str, Box<dyn Press<B>>) {
+        (name, Box::new(SelectionPress::new(name, s, alloc.clone())))
+    };
+    vec![
+        sel("streaming", Box::new(StreamingScorer::new(2))),
+        sel("h2o", Box::new(H2oScorer::new(0.5))),
+        sel(
+            "snapkv",
+            Box::new(SnapKvScorer::new("snapkv", 4, 3, Pooling::Maxpool)),
+        ),
+        (
+            "treekv",
+            Box::new(TreeKvPress::new(alloc.clone(), 2, 3, 2, THETA)),
+        ),
+    ]
+}
+
+fn allocations(b: usize) -> Vec<Allocation> {
+    vec![
+        Allocation::Uniform(b),
+        Allocation::PerLayer(vec![b + 2, b - 2]),
+        Allocation::PerHead(vec![vec![b + 1, b - 1], vec![b - 2, b + 2]]),
+    ]
+}
+
+fn logits_of(t: burn::tensor::Tensor<B, 2>) -> Vec<f32> {
+    t.into_data().iter::<f32>().collect()
+}
+
+/// Prefill then `steps` greedy decode steps; every step's logits.
+fn run(model: &Model<B>, press: &mut dyn Press<B>, ids: &[u32], steps: usize) -> Vec<Vec<f32>> {
+    let mut s = Session::new(model, press);
+    let mut out = vec![logits_of(s.prefill(ids).expect("prefill"))];
+    for _ in 0..steps {
+        let next = crate::generate::argmax(out.last().expect("logits"));
+        out.push(logits_of(s.step(next).expect("step")));
+    }
+    out
+}
+
+#[test]
+fn every_press_under_every_wrapper_keeps_at_most_its_budget() {
+    let model = tiny_model();
+    let ids = prompt(30);
+    let decoding = ["streaming", "h2o", "treekv"];
+    for alloc in allocations(12) {
+        for (name, mut press) in presses(&alloc) {
+            let mut s = Session::new(&model, press.as_mut());
+            s.prefill(&ids).expect("prefill");
+            for step in 0..=4 {
+                for (l, layer) in s.cache.layers.iter().enumerate() {
+                    for h in 0..NKV {
+                        let b = alloc.budget(l, h);
+                        // Prefill keeps exactly the budget; only decode-time methods hold it
+                        // while decoding, the others grow by one entry a step.
+                        let limit = if decoding.contains(&name) {
+                            b
+                        } else {
+                            b + step
+                        };
+                        assert_eq!(
+                            layer.len(h),
+                            limit,
+                            "{name} {alloc:?} l{l} h{h} step {step}"
+                        );
+                    }
+                }
+                // The bytes held are the entries kept, and nothing else.
+                let entries: usize = s
+                    .cache
+                    .layers
+                    .iter()
+                    .map(|l| (0..NKV).map(|h| l.len(h)).sum::<usize>())
+                    .sum();
+                assert_eq!(s.memory().held_bytes as usize, entries * D * 4 * 2);
+                s.step(7).expect("step");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_budget_above_the_context_gives_fullkv_output() {
+    let model = tiny_model();
+    let ids = prompt(20);
+    let full = run(&model, &mut FullPress, &ids, 5);
+    for alloc in allocations(40) {
+        for (name, mut press) in presses(&alloc) {
+            let got = run(&model, press.as_mut(), &ids, 5);
+            for (step, (a, b)) in got.iter().zip(&full).enumerate() {
+                let diff = a
+                    .iter()
+                    .zip(b)
+                    .map(|(x, y)| (x - y).abs())
+                    .fold(0.0, f32::max);
+                assert!(diff <= 1e-5, "{name} {alloc:?} step {step}: {diff}");
+                assert_eq!(
+                    crate::generate::argmax(a),
+                    crate::generate::argmax(b),
+                    "{name}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn heads_with_different_budgets_hold_different_lengths_without_padding() {
+    let model = tiny_model();
+    let alloc = Allocation::PerHead(vec![vec![9, 5], vec![6, 8]]);
+    let mut press = SelectionPress::new(
+        "headkv",
+        Box::new(SnapKvScorer::new("headkv", 4, 3, Pooling::Maxpool)),
+        alloc,
+    );
+    let mut s = Session::new(&model, &mut press);
+    s.prefill(&prompt(24)).expect("prefill");
+    let lens: Vec<Vec<usize>> = s
+        .cache
+        .layers
+        .iter()
+        .map(|l| (0..NKV).map(|h| l.len(h)).collect())
+        .collect();
+    assert_eq!(lens, vec![vec![9, 5], vec![6, 8]]);
+    assert!(matches!(
+        s.cache.layers[0].store(),
+        Some(crate::cache::KvStore::PerHead { .. })
+    ));
+    // (9 + 5 + 6 + 8) entries × (K + V) × 8 dims × 4 bytes.
+    assert_eq!(s.memory().held_bytes, 28 * 2 * 8 * 4);
+    assert_eq!(s.memory().full_bytes, (2 * 24 * D * 4 * L * NKV) as u64);
+    // Every head's window (the last 4 prompt positions) is kept.
+    for l in &s.cache.layers {
+        for h in 0..NKV {
+            assert!(l.positions(h).ends_with(&[20, 21, 22, 23]));
+        }
+    }
+}
+
+#[test]
+fn rerotation_moves_keys_to_their_new_positions() {
+    // Keys kept at positions 0, 2, 5 and moved to 0, 1, 2 equal the pre-RoPE keys rotated at
+    // 0, 1, 2 directly.
+    let model = tiny_model();
+    let mut cache = model.new_cache();
+    let mut obs = Observer::new(observe_kv(), L);
+    model
+        .forward(
+            &prompt(6),
+            &mut cache,
+            Some(&mut obs),
+            crate::model::Logits::Last,
+        )
+        .expect("forward");
+    let layer = &mut cache.layers[1];
+    layer.retain(&[vec![0, 2, 5], vec![0, 2, 5]]);
+    rerotate(layer, THETA);
+    let kv = &obs.layers[1].keys_values[0];
+    let rope = Rope::<B>::new(D, THETA, 16, &Default::default());
+    for h in 0..NKV {
+        let rows: Vec<f32> = [0usize, 2, 5]
+            .iter()
+            .flat_map(|&t| kv.keys[(h * 6 + t) * D..(h * 6 + t + 1) * D].to_vec())
+            .collect();
+        let pre = burn::tensor::Tensor::<B, 3>::from_data(
+            burn::tensor::TensorData::new(rows, [1, 3, D]),
+            &Default::default(),
+        );
+        let pos = burn::tensor::Tensor::from_data(
+            burn::tensor::TensorData::new(vec![0i64, 1, 2], [3]),
+            &Default::default(),
+        );
+        let want: Vec<f32> = rope.apply(pre, pos).into_data().iter::<f32>().collect();
+        let got: Vec<f32> = layer
+            .head(h)
+            .expect("keys")
+            .0
+            .into_data()
+            .iter::<f32>()
+            .collect();
+        for (a, b) in got.iter().zip(&want) {
+            assert!((a - b).abs() < 1e-5, "{got:?} vs {want:?}");
+        }
+        assert_eq!(layer.positions(h), &[0, 1, 2]);
+    }
+}
+
+fn observe_kv() -> crate::observe::ObserveConfig {
+    crate::observe::ObserveConfig {
+        keys_values: true,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn treekv_reassigns_positions_and_holds_its_budget_while_decoding() {
+    let model = tiny_model();
+    let mut press = TreeKvPress::new(Allocation::Uniform(10), 2, 3, 2, THETA);
+    let mut s = Session::new(&model, &mut press);
+    s.prefill(&prompt(24)).expect("prefill");
+    assert_eq!(s.cache.next_position, 10);
+    for _ in 0..6 {
+        s.step(3).expect("step");
+        assert_eq!(s.cache.next_position, 10);
+        for l in &s.cache.layers {
+            assert_eq!(l.positions(0), (0..10).collect::<Vec<_>>().as_slice());
+        }
+    }
+    assert_eq!(s.tokens, 30);
+    drop(s);
+    // The press still knows where its entries came from: sinks 0, 1, the newest three 27–29.
+    let orig = press.original_positions(0, 0);
+    assert_eq!(orig.len(), 10);
+    assert_eq!(&orig[..2], &[0, 1]);
+    assert_eq!(&orig[7..], &[27, 28, 29]);
+}
+
+#[test]
+fn allocation_takes_the_simplest_form() {
+    assert_eq!(
+        Allocation::from_grid(&[vec![4, 4], vec![4, 4]]),
+        Allocation::Uniform(4)
+    );
+    assert_eq!(
+        Allocation::from_grid(&[vec![5, 5], vec![3, 3]]),
+        Allocation::PerLayer(vec![5, 3])
+    );
+    let g = vec![vec![5, 4], vec![3, 3]];
+    assert_eq!(Allocation::from_grid(&g), Allocation::PerHead(g.clone()));
+}
+
+#[test]
+fn group_mean_averages_query_heads_of_a_kv_head() {
+    let per_q = vec![
+        vec![1.0, 3.0],
+        vec![3.0, 5.0],
+        vec![0.0, 2.0],
+        vec![2.0, 2.0],
+    ];
+    assert_eq!(group_mean(&per_q, 2), vec![vec![2.0, 4.0], vec![1.0, 2.0]]);
+    assert_eq!(top_k(&[0.5, 2.0, 0.5, 1.0], 2), vec![1, 3]);
+    // Ties keep the earlier entry.
+    assert_eq!(top_k(&[1.0, 1.0, 1.0], 2), vec![0, 1]);
+}
+
+#[test]
+fn the_registry_lists_its_names_on_a_bad_one() {
+    let model = tiny_model();
+    let err = build_press::<B>("snapkv2", None, 10, None, &model.config)
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(err.contains("unknown method `snapkv2`"), "{err}");
+    assert!(err.contains("full, streaming, h2o, snapkv, pyramid, headkv, headkv-r, treekv"));
+    let err = build_press::<B>("snapkv", None, 10, None, &model.config)
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(err.contains("needs a plan"), "{err}");
+}
