@@ -21,6 +21,7 @@ pub mod full;
 pub mod h2o;
 pub mod registry;
 pub mod snapkv;
+pub mod spindle;
 pub mod streaming;
 pub mod treekv;
 

@@ -8,6 +8,7 @@ use kvplan_planner::{Budgets, Method, Plan, Target};
 use super::full::FullPress;
 use super::h2o::H2oScorer;
 use super::snapkv::SnapKvScorer;
+use super::spindle::SpindlePress;
 use super::streaming::StreamingScorer;
 use super::treekv::TreeKvPress;
 use super::{Allocation, Press, SelectionPress};
@@ -24,6 +25,7 @@ pub const PRESS_NAMES: &[&str] = &[
     "headkv",
     "headkv-r",
     "treekv",
+    "spindle",
 ];
 
 /// A configured press and what it was configured from.
@@ -115,7 +117,18 @@ pub fn build_press<B: Backend>(
                 config.rope_theta,
             ))
         }
-        Method::Spindle | Method::Pod => return Err(unknown(name)),
+        Method::Spindle => {
+            let sec = s.spindle.as_ref().ok_or_else(missing)?;
+            Box::new(SpindlePress::new(
+                alloc,
+                budgets.window,
+                budgets.codebook_layers.clone(),
+                sec.theta_k,
+                sec.theta_v,
+                config.rope_theta,
+            ))
+        }
+        Method::Pod => return Err(unknown(name)),
     };
     Ok(PressSpec {
         press,

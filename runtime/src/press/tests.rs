@@ -7,6 +7,7 @@ use kvplan_planner::Pooling;
 use super::full::FullPress;
 use super::h2o::H2oScorer;
 use super::snapkv::SnapKvScorer;
+use super::spindle::SpindlePress;
 use super::streaming::StreamingScorer;
 use super::treekv::{rerotate, TreeKvPress};
 use super::*;
@@ -104,6 +105,11 @@ fn presses(alloc: &Allocation) -> Vec<(&'static str, Box<dyn Press<B>>)> {
             Box::new(TreeKvPress::new(alloc.clone(), 2, 3, 2, THETA)),
         ),
     ]
+}
+
+/// SpindleKV under `alloc` with codebooks in every layer at θ_K = θ_V = `theta`.
+fn spindle(alloc: &Allocation, theta: f64) -> SpindlePress {
+    SpindlePress::new(alloc.clone(), 4, vec![true; L], theta, theta, THETA)
 }
 
 fn allocations(b: usize) -> Vec<Allocation> {
@@ -342,10 +348,64 @@ fn the_registry_lists_its_names_on_a_bad_one() {
         .map(|e| e.to_string())
         .unwrap_or_default();
     assert!(err.contains("unknown method `snapkv2`"), "{err}");
-    assert!(err.contains("full, streaming, h2o, snapkv, pyramid, headkv, headkv-r, treekv"));
+    assert!(
+        err.contains("full, streaming, h2o, snapkv, pyramid, headkv, headkv-r, treekv, spindle")
+    );
     let err = build_press::<B>("snapkv", None, 10, None, &model.config)
         .err()
         .map(|e| e.to_string())
         .unwrap_or_default();
     assert!(err.contains("needs a plan"), "{err}");
+}
+
+#[test]
+fn spindle_with_theta_one_gives_fullkv_output() {
+    // θ = 1: no two vectors merge, so the codebook only splits each vector into direction and
+    // magnitude (eq. 14 gives it back up to rounding); with a budget above the context nothing
+    // is evicted.
+    let model = tiny_model();
+    let ids = prompt(20);
+    let full = run(&model, &mut FullPress, &ids, 5);
+    for alloc in allocations(40) {
+        let got = run(&model, &mut spindle(&alloc, 1.0), &ids, 5);
+        for (step, (a, b)) in got.iter().zip(&full).enumerate() {
+            let diff = a
+                .iter()
+                .zip(b)
+                .map(|(x, y)| (x - y).abs())
+                .fold(0.0, f32::max);
+            assert!(diff <= 1e-4, "{alloc:?} step {step}: {diff}");
+            assert_eq!(crate::generate::argmax(a), crate::generate::argmax(b));
+        }
+    }
+}
+
+#[test]
+fn spindle_keeps_its_budget_in_codebooks_and_holds_no_tensors() {
+    let model = tiny_model();
+    let ids = prompt(30);
+    for alloc in allocations(12) {
+        let mut press = spindle(&alloc, 0.5);
+        let mut s = Session::new(&model, &mut press);
+        s.prefill(&ids).expect("prefill");
+        s.step(3).expect("step");
+        let held = s.memory().held_bytes;
+        assert_eq!(s.cache.bytes(), 0, "codebook layers hold no K/V tensors");
+        drop(s);
+        let mut book_bytes = 0;
+        for l in 0..L {
+            for h in 0..NKV {
+                // Prefill kept the budget; the decode step added one entry.
+                assert_eq!(
+                    press.entries(l, h),
+                    Some(alloc.budget(l, h) + 1),
+                    "{alloc:?}"
+                );
+                let (ck, cv) = press.codes(l, h).expect("codes");
+                assert!(ck <= alloc.budget(l, h) + 1 && cv <= alloc.budget(l, h) + 1);
+                book_bytes += (ck + cv) * D * 4 + (alloc.budget(l, h) + 1) * 16;
+            }
+        }
+        assert_eq!(held as usize, book_bytes);
+    }
 }
