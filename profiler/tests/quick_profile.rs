@@ -65,7 +65,11 @@ fn quick_profile_of_the_shipped_model_measures_every_figure() {
     let d = p.details.as_ref().unwrap_or_else(|| panic!("no details"));
     assert_eq!(p.retrieval.trials_total, 4);
     assert_eq!(p.retrieval_reasoning.trials_total, 4);
-    for t in d.retrieval_trials.iter().chain(&d.retrieval_reasoning_trials) {
+    for t in d
+        .retrieval_trials
+        .iter()
+        .chain(&d.retrieval_reasoning_trials)
+    {
         assert!(t.context_length == 256 || t.context_length == 512, "{t:?}");
         assert!(t.needle_start < t.context_length);
     }
@@ -93,10 +97,15 @@ fn quick_profile_of_the_shipped_model_measures_every_figure() {
     // Funnel: entropy varies across layers; top-k mass is a share.
     let ent: Vec<f64> = p.funnel.iter().map(|f| f.entropy).collect();
     assert!(spread(&ent) > 0.1, "{ent:?}");
-    assert!(p.funnel.iter().all(|f| f.top_k_mass > 0.0 && f.top_k_mass <= 1.0));
+    assert!(p
+        .funnel
+        .iter()
+        .all(|f| f.top_k_mass > 0.0 && f.top_k_mass <= 1.0));
 
     // Redundancy and sparsity: not all zero.
     let r = &p.kv_redundancy;
-    assert!(r.iter().any(|x| x.k_cos_fraction > 0.0 || x.v_cos_fraction > 0.0));
+    assert!(r
+        .iter()
+        .any(|x| x.k_cos_fraction > 0.0 || x.v_cos_fraction > 0.0));
     assert!(r.iter().any(|x| x.attention_sparsity > 0.0));
 }

@@ -100,7 +100,7 @@ impl Progress for Bars {
         (self.stage, self.done, self.total) = (stage.to_string(), done, total);
         self.started = Instant::now();
         if self.plain {
-            eprintln!("{stage}: {total} to run ({done} restored from partial results)");
+            eprintln!("{stage}: {total} in all ({done} restored from partial results)");
             return;
         }
         let style = ProgressStyle::with_template(
