@@ -2,7 +2,9 @@
 //! than the budget (≈ 550 tokens, 128 entries per head): each method really compresses (the
 //! bytes held are the plan's figure, a quarter of FullKV's), the methods that select by the
 //! prompt's last rows (SnapKV, PyramidKV, HeadKV) still answer the needle, StreamingLLM (whose
-//! window cannot see it) does not, and the memory held shrinks with the budget.
+//! window cannot see it) does not, and the memory held shrinks with the budget. SpindleKV holds
+//! less than its eviction alone; PoD holds exactly its plan's keys + values (the model is not
+//! post-trained for PoD, so its answer is only reported).
 //!
 //! The plan is built from the hand-made SmolLM2 profile (`planner/tests/fixtures`), so the test
 //! does not depend on a profiling run. One prefill is shared: it records what every press asks
@@ -96,9 +98,17 @@ fn every_method_compresses_and_selection_methods_keep_the_needle() {
         let mut spec = build_press::<B>(name, Some(&plan), n, None, &model.config)
             .unwrap_or_else(|e| panic!("{name}: {e}"));
         let mut session = Session::new(&model, spec.press.as_mut());
-        session
-            .adopt(cache.clone(), n, Some(&obs))
-            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        // PoD runs its own attention from the first token (prefill included); the others
+        // press the shared prefill.
+        let first = if name == "pod" {
+            let logits = session.prefill(&prompt).expect("pod prefill");
+            logits.into_data().iter::<f32>().collect()
+        } else {
+            session
+                .adopt(cache.clone(), n, Some(&obs))
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            first.clone()
+        };
         let mem = session.memory();
         if name == "spindle" {
             // The codebook holds less than the eviction alone would (the plan's estimate).
@@ -108,6 +118,15 @@ fn every_method_compresses_and_selection_methods_keep_the_needle() {
                 "{name}: {} vs {planned}",
                 mem.held_bytes
             );
+        } else if name == "pod" {
+            // Values everywhere, distant keys once per block: the plan's keys + values figure.
+            let b = spec.budgets.as_ref().expect("budgets");
+            assert_eq!(
+                mem.held_bytes,
+                b.kv_bytes(64, 4),
+                "{name}: bytes vs the plan"
+            );
+            assert!(mem.ratio() < 0.9, "{name}: ratio {}", mem.ratio());
         } else if let Some(b) = &spec.budgets {
             // Eviction methods hold exactly the plan's bytes, and far less than FullKV.
             assert_eq!(
@@ -150,5 +169,66 @@ fn every_method_compresses_and_selection_methods_keep_the_needle() {
         assert!(held[0] > held[1] && held[1] > held[2], "{name}: {held:?}");
         // 64 entries × 2 × 64 dims × 4 bytes × 30 layers × 3 KV heads.
         assert_eq!(held[2], 64 * 2 * 64 * 4 * 30 * 3, "{name}");
+    }
+}
+
+/// Benchmark, not a test (`cargo test --test press_smollm2 -- --ignored --nocapture`): decode
+/// tokens/s after a 4096-token prompt, FullKV against every method at 12% KV (ratio 0.12 of the
+/// plan), one shared prefill.
+#[test]
+#[ignore]
+fn bench_decode_at_4k() {
+    let path = common::shipped_model();
+    let gguf = GgufFile::open(&path).expect("model opens");
+    let tok = Tokenizer::from_gguf(&gguf).expect("tokenizer");
+    let model = Model::<B>::from_gguf(&gguf, &kvplan_runtime::backend::device()).expect("model");
+    let profile = Profile::load(
+        &std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("planner/tests/fixtures/smollm2-handmade.profile.json"),
+    )
+    .expect("hand-made profile");
+    let plan = build_plan(
+        &profile,
+        &Method::ALL,
+        Target::Ratio(0.12),
+        &PlanOptions::default(),
+    )
+    .expect("plan");
+    let unit = tok.encode(&PARAGRAPHS[..4].join("\n")).expect("encodes");
+    let n = 4096;
+    let prompt: Vec<u32> = unit.iter().copied().cycle().take(n).collect();
+    let mut cache: KvCache<B> = model.new_cache();
+    let obs_config = ObserveConfig {
+        attn_rows: 8,
+        column_sums: true,
+        ..Default::default()
+    };
+    let mut obs = Observer::new(obs_config, model.config.n_layers);
+    let t = std::time::Instant::now();
+    model
+        .forward(&prompt, &mut cache, Some(&mut obs), Logits::Last)
+        .expect("prefill");
+    eprintln!("prefill {n} tokens: {:.1}s", t.elapsed().as_secs_f64());
+    let steps = 16;
+    for &name in PRESS_NAMES {
+        let mut spec = build_press::<B>(name, Some(&plan), n, None, &model.config)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let mut s = Session::new(&model, spec.press.as_mut());
+        let t = std::time::Instant::now();
+        s.adopt(cache.clone(), n, Some(&obs)).expect("press");
+        let press_s = t.elapsed().as_secs_f64();
+        let mem = s.memory();
+        let t = std::time::Instant::now();
+        for _ in 0..steps {
+            s.step(42).expect("step");
+        }
+        let secs = t.elapsed().as_secs_f64();
+        eprintln!(
+            "{name:>9}: KV {:>9} bytes, ratio {:.4}; press {:.2}s; decode {:.2} tokens/s",
+            mem.held_bytes,
+            mem.ratio(),
+            press_s,
+            steps as f64 / secs
+        );
     }
 }

@@ -50,7 +50,8 @@ pub struct GenerateArgs {
     /// Seed of the sampler.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// KV-cache method: full, streaming, h2o, snapkv, pyramid, headkv, headkv-r, treekv.
+    /// KV-cache method: full, streaming, h2o, snapkv, pyramid, headkv, headkv-r, treekv,
+    /// spindle, pod.
     #[arg(long, value_name = "NAME", default_value = "full")]
     pub method: String,
     /// Plan the method's budgets come from [default: plans/<model>.plan.json if present].

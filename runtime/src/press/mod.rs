@@ -19,6 +19,7 @@
 pub mod driver;
 pub mod full;
 pub mod h2o;
+pub mod pod;
 pub mod registry;
 pub mod snapkv;
 pub mod spindle;

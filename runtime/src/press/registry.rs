@@ -7,6 +7,7 @@ use kvplan_planner::{Budgets, Method, Plan, Target};
 
 use super::full::FullPress;
 use super::h2o::H2oScorer;
+use super::pod::PodPress;
 use super::snapkv::SnapKvScorer;
 use super::spindle::SpindlePress;
 use super::streaming::StreamingScorer;
@@ -26,6 +27,7 @@ pub const PRESS_NAMES: &[&str] = &[
     "headkv-r",
     "treekv",
     "spindle",
+    "pod",
 ];
 
 /// A configured press and what it was configured from.
@@ -128,7 +130,17 @@ pub fn build_press<B: Backend>(
                 config.rope_theta,
             ))
         }
-        Method::Pod => return Err(unknown(name)),
+        Method::Pod => {
+            let sec = s.pod.as_ref().ok_or_else(missing)?;
+            Box::new(PodPress::new(
+                sec.blocks.clone(),
+                &plan.model.geometry,
+                budgets.sinks,
+                budgets.recent,
+                sec.tau,
+                config.rope_theta,
+            ))
+        }
     };
     Ok(PressSpec {
         press,

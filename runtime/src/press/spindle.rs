@@ -355,7 +355,7 @@ impl SpindlePress {
 
 /// Rotates `[rows][d]` keys by `sign × position` (rotate-half RoPE, the model's f32 frequencies):
 /// `sign = 1` applies RoPE, `−1` removes it.
-fn rotate_rows(rows: &mut [f32], positions: &[usize], d: usize, theta: f64, sign: f32) {
+pub(crate) fn rotate_rows(rows: &mut [f32], positions: &[usize], d: usize, theta: f64, sign: f32) {
     let half = d / 2;
     let inv_freq: Vec<f32> = (0..half)
         .map(|j| (1.0 / theta.powf(2.0 * j as f64 / d as f64)) as f32)

@@ -6,6 +6,7 @@ use kvplan_planner::Pooling;
 
 use super::full::FullPress;
 use super::h2o::H2oScorer;
+use super::pod::PodPress;
 use super::snapkv::SnapKvScorer;
 use super::spindle::SpindlePress;
 use super::streaming::StreamingScorer;
@@ -407,5 +408,69 @@ fn spindle_keeps_its_budget_in_codebooks_and_holds_no_tensors() {
             }
         }
         assert_eq!(held as usize, book_bytes);
+    }
+}
+
+fn geometry() -> kvplan_planner::Geometry {
+    kvplan_planner::Geometry::new(L, NH, NKV, D).expect("geometry")
+}
+
+#[test]
+fn pod_with_every_layer_in_its_own_block_equals_fullkv() {
+    // Each layer is the lowest of its own block: distant scores are the layer's own, so eq. 4
+    // is plain softmax attention split in two groups.
+    let model = tiny_model();
+    let ids = prompt(30);
+    let full = run(&model, &mut FullPress, &ids, 5);
+    let blocks = vec![vec![[0, 0], [1, 1]]; NH];
+    let mut pod = PodPress::new(blocks, &geometry(), 2, 6, 0.7, THETA);
+    let got = run(&model, &mut pod, &ids, 5);
+    for (step, (a, b)) in got.iter().zip(&full).enumerate() {
+        let diff = a
+            .iter()
+            .zip(b)
+            .map(|(x, y)| (x - y).abs())
+            .fold(0.0, f32::max);
+        assert!(diff <= 1e-4, "step {step}: {diff}");
+        assert_eq!(crate::generate::argmax(a), crate::generate::argmax(b));
+    }
+    assert_eq!((pod.gated, pod.skipped), (0, 0));
+}
+
+#[test]
+fn pod_shares_distant_keys_once_per_block_and_gates_with_tau() {
+    // One block [0, 1] for every head: layer 1 keeps only 2 sink + 6 recent keys per KV head,
+    // every value, and takes its distant scores from layer 0.
+    let model = tiny_model();
+    let ids = prompt(30);
+    let blocks = vec![vec![[0, 1]]; NH];
+    for (tau, all_skipped) in [(0.0, true), (1.0, false)] {
+        let mut pod = PodPress::new(blocks.clone(), &geometry(), 2, 6, tau, THETA);
+        let mut s = Session::new(&model, &mut pod);
+        s.prefill(&ids).expect("prefill");
+        for _ in 0..3 {
+            s.step(4).expect("step");
+        }
+        let held = s.memory().held_bytes as usize;
+        drop(s);
+        // Layer 0: 33 keys + 33 values; layer 1: 8 keys + 33 values; per KV head, 8 dims, f32.
+        assert_eq!(held, NKV * (33 + 33 + 8 + 33) * D * 4);
+        assert_eq!((pod.keys_held(0, 0), pod.keys_held(1, 1)), (33, 8));
+        // The gate is evaluated for layer 1's 4 query heads at each of the 3 decode steps;
+        // τ = 0 skips every distant part, τ = 1 none (g < 1 while distant tokens exist).
+        assert_eq!(pod.gated, 3 * NH);
+        assert_eq!(pod.skipped, if all_skipped { 3 * NH } else { 0 });
+    }
+    // With a proximal window covering the whole context nothing is distant: FullKV again.
+    let full = run(&model, &mut FullPress, &ids, 3);
+    let mut pod = PodPress::new(blocks, &geometry(), 4, 60, 0.7, THETA);
+    let got = run(&model, &mut pod, &ids, 3);
+    for (a, b) in got.iter().zip(&full) {
+        let diff = a
+            .iter()
+            .zip(b)
+            .map(|(x, y)| (x - y).abs())
+            .fold(0.0, f32::max);
+        assert!(diff <= 1e-4, "{diff}");
     }
 }
