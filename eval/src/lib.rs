@@ -1,0 +1,46 @@
+//! kvplan's evaluation (issue 6): the same examples under every method and budget, scored as
+//! RULER scores them, recorded cell by cell so a run resumes, and summarised in the results
+//! schema `kvplan plot` reads (`kvplan_plots::EvalResults`) and a Markdown table.
+//!
+//! - [`score`]: RULER's string matching and SQuAD's token F1;
+//! - [`niah`]: RULER-style needles and token-exact placement in a haystack;
+//! - [`records`]: per-cell records, atomic writes, resuming, aggregation into `EvalResults`;
+//! - [`table`]: the Markdown table;
+//! - `runner` (feature `model`): runs the model under the runtime's presses, one shared prefill
+//!   per example for every press that keeps the model's own forward pass.
+
+pub mod niah;
+pub mod records;
+pub mod score;
+pub mod table;
+
+/// Errors of the evaluation.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Reading or writing a file.
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A records or results file that does not parse or does not match this run.
+    #[error("{path}: {message}")]
+    Invalid { path: String, message: String },
+    /// A bad request (haystack too short, unknown method, …).
+    #[error("{0}")]
+    Request(String),
+    /// The model or a press failed.
+    #[error("model: {0}")]
+    Model(String),
+}
+
+/// Result alias of the evaluation.
+pub type Result<T> = std::result::Result<T, Error>;
+
+pub(crate) fn io_err(path: &std::path::Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
+    move |source| Error::Io {
+        path: path.display().to_string(),
+        source,
+    }
+}

@@ -1,0 +1,352 @@
+//! Per-cell records and the results file, written atomically; a run resumes from its records.
+//!
+//! A records file (`results/<model>.<task>.records.json`) holds the run's settings and one
+//! [`Record`] per scored (example, context length, depth, method, budget). It is rewritten
+//! (temporary file, then rename) after every example, so an interrupted run loses at most the
+//! example in flight and a re-run skips every cell already scored. Records made under other
+//! settings (model, plan, seed, prompt form) are refused rather than mixed.
+//!
+//! [`aggregate_niah`] turns records into the results schema: one `NiahCell` per (method, budget,
+//! length, depth), the mean over examples, and one `QualityPoint` per (method, budget) with the
+//! mean KV fraction.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use kvplan_plots::results::{EvalResults, NiahCell, QualityPoint, RESULTS_SCHEMA_VERSION};
+use serde::{Deserialize, Serialize};
+
+use crate::{io_err, Error, Result};
+
+/// One scored cell.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Record {
+    /// Task (`niah`).
+    pub task: String,
+    /// Model name.
+    pub model: String,
+    /// Prompt length in tokens.
+    pub context_len: usize,
+    /// Requested needle depth in [0, 1].
+    pub depth: f64,
+    /// Example index (its seed offset).
+    pub example: usize,
+    /// Method (registry name).
+    pub method: String,
+    /// `--budget` target; `None` for `full`.
+    pub budget: Option<usize>,
+    /// The needle sentence.
+    pub needle: String,
+    /// The expected answers (references).
+    pub expected: Vec<String>,
+    /// The model's response (new text, stop token removed).
+    pub response: String,
+    /// Score in [0, 1].
+    pub score: f64,
+    /// KV bytes held after the prompt over FullKV's, in (0, 1].
+    pub kv_fraction: f64,
+    /// Seconds of prefill (shared prefills: its share is not counted) and decode.
+    pub seconds: f64,
+}
+
+impl Record {
+    /// The cell's identity: what a re-run must not score again.
+    pub fn key(&self) -> CellKey {
+        CellKey::new(
+            &self.task,
+            self.context_len,
+            self.depth,
+            self.example,
+            &self.method,
+            self.budget,
+        )
+    }
+}
+
+/// Identity of a cell.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct CellKey(String);
+
+impl CellKey {
+    /// The key of (task, length, depth, example, method, budget).
+    pub fn new(
+        task: &str,
+        context_len: usize,
+        depth: f64,
+        example: usize,
+        method: &str,
+        budget: Option<usize>,
+    ) -> Self {
+        let b = budget.map_or("full".to_string(), |b| b.to_string());
+        Self(format!(
+            "{task}/{context_len}/{depth:.4}/{example}/{method}/{b}"
+        ))
+    }
+}
+
+/// A records file: settings and records.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecordsFile {
+    /// What the records were made under (model, plan hash, seed, prompt form …); a run with
+    /// other settings does not reuse them.
+    pub settings: BTreeMap<String, String>,
+    /// Every scored cell.
+    pub records: Vec<Record>,
+}
+
+impl RecordsFile {
+    /// Empty records under `settings`.
+    pub fn new(settings: BTreeMap<String, String>) -> Self {
+        Self {
+            settings,
+            records: Vec::new(),
+        }
+    }
+
+    /// The records at `path` when it exists (their settings must equal `settings`), else empty.
+    pub fn open(path: &Path, settings: BTreeMap<String, String>) -> Result<Self> {
+        if !path.exists() {
+            return Ok(Self::new(settings));
+        }
+        let text = std::fs::read_to_string(path).map_err(io_err(path))?;
+        let file: RecordsFile = serde_json::from_str(&text).map_err(|e| Error::Invalid {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        })?;
+        if file.settings != settings {
+            let diff: Vec<String> = settings
+                .iter()
+                .filter(|(k, v)| file.settings.get(*k) != Some(v))
+                .map(|(k, v)| {
+                    let old = file.settings.get(k).map_or("(none)", String::as_str);
+                    format!("{k}: {old} → {v}")
+                })
+                .collect();
+            return Err(Error::Invalid {
+                path: path.display().to_string(),
+                message: format!(
+                    "records made under other settings ({}); move the file away or give --out",
+                    diff.join("; ")
+                ),
+            });
+        }
+        Ok(file)
+    }
+
+    /// The record of `key`, when scored.
+    pub fn get(&self, key: &CellKey) -> Option<&Record> {
+        self.records.iter().find(|r| &r.key() == key)
+    }
+
+    /// Adds `record`, replacing one with the same key.
+    pub fn insert(&mut self, record: Record) {
+        let key = record.key();
+        self.records.retain(|r| r.key() != key);
+        self.records.push(record);
+    }
+
+    /// Writes the records atomically.
+    pub fn save(&self, path: &Path) -> Result<()> {
+        let text = serde_json::to_string_pretty(self).map_err(|e| Error::Invalid {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        })?;
+        write_atomic(path, &text)
+    }
+}
+
+/// Writes `text` to a temporary file beside `path`, then renames it into place: a reader sees
+/// the old file or the new one, never a part.
+pub fn write_atomic(path: &Path, text: &str) -> Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(io_err(dir))?;
+    }
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+    std::fs::write(&tmp, text).map_err(io_err(&tmp))?;
+    std::fs::rename(&tmp, path).map_err(io_err(path))
+}
+
+fn mean(v: &[f64]) -> f64 {
+    v.iter().sum::<f64>() / v.len().max(1) as f64
+}
+
+/// NIAH cells (mean score over examples per method, budget, length, depth) and one quality
+/// point per (method, budget) of `task`, in the order first met.
+pub fn aggregate_niah(task: &str, records: &[Record]) -> (Vec<NiahCell>, Vec<QualityPoint>) {
+    type CellId = (String, Option<usize>, usize, u64);
+    let mut cells: Vec<(CellId, Vec<f64>)> = Vec::new();
+    let mut points: Vec<((String, Option<usize>), Vec<f64>, Vec<f64>)> = Vec::new();
+    for r in records.iter().filter(|r| r.task == task) {
+        let id = (r.method.clone(), r.budget, r.context_len, r.depth.to_bits());
+        match cells.iter_mut().find(|(k, _)| *k == id) {
+            Some((_, s)) => s.push(r.score),
+            None => cells.push((id, vec![r.score])),
+        }
+        let pid = (r.method.clone(), r.budget);
+        match points.iter_mut().find(|(k, _, _)| *k == pid) {
+            Some((_, s, f)) => {
+                s.push(r.score);
+                f.push(r.kv_fraction);
+            }
+            None => points.push((pid, vec![r.score], vec![r.kv_fraction])),
+        }
+    }
+    let niah = cells
+        .into_iter()
+        .map(|((method, budget, context_len, depth), s)| NiahCell {
+            method,
+            budget,
+            context_len,
+            depth: f64::from_bits(depth),
+            score: mean(&s),
+        })
+        .collect();
+    let quality = points
+        .into_iter()
+        .map(|((method, budget), s, f)| QualityPoint {
+            task: task.to_string(),
+            method,
+            budget,
+            kv_fraction: mean(&f).clamp(f64::MIN_POSITIVE, 1.0),
+            score: mean(&s),
+        })
+        .collect();
+    (niah, quality)
+}
+
+/// Reads the results file at `path` (or starts one for `model`), replaces `task`'s NIAH cells
+/// and quality points with `niah` and `quality`, and writes it back atomically.
+pub fn merge_results(
+    path: &Path,
+    model: &str,
+    task: &str,
+    niah: Vec<NiahCell>,
+    quality: Vec<QualityPoint>,
+) -> Result<EvalResults> {
+    let mut results = if path.exists() {
+        EvalResults::load(path).map_err(|e| Error::Invalid {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        })?
+    } else {
+        EvalResults {
+            schema_version: RESULTS_SCHEMA_VERSION,
+            model: model.to_string(),
+            niah: Vec::new(),
+            quality: Vec::new(),
+            perplexity: Vec::new(),
+        }
+    };
+    if task == "niah" {
+        results.niah = niah;
+    }
+    results.quality.retain(|q| q.task != task);
+    results.quality.extend(quality);
+    let text = serde_json::to_string_pretty(&results).map_err(|e| Error::Invalid {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    })?;
+    write_atomic(path, &format!("{text}\n"))?;
+    Ok(results)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(method: &str, budget: Option<usize>, len: usize, ex: usize, score: f64) -> Record {
+        Record {
+            task: "niah".into(),
+            model: "m".into(),
+            context_len: len,
+            depth: 0.5,
+            example: ex,
+            method: method.into(),
+            budget,
+            needle: "n".into(),
+            expected: vec!["1234567".into()],
+            response: "r".into(),
+            score,
+            kv_fraction: if budget.is_some() { 0.25 } else { 1.0 },
+            seconds: 0.1,
+        }
+    }
+
+    fn settings(seed: &str) -> BTreeMap<String, String> {
+        BTreeMap::from([("seed".to_string(), seed.to_string())])
+    }
+
+    fn temp_dir(name: &str) -> std::path::PathBuf {
+        let d = std::env::temp_dir().join(format!("kvplan-eval-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        d
+    }
+
+    #[test]
+    fn records_round_trip_and_resume_by_key() {
+        let dir = temp_dir("resume");
+        let path = dir.join("m.niah.records.json");
+        let mut f = RecordsFile::open(&path, settings("0")).expect("new");
+        f.insert(rec("full", None, 512, 0, 1.0));
+        f.insert(rec("snapkv", Some(64), 512, 0, 0.0));
+        f.insert(rec("snapkv", Some(64), 512, 0, 1.0)); // replaces
+        f.save(&path).expect("save");
+        let back = RecordsFile::open(&path, settings("0")).expect("reopen");
+        assert_eq!(back.records.len(), 2);
+        let key = CellKey::new("niah", 512, 0.5, 0, "snapkv", Some(64));
+        assert_eq!(back.get(&key).map(|r| r.score), Some(1.0));
+        assert!(back
+            .get(&CellKey::new("niah", 512, 0.5, 1, "snapkv", Some(64)))
+            .is_none());
+        // Other settings: refused, naming what changed.
+        let err = RecordsFile::open(&path, settings("1")).expect_err("other seed");
+        assert!(err.to_string().contains("seed: 0 → 1"), "{err}");
+        let names: Vec<_> = std::fs::read_dir(&dir).expect("dir").flatten().collect();
+        assert_eq!(names.len(), 1, "no temporary file left behind");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn aggregation_averages_examples_per_cell_and_per_method() {
+        let records = [
+            rec("full", None, 512, 0, 1.0),
+            rec("full", None, 512, 1, 0.0),
+            rec("full", None, 1024, 0, 1.0),
+            rec("snapkv", Some(64), 512, 0, 0.0),
+        ];
+        let (cells, points) = aggregate_niah("niah", &records);
+        assert_eq!(cells.len(), 3);
+        assert_eq!((cells[0].context_len, cells[0].score), (512, 0.5));
+        assert_eq!((cells[1].context_len, cells[1].score), (1024, 1.0));
+        assert_eq!(points.len(), 2);
+        assert!((points[0].score - 2.0 / 3.0).abs() < 1e-12);
+        assert_eq!(points[0].kv_fraction, 1.0);
+        assert_eq!((points[1].budget, points[1].kv_fraction), (Some(64), 0.25));
+    }
+
+    #[test]
+    fn merged_results_keep_other_tasks_and_validate() {
+        let dir = temp_dir("merge");
+        let path = dir.join("m.results.json");
+        let (n, q) = aggregate_niah("niah", &[rec("full", None, 512, 0, 1.0)]);
+        merge_results(&path, "m", "niah", n, q).expect("first");
+        let other = vec![QualityPoint {
+            task: "ruler".into(),
+            method: "full".into(),
+            budget: None,
+            kv_fraction: 1.0,
+            score: 0.5,
+        }];
+        merge_results(&path, "m", "ruler", Vec::new(), other).expect("second");
+        let back = EvalResults::load(&path).expect("valid");
+        assert_eq!(back.niah.len(), 1, "a non-niah task leaves the cells alone");
+        assert_eq!(back.quality.len(), 2);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
