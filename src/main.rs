@@ -33,6 +33,8 @@ enum Command {
     Data(cmd::data::DataArgs),
     /// Measure the model's heads and layers; write its profile and plan.
     Profile(cmd::profile::ProfileArgs),
+    /// Evaluate methods and budgets on the same examples: needle in a haystack, perplexity.
+    Eval(cmd::eval::EvalArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -58,5 +60,6 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Plot(args) => cmd::plot::run(args),
         Command::Data(args) => cmd::data::run(args),
         Command::Profile(args) => cmd::profile::run(args),
+        Command::Eval(args) => cmd::eval::run(args),
     }
 }

@@ -10,7 +10,10 @@
 //!   per example for every press that keeps the model's own forward pass.
 
 pub mod niah;
+pub mod ppl;
 pub mod records;
+#[cfg(feature = "model")]
+pub mod runner;
 pub mod score;
 pub mod table;
 

@@ -6,8 +6,8 @@
 //! needles (invented facts about Lisbon, soup, lighthouses) are never used here, so evaluation
 //! does not test on what the plan was fitted to. With one needle RULER's template turns plural
 //! into singular ("Some … are" → "A … is"); the prompt is the template in the model's chat
-//! template with the answer prefix appended after the generation prompt, as RULER does for chat
-//! models. Score: RULER's `string_match_all` of the value.
+//! template with the answer prefix (its leading space dropped) appended after the generation
+//! prompt, as RULER does for chat models. Score: RULER's `string_match_all` of the value.
 //!
 //! **Placement (token-exact).** The haystack is cut to `length − |prefix| − |needle| − |suffix|`
 //! tokens so the prompt has exactly `length` tokens; the needle goes at

@@ -229,31 +229,52 @@ pub fn merge_results(
     niah: Vec<NiahCell>,
     quality: Vec<QualityPoint>,
 ) -> Result<EvalResults> {
-    let mut results = if path.exists() {
-        EvalResults::load(path).map_err(|e| Error::Invalid {
-            path: path.display().to_string(),
-            message: e.to_string(),
-        })?
-    } else {
-        EvalResults {
-            schema_version: RESULTS_SCHEMA_VERSION,
-            model: model.to_string(),
-            niah: Vec::new(),
-            quality: Vec::new(),
-            perplexity: Vec::new(),
-        }
-    };
+    let mut results = load_or_new(path, model)?;
     if task == "niah" {
         results.niah = niah;
     }
     results.quality.retain(|q| q.task != task);
     results.quality.extend(quality);
-    let text = serde_json::to_string_pretty(&results).map_err(|e| Error::Invalid {
+    save_results(path, &results)?;
+    Ok(results)
+}
+
+/// Reads the results file at `path` (or starts one for `model`), replaces its perplexity curves
+/// with `curves`, and writes it back atomically.
+pub fn merge_perplexity(
+    path: &Path,
+    model: &str,
+    curves: Vec<kvplan_plots::PerplexityCurve>,
+) -> Result<EvalResults> {
+    let mut results = load_or_new(path, model)?;
+    results.perplexity = curves;
+    save_results(path, &results)?;
+    Ok(results)
+}
+
+fn load_or_new(path: &Path, model: &str) -> Result<EvalResults> {
+    if path.exists() {
+        EvalResults::load(path).map_err(|e| Error::Invalid {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        })
+    } else {
+        Ok(EvalResults {
+            schema_version: RESULTS_SCHEMA_VERSION,
+            model: model.to_string(),
+            niah: Vec::new(),
+            quality: Vec::new(),
+            perplexity: Vec::new(),
+        })
+    }
+}
+
+fn save_results(path: &Path, results: &EvalResults) -> Result<()> {
+    let text = serde_json::to_string_pretty(results).map_err(|e| Error::Invalid {
         path: path.display().to_string(),
         message: e.to_string(),
     })?;
-    write_atomic(path, &format!("{text}\n"))?;
-    Ok(results)
+    write_atomic(path, &format!("{text}\n"))
 }
 
 #[cfg(test)]

@@ -74,6 +74,30 @@ pub fn markdown(task: &str, records: &[Record]) -> String {
     out
 }
 
+/// The perplexity table: one row per curve, the perplexity at each of `at` (positions on the
+/// curve; others are skipped) and at the end.
+pub fn ppl_markdown(curves: &[kvplan_plots::PerplexityCurve], at: &[usize]) -> String {
+    let mut out = String::from("| method @ budget |");
+    for p in at {
+        out.push_str(&format!(" ≤ {p} |"));
+    }
+    out.push_str(" all |\n|---|");
+    out.push_str(&"---:|".repeat(at.len() + 1));
+    out.push('\n');
+    for c in curves {
+        out.push_str(&format!("| {} |", row_label(&c.method, c.budget)));
+        for p in at {
+            match c.positions.iter().position(|x| x == p) {
+                Some(i) => out.push_str(&format!(" {:.2} |", c.perplexity[i])),
+                None => out.push_str(" – |"),
+            }
+        }
+        let last = c.perplexity.last().copied().unwrap_or(f64::NAN);
+        out.push_str(&format!(" {last:.2} |\n"));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -117,5 +141,19 @@ mod tests {
             "| snapkv @ 64 | 50.0 | 0.0 | 25.0 | 0.094 | 33% |"
         );
         assert_eq!(lines.len(), 4);
+    }
+
+    #[test]
+    fn ppl_table_reads_the_curve_at_the_asked_positions() {
+        let c = kvplan_plots::PerplexityCurve {
+            method: "treekv".into(),
+            budget: Some(64),
+            positions: vec![128, 256, 300],
+            perplexity: vec![20.0, 15.5, 14.25],
+        };
+        let t = ppl_markdown(&[c], &[128, 512]);
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines[0], "| method @ budget | ≤ 128 | ≤ 512 | all |");
+        assert_eq!(lines[2], "| treekv @ 64 | 20.00 | – | 14.25 |");
     }
 }

@@ -2,6 +2,8 @@
 
 pub mod bench;
 pub mod data;
+pub mod eval;
+pub mod eval_ppl;
 pub mod fetch;
 pub mod generate;
 pub mod inspect;

@@ -1,0 +1,169 @@
+//! `kvplan eval ppl`: streaming perplexity on Gutenberg text (TreeKV §5.2, its Figure 4).
+//!
+//! Each text streams one token at a time under each method and budget; the methods that evict
+//! while decoding (`streaming`, `h2o`, `treekv`) hold their budget throughout, `full` holds
+//! everything. Texts are cut to `--length` tokens, within the model's trained context, so no
+//! position exceeds it; TreeKV re-assigns positions after each eviction itself. Records (every
+//! token's NLL) go to `<out>/<model>.ppl.records.json` after every stream (a re-run reuses
+//! them), the curves into `<out>/<model>.results.json`, the table to `<out>/<model>.ppl.md`.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{bail, Context};
+use kvplan_eval::ppl::{curves, PplRecords};
+use kvplan_eval::records::{merge_perplexity, write_atomic};
+use kvplan_eval::runner::{Evaluator, Progress};
+use kvplan_eval::table;
+use kvplan_profiler::data::{self, SHAKESPEARE};
+use kvplan_runtime::backend::{self, Selected};
+use kvplan_runtime::fetch::sha256_file;
+use kvplan_runtime::gguf::GgufFile;
+use kvplan_runtime::identity::model_name;
+use kvplan_runtime::model::Model;
+use kvplan_runtime::press::PRESS_NAMES;
+use kvplan_runtime::tokenizer::Tokenizer;
+
+use super::eval::{load_plan, Bar, PplArgs};
+
+/// Runs `kvplan eval ppl`.
+pub fn run(args: PplArgs) -> anyhow::Result<()> {
+    for m in &args.methods {
+        if !PRESS_NAMES.contains(&m.as_str()) {
+            bail!(
+                "unknown method `{m}`; the registry has: {}",
+                PRESS_NAMES.join(", ")
+            );
+        }
+    }
+    let (length, every, budgets, texts) = if args.quick {
+        (
+            256,
+            64,
+            vec![64],
+            args.texts[..1.min(args.texts.len())].to_vec(),
+        )
+    } else {
+        (2048, 128, vec![64, 128, 256], args.texts.clone())
+    };
+    let length = args.length.unwrap_or(length);
+    let every = args.every.unwrap_or(every);
+    let budgets = args.budgets.clone().unwrap_or(budgets);
+    let path = args.model.resolve()?;
+    let dir = data::ensure(
+        &SHAKESPEARE,
+        &data::data_dir(args.data.as_deref()),
+        &mut |l| eprintln!("kvplan: {l}"),
+    )?;
+    let gguf = GgufFile::open(&path).with_context(|| format!("reading {}", path.display()))?;
+    let tok = Tokenizer::from_gguf(&gguf)?;
+    let model = Model::<Selected>::from_gguf(&gguf, &backend::device())
+        .with_context(|| format!("loading {}", path.display()))?;
+    drop(gguf);
+    let plan = load_plan(args.plan.as_deref(), &path, &model)?;
+    let name = model_name(&path);
+    let mut out = args.out.clone().unwrap_or_else(|| PathBuf::from("results"));
+    if args.quick {
+        out = out.join("quick");
+    }
+    let settings = BTreeMap::from([
+        ("model".to_string(), name.clone()),
+        ("model_sha256".to_string(), sha256_file(&path)?),
+        (
+            "plan_sha256".to_string(),
+            plan.as_ref().map_or("none".into(), |p| p.1.clone()),
+        ),
+        ("backend".to_string(), backend::name().to_string()),
+    ]);
+    let records_path = out.join(format!("{name}.ppl.records.json"));
+    let mut records = if records_path.exists() {
+        let text = std::fs::read_to_string(&records_path)?;
+        let r: PplRecords = serde_json::from_str(&text)
+            .with_context(|| format!("reading {}", records_path.display()))?;
+        if r.settings != settings {
+            bail!(
+                "{}: records made under other settings; move the file away or give --out",
+                records_path.display()
+            );
+        }
+        r
+    } else {
+        PplRecords {
+            settings,
+            records: Vec::new(),
+        }
+    };
+    let mut runs: Vec<(String, Option<usize>)> = Vec::new();
+    for m in &args.methods {
+        if m == "full" {
+            runs.push((m.clone(), None));
+        } else {
+            runs.extend(budgets.iter().map(|&b| (m.clone(), Some(b))));
+        }
+    }
+    let evaluator = Evaluator::new(&model, &tok, plan.as_ref().map(|p| &p.0));
+    let total = texts.len() * runs.len();
+    let mut bar = Bar::new(total as u64);
+    let mut p = Progress {
+        done: 0,
+        reused: 0,
+        total,
+        last: String::new(),
+    };
+    let started = Instant::now();
+    let mut wanted = Vec::new();
+    for text in &texts {
+        let file = dir.join(text);
+        let body = std::fs::read_to_string(&file)
+            .with_context(|| format!("reading {}", file.display()))?;
+        let mut ids = tok.encode(&body)?;
+        if ids.len() < length {
+            bail!(
+                "{text} has {} tokens, fewer than --length {length}",
+                ids.len()
+            );
+        }
+        ids.truncate(length);
+        for (m, b) in &runs {
+            if records.get(text, m, *b, length).is_none() {
+                if m != "full" && plan.is_none() {
+                    bail!("method `{m}` needs a plan: give --plan FILE");
+                }
+                let r = evaluator.stream_ppl(&ids, m, *b, text)?;
+                p.last = format!("{text} {m} {b:?}: {:.1}s", r.seconds);
+                records.records.push(r);
+                let json = serde_json::to_string(&records)?;
+                write_atomic(&records_path, &json)?;
+            } else {
+                p.reused += 1;
+            }
+            p.done += 1;
+            bar.update(&p);
+            wanted.push((text.clone(), m.clone(), *b));
+        }
+    }
+    bar.finish();
+    let chosen: Vec<_> = wanted
+        .iter()
+        .filter_map(|(t, m, b)| records.get(t, m, *b, length))
+        .collect();
+    let curves = curves(&chosen, every);
+    let results_path = out.join(format!("{name}.results.json"));
+    merge_perplexity(&results_path, &name, curves.clone())?;
+    let at: Vec<usize> = [256, 512, 1024, 2048, 4096]
+        .into_iter()
+        .filter(|&x| x < length)
+        .collect();
+    let md = table::ppl_markdown(&curves, &at);
+    write_atomic(&out.join(format!("{name}.ppl.md")), &md)?;
+    super::write_stdout(&md)?;
+    eprintln!(
+        "kvplan: {} streams of {length} tokens in {:.1}s; records {}, results {}",
+        chosen.len(),
+        started.elapsed().as_secs_f64(),
+        records_path.display(),
+        results_path.display()
+    );
+    Ok(())
+}

@@ -1,0 +1,96 @@
+//! `kvplan eval niah --quick` end to end on the shipped model: records, results and table are
+//! written, FullKV holds the whole cache and the presses less, and a second run reuses every
+//! cell instead of running the model again.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use kvplan_plots::EvalResults;
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("kvplan-eval-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+fn kvplan(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kvplan"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run kvplan: {e}"))
+}
+
+fn read_json(path: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+#[test]
+fn quick_niah_writes_records_results_and_table_and_resumes() {
+    let model = common::shipped_model();
+    let dir = scratch("quick");
+    let (model_s, dir_s) = (model.to_string_lossy(), dir.to_string_lossy());
+    let args = [
+        "eval",
+        "niah",
+        "--quick",
+        "--methods",
+        "full,streaming,snapkv,pyramid,pod",
+        "--model",
+        &model_s,
+        "--out",
+        &dir_s,
+    ];
+    let o = kvplan(&args);
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(o.status.success(), "{err}");
+    let out = dir.join("quick");
+    let records = read_json(&out.join("SmolLM2-135M-Instruct.niah.records.json"));
+    let recs = records["records"].as_array().expect("records");
+    assert_eq!(recs.len(), 5, "full once, four presses at budget 64");
+    for r in recs {
+        assert_eq!(r["context_len"], 512);
+        assert_eq!(r["depth"], 0.5);
+        let score = r["score"].as_f64().expect("score");
+        assert!((0.0..=1.0).contains(&score), "{r}");
+        let value = r["expected"][0].as_str().expect("expected");
+        assert!(r["needle"].as_str().expect("needle").contains(value));
+        let frac = r["kv_fraction"].as_f64().expect("kv_fraction");
+        if r["method"] == "full" {
+            assert_eq!(frac, 1.0);
+            assert!(r["budget"].is_null());
+        } else if r["method"] == "pod" {
+            // PoD keeps every value and shares distant keys: less than FullKV, not 64 entries.
+            assert!(frac < 1.0, "pod holds {frac} of FullKV");
+        } else {
+            assert!(
+                frac < 0.5,
+                "{} holds {frac} of FullKV at budget 64",
+                r["method"]
+            );
+        }
+    }
+    let results = EvalResults::load(&out.join("SmolLM2-135M-Instruct.results.json"))
+        .expect("results validate");
+    assert_eq!(results.niah.len(), 5);
+    assert_eq!(results.quality.len(), 5);
+    let table = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        table.contains("| full |") && table.contains("| snapkv @ 64 |"),
+        "{table}"
+    );
+    let saved = std::fs::read_to_string(out.join("SmolLM2-135M-Instruct.niah.md")).expect("md");
+    assert_eq!(saved, table);
+
+    // Again: every cell reused, the same records.
+    let o = kvplan(&args);
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("5 reused"), "{err}");
+    let again = read_json(&out.join("SmolLM2-135M-Instruct.niah.records.json"));
+    assert_eq!(again, records);
+    let _ = std::fs::remove_dir_all(&dir);
+}
