@@ -94,3 +94,50 @@ fn quick_niah_writes_records_results_and_table_and_resumes() {
     assert_eq!(again, records);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn short_streaming_perplexity_writes_curves_for_each_method() {
+    let model = common::shipped_model();
+    let dir = scratch("ppl");
+    let (model_s, dir_s) = (model.to_string_lossy(), dir.to_string_lossy());
+    let o = kvplan(&[
+        "eval",
+        "ppl",
+        "--quick",
+        "--methods",
+        "full,streaming,treekv",
+        "--budgets",
+        "32",
+        "--length",
+        "80",
+        "--every",
+        "20",
+        "--model",
+        &model_s,
+        "--out",
+        &dir_s,
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(o.status.success(), "{err}");
+    let out = dir.join("quick");
+    let results = EvalResults::load(&out.join("SmolLM2-135M-Instruct.results.json"))
+        .expect("results validate");
+    assert_eq!(results.perplexity.len(), 3);
+    for c in &results.perplexity {
+        // 79 scored tokens: points every 20 and the last.
+        assert_eq!(c.positions, vec![20, 40, 60, 79], "{}", c.method);
+        assert!(c.perplexity.iter().all(|p| p.is_finite() && *p >= 1.0));
+    }
+    let records = read_json(&out.join("SmolLM2-135M-Instruct.ppl.records.json"));
+    for r in records["records"].as_array().expect("records") {
+        assert_eq!(r["nll"].as_array().map(Vec::len), Some(79));
+        let frac = r["kv_fraction"].as_f64().expect("kv_fraction");
+        if r["method"] == "full" {
+            assert_eq!(frac, 1.0);
+        } else {
+            // 32 entries of 80 tokens at the end of the stream.
+            assert!(frac <= 0.5, "{} holds {frac}", r["method"]);
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -180,8 +180,9 @@ fn mean(v: &[f64]) -> f64 {
 /// point per (method, budget) of `task`, in the order first met.
 pub fn aggregate_niah(task: &str, records: &[Record]) -> (Vec<NiahCell>, Vec<QualityPoint>) {
     type CellId = (String, Option<usize>, usize, u64);
+    type PointId = (String, Option<usize>);
     let mut cells: Vec<(CellId, Vec<f64>)> = Vec::new();
-    let mut points: Vec<((String, Option<usize>), Vec<f64>, Vec<f64>)> = Vec::new();
+    let mut points: Vec<(PointId, Vec<f64>, Vec<f64>)> = Vec::new();
     for r in records.iter().filter(|r| r.task == task) {
         let id = (r.method.clone(), r.budget, r.context_len, r.depth.to_bits());
         match cells.iter_mut().find(|(k, _)| *k == id) {
