@@ -88,8 +88,23 @@ fn read_inputs(files: &[PathBuf]) -> anyhow::Result<Inputs> {
 
 /// Runs `kvplan plot`.
 pub fn run(args: PlotArgs) -> anyhow::Result<()> {
-    let format = Format::from(args.format);
-    let inputs = read_inputs(&args.files)?;
+    let written = plot_files(&args.files, &args.out, args.format.into(), args.context_len)?;
+    let list: String = written
+        .iter()
+        .map(|p| format!("{}\n", p.display()))
+        .collect();
+    super::write_stdout(&list)
+}
+
+/// Writes the figures `files` imply into `out`; returns the paths written. `kvplan profile`
+/// and `kvplan eval` call this for their default figures.
+pub fn plot_files(
+    files: &[PathBuf],
+    out: &std::path::Path,
+    format: Format,
+    context_len: Option<usize>,
+) -> anyhow::Result<Vec<PathBuf>> {
+    let inputs = read_inputs(files)?;
     // Figure name → the file it came from, so two files never overwrite each other's figures.
     let mut sources: BTreeMap<String, PathBuf> = BTreeMap::new();
     let mut figures: Vec<Rendered> = Vec::new();
@@ -123,9 +138,7 @@ pub fn run(args: PlotArgs) -> anyhow::Result<()> {
         add(path, rendered)?;
     }
     for (path, plan) in &inputs.plans {
-        let n = args
-            .context_len
-            .unwrap_or_else(|| default_context_len(plan));
+        let n = context_len.unwrap_or_else(|| default_context_len(plan));
         let (rendered, skipped) = plan_figures(plan, n, format)
             .with_context(|| format!("cannot plot {}", path.display()))?;
         for s in skipped {
@@ -146,11 +159,6 @@ pub fn run(args: PlotArgs) -> anyhow::Result<()> {
             .with_context(|| format!("cannot plot {}", path.display()))?;
         add(path, rendered)?;
     }
-    let written = write_figures(&args.out, &figures)
-        .with_context(|| format!("cannot write figures into {}", args.out.display()))?;
-    let list: String = written
-        .iter()
-        .map(|p| format!("{}\n", p.display()))
-        .collect();
-    super::write_stdout(&list)
+    write_figures(out, &figures)
+        .with_context(|| format!("cannot write figures into {}", out.display()))
 }

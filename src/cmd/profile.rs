@@ -71,6 +71,13 @@ pub struct ProfileArgs {
     /// Ignore partial results of an earlier run.
     #[arg(long)]
     restart: bool,
+    /// Folder of the figures drawn from the profile and plan [default: figures/ beside the
+    /// profile].
+    #[arg(long, value_name = "DIR")]
+    figures: Option<PathBuf>,
+    /// Do not draw figures.
+    #[arg(long, conflicts_with = "figures")]
+    no_figures: bool,
     /// Data folder [env: KVPLAN_DATA; default: data/].
     #[arg(long, value_name = "DIR")]
     data_dir: Option<PathBuf>,
@@ -303,6 +310,17 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<()> {
         plan_out.display(),
         args.budget
     );
+    if !args.no_figures {
+        let dir = args.figures.clone().unwrap_or_else(|| {
+            out.parent()
+                .unwrap_or_else(|| std::path::Path::new("."))
+                .join("figures")
+        });
+        let files = [out.clone(), plan_out.clone()];
+        let written = super::plot::plot_files(&files, &dir, kvplan_plots::Format::Both, None)
+            .context("drawing the profile's figures")?;
+        eprintln!("wrote {} figures into {}", written.len(), dir.display());
+    }
     Ok(())
 }
 
