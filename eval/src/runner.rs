@@ -61,6 +61,22 @@ impl NiahGrid {
         out
     }
 
+    /// The key of every cell of the grid.
+    pub fn keys(&self) -> std::collections::HashSet<CellKey> {
+        let variants = self.variants();
+        let mut out = std::collections::HashSet::new();
+        for &l in &self.lengths {
+            for &d in &self.depths {
+                for e in 0..self.examples {
+                    for (m, b) in &variants {
+                        out.insert(CellKey::new("niah", l, d, e, m, *b));
+                    }
+                }
+            }
+        }
+        out
+    }
+
     /// Cells in the whole grid.
     pub fn cells(&self) -> usize {
         self.lengths.len() * self.depths.len() * self.examples * self.variants().len()
@@ -209,15 +225,16 @@ impl<'a, B: Backend> Evaluator<'a, B> {
                     }
                     let needle = Needle::generate(grid.seed, e);
                     let ex = self.example(haystack, needle, length, depth)?;
-                    let out = self.score_example(&ex, &pending, length, depth, e, &mut |r: &Record| {
-                        p.done += 1;
-                        p.last = format!(
-                            "{} {length} tokens, depth {depth}: {:.0}",
-                            label(&r.method, r.budget),
-                            100.0 * r.score
-                        );
-                        progress(&p);
-                    })?;
+                    let out =
+                        self.score_example(&ex, &pending, length, depth, e, &mut |r: &Record| {
+                            p.done += 1;
+                            p.last = format!(
+                                "{} {length} tokens, depth {depth}: {:.0}",
+                                label(&r.method, r.budget),
+                                100.0 * r.score
+                            );
+                            progress(&p);
+                        })?;
                     for r in out {
                         records.insert(r);
                     }

@@ -16,7 +16,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context};
 use indicatif::{ProgressBar, ProgressStyle};
-use kvplan_eval::records::{aggregate_niah, merge_results, CellKey, RecordsFile};
+use kvplan_eval::records::{aggregate_niah, merge_results, RecordsFile};
 use kvplan_eval::runner::{haystack, Evaluator, NiahGrid, Progress};
 use kvplan_eval::{niah, table};
 use kvplan_planner::Plan;
@@ -252,10 +252,11 @@ fn run_niah(args: NiahArgs) -> anyhow::Result<()> {
     )?;
     bar.finish();
     // Only the cells of this grid: records of other lengths or budgets stay on file unused.
+    let keys = grid.keys();
     let wanted: Vec<_> = records
         .records
         .iter()
-        .filter(|r| in_grid(&grid, &r.key()))
+        .filter(|r| keys.contains(&r.key()))
         .cloned()
         .collect();
     let (cells, points) = aggregate_niah("niah", &wanted);
@@ -274,18 +275,6 @@ fn run_niah(args: NiahArgs) -> anyhow::Result<()> {
         md_path.display()
     );
     Ok(())
-}
-
-fn in_grid(grid: &NiahGrid, key: &CellKey) -> bool {
-    grid.lengths.iter().any(|&l| {
-        grid.depths.iter().any(|&d| {
-            (0..grid.examples).any(|e| {
-                grid.variants()
-                    .iter()
-                    .any(|(m, b)| &CellKey::new("niah", l, d, e, m, *b) == key)
-            })
-        })
-    })
 }
 
 /// An indicatif bar, or plain lines when stderr is not a terminal.
