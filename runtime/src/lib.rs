@@ -4,7 +4,7 @@
 //! [`model`] (config, attention, feed-forward, block, transformer), [`cache`] (per-head variable
 //! length KV storage), [`observe`] (attention capture), [`generate`] (prefill, decode, sampling),
 //! [`fetch`] (the shipped model, fetched with pip and hash-checked), [`backend`] (the backend
-//! chosen by cargo feature).
+//! chosen by cargo feature), [`train`] (PoD post-training).
 
 pub mod backend;
 pub mod cache;
@@ -17,5 +17,6 @@ pub mod model;
 pub mod observe;
 pub mod press;
 pub mod tokenizer;
+pub mod train;
 
 pub use error::{Error, Result};
