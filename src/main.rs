@@ -35,6 +35,8 @@ enum Command {
     Profile(cmd::profile::ProfileArgs),
     /// Evaluate methods and budgets on the same examples: needle in a haystack, perplexity.
     Eval(cmd::eval::EvalArgs),
+    /// PoD post-training under the plan's layer blocks, with held-out perplexities (JSON).
+    TrainPod(cmd::train_pod::TrainPodArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -60,6 +62,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Plot(args) => cmd::plot::run(args),
         Command::Data(args) => cmd::data::run(args),
         Command::Profile(args) => cmd::profile::run(args),
+        Command::TrainPod(args) => cmd::train_pod::run(args),
         Command::Eval(args) => cmd::eval::run(args),
     }
 }

@@ -12,6 +12,7 @@ pub mod plan;
 pub mod plot;
 pub mod profile;
 pub mod tokenize;
+pub mod train_pod;
 
 /// Writes `text` to stdout; a closed pipe (`kvplan inspect | head`) is not an error.
 pub fn write_stdout(text: &str) -> anyhow::Result<()> {
