@@ -50,11 +50,11 @@ fn tiny_gguf() -> GgufFile {
             MetaValue::F32(1e-5),
         )
         .tensor_f32("token_embd.weight", &[V, H], &random(&mut rng, V * H, 1.0))
-        .tensor_f32("output_norm.weight", &[H], &vec![1.0; H]);
+        .tensor_f32("output_norm.weight", &[H], &[1.0; H]);
     for l in 0..L {
         let n = |s: &str| format!("blk.{l}.{s}.weight");
         w = w
-            .tensor_f32(&n("attn_norm"), &[H], &vec![1.0; H])
+            .tensor_f32(&n("attn_norm"), &[H], &[1.0; H])
             .tensor_f32(
                 &n("attn_q"),
                 &[NH * D, H],
@@ -75,7 +75,7 @@ fn tiny_gguf() -> GgufFile {
                 &[H, NH * D],
                 &random(&mut rng, H * NH * D, 0.2),
             )
-            .tensor_f32(&n("ffn_norm"), &[H], &vec![1.0; H])
+            .tensor_f32(&n("ffn_norm"), &[H], &[1.0; H])
             .tensor_f32(&n("ffn_gate"), &[F, H], &random(&mut rng, F * H, 0.3))
             .tensor_f32(&n("ffn_up"), &[F, H], &random(&mut rng, F * H, 0.3))
             .tensor_f32(&n("ffn_down"), &[H, F], &random(&mut rng, H * F, 0.3));
