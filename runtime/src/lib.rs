@@ -15,6 +15,8 @@ pub mod gguf;
 pub mod identity;
 pub mod model;
 pub mod observe;
+#[cfg(test)]
+mod test_model;
 pub mod press;
 pub mod tokenizer;
 pub mod train;

@@ -7,8 +7,8 @@ use burn::tensor::Tensor;
 
 use super::*;
 use crate::cache::KvStore;
-use crate::generate::SplitMix64;
-use crate::gguf::{GgufWriter, MetaValue};
+
+use crate::gguf::GgufWriter;
 use crate::observe::{ObserveConfig, Observer};
 
 type B = Flex;
@@ -23,60 +23,20 @@ const V: usize = 50;
 const THETA: f64 = 10_000.0;
 const EPS: f64 = 1e-5;
 
-fn random(rng: &mut SplitMix64, n: usize, scale: f64) -> Vec<f32> {
-    (0..n)
-        .map(|_| ((rng.next_f64() * 2.0 - 1.0) * scale) as f32)
-        .collect()
-}
-
 fn tiny_gguf(ctx: usize) -> GgufFile {
-    let mut rng = SplitMix64::new(1234);
-    let mut w = GgufWriter::new()
-        .meta("general.architecture", MetaValue::String("llama".into()))
-        .meta("llama.block_count", MetaValue::U32(L as u32))
-        .meta("llama.attention.head_count", MetaValue::U32(NH as u32))
-        .meta("llama.attention.head_count_kv", MetaValue::U32(NKV as u32))
-        .meta("llama.embedding_length", MetaValue::U32(H as u32))
-        .meta("llama.feed_forward_length", MetaValue::U32(F as u32))
-        .meta("llama.context_length", MetaValue::U32(ctx as u32))
-        .meta("llama.rope.freq_base", MetaValue::F32(THETA as f32))
-        .meta(
-            "llama.attention.layer_norm_rms_epsilon",
-            MetaValue::F32(EPS as f32),
-        )
-        .tensor_f32("token_embd.weight", &[V, H], &random(&mut rng, V * H, 1.0))
-        .tensor_f32("output_norm.weight", &[H], &random(&mut rng, H, 1.0));
-    for l in 0..L {
-        let n = |s: &str| format!("blk.{l}.{s}.weight");
-        let norm: Vec<f32> = random(&mut rng, H, 0.5).iter().map(|v| v + 1.0).collect();
-        w = w
-            .tensor_f32(&n("attn_norm"), &[H], &norm)
-            .tensor_f32(
-                &n("attn_q"),
-                &[NH * D, H],
-                &random(&mut rng, NH * D * H, 0.4),
-            )
-            .tensor_f32(
-                &n("attn_k"),
-                &[NKV * D, H],
-                &random(&mut rng, NKV * D * H, 0.4),
-            )
-            .tensor_f32(
-                &n("attn_v"),
-                &[NKV * D, H],
-                &random(&mut rng, NKV * D * H, 0.4),
-            )
-            .tensor_f32(
-                &n("attn_output"),
-                &[H, NH * D],
-                &random(&mut rng, H * NH * D, 0.2),
-            )
-            .tensor_f32(&n("ffn_norm"), &[H], &norm)
-            .tensor_f32(&n("ffn_gate"), &[F, H], &random(&mut rng, F * H, 0.3))
-            .tensor_f32(&n("ffn_up"), &[F, H], &random(&mut rng, F * H, 0.3))
-            .tensor_f32(&n("ffn_down"), &[H, F], &random(&mut rng, H * F, 0.3));
-    }
-    GgufFile::from_bytes(w.to_bytes()).unwrap()
+    crate::test_model::tiny_gguf(&crate::test_model::TinySpec {
+        seed: 1234,
+        layers: L,
+        heads: NH,
+        kv_heads: NKV,
+        head_dim: D,
+        hidden: H,
+        ffn: F,
+        vocab: V,
+        ctx,
+        qk_scale: 0.4,
+        random_norms: true,
+    })
 }
 
 fn tiny_model(ctx: usize) -> (Model<B>, GgufFile) {

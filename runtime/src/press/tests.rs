@@ -13,7 +13,7 @@ use super::streaming::StreamingScorer;
 use super::treekv::{rerotate, TreeKvPress};
 use super::*;
 use crate::generate::SplitMix64;
-use crate::gguf::{GgufFile, GgufWriter, MetaValue};
+
 use crate::model::rope::Rope;
 
 type B = Flex;
@@ -26,61 +26,21 @@ const H: usize = 32;
 const V: usize = 50;
 const THETA: f64 = 10_000.0;
 
-fn random(rng: &mut SplitMix64, n: usize, scale: f64) -> Vec<f32> {
-    (0..n)
-        .map(|_| ((rng.next_f64() * 2.0 - 1.0) * scale) as f32)
-        .collect()
-}
-
 /// A 2-layer Llama with 4 query heads on 2 KV heads, random weights.
 pub(crate) fn tiny_model() -> Model<B> {
-    let mut rng = SplitMix64::new(99);
-    let f = 48;
-    let mut w = GgufWriter::new()
-        .meta("general.architecture", MetaValue::String("llama".into()))
-        .meta("llama.block_count", MetaValue::U32(L as u32))
-        .meta("llama.attention.head_count", MetaValue::U32(NH as u32))
-        .meta("llama.attention.head_count_kv", MetaValue::U32(NKV as u32))
-        .meta("llama.embedding_length", MetaValue::U32(H as u32))
-        .meta("llama.feed_forward_length", MetaValue::U32(f as u32))
-        .meta("llama.context_length", MetaValue::U32(256))
-        .meta("llama.rope.freq_base", MetaValue::F32(THETA as f32))
-        .meta(
-            "llama.attention.layer_norm_rms_epsilon",
-            MetaValue::F32(1e-5),
-        )
-        .tensor_f32("token_embd.weight", &[V, H], &random(&mut rng, V * H, 1.0))
-        .tensor_f32("output_norm.weight", &[H], &[1.0; H]);
-    for l in 0..L {
-        let n = |s: &str| format!("blk.{l}.{s}.weight");
-        w = w
-            .tensor_f32(&n("attn_norm"), &[H], &[1.0; H])
-            .tensor_f32(
-                &n("attn_q"),
-                &[NH * D, H],
-                &random(&mut rng, NH * D * H, 0.6),
-            )
-            .tensor_f32(
-                &n("attn_k"),
-                &[NKV * D, H],
-                &random(&mut rng, NKV * D * H, 0.6),
-            )
-            .tensor_f32(
-                &n("attn_v"),
-                &[NKV * D, H],
-                &random(&mut rng, NKV * D * H, 0.4),
-            )
-            .tensor_f32(
-                &n("attn_output"),
-                &[H, NH * D],
-                &random(&mut rng, H * NH * D, 0.2),
-            )
-            .tensor_f32(&n("ffn_norm"), &[H], &[1.0; H])
-            .tensor_f32(&n("ffn_gate"), &[f, H], &random(&mut rng, f * H, 0.3))
-            .tensor_f32(&n("ffn_up"), &[f, H], &random(&mut rng, f * H, 0.3))
-            .tensor_f32(&n("ffn_down"), &[H, f], &random(&mut rng, H * f, 0.3));
-    }
-    let g = GgufFile::from_bytes(w.to_bytes()).expect("tiny GGUF");
+    let g = crate::test_model::tiny_gguf(&crate::test_model::TinySpec {
+        seed: 99,
+        layers: L,
+        heads: NH,
+        kv_heads: NKV,
+        head_dim: D,
+        hidden: H,
+        ffn: 48,
+        vocab: V,
+        ctx: 256,
+        qk_scale: 0.6,
+        random_norms: false,
+    });
     Model::from_gguf(&g, &Default::default()).expect("tiny model")
 }
 

@@ -9,7 +9,7 @@ use burn::tensor::Tensor;
 
 use super::*;
 use crate::generate::SplitMix64;
-use crate::gguf::{GgufFile, GgufWriter, MetaValue};
+use crate::gguf::GgufFile;
 use crate::model::rope::Rope;
 use crate::model::{Logits, Model};
 use crate::press::pod::PodPress;
@@ -28,59 +28,20 @@ const V: usize = 50;
 const THETA: f64 = 10_000.0;
 const CTX: usize = 128;
 
-fn random(rng: &mut SplitMix64, n: usize, scale: f64) -> Vec<f32> {
-    (0..n)
-        .map(|_| ((rng.next_f64() * 2.0 - 1.0) * scale) as f32)
-        .collect()
-}
-
 fn tiny_gguf() -> GgufFile {
-    let mut rng = SplitMix64::new(77);
-    let mut w = GgufWriter::new()
-        .meta("general.architecture", MetaValue::String("llama".into()))
-        .meta("llama.block_count", MetaValue::U32(L as u32))
-        .meta("llama.attention.head_count", MetaValue::U32(NH as u32))
-        .meta("llama.attention.head_count_kv", MetaValue::U32(NKV as u32))
-        .meta("llama.embedding_length", MetaValue::U32(H as u32))
-        .meta("llama.feed_forward_length", MetaValue::U32(F as u32))
-        .meta("llama.context_length", MetaValue::U32(CTX as u32))
-        .meta("llama.rope.freq_base", MetaValue::F32(THETA as f32))
-        .meta(
-            "llama.attention.layer_norm_rms_epsilon",
-            MetaValue::F32(1e-5),
-        )
-        .tensor_f32("token_embd.weight", &[V, H], &random(&mut rng, V * H, 1.0))
-        .tensor_f32("output_norm.weight", &[H], &[1.0; H]);
-    for l in 0..L {
-        let n = |s: &str| format!("blk.{l}.{s}.weight");
-        w = w
-            .tensor_f32(&n("attn_norm"), &[H], &[1.0; H])
-            .tensor_f32(
-                &n("attn_q"),
-                &[NH * D, H],
-                &random(&mut rng, NH * D * H, 0.5),
-            )
-            .tensor_f32(
-                &n("attn_k"),
-                &[NKV * D, H],
-                &random(&mut rng, NKV * D * H, 0.5),
-            )
-            .tensor_f32(
-                &n("attn_v"),
-                &[NKV * D, H],
-                &random(&mut rng, NKV * D * H, 0.4),
-            )
-            .tensor_f32(
-                &n("attn_output"),
-                &[H, NH * D],
-                &random(&mut rng, H * NH * D, 0.2),
-            )
-            .tensor_f32(&n("ffn_norm"), &[H], &[1.0; H])
-            .tensor_f32(&n("ffn_gate"), &[F, H], &random(&mut rng, F * H, 0.3))
-            .tensor_f32(&n("ffn_up"), &[F, H], &random(&mut rng, F * H, 0.3))
-            .tensor_f32(&n("ffn_down"), &[H, F], &random(&mut rng, H * F, 0.3));
-    }
-    GgufFile::from_bytes(w.to_bytes()).expect("tiny GGUF")
+    crate::test_model::tiny_gguf(&crate::test_model::TinySpec {
+        seed: 77,
+        layers: L,
+        heads: NH,
+        kv_heads: NKV,
+        head_dim: D,
+        hidden: H,
+        ffn: F,
+        vocab: V,
+        ctx: CTX,
+        qk_scale: 0.5,
+        random_norms: false,
+    })
 }
 
 fn tiny<Bk: burn::tensor::backend::Backend>() -> (Model<Bk>, Rope<Bk>) {

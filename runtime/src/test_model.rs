@@ -1,0 +1,106 @@
+//! Tiny random-weight Llama models built as GGUF bytes in memory, shared by the unit tests of
+//! the model, the presses and training (each picks its geometry, seed and weight scales).
+
+use crate::generate::SplitMix64;
+use crate::gguf::{GgufFile, GgufWriter, MetaValue};
+
+/// RoPE base of every tiny model.
+pub(crate) const THETA: f64 = 10_000.0;
+/// RMSNorm ε of every tiny model.
+pub(crate) const EPS: f64 = 1e-5;
+
+/// Geometry and weight draw of a tiny model.
+pub(crate) struct TinySpec {
+    pub seed: u64,
+    pub layers: usize,
+    pub heads: usize,
+    pub kv_heads: usize,
+    pub head_dim: usize,
+    pub hidden: usize,
+    pub ffn: usize,
+    pub vocab: usize,
+    pub ctx: usize,
+    /// Scale of the uniform draw of `attn_q` and `attn_k`.
+    pub qk_scale: f64,
+    /// Random norm weights (output norm in ±1, layer norms in 1 ± 0.5) instead of ones.
+    pub random_norms: bool,
+}
+
+/// `n` uniform draws in `[−scale, scale)`.
+pub(crate) fn random(rng: &mut SplitMix64, n: usize, scale: f64) -> Vec<f32> {
+    (0..n)
+        .map(|_| ((rng.next_f64() * 2.0 - 1.0) * scale) as f32)
+        .collect()
+}
+
+/// The GGUF file of `spec`.
+pub(crate) fn tiny_gguf(spec: &TinySpec) -> GgufFile {
+    let TinySpec {
+        layers,
+        heads,
+        kv_heads,
+        head_dim: d,
+        hidden: h,
+        ffn: f,
+        vocab: v,
+        ..
+    } = *spec;
+    let mut rng = SplitMix64::new(spec.seed);
+    let u32_meta = |x: usize| MetaValue::U32(x as u32);
+    let mut w = GgufWriter::new()
+        .meta("general.architecture", MetaValue::String("llama".into()))
+        .meta("llama.block_count", u32_meta(layers))
+        .meta("llama.attention.head_count", u32_meta(heads))
+        .meta("llama.attention.head_count_kv", u32_meta(kv_heads))
+        .meta("llama.embedding_length", u32_meta(h))
+        .meta("llama.feed_forward_length", u32_meta(f))
+        .meta("llama.context_length", u32_meta(spec.ctx))
+        .meta("llama.rope.freq_base", MetaValue::F32(THETA as f32))
+        .meta(
+            "llama.attention.layer_norm_rms_epsilon",
+            MetaValue::F32(EPS as f32),
+        )
+        .tensor_f32("token_embd.weight", &[v, h], &random(&mut rng, v * h, 1.0));
+    let out_norm = if spec.random_norms {
+        random(&mut rng, h, 1.0)
+    } else {
+        vec![1.0; h]
+    };
+    w = w.tensor_f32("output_norm.weight", &[h], &out_norm);
+    for l in 0..layers {
+        let n = |s: &str| format!("blk.{l}.{s}.weight");
+        let norm: Vec<f32> = if spec.random_norms {
+            random(&mut rng, h, 0.5).iter().map(|x| x + 1.0).collect()
+        } else {
+            vec![1.0; h]
+        };
+        let qs = spec.qk_scale;
+        w = w
+            .tensor_f32(&n("attn_norm"), &[h], &norm)
+            .tensor_f32(
+                &n("attn_q"),
+                &[heads * d, h],
+                &random(&mut rng, heads * d * h, qs),
+            )
+            .tensor_f32(
+                &n("attn_k"),
+                &[kv_heads * d, h],
+                &random(&mut rng, kv_heads * d * h, qs),
+            )
+            .tensor_f32(
+                &n("attn_v"),
+                &[kv_heads * d, h],
+                &random(&mut rng, kv_heads * d * h, 0.4),
+            )
+            .tensor_f32(
+                &n("attn_output"),
+                &[h, heads * d],
+                &random(&mut rng, h * heads * d, 0.2),
+            )
+            .tensor_f32(&n("ffn_norm"), &[h], &norm)
+            .tensor_f32(&n("ffn_gate"), &[f, h], &random(&mut rng, f * h, 0.3))
+            .tensor_f32(&n("ffn_up"), &[f, h], &random(&mut rng, f * h, 0.3))
+            .tensor_f32(&n("ffn_down"), &[h, f], &random(&mut rng, h * f, 0.3));
+    }
+    GgufFile::from_bytes(w.to_bytes()).expect("tiny GGUF")
+}
