@@ -15,9 +15,9 @@ pub mod gguf;
 pub mod identity;
 pub mod model;
 pub mod observe;
+pub mod press;
 #[cfg(test)]
 mod test_model;
-pub mod press;
 pub mod tokenizer;
 pub mod train;
 
