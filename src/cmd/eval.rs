@@ -23,13 +23,11 @@ use kvplan_planner::Plan;
 use kvplan_profiler::data::{self, PAUL_GRAHAM};
 use kvplan_runtime::backend::{self, Selected};
 use kvplan_runtime::fetch::sha256_file;
-use kvplan_runtime::gguf::GgufFile;
 use kvplan_runtime::identity::{model_identity, model_name};
 use kvplan_runtime::model::Model;
 use kvplan_runtime::press::PRESS_NAMES;
-use kvplan_runtime::tokenizer::Tokenizer;
 
-use super::model_args::ModelArgs;
+use super::model_args::{load_model, ModelArgs, WeightsArg};
 
 /// Arguments of `kvplan eval`.
 #[derive(clap::Args, Debug)]
@@ -87,6 +85,8 @@ pub struct PplArgs {
     pub data: Option<PathBuf>,
     #[command(flatten)]
     pub model: ModelArgs,
+    #[command(flatten)]
+    pub weights: WeightsArg,
 }
 
 /// Arguments of `kvplan eval niah`.
@@ -124,6 +124,8 @@ pub struct NiahArgs {
     pub data: Option<PathBuf>,
     #[command(flatten)]
     pub model: ModelArgs,
+    #[command(flatten)]
+    pub weights: WeightsArg,
 }
 
 /// Runs `kvplan eval`.
@@ -200,11 +202,7 @@ fn run_niah(args: NiahArgs) -> anyhow::Result<()> {
     let path = args.model.resolve()?;
     let data_dir = data::data_dir(args.data.as_deref());
     let essays = data::ensure(&PAUL_GRAHAM, &data_dir, &mut |l| eprintln!("kvplan: {l}"))?;
-    let gguf = GgufFile::open(&path).with_context(|| format!("reading {}", path.display()))?;
-    let tok = Tokenizer::from_gguf(&gguf)?;
-    let model = Model::<Selected>::from_gguf(&gguf, &backend::device())
-        .with_context(|| format!("loading {}", path.display()))?;
-    drop(gguf);
+    let (tok, model) = load_model(&path, args.weights.weights.as_deref())?;
     let plan = load_plan(args.plan.as_deref(), &path, &model)?;
     if plan.is_none() && grid.methods.iter().any(|m| m != "full") {
         bail!("methods other than `full` need a plan: give --plan FILE");
@@ -214,7 +212,7 @@ fn run_niah(args: NiahArgs) -> anyhow::Result<()> {
     if args.quick {
         out = out.join("quick");
     }
-    let settings = BTreeMap::from([
+    let mut settings = BTreeMap::from([
         ("model".to_string(), name.clone()),
         ("model_sha256".to_string(), sha256_file(&path)?),
         (
@@ -226,6 +224,9 @@ fn run_niah(args: NiahArgs) -> anyhow::Result<()> {
         ("answer_tokens".to_string(), niah::ANSWER_TOKENS.to_string()),
         ("backend".to_string(), backend::name().to_string()),
     ]);
+    if let Some(w) = &args.weights.weights {
+        settings.insert("weights_sha256".to_string(), sha256_file(w)?);
+    }
     let records_path = out.join(format!("{name}.niah.records.json"));
     let mut records = RecordsFile::open(&records_path, settings)?;
     let max_len = grid.lengths.iter().copied().max().unwrap_or(0);

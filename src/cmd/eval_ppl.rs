@@ -17,15 +17,13 @@ use kvplan_eval::records::{merge_perplexity, write_atomic};
 use kvplan_eval::runner::{Evaluator, Progress};
 use kvplan_eval::table;
 use kvplan_profiler::data::{self, SHAKESPEARE};
-use kvplan_runtime::backend::{self, Selected};
+use kvplan_runtime::backend;
 use kvplan_runtime::fetch::sha256_file;
-use kvplan_runtime::gguf::GgufFile;
 use kvplan_runtime::identity::model_name;
-use kvplan_runtime::model::Model;
 use kvplan_runtime::press::PRESS_NAMES;
-use kvplan_runtime::tokenizer::Tokenizer;
 
 use super::eval::{load_plan, Bar, PplArgs};
+use super::model_args::load_model;
 
 /// Runs `kvplan eval ppl`.
 pub fn run(args: PplArgs) -> anyhow::Result<()> {
@@ -56,18 +54,14 @@ pub fn run(args: PplArgs) -> anyhow::Result<()> {
         &data::data_dir(args.data.as_deref()),
         &mut |l| eprintln!("kvplan: {l}"),
     )?;
-    let gguf = GgufFile::open(&path).with_context(|| format!("reading {}", path.display()))?;
-    let tok = Tokenizer::from_gguf(&gguf)?;
-    let model = Model::<Selected>::from_gguf(&gguf, &backend::device())
-        .with_context(|| format!("loading {}", path.display()))?;
-    drop(gguf);
+    let (tok, model) = load_model(&path, args.weights.weights.as_deref())?;
     let plan = load_plan(args.plan.as_deref(), &path, &model)?;
     let name = model_name(&path);
     let mut out = args.out.clone().unwrap_or_else(|| PathBuf::from("results"));
     if args.quick {
         out = out.join("quick");
     }
-    let settings = BTreeMap::from([
+    let mut settings = BTreeMap::from([
         ("model".to_string(), name.clone()),
         ("model_sha256".to_string(), sha256_file(&path)?),
         (
@@ -76,6 +70,9 @@ pub fn run(args: PplArgs) -> anyhow::Result<()> {
         ),
         ("backend".to_string(), backend::name().to_string()),
     ]);
+    if let Some(w) = &args.weights.weights {
+        settings.insert("weights_sha256".to_string(), sha256_file(w)?);
+    }
     let records_path = out.join(format!("{name}.ppl.records.json"));
     let mut records = if records_path.exists() {
         let text = std::fs::read_to_string(&records_path)?;

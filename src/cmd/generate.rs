@@ -10,21 +10,18 @@
 //! plan's own figure.
 
 use std::io::Write;
-use std::time::Instant;
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 use kvplan_planner::{Budgets, Plan, Target};
-use kvplan_runtime::backend::{self, Selected};
+use kvplan_runtime::backend::Selected;
 use kvplan_runtime::generate::{GenerateConfig, Sampling};
-use kvplan_runtime::gguf::GgufFile;
 use kvplan_runtime::identity::{model_identity, model_name};
 use kvplan_runtime::model::Model;
 use kvplan_runtime::press::{build_press, generate_pressed, MemoryReport, PRESS_NAMES};
-use kvplan_runtime::tokenizer::Tokenizer;
 
-use super::model_args::ModelArgs;
+use super::model_args::{load_model, ModelArgs, WeightsArg};
 
 /// Arguments of `kvplan generate`.
 #[derive(clap::Args, Debug)]
@@ -65,6 +62,8 @@ pub struct GenerateArgs {
     pub ratio: Option<f64>,
     #[command(flatten)]
     pub model: ModelArgs,
+    #[command(flatten)]
+    pub weights: WeightsArg,
 }
 
 /// The plan for `--method`: `--plan`, else the model's default plan when it exists.
@@ -105,19 +104,7 @@ pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
         );
     }
     let path = args.model.resolve()?;
-    let started = Instant::now();
-    let gguf = GgufFile::open(&path).with_context(|| format!("reading {}", path.display()))?;
-    let tok = Tokenizer::from_gguf(&gguf)?;
-    let device = backend::device();
-    let model = Model::<Selected>::from_gguf(&gguf, &device)
-        .with_context(|| format!("loading {}", path.display()))?;
-    drop(gguf);
-    eprintln!(
-        "kvplan: loaded {} ({} backend) in {:.1}s",
-        model.config.name,
-        backend::name(),
-        started.elapsed().as_secs_f64()
-    );
+    let (tok, model) = load_model(&path, args.weights.weights.as_deref())?;
     let prompt = if args.chat {
         tok.encode_chat(&args.prompt)?
     } else {

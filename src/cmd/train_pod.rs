@@ -221,14 +221,21 @@ pub fn run(args: TrainPodArgs) -> anyhow::Result<()> {
         &cfg,
         Some(&args.out),
         &mut |r| {
-            bar.set_position(r.step as u64);
-            bar.set_message(format!(
+            let msg = format!(
                 "loss {:.4} lr {:.2e} |g| {:.2} {:.0} tok/s",
                 r.loss,
                 r.lr,
                 r.grad_norm,
                 r.tokens as f64 / r.elapsed_s.max(1e-9)
-            ));
+            );
+            if bar.is_hidden() {
+                // Not a terminal (a log file, CI): one plain line per step, with the ETA.
+                let done = (r.tokens / (cfg.seq_len * cfg.accum)).max(1) as f64;
+                let eta = r.elapsed_s / done * (r.steps - r.step) as f64;
+                eprintln!("  step {}/{} {msg} ETA {eta:.0}s", r.step, cfg.steps);
+            }
+            bar.set_position(r.step as u64);
+            bar.set_message(msg);
             true
         },
     )?;
