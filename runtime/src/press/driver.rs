@@ -96,9 +96,25 @@ impl<'a, B: Backend> Session<'a, B> {
         self.press.after_prefill(&mut self.cache, obs)
     }
 
-    /// Runs one token after the cache and applies the decode hook; returns its logits.
+    /// Runs one token after the cache and applies the decode hook; returns its logits. When the
+    /// next position would pass the model's trained context, the press first re-assigns its
+    /// entries positions `0..len` ([`Press::reassign_positions`]); an error when it cannot, or
+    /// when its cache still fills the context.
     pub fn step(&mut self, id: u32) -> Result<Tensor<B, 2>> {
         let layers = self.model.config.n_layers;
+        let context = self.model.config.context_len;
+        if self.cache.next_position >= context {
+            self.press
+                .reassign_positions(&mut self.cache, self.model.config.rope_theta)?;
+            if self.cache.next_position >= context {
+                return Err(Error::Request(format!(
+                    "{}: the cache holds {} entries, the model's whole context; nothing to \
+                     re-assign",
+                    self.press.name(),
+                    self.cache.next_position
+                )));
+            }
+        }
         let mut obs = self
             .press
             .decode_observe()
@@ -193,4 +209,68 @@ pub fn generate_pressed<B: Backend>(
         prefill_secs,
         decode_secs: started.elapsed().as_secs_f64(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use burn::backend::Flex;
+
+    use super::*;
+    use crate::press::full::FullPress;
+    use crate::press::streaming::StreamingScorer;
+    use crate::press::{Allocation, SelectionPress};
+    use crate::test_model::{tiny_gguf, TinySpec};
+
+    /// A tiny model trained (as its metadata says) on a context of 32 tokens.
+    fn short_context_model() -> Model<Flex> {
+        let g = tiny_gguf(&TinySpec {
+            seed: 7,
+            layers: 2,
+            heads: 4,
+            kv_heads: 2,
+            head_dim: 8,
+            hidden: 32,
+            ffn: 48,
+            vocab: 50,
+            ctx: 32,
+            qk_scale: 0.6,
+            random_norms: false,
+        });
+        Model::from_gguf(&g, &Default::default()).expect("tiny model")
+    }
+
+    #[test]
+    fn an_evicting_stream_goes_past_the_context_with_positions_reassigned() {
+        let model = short_context_model();
+        let mut press = SelectionPress::new(
+            "streaming",
+            Box::new(StreamingScorer::new(4)),
+            Allocation::Uniform(12),
+        );
+        let mut s = Session::new(&model, &mut press);
+        s.prefill(&(0..20).collect::<Vec<u32>>()).expect("prefill");
+        // 20 prompt + 60 streamed tokens: far past the 32 positions RoPE was trained on.
+        for i in 0..60u32 {
+            s.step(i % 50).expect("step past the context");
+            assert!(s.cache.next_position <= 32, "{}", s.cache.next_position);
+            for l in &s.cache.layers {
+                assert!(l.positions(0).iter().all(|&p| p < 32));
+                assert_eq!(l.len(0), 12);
+            }
+        }
+        assert_eq!(s.tokens, 80);
+    }
+
+    #[test]
+    fn fullkv_stops_at_the_context_with_one_clear_error() {
+        let model = short_context_model();
+        let mut press = FullPress;
+        let mut s = Session::new(&model, &mut press);
+        s.prefill(&(0..30).collect::<Vec<u32>>()).expect("prefill");
+        s.step(1).expect("position 30");
+        s.step(1).expect("position 31");
+        let err = s.step(1).expect_err("position 32 is past the context");
+        assert!(err.to_string().contains("full"), "{err}");
+        assert!(err.to_string().contains("context"), "{err}");
+    }
 }

@@ -78,6 +78,35 @@ pub trait Press<B: Backend> {
     ) -> Result<Tensor<B, 2>> {
         model.forward(ids, cache, obs, Logits::Last)
     }
+
+    /// Called by [`Session::step`] when the next position would reach the model's trained
+    /// context: move the entries the cache holds to positions `0..len` (keys re-rotated, as
+    /// StreamingLLM §3.2 and TreeKV §4.1 assign positions within the cache), so a stream can go on
+    /// past the context. The default refuses: presses whose cache is not plain K/V tensors
+    /// (SpindleKV's codebooks, PoD's shared keys) or that never evict (FullKV) cannot.
+    fn reassign_positions(&mut self, _cache: &mut KvCache<B>, _rope_theta: f64) -> Result<()> {
+        Err(crate::error::Error::Request(format!(
+            "{}: the stream reached the model's trained context and this press cannot re-assign \
+             positions within its cache",
+            self.name()
+        )))
+    }
+}
+
+/// Re-assigns positions `0..len` to the entries of every layer (keys re-rotated) and moves the
+/// cache's next position to just after the longest head.
+pub fn reassign_all<B: Backend>(cache: &mut KvCache<B>, rope_theta: f64) {
+    let mut next = 0;
+    for layer in &mut cache.layers {
+        next = next.max(
+            (0..layer.kv_heads())
+                .map(|h| layer.len(h))
+                .max()
+                .unwrap_or(0),
+        );
+        treekv::rerotate(layer, rope_theta);
+    }
+    cache.next_position = next;
 }
 
 /// Where the budget goes: entries each (layer, KV head) keeps, the observation window included.
@@ -250,6 +279,11 @@ impl<B: Backend> Press<B> for SelectionPress {
                 self.apply(l, layer, &scores);
             }
         }
+        Ok(())
+    }
+
+    fn reassign_positions(&mut self, cache: &mut KvCache<B>, rope_theta: f64) -> Result<()> {
+        reassign_all(cache, rope_theta);
         Ok(())
     }
 }

@@ -267,6 +267,11 @@ impl<B: Backend> Press<B> for TreeKvPress {
         "treekv"
     }
 
+    fn reassign_positions(&mut self, cache: &mut KvCache<B>, rope_theta: f64) -> Result<()> {
+        super::reassign_all(cache, rope_theta);
+        Ok(())
+    }
+
     fn prefill_observe(&self) -> Option<ObserveConfig> {
         Some(observe(self.block, false))
     }
@@ -332,17 +337,7 @@ impl TreeKvPress {
         if !self.reassign_positions {
             return;
         }
-        let mut next = 0;
-        for layer in &mut cache.layers {
-            next = next.max(
-                (0..layer.kv_heads())
-                    .map(|h| layer.len(h))
-                    .max()
-                    .unwrap_or(0),
-            );
-            rerotate(layer, self.rope_theta);
-        }
-        cache.next_position = next;
+        super::reassign_all(cache, self.rope_theta);
     }
 }
 
