@@ -2,8 +2,10 @@
 //!
 //! Each text streams one token at a time under each method and budget; the methods that evict
 //! while decoding (`streaming`, `h2o`, `treekv`) hold their budget throughout, `full` holds
-//! everything. Texts are cut to `--length` tokens, within the model's trained context, so no
-//! position exceeds it; TreeKV re-assigns positions after each eviction itself. Records (every
+//! everything. Texts are cut to `--length` tokens; past the model's trained context the evicting
+//! methods re-assign positions within their cache (StreamingLLM §3.2; TreeKV does it after every
+//! eviction, §4.1), so no position exceeds what the model was trained on, and `full` — which
+//! would — is refused at such lengths. Records (every
 //! token's NLL) go to `<out>/<model>.ppl.records.json` after every stream (a re-run reuses
 //! them), the curves into `<out>/<model>.results.json`, the table to `<out>/<model>.ppl.md`.
 
@@ -56,6 +58,22 @@ pub fn run(args: PplArgs) -> anyhow::Result<()> {
     )?;
     let (tok, model) = load_model(&path, args.weights.weights.as_deref())?;
     let plan = load_plan(args.plan.as_deref(), &path, &model)?;
+    let context = model.config.context_len;
+    if length > context {
+        let stuck: Vec<&str> = args
+            .methods
+            .iter()
+            .map(String::as_str)
+            .filter(|m| matches!(*m, "full" | "spindle" | "pod"))
+            .collect();
+        if !stuck.is_empty() {
+            bail!(
+                "--length {length} is past the model's trained context of {context} tokens, \
+                 where {} cannot re-assign positions; drop it from --methods or lower --length",
+                stuck.join(", ")
+            );
+        }
+    }
     let name = model_name(&path);
     let mut out = args.out.clone().unwrap_or_else(|| PathBuf::from("results"));
     if args.quick {
