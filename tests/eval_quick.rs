@@ -84,6 +84,16 @@ fn quick_niah_writes_records_results_and_table_and_resumes() {
     );
     let saved = std::fs::read_to_string(out.join("SmolLM2-135M-Instruct.niah.md")).expect("md");
     assert_eq!(saved, table);
+    // Figures by default: one NIAH heatmap per method and budget, PNG and SVG.
+    for f in ["niah-full.png", "niah-snapkv-64.png", "niah-pod-64.svg"] {
+        let path = out.join("figures").join(f);
+        let len = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+        assert!(
+            len > 1000,
+            "{} missing or empty; stderr: {err}",
+            path.display()
+        );
+    }
 
     // Again: every cell reused, the same records.
     let o = kvplan(&args);

@@ -83,6 +83,9 @@ pub struct PplArgs {
     /// Data folder [env: KVPLAN_DATA; default: data/].
     #[arg(long, value_name = "DIR")]
     pub data: Option<PathBuf>,
+    /// Do not draw the results figures (default: into `<out>/figures/`).
+    #[arg(long)]
+    pub no_figures: bool,
     #[command(flatten)]
     pub model: ModelArgs,
     #[command(flatten)]
@@ -122,6 +125,9 @@ pub struct NiahArgs {
     /// Data folder [env: KVPLAN_DATA; default: data/].
     #[arg(long, value_name = "DIR")]
     pub data: Option<PathBuf>,
+    /// Do not draw the results figures (default: into `<out>/figures/`).
+    #[arg(long)]
+    pub no_figures: bool,
     #[command(flatten)]
     pub model: ModelArgs,
     #[command(flatten)]
@@ -263,6 +269,9 @@ fn run_niah(args: NiahArgs) -> anyhow::Result<()> {
     let (cells, points) = aggregate_niah("niah", &wanted);
     let results_path = out.join(format!("{name}.results.json"));
     merge_results(&results_path, &name, "niah", cells, points)?;
+    if !args.no_figures {
+        draw_results(&results_path, &out.join("figures"))?;
+    }
     let md = table::markdown("niah", &wanted);
     let md_path = out.join(format!("{name}.niah.md"));
     kvplan_eval::records::write_atomic(&md_path, &md)?;
@@ -274,6 +283,22 @@ fn run_niah(args: NiahArgs) -> anyhow::Result<()> {
         records_path.display(),
         results_path.display(),
         md_path.display()
+    );
+    Ok(())
+}
+
+/// Draws every figure the results file at `path` implies (NIAH heatmaps, quality against KV
+/// size, perplexity by position) into `dir`, PNG and SVG.
+pub fn draw_results(path: &Path, dir: &Path) -> anyhow::Result<()> {
+    let results = kvplan_plots::EvalResults::load(path)
+        .with_context(|| format!("reading {} for its figures", path.display()))?;
+    let figures = kvplan_plots::results_figures(&results, kvplan_plots::Format::Both)
+        .context("drawing the results figures")?;
+    let written = kvplan_plots::write_figures(dir, &figures)?;
+    eprintln!(
+        "kvplan: wrote {} figures into {}",
+        written.len(),
+        dir.display()
     );
     Ok(())
 }

@@ -166,6 +166,9 @@ pub fn run(args: PplArgs) -> anyhow::Result<()> {
     let curves = curves(&chosen, every);
     let results_path = out.join(format!("{name}.results.json"));
     merge_perplexity(&results_path, &name, curves.clone())?;
+    if !args.no_figures {
+        super::eval::draw_results(&results_path, &out.join("figures"))?;
+    }
     let at: Vec<usize> = [256, 512, 1024, 2048, 4096]
         .into_iter()
         .filter(|&x| x < length)
