@@ -5,6 +5,11 @@
 //! tensor (batched attention); once a press keeps a different number of entries per head it
 //! becomes one `[len_h, d]` tensor per head — no padding, no masking, so memory really shrinks.
 //! Position bookkeeping lives apart from the tensors.
+//!
+//! A layer normally stores the model's KV heads. [`LayerCache::repeat_heads`] unfolds GQA: each
+//! KV head becomes `h_n` consecutive copies, one per query head of its group (SpindleKV's repeat
+//! variant, `spindlekv.md` §3.3), after which each query head's entries can be evicted on their
+//! own. Attention derives the group from the head count the layer holds, so both layouts run.
 
 use burn::tensor::backend::Backend;
 use burn::tensor::{Int, Tensor, TensorData};
@@ -46,7 +51,8 @@ impl<B: Backend> LayerCache<B> {
         }
     }
 
-    /// Number of KV heads.
+    /// Number of heads stored: the model's KV heads, or its query heads once GQA is unfolded
+    /// ([`LayerCache::repeat_heads`]).
     pub fn kv_heads(&self) -> usize {
         self.positions.len()
     }
@@ -119,6 +125,35 @@ impl<B: Backend> LayerCache<B> {
             )),
             KvStore::PerHead { keys, values } => Some((keys[h].clone(), values[h].clone())),
         }
+    }
+
+    /// Unfolds GQA: head `h` becomes heads `h·times .. (h+1)·times`, each a copy of its entries
+    /// and positions, so every query head of a group gets its own entry set.
+    pub fn repeat_heads(&mut self, times: usize) {
+        assert!(times >= 1, "repeat_heads: at least one copy");
+        if times == 1 {
+            return;
+        }
+        self.positions = self
+            .positions
+            .iter()
+            .flat_map(|p| std::iter::repeat_n(p, times).cloned())
+            .collect();
+        let copies = |ts: Vec<Tensor<B, 2>>| -> Vec<Tensor<B, 2>> {
+            ts.into_iter()
+                .flat_map(|t| std::iter::repeat_n(t, times))
+                .collect()
+        };
+        self.store = self.store.take().map(|store| match store {
+            KvStore::Uniform { keys, values } => KvStore::Uniform {
+                keys: repeat_heads(keys, times),
+                values: repeat_heads(values, times),
+            },
+            KvStore::PerHead { keys, values } => KvStore::PerHead {
+                keys: copies(keys),
+                values: copies(values),
+            },
+        });
     }
 
     /// Switches to one tensor per head (what a per-head press produces), keeping every entry.
@@ -207,6 +242,17 @@ impl<B: Backend> LayerCache<B> {
             }
         });
     }
+}
+
+/// `[heads, len, d]` → `[heads·times, len, d]`, head `h` copied to `h·times .. (h+1)·times`.
+pub fn repeat_heads<B: Backend>(t: Tensor<B, 3>, times: usize) -> Tensor<B, 3> {
+    if times == 1 {
+        return t;
+    }
+    let [h, len, d] = t.dims();
+    t.unsqueeze_dim::<4>(1)
+        .repeat_dim(1, times)
+        .reshape([h * times, len, d])
 }
 
 /// The whole model's cache: one [`LayerCache`] per layer and the next position to assign.

@@ -6,6 +6,11 @@
 //! into query blocks of [`QUERY_BLOCK`] rows; block `b` only multiplies the keys it can see, so
 //! the upper causal triangle is mostly skipped and at most `heads × QUERY_BLOCK × n` scores exist
 //! at a time (never the full `[heads, n, n]` matrix).
+//!
+//! The group is the layer cache's own: `group = n_heads / cache heads`. A cache holding the
+//! model's KV heads gives GQA as above; one unfolded to a head per query head
+//! ([`LayerCache::repeat_heads`], SpindleKV's repeat variant) gets the new tokens' K/V repeated
+//! `n_heads / n_kv_heads` times on append and attends with group 1.
 
 use std::collections::HashMap;
 
@@ -15,7 +20,7 @@ use burn::tensor::backend::Backend;
 use burn::tensor::{Int, Tensor, TensorData};
 
 use super::rope::Rope;
-use crate::cache::{KvStore, LayerCache};
+use crate::cache::{repeat_heads, KvStore, LayerCache};
 use crate::observe::{AttentionRows, ColumnSums, KeysValues, LayerObservation};
 
 /// Query rows per attention block during prefill.
@@ -124,10 +129,15 @@ impl<B: Backend> Attention<B> {
         if let Some(o) = obs.as_deref_mut().filter(|_| ctx.obs_kv) {
             record_keys_values(o, k, v.clone(), ctx.positions);
         }
+        let heads = cache_heads(cache, nh, nkv);
+        let (k_rot, v) = (
+            repeat_heads(k_rot, heads / nkv),
+            repeat_heads(v, heads / nkv),
+        );
         cache.append(k_rot, v, ctx.positions);
         // Scale the queries once (t·d multiplies) rather than the scores (t·n).
         let q = q.mul_scalar(1.0 / (d as f64).sqrt());
-        let q = q.reshape([nkv, nh / nkv, t, d]);
+        let q = q.reshape([heads, nh / heads, t, d]);
         let out = match cache.store() {
             Some(KvStore::Uniform { keys, values }) => attend(
                 q,
@@ -138,7 +148,7 @@ impl<B: Backend> Attention<B> {
                 cache,
             ),
             Some(KvStore::PerHead { keys, values }) => {
-                let mut outs = Vec::with_capacity(nkv);
+                let mut outs = Vec::with_capacity(heads);
                 let mut rows: Option<AttentionRows> = None;
                 let mut sums: Option<ColumnSums> = None;
                 for (g, (k, v)) in keys.iter().zip(values).enumerate() {
@@ -171,6 +181,17 @@ impl<B: Backend> Attention<B> {
             .reshape([t, nh * d])
             .matmul(self.wo.val())
     }
+}
+
+/// Heads `cache` stores for a model of `nh` query and `nkv` KV heads: `nkv`, or any count
+/// between that divides `nh` and is a multiple of `nkv` (the KV heads repeated).
+pub(crate) fn cache_heads<B: Backend>(cache: &LayerCache<B>, nh: usize, nkv: usize) -> usize {
+    let heads = cache.kv_heads();
+    assert!(
+        heads > 0 && heads.is_multiple_of(nkv) && nh.is_multiple_of(heads),
+        "attention: a layer cache of {heads} heads for {nh} query and {nkv} KV heads"
+    );
+    heads
 }
 
 /// Attention of scaled queries `q` `[G, group, t, d]` over `k`, `v` `[G, L, d]` whose last `t`

@@ -12,6 +12,9 @@
 //! (the upper causal triangle is skipped) and at most `ROWS × n` scores exist per task. Tasks run
 //! in parallel with rayon; each gemm is single-threaded. Requested rows of `P` (observation) and
 //! column sums (H2O) are read off `P` while it is in cache.
+//!
+//! As in the generic path, the group comes from the layer cache: a cache unfolded to one head per
+//! query head gets the new K/V repeated on append and is attended with group 1.
 
 use burn::tensor::backend::Backend;
 use burn::tensor::{Tensor, TensorData};
@@ -62,7 +65,8 @@ pub fn forward<B: Backend>(
 ) -> Tensor<B, 2> {
     let [t, _] = x.dims();
     let (nh, nkv, d) = (attn.n_heads, attn.n_kv_heads, attn.head_dim);
-    let group = nh / nkv;
+    let heads = super::attention::cache_heads(cache, nh, nkv);
+    let group = nh / heads;
     let device = x.device();
     let width = (nh + 2 * nkv) * d;
     let qkv = to_host(x.matmul(attn.wqkv.val())); // [t, width]
@@ -100,8 +104,10 @@ pub fn forward<B: Backend>(
             values: v.clone(),
         });
     }
-    let kv_tensor =
-        |data: Vec<f32>| Tensor::<B, 3>::from_data(TensorData::new(data, [nkv, t, d]), &device);
+    let kv_tensor = |data: Vec<f32>| {
+        let data = repeat_heads(data, heads / nkv, t * d);
+        Tensor::<B, 3>::from_data(TensorData::new(data, [heads, t, d]), &device)
+    };
     cache.append(kv_tensor(k_rot), kv_tensor(v), ctx.positions);
     let (obs_rows, colsum) = match obs {
         Some(_) => (ctx.obs_rows.min(t), ctx.obs_colsum),
@@ -115,7 +121,7 @@ pub fn forward<B: Backend>(
                 &to_host(keys.clone()),
                 &to_host(values.clone()),
                 Dims {
-                    kv: nkv,
+                    kv: heads,
                     group,
                     t,
                     l,
@@ -157,7 +163,7 @@ pub fn forward<B: Backend>(
             o.attention.push(AttentionRows {
                 query_positions: ctx.positions[t - obs_rows..].to_vec(),
                 probs: res.rows,
-                key_positions: (0..nkv).map(|h| cache.positions(h).to_vec()).collect(),
+                key_positions: (0..heads).map(|h| cache.positions(h).to_vec()).collect(),
             });
         }
         if colsum {
@@ -176,6 +182,20 @@ pub fn forward<B: Backend>(
         }
     }
     Tensor::<B, 2>::from_data(TensorData::new(merged, [t, nh * d]), &device).matmul(attn.wo.val())
+}
+
+/// `[heads][block]` → `[heads·times][block]`, each head's block copied `times` times in a row.
+fn repeat_heads(data: Vec<f32>, times: usize, block: usize) -> Vec<f32> {
+    if times == 1 {
+        return data;
+    }
+    let mut out = Vec::with_capacity(data.len() * times);
+    for head in data.chunks_exact(block) {
+        for _ in 0..times {
+            out.extend_from_slice(head);
+        }
+    }
+    out
 }
 
 /// Output of one call.

@@ -147,4 +147,6 @@ impl<B: Backend> Model<B> {
 }
 
 #[cfg(test)]
+mod repeat_tests;
+#[cfg(test)]
 mod tests;
