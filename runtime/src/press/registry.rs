@@ -1,6 +1,7 @@
 //! The registry: method name → press configured from the plan (kvpress's
 //! `evaluate_registry.py`). The runtime never invents budgets: every press but `full` asks the
 //! plan for `Budgets` at the prompt's length under the plan's target or a re-target.
+//! [`PressOptions`] carries the switches that are not part of a plan (SpindleKV's GQA repeat).
 
 use burn::tensor::backend::Backend;
 use kvplan_planner::{Budgets, Method, Plan, Target};
@@ -51,14 +52,43 @@ fn plan_err(e: kvplan_planner::Error) -> Error {
     Error::Request(format!("plan: {e}"))
 }
 
+/// Press switches beyond the plan, all off by default.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PressOptions {
+    /// SpindleKV: the GQA repeat variant (`spindlekv.md` §3.3) — KV heads repeated per query
+    /// head, eviction per query head, one codebook per layer. Off by default, the paper's
+    /// default for MHA: the plan's budgets are per KV head, and the repeat has every query head
+    /// keep that budget (×`h_n` references and magnitudes per token).
+    pub spindle_repeat: bool,
+}
+
 /// The press called `name`, configured from `plan` for a prompt of `context_len` tokens under
-/// `target` (the plan's own target when `None`).
+/// `target` (the plan's own target when `None`), with default [`PressOptions`].
 pub fn build_press<B: Backend>(
     name: &str,
     plan: Option<&Plan>,
     context_len: usize,
     target: Option<Target>,
     config: &ModelConfig,
+) -> Result<PressSpec<B>> {
+    build_press_with(
+        name,
+        plan,
+        context_len,
+        target,
+        config,
+        PressOptions::default(),
+    )
+}
+
+/// [`build_press`] with `options`.
+pub fn build_press_with<B: Backend>(
+    name: &str,
+    plan: Option<&Plan>,
+    context_len: usize,
+    target: Option<Target>,
+    config: &ModelConfig,
+    options: PressOptions,
 ) -> Result<PressSpec<B>> {
     if !PRESS_NAMES.contains(&name) {
         return Err(unknown(name));
@@ -121,14 +151,19 @@ pub fn build_press<B: Backend>(
         }
         Method::Spindle => {
             let sec = s.spindle.as_ref().ok_or_else(missing)?;
-            Box::new(SpindlePress::new(
+            let press = SpindlePress::new(
                 alloc,
                 budgets.window,
                 budgets.codebook_layers.clone(),
                 sec.theta_k,
                 sec.theta_v,
                 config.rope_theta,
-            ))
+            );
+            Box::new(if options.spindle_repeat {
+                press.with_repeat(config.n_heads / config.n_kv_heads)
+            } else {
+                press
+            })
         }
         Method::Pod => {
             let sec = s.pod.as_ref().ok_or_else(missing)?;

@@ -16,15 +16,15 @@ use crate::generate::SplitMix64;
 
 use crate::model::rope::Rope;
 
-type B = Flex;
+pub(super) type B = Flex;
 
-const L: usize = 2;
-const NH: usize = 4;
-const NKV: usize = 2;
-const D: usize = 8;
+pub(super) const L: usize = 2;
+pub(super) const NH: usize = 4;
+pub(super) const NKV: usize = 2;
+pub(super) const D: usize = 8;
 const H: usize = 32;
 const V: usize = 50;
-const THETA: f64 = 10_000.0;
+pub(super) const THETA: f64 = 10_000.0;
 
 /// A 2-layer Llama with 4 query heads on 2 KV heads, random weights.
 pub(crate) fn tiny_model() -> Model<B> {
@@ -44,7 +44,7 @@ pub(crate) fn tiny_model() -> Model<B> {
     Model::from_gguf(&g, &Default::default()).expect("tiny model")
 }
 
-fn prompt(n: usize) -> Vec<u32> {
+pub(super) fn prompt(n: usize) -> Vec<u32> {
     let mut rng = SplitMix64::new(5);
     (0..n).map(|_| (rng.next_u64() % V as u64) as u32).collect()
 }
@@ -73,7 +73,7 @@ fn spindle(alloc: &Allocation, theta: f64) -> SpindlePress {
     SpindlePress::new(alloc.clone(), 4, vec![true; L], theta, theta, THETA)
 }
 
-fn allocations(b: usize) -> Vec<Allocation> {
+pub(super) fn allocations(b: usize) -> Vec<Allocation> {
     vec![
         Allocation::Uniform(b),
         Allocation::PerLayer(vec![b + 2, b - 2]),
@@ -86,7 +86,12 @@ fn logits_of(t: burn::tensor::Tensor<B, 2>) -> Vec<f32> {
 }
 
 /// Prefill then `steps` greedy decode steps; every step's logits.
-fn run(model: &Model<B>, press: &mut dyn Press<B>, ids: &[u32], steps: usize) -> Vec<Vec<f32>> {
+pub(super) fn run(
+    model: &Model<B>,
+    press: &mut dyn Press<B>,
+    ids: &[u32],
+    steps: usize,
+) -> Vec<Vec<f32>> {
     let mut s = Session::new(model, press);
     let mut out = vec![logits_of(s.prefill(ids).expect("prefill"))];
     for _ in 0..steps {
