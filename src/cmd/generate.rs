@@ -19,7 +19,8 @@ use kvplan_runtime::backend::Selected;
 use kvplan_runtime::generate::{GenerateConfig, Sampling};
 use kvplan_runtime::identity::{model_identity, model_name};
 use kvplan_runtime::model::Model;
-use kvplan_runtime::press::{build_press, generate_pressed, MemoryReport, PRESS_NAMES};
+use kvplan_runtime::press::registry::{build_press_with, PressOptions};
+use kvplan_runtime::press::{generate_pressed, MemoryReport, PRESS_NAMES};
 
 use super::model_args::{load_model, ModelArgs, WeightsArg};
 
@@ -60,6 +61,10 @@ pub struct GenerateArgs {
     /// Re-target the plan: share of the prompt kept per head, 0 < R <= 1.
     #[arg(long, value_name = "R")]
     pub ratio: Option<f64>,
+    /// `--method spindle` only: the GQA repeat variant (SpindleKV §3.3): KV heads repeated per
+    /// query head, eviction per query head, one codebook per layer. Off by default.
+    #[arg(long)]
+    pub spindle_repeat: bool,
     #[command(flatten)]
     pub model: ModelArgs,
     #[command(flatten)]
@@ -103,6 +108,9 @@ pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
             PRESS_NAMES.join(", ")
         );
     }
+    if args.spindle_repeat && args.method != "spindle" {
+        bail!("--spindle-repeat applies to --method spindle only");
+    }
     let path = args.model.resolve()?;
     let (tok, model) = load_model(&path, args.weights.weights.as_deref())?;
     let prompt = if args.chat {
@@ -116,12 +124,16 @@ pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
         (None, Some(r)) => Some(Target::Ratio(r)),
         (None, None) => None,
     };
-    let mut spec = build_press::<Selected>(
+    let options = PressOptions {
+        spindle_repeat: args.spindle_repeat,
+    };
+    let mut spec = build_press_with::<Selected>(
         &args.method,
         plan.as_ref(),
         prompt.len(),
         target,
         &model.config,
+        options,
     )?;
     let sampling = if args.greedy {
         Sampling::Greedy
