@@ -6,12 +6,17 @@
 //! - [`niah`]: RULER-style needles and token-exact placement in a haystack;
 //! - [`records`]: per-cell records, atomic writes, resuming, aggregation into `EvalResults`;
 //! - [`table`]: the Markdown table;
+//! - [`ruler`]: the RULER subset (niah, variable tracking, common words, QA) ported from
+//!   RULER's generators, sized to a length with the model's tokenizer;
+//! - [`rng`]: the seeded generator examples are drawn with;
 //! - `runner` (feature `model`): runs the model under the runtime's presses, one shared prefill
 //!   per example for every press that keeps the model's own forward pass.
 
 pub mod niah;
 pub mod ppl;
 pub mod records;
+pub mod rng;
+pub mod ruler;
 #[cfg(feature = "model")]
 pub mod runner;
 pub mod score;

@@ -17,6 +17,8 @@
 
 use std::ops::Range;
 
+pub use crate::rng::Rng;
+
 /// RULER's niah template for one needle (singular), split around the context.
 pub const TEMPLATE_HEAD: &str = "A special magic number is hidden within the following text. \
 Make sure to memorize it. I will quiz you about the number afterwards.\n";
@@ -32,41 +34,16 @@ pub const NEEDLE: &str = "One of the special magic numbers for {key} is: {value}
 /// answer follows the prefix at once, so a short budget loses nothing and saves decode time).
 pub const ANSWER_TOKENS: usize = 16;
 
-const ADJECTIVES: [&str; 24] = [
+pub(crate) const ADJECTIVES: [&str; 24] = [
     "amber", "brave", "calm", "dusty", "eager", "faint", "gentle", "hollow", "icy", "jolly",
     "keen", "lofty", "mellow", "nimble", "odd", "polished", "quiet", "rusty", "silky", "tidy",
     "upbeat", "vivid", "wary", "zesty",
 ];
-const NOUNS: [&str; 24] = [
+pub(crate) const NOUNS: [&str; 24] = [
     "anchor", "badger", "candle", "dolphin", "easel", "falcon", "garden", "harbor", "igloo",
     "jacket", "kettle", "lantern", "meadow", "needle", "orchard", "pepper", "quarry", "ribbon",
     "saddle", "teapot", "umbrella", "violin", "walnut", "yacht",
 ];
-
-/// SplitMix64: a small seeded generator, so examples depend only on the seed.
-#[derive(Debug, Clone)]
-pub struct Rng(u64);
-
-impl Rng {
-    /// A generator from `seed`.
-    pub fn new(seed: u64) -> Self {
-        Self(seed)
-    }
-
-    /// The next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..n` (n > 0).
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next_u64() % n
-    }
-}
 
 /// One needle: key, value and the texts around it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

@@ -22,7 +22,7 @@ use crate::{io_err, Error, Result};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Record {
-    /// Task (`niah`).
+    /// Task (`niah`, or a RULER task: `vt`, `qa_1`, …).
     pub task: String,
     /// Model name.
     pub model: String,
@@ -36,7 +36,8 @@ pub struct Record {
     pub method: String,
     /// `--budget` target; `None` for `full`.
     pub budget: Option<usize>,
-    /// The needle sentence.
+    /// The needle sentence (NIAH); what is asked (RULER: the key, the value tracked, the
+    /// question).
     pub needle: String,
     /// The expected answers (references).
     pub expected: Vec<String>,
@@ -62,6 +63,20 @@ impl Record {
             self.budget,
         )
     }
+}
+
+/// Every (method, budget) cell of one example: each method at each budget, `full` once and
+/// without one.
+pub fn variants(methods: &[String], budgets: &[usize]) -> Vec<(String, Option<usize>)> {
+    let mut out = Vec::new();
+    for m in methods {
+        if m == "full" {
+            out.push((m.clone(), None));
+        } else {
+            out.extend(budgets.iter().map(|&b| (m.clone(), Some(b))));
+        }
+    }
+    out
 }
 
 /// Identity of a cell.
@@ -222,7 +237,8 @@ pub fn aggregate_niah(task: &str, records: &[Record]) -> (Vec<NiahCell>, Vec<Qua
 }
 
 /// Reads the results file at `path` (or starts one for `model`), replaces `task`'s NIAH cells
-/// and quality points with `niah` and `quality`, and writes it back atomically.
+/// and quality points (those of `task` and of its sub-tasks `task/…`) with `niah` and
+/// `quality`, and writes it back atomically.
 pub fn merge_results(
     path: &Path,
     model: &str,
@@ -234,7 +250,10 @@ pub fn merge_results(
     if task == "niah" {
         results.niah = niah;
     }
-    results.quality.retain(|q| q.task != task);
+    let sub = format!("{task}/");
+    results
+        .quality
+        .retain(|q| q.task != task && !q.task.starts_with(&sub));
     results.quality.extend(quality);
     save_results(path, &results)?;
     Ok(results)

@@ -1,12 +1,14 @@
-//! Runs NIAH examples under every method and budget (feature `model`).
+//! Runs NIAH examples under every method and budget (feature `model`), and the per-prompt
+//! machinery the RULER runner (`crate::ruler::run`) shares.
 //!
 //! Per example (length, depth, needle) the prompt is built once and every pending (method,
-//! budget) cell is scored on it. Every press that keeps the model's own forward pass (all but
-//! `pod`) compresses after the full prefill in this runtime, so they share **one** prefill: the
-//! prompt runs once with an observer recording the union of what the presses ask, and each press
+//! budget) cell is scored on it (`Evaluator::score_prompt`). Every press that keeps the model's
+//! own forward pass (all but `pod`) compresses after the full prefill in this runtime, so they
+//! share **one** prefill: the prompt runs once with an observer recording the union of what the presses ask, and each press
 //! adopts a copy of the cache ([`Session::adopt`]) — the same cache and observations it would
 //! compute alone. `pod` changes attention from the first token, so it runs its own prefill.
-//! Decoding is greedy, at most [`crate::niah::ANSWER_TOKENS`] tokens.
+//! Decoding is greedy, at most a given number of tokens ([`crate::niah::ANSWER_TOKENS`] for
+//! NIAH).
 
 use std::collections::HashMap;
 use std::time::Instant;
@@ -17,7 +19,7 @@ use kvplan_planner::{Plan, Target};
 use kvplan_runtime::generate::argmax;
 use kvplan_runtime::model::{Logits, Model};
 use kvplan_runtime::observe::{ObserveConfig, Observer};
-use kvplan_runtime::press::{build_press, Session};
+use kvplan_runtime::press::{build_press, Press, Session};
 use kvplan_runtime::tokenizer::{ChatMessage, Tokenizer};
 
 use crate::niah::{self, Frame, Needle};
@@ -26,7 +28,7 @@ use crate::records::{CellKey, Record, RecordsFile};
 use crate::score::{postprocess, string_match_all};
 use crate::{Error, Result};
 
-fn model_err(e: impl std::fmt::Display) -> Error {
+pub(crate) fn model_err(e: impl std::fmt::Display) -> Error {
     Error::Model(e.to_string())
 }
 
@@ -50,15 +52,7 @@ pub struct NiahGrid {
 impl NiahGrid {
     /// Every (method, budget) cell of one example, `full` once.
     pub fn variants(&self) -> Vec<(String, Option<usize>)> {
-        let mut out = Vec::new();
-        for m in &self.methods {
-            if m == "full" {
-                out.push((m.clone(), None));
-            } else {
-                out.extend(self.budgets.iter().map(|&b| (m.clone(), Some(b))));
-            }
-        }
-        out
+        crate::records::variants(&self.methods, &self.budgets)
     }
 
     /// The key of every cell of the grid.
@@ -94,6 +88,84 @@ pub struct Progress {
     pub total: usize,
     /// The last cell, `method @ budget, length, depth`.
     pub last: String,
+}
+
+impl Progress {
+    /// A run of `total` cells.
+    pub(crate) fn new(total: usize) -> Self {
+        Self {
+            done: 0,
+            reused: 0,
+            total,
+            last: String::new(),
+        }
+    }
+
+    /// Counts `reused` cells taken from earlier records.
+    pub(crate) fn reuse(&mut self, reused: usize) {
+        self.done += reused;
+        self.reused += reused;
+    }
+
+    /// Counts the scored cell `r` and reports it: `method @ budget what: score`.
+    pub(crate) fn cell(&mut self, r: &Record, what: &str, report: &mut dyn FnMut(&Progress)) {
+        self.done += 1;
+        self.last = format!(
+            "{} {what}: {:.0}",
+            label(&r.method, r.budget),
+            100.0 * r.score
+        );
+        report(self);
+    }
+}
+
+/// One cell's run, before scoring.
+pub(crate) struct Outcome {
+    /// Method (registry name).
+    pub method: String,
+    /// `--budget` target.
+    pub budget: Option<usize>,
+    /// The new text, stop token removed.
+    pub response: String,
+    /// KV bytes held after the prompt over FullKV's.
+    pub kv_fraction: f64,
+    /// Seconds of this cell (a shared prefill not counted).
+    pub seconds: f64,
+}
+
+/// A (method, budget) cell and its press, ready to run.
+pub(crate) type ReadyPress<B> = ((String, Option<usize>), Box<dyn Press<B>>);
+
+/// The presses of one prompt's cells.
+pub(crate) struct Presses<B: Backend> {
+    /// Cells whose press was built.
+    pub ready: Vec<ReadyPress<B>>,
+    /// Cells whose press could not be built.
+    pub skipped: Vec<Skipped>,
+}
+
+/// A cell not run: its press could not be built for the prompt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skipped {
+    /// Method (registry name).
+    pub method: String,
+    /// `--budget` target.
+    pub budget: Option<usize>,
+    /// Why, as the press registry says.
+    pub reason: String,
+}
+
+/// The cells of `variants` not yet in `records`, keyed by `key(method, budget)`.
+pub(crate) fn pending(
+    records: &RecordsFile,
+    variants: &[(String, Option<usize>)],
+    key: impl Fn(&str, Option<usize>) -> CellKey,
+) -> Vec<(String, Option<usize>)> {
+    variants
+        .iter()
+        .filter(|(m, b)| records.get(&key(m, *b)).is_none())
+        .cloned()
+        .collect()
 }
 
 /// The model, its tokenizer and the plan budgets come from.
@@ -199,42 +271,50 @@ impl<'a, B: Backend> Evaluator<'a, B> {
         progress: &mut dyn FnMut(&Progress),
     ) -> Result<()> {
         let variants = grid.variants();
-        let mut p = Progress {
-            done: 0,
-            reused: 0,
-            total: grid.cells(),
-            last: String::new(),
-        };
+        let mut p = Progress::new(grid.cells());
         for &length in &grid.lengths {
             for &depth in &grid.depths {
                 for e in 0..grid.examples {
-                    let key = |(m, b): &(String, Option<usize>)| {
-                        CellKey::new("niah", length, depth, e, m, *b)
-                    };
-                    let pending: Vec<(String, Option<usize>)> = variants
-                        .iter()
-                        .filter(|v| records.get(&key(v)).is_none())
-                        .cloned()
-                        .collect();
-                    let reused = variants.len() - pending.len();
-                    p.done += reused;
-                    p.reused += reused;
+                    let pending = pending(records, &variants, |m, b| {
+                        CellKey::new("niah", length, depth, e, m, b)
+                    });
+                    p.reuse(variants.len() - pending.len());
                     if pending.is_empty() {
                         progress(&p);
                         continue;
                     }
                     let needle = Needle::generate(grid.seed, e);
                     let ex = self.example(haystack, needle, length, depth)?;
-                    let out =
-                        self.score_example(&ex, &pending, length, depth, e, &mut |r: &Record| {
-                            p.done += 1;
-                            p.last = format!(
-                                "{} {length} tokens, depth {depth}: {:.0}",
-                                label(&r.method, r.budget),
-                                100.0 * r.score
-                            );
-                            progress(&p);
-                        })?;
+                    let presses = self.presses(&pending, ex.ids.len());
+                    if let Some(s) = presses.skipped.first() {
+                        return Err(Error::Model(s.reason.clone()));
+                    }
+                    let expected = vec![ex.needle.value.clone()];
+                    let model = self.model_name.clone();
+                    let mut make = |o: Outcome| Record {
+                        task: "niah".into(),
+                        model: model.clone(),
+                        context_len: length,
+                        depth,
+                        example: e,
+                        needle: ex.needle.sentence(),
+                        score: string_match_all(&postprocess(&o.response), &[&ex.needle.value]),
+                        expected: expected.clone(),
+                        method: o.method,
+                        budget: o.budget,
+                        response: o.response,
+                        kv_fraction: o.kv_fraction,
+                        seconds: o.seconds,
+                    };
+                    let what = format!("{length} tokens, depth {depth}");
+                    let mut on_cell = |r: &Record| p.cell(r, &what, progress);
+                    let out = self.score_prompt(
+                        &ex.ids,
+                        presses.ready,
+                        niah::ANSWER_TOKENS,
+                        &mut make,
+                        &mut on_cell,
+                    )?;
                     for r in out {
                         records.insert(r);
                     }
@@ -245,23 +325,40 @@ impl<'a, B: Backend> Evaluator<'a, B> {
         Ok(())
     }
 
-    /// Runs one example under every `(method, budget)` of `cells`.
-    fn score_example(
+    /// The press of every `(method, budget)` of `cells` for an `n`-token prompt; the cells
+    /// whose press cannot be built (the plan has no budgets for them at this length, …) apart,
+    /// with the reason.
+    pub(crate) fn presses(&self, cells: &[(String, Option<usize>)], n: usize) -> Presses<B> {
+        let mut out = Presses {
+            ready: Vec::new(),
+            skipped: Vec::new(),
+        };
+        for (m, b) in cells {
+            match build_press::<B>(m, self.plan, n, b.map(Target::Tokens), &self.model.config) {
+                Ok(spec) => out.ready.push(((m.clone(), *b), spec.press)),
+                Err(e) => out.skipped.push(Skipped {
+                    method: m.clone(),
+                    budget: *b,
+                    reason: e.to_string(),
+                }),
+            }
+        }
+        out
+    }
+
+    /// Runs the prompt `ids` under every ready press of `Self::presses` and greedy-decodes at
+    /// most `answer_tokens` tokens for each; `record` scores each outcome, `on_cell` sees each
+    /// record. Every press but `pod` adopts a copy of one shared prefill (module header).
+    pub(crate) fn score_prompt(
         &self,
-        ex: &Example,
-        cells: &[(String, Option<usize>)],
-        length: usize,
-        depth: f64,
-        example: usize,
+        ids: &[u32],
+        presses: Vec<ReadyPress<B>>,
+        answer_tokens: usize,
+        record: &mut dyn FnMut(Outcome) -> Record,
         on_cell: &mut dyn FnMut(&Record),
     ) -> Result<Vec<Record>> {
-        let n = ex.ids.len();
-        let mut presses = Vec::with_capacity(cells.len());
-        for (m, b) in cells {
-            let spec = build_press::<B>(m, self.plan, n, b.map(Target::Tokens), &self.model.config)
-                .map_err(model_err)?;
-            presses.push(spec.press);
-        }
+        let n = ids.len();
+        let (cells, mut presses): (Vec<_>, Vec<_>) = presses.into_iter().unzip();
         // One prefill for every press that keeps the model's forward pass.
         let shared: Vec<bool> = cells.iter().map(|(m, _)| m != "pod").collect();
         let mut prefill = None;
@@ -278,7 +375,7 @@ impl<'a, B: Backend> Evaluator<'a, B> {
             let mut cache = self.model.new_cache();
             let logits = self
                 .model
-                .forward(&ex.ids, &mut cache, Some(&mut obs), Logits::Last)
+                .forward(ids, &mut cache, Some(&mut obs), Logits::Last)
                 .map_err(model_err)?;
             prefill = Some((cache, obs, last_row(logits)));
         }
@@ -294,36 +391,27 @@ impl<'a, B: Backend> Evaluator<'a, B> {
                         .map_err(model_err)?;
                     first.clone()
                 }
-                _ => last_row(session.prefill(&ex.ids).map_err(model_err)?),
+                _ => last_row(session.prefill(ids).map_err(model_err)?),
             };
             let kv_fraction = session.memory().ratio();
-            let ids = self.decode(&mut session, &first)?;
-            let response = self.tok.decode(&ids).map_err(model_err)?;
-            let expected = vec![ex.needle.value.clone()];
-            let refs: Vec<&str> = expected.iter().map(String::as_str).collect();
-            let record = Record {
-                task: "niah".into(),
-                model: self.model_name.clone(),
-                context_len: length,
-                depth,
-                example,
+            let new = self.decode(&mut session, &first, answer_tokens)?;
+            let response = self.tok.decode(&new).map_err(model_err)?;
+            let r = record(Outcome {
                 method: method.clone(),
                 budget: *budget,
-                needle: ex.needle.sentence(),
-                score: string_match_all(&postprocess(&response), &refs),
-                expected,
                 response,
                 kv_fraction: kv_fraction.clamp(f64::MIN_POSITIVE, 1.0),
                 seconds: started.elapsed().as_secs_f64(),
-            };
-            on_cell(&record);
-            out.push(record);
+            });
+            on_cell(&r);
+            out.push(r);
         }
         Ok(out)
     }
 
-    /// Greedy decoding after `first` (the prompt's last logits); the stop id is not returned.
-    fn decode(&self, session: &mut Session<'_, B>, first: &[f32]) -> Result<Vec<u32>> {
+    /// Greedy decoding after `first` (the prompt's last logits), at most `max` tokens; the stop
+    /// id is not returned.
+    fn decode(&self, session: &mut Session<'_, B>, first: &[f32], max: usize) -> Result<Vec<u32>> {
         let mut ids = Vec::new();
         let mut next = argmax(first);
         loop {
@@ -331,7 +419,7 @@ impl<'a, B: Backend> Evaluator<'a, B> {
                 break;
             }
             ids.push(next);
-            if ids.len() >= niah::ANSWER_TOKENS {
+            if ids.len() >= max {
                 break;
             }
             next = argmax(&last_row(session.step(next).map_err(model_err)?));

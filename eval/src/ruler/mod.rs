@@ -1,0 +1,417 @@
+//! The RULER subset at a fixed length (issue 6, item 2), ported from the generators of
+//! `nvidia-long-context-eval==26.3` (RULER): `data/synthetic/niah.py`,
+//! `data/synthetic/variable_tracking.py`, `data/synthetic/common_words_extraction.py`,
+//! `data/synthetic/qa.py`, the task templates of `data/synthetic/constants.py`, the task
+//! arguments of `synthetic.yaml` and the metrics of `eval/synthetic/constants.py`.
+//!
+//! Seven tasks, RULER's names: `niah_single_2`, `niah_multikey_1`, `niah_multivalue` ([`niah`]),
+//! `vt` ([`vt`]), `cwe` ([`cwe`]), `qa_1` (SQuAD) and `qa_2` (HotpotQA) ([`qa`]). Each uses
+//! RULER's template and answer prefix verbatim, its `tokens_to_generate`, and its metric
+//! (`string_match_all`, `string_match_part` for QA).
+//!
+//! **Length.** RULER grows a task's size (haystack words, noise sentences, list words,
+//! documents) until `prompt tokens + tokens_to_generate` would pass the length. Here the size
+//! is found by bisection, per example, with the model's own tokenizer counting the whole prompt
+//! in its chat frame ([`Framer`]), so every prompt has at most `length − tokens_to_generate`
+//! tokens and lands within one unit of size (a word, a noise sentence, a document) of it.
+//!
+//! **Prompt.** As for NIAH (`crate::niah`): the task text is the user message of the model's
+//! chat template and the answer prefix, its leading space dropped, follows the generation
+//! prompt — RULER's `template + answer_prefix` with a chat model template.
+//!
+//! Examples are seeded ([`Rng`]): the same seed, task and index give the same prompt for every
+//! method and budget. Where RULER draws with Python's `random`, the draws here are the same
+//! operations on our generator (not the same numbers). Differences from RULER are listed in each
+//! task's module.
+
+pub mod cwe;
+pub mod data;
+pub mod niah;
+pub mod qa;
+pub mod report;
+#[cfg(feature = "model")]
+pub mod run;
+pub mod vt;
+
+pub use data::Sources;
+
+use std::collections::HashSet;
+
+use crate::records::{variants, CellKey};
+use crate::rng::Rng;
+use crate::score::{postprocess, string_match_all, string_match_part};
+use crate::{Error, Result};
+
+/// A RULER task of the subset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Task {
+    /// One needle (essay haystack, word key, number value).
+    NiahSingle2,
+    /// Four needles of different keys, one asked.
+    NiahMultikey1,
+    /// Four values under one key, all asked.
+    NiahMultivalue,
+    /// Variable tracking: one chain of four hops.
+    Vt,
+    /// Common words extraction: the ten most frequent words of a list.
+    Cwe,
+    /// SQuAD questions among distractor paragraphs.
+    Qa1,
+    /// HotpotQA questions among distractor paragraphs.
+    Qa2,
+}
+
+/// How a response is scored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Metric {
+    /// RULER's `string_match_all`: the share of the references found.
+    All,
+    /// RULER's `string_match_part`: 1 when any reference is found.
+    Part,
+}
+
+impl Task {
+    /// Every task of the subset, in report order.
+    pub const ALL: [Task; 7] = [
+        Task::NiahSingle2,
+        Task::NiahMultikey1,
+        Task::NiahMultivalue,
+        Task::Vt,
+        Task::Cwe,
+        Task::Qa1,
+        Task::Qa2,
+    ];
+
+    /// RULER's name of the task (`synthetic.yaml`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Task::NiahSingle2 => "niah_single_2",
+            Task::NiahMultikey1 => "niah_multikey_1",
+            Task::NiahMultivalue => "niah_multivalue",
+            Task::Vt => "vt",
+            Task::Cwe => "cwe",
+            Task::Qa1 => "qa_1",
+            Task::Qa2 => "qa_2",
+        }
+    }
+
+    /// The task called `name`; an unknown name is an error listing the known ones.
+    pub fn from_name(name: &str) -> Result<Task> {
+        Task::ALL
+            .into_iter()
+            .find(|t| t.name() == name)
+            .ok_or_else(|| {
+                let known: Vec<&str> = Task::ALL.iter().map(|t| t.name()).collect();
+                Error::Request(format!(
+                    "unknown RULER task `{name}`; the subset has: {}",
+                    known.join(", ")
+                ))
+            })
+    }
+
+    /// RULER's `tokens_to_generate` (`data/synthetic/constants.py`): room kept for the answer.
+    pub fn tokens_to_generate(self) -> usize {
+        match self {
+            Task::NiahSingle2 | Task::NiahMultikey1 | Task::NiahMultivalue => {
+                niah::TOKENS_TO_GENERATE
+            }
+            Task::Vt => vt::TOKENS_TO_GENERATE,
+            Task::Cwe => cwe::TOKENS_TO_GENERATE,
+            Task::Qa1 | Task::Qa2 => qa::TOKENS_TO_GENERATE,
+        }
+    }
+
+    /// RULER's metric of the task (`eval/synthetic/constants.py`).
+    pub fn metric(self) -> Metric {
+        match self {
+            Task::Qa1 | Task::Qa2 => Metric::Part,
+            _ => Metric::All,
+        }
+    }
+
+    fn stream(self) -> u64 {
+        Task::ALL.iter().position(|&t| t == self).unwrap_or(0) as u64 + 1
+    }
+}
+
+impl std::fmt::Display for Task {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A task's text before framing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Built {
+    /// The task template filled in: the user message.
+    pub user: String,
+    /// The answer prefix filled in (RULER's, leading space kept).
+    pub answer_prefix: String,
+    /// The references the response is scored against.
+    pub answers: Vec<String>,
+    /// What is asked (the needle key, the value tracked, the question).
+    pub query: String,
+}
+
+/// Puts a task's text into the model's prompt and counts tokens: the chat template and tokenizer
+/// in a run, a stand-in in tests.
+pub trait Framer {
+    /// The whole prompt: `user` as the user message, then `answer_prefix` after the generation
+    /// prompt.
+    fn frame(&self, user: &str, answer_prefix: &str) -> String;
+    /// Tokens in `text`.
+    fn count(&self, text: &str) -> Result<usize>;
+}
+
+/// One generated example.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Example {
+    /// Its task.
+    pub task: Task,
+    /// Its index (seed offset; for QA also the question's index, as in RULER).
+    pub index: usize,
+    /// The framed prompt.
+    pub prompt: String,
+    /// Tokens of `prompt`.
+    pub tokens: usize,
+    /// The task's text.
+    pub built: Built,
+    /// The size chosen (haystack words, noise sentences, list words or documents).
+    pub size: usize,
+}
+
+/// Example `index` of `task` at `length` tokens (prompt and `tokens_to_generate` together).
+pub fn generate(
+    task: Task,
+    sources: &Sources,
+    framer: &dyn Framer,
+    length: usize,
+    seed: u64,
+    index: usize,
+) -> Result<Example> {
+    let budget = length
+        .checked_sub(task.tokens_to_generate())
+        .filter(|&b| b > 0)
+        .ok_or_else(|| {
+            Error::Request(format!(
+                "{task}: a {length}-token length leaves no room beside the {} tokens to generate",
+                task.tokens_to_generate()
+            ))
+        })?;
+    let rng = || Rng::derive(seed, &[task.stream(), index as u64]);
+    let fit = Fit {
+        task,
+        framer,
+        length,
+        budget,
+    };
+    let (built, prompt, tokens, size) = match task {
+        Task::NiahSingle2 | Task::NiahMultikey1 | Task::NiahMultivalue => {
+            let config = niah::Config::of(task);
+            let essay = sources.essay(task)?;
+            let hi = essay.len().min(length).max(1);
+            fit.run(1, hi, |n| niah::build(&config, essay, n, &mut rng()))?
+        }
+        Task::Vt => {
+            let icl = vt::icl(seed, framer)?;
+            let lo = vt::MIN_NOISES;
+            fit.run(lo, length.max(lo), |n| vt::build(&icl, n, &mut rng()))?
+        }
+        Task::Cwe => {
+            let words = sources.vocabulary(task)?;
+            let (lo, hi) = (cwe::NUM_CW, words.len().min(length.max(cwe::NUM_CW)));
+            if words.len() < cwe::NUM_CW + cwe::EXAMPLE_WORDS {
+                return Err(Error::Request(format!(
+                    "{task}: the word list has {} words; it needs at least {}",
+                    words.len(),
+                    cwe::NUM_CW + cwe::EXAMPLE_WORDS
+                )));
+            }
+            fit.run(lo, hi, |n| cwe::build(words, n, length, &mut rng()))?
+        }
+        Task::Qa1 | Task::Qa2 => {
+            let set = sources.qa(task)?;
+            let qa = set.qas.get(index).ok_or_else(|| {
+                Error::Request(format!("{task}: no question {index} in the data set"))
+            })?;
+            let lo = qa.context.len().max(1);
+            let hi = set.docs.len().min(length).max(lo);
+            fit.run(lo, hi, |n| qa::build(set, index, n, &mut rng()))?
+        }
+    };
+    Ok(Example {
+        task,
+        index,
+        prompt,
+        tokens,
+        built,
+        size,
+    })
+}
+
+/// Finds the largest size whose framed prompt fits the budget.
+struct Fit<'a> {
+    task: Task,
+    framer: &'a dyn Framer,
+    length: usize,
+    budget: usize,
+}
+
+impl Fit<'_> {
+    /// The framed prompt of `built` and its tokens.
+    fn frame(&self, built: &Built) -> Result<(String, usize)> {
+        let prompt = self.framer.frame(&built.user, &built.answer_prefix);
+        let tokens = self.framer.count(&prompt)?;
+        Ok((prompt, tokens))
+    }
+
+    /// (text, prompt, tokens, size) of the largest size in `lo..=hi` whose prompt fits; an
+    /// error when even `lo` does not.
+    fn run(
+        &self,
+        lo: usize,
+        hi: usize,
+        build: impl Fn(usize) -> Built,
+    ) -> Result<(Built, String, usize, usize)> {
+        let size = largest(lo, hi, |s| Ok(self.frame(&build(s))?.1 <= self.budget))?;
+        let Some(size) = size else {
+            let (_, tokens) = self.frame(&build(lo))?;
+            return Err(Error::Request(format!(
+                "{}: the shortest prompt has {tokens} tokens, more than the {} a {}-token \
+                 length leaves beside the {} to generate",
+                self.task,
+                self.budget,
+                self.length,
+                self.task.tokens_to_generate()
+            )));
+        };
+        let built = build(size);
+        let (prompt, tokens) = self.frame(&built)?;
+        Ok((built, prompt, tokens, size))
+    }
+}
+
+/// The largest size in `lo..=hi` that `fits` (by bisection: sizes that fit are taken to come
+/// before those that do not); `None` when `lo` does not fit.
+pub(crate) fn largest(
+    lo: usize,
+    hi: usize,
+    mut fits: impl FnMut(usize) -> Result<bool>,
+) -> Result<Option<usize>> {
+    if !fits(lo)? {
+        return Ok(None);
+    }
+    if hi <= lo || fits(hi)? {
+        return Ok(Some(hi.max(lo)));
+    }
+    let (mut good, mut bad) = (lo, hi);
+    while bad - good > 1 {
+        let mid = good + (bad - good) / 2;
+        if fits(mid)? {
+            good = mid;
+        } else {
+            bad = mid;
+        }
+    }
+    Ok(Some(good))
+}
+
+/// The score of `response` on `task` against `answers`, in [0, 1]: RULER's post-processing,
+/// then its metric.
+pub fn score(task: Task, response: &str, answers: &[String]) -> f64 {
+    let refs: Vec<&str> = answers.iter().map(String::as_str).collect();
+    let pred = postprocess(response);
+    match task.metric() {
+        Metric::All => string_match_all(&pred, &refs),
+        Metric::Part => string_match_part(&pred, &refs),
+    }
+}
+
+/// Fills `{name}` fields of `template` in one pass (Python's `str.format` with named fields):
+/// text put in is never searched again, so a context holding `{query}` stays as it is.
+pub(crate) fn fill(template: &str, fields: &[(&str, &str)]) -> String {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        let value = after.find('}').and_then(|close| {
+            let name = &after[..close];
+            fields
+                .iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| (*v, close))
+        });
+        match value {
+            Some((v, close)) => {
+                out.push_str(v);
+                rest = &after[close + 1..];
+            }
+            None => {
+                out.push('{');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// What a RULER run covers.
+#[derive(Debug, Clone)]
+pub struct RulerRun {
+    /// Tasks, in report order.
+    pub tasks: Vec<Task>,
+    /// Length in tokens (prompt and tokens to generate).
+    pub length: usize,
+    /// Examples per task.
+    pub examples: usize,
+    /// Seed of the examples.
+    pub seed: u64,
+    /// Methods (registry names).
+    pub methods: Vec<String>,
+    /// `--budget` targets; `full` runs once, without one.
+    pub budgets: Vec<usize>,
+    /// Decoding stops after this many tokens when fewer than the task's `tokens_to_generate`.
+    pub answer_cap: Option<usize>,
+}
+
+impl RulerRun {
+    /// Every (method, budget) cell of one example, `full` once.
+    pub fn variants(&self) -> Vec<(String, Option<usize>)> {
+        variants(&self.methods, &self.budgets)
+    }
+
+    /// Tokens decoded at most for `task`.
+    pub fn answer_tokens(&self, task: Task) -> usize {
+        let t = task.tokens_to_generate();
+        self.answer_cap.map_or(t, |c| c.min(t))
+    }
+
+    /// The key of a cell.
+    pub fn key(&self, task: Task, example: usize, method: &str, budget: Option<usize>) -> CellKey {
+        CellKey::new(task.name(), self.length, 0.0, example, method, budget)
+    }
+
+    /// The key of every cell of the run.
+    pub fn keys(&self) -> HashSet<CellKey> {
+        let variants = self.variants();
+        let mut out = HashSet::new();
+        for &t in &self.tasks {
+            for e in 0..self.examples {
+                for (m, b) in &variants {
+                    out.insert(self.key(t, e, m, *b));
+                }
+            }
+        }
+        out
+    }
+
+    /// Cells in the run.
+    pub fn cells(&self) -> usize {
+        self.tasks.len() * self.examples * self.variants().len()
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests;

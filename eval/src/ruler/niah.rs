@@ -1,0 +1,384 @@
+//! RULER's needle tasks with the essay haystack (`data/synthetic/niah.py`, template and answer
+//! prefix from `data/synthetic/constants.py`, arguments from `synthetic.yaml`):
+//! `niah_single_2` (one key, one value), `niah_multikey_1` (four keys, one asked),
+//! `niah_multivalue` (one key, four values); keys are adjective-noun words, values 7-digit
+//! numbers.
+//!
+//! As in RULER: the haystack is the first `n` words of the Paul Graham essays of
+//! `PaulGrahamEssays.json` (whitespace collapsed), split into sentences; the needles, shuffled,
+//! go between sentences at depths drawn from 40 evenly spaced percentages; one key is asked; with
+//! one value asked the template turns singular ("Some … are" → "A … is"). Score:
+//! `string_match_all` of the asked values.
+//!
+//! Differences from RULER: sentences are split by a rule (a word ending in `.`, `!` or `?`,
+//! closing quotes allowed, followed by a word starting with a capital or a digit; common
+//! abbreviations excepted) instead of NLTK's Punkt model; keys come from the 24 × 24
+//! adjective-noun list of [`crate::niah`] instead of the `wonderwords` lists, which the package
+//! does not ship, and the keys of one example are distinct.
+
+use super::{fill, Built, Task};
+use crate::niah::{ADJECTIVES, NOUNS};
+use crate::rng::Rng;
+
+/// RULER's `niah` template.
+pub const TEMPLATE: &str = "Some special magic {type_needle_v} are hidden within the following \
+text. Make sure to memorize it. I will quiz you about the {type_needle_v} afterwards.\n{context}\n\
+What are all the special magic {type_needle_v} for {query} mentioned in the provided text?";
+/// RULER's `niah` answer prefix.
+pub const ANSWER_PREFIX: &str =
+    " The special magic {type_needle_v} for {query} mentioned in the provided text are";
+/// RULER's needle.
+pub const NEEDLE: &str = "One of the special magic {type_needle_v} for {key} is: {value}.";
+/// RULER's `tokens_to_generate` for `niah`.
+pub const TOKENS_TO_GENERATE: usize = 128;
+/// The value type of every task here (`type_needle_v: numbers`).
+const TYPE_NEEDLE_V: &str = "numbers";
+
+/// `num_needle_k`, `num_needle_v`, `num_needle_q` of a task (`synthetic.yaml`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Config {
+    /// Keys (needles with different keys).
+    pub keys: usize,
+    /// Values per key.
+    pub values: usize,
+    /// Keys asked.
+    pub queries: usize,
+}
+
+impl Config {
+    /// The arguments of a niah task (other tasks: those of `niah_single_2`).
+    pub fn of(task: Task) -> Config {
+        let (keys, values) = match task {
+            Task::NiahMultikey1 => (4, 1),
+            Task::NiahMultivalue => (1, 4),
+            _ => (1, 1),
+        };
+        Config {
+            keys,
+            values,
+            queries: 1,
+        }
+    }
+}
+
+/// The haystack: the essays' words and where sentences end.
+#[derive(Debug, Clone, Default)]
+pub struct Essay {
+    words: Vec<String>,
+    /// `ends[i]`: a sentence ends after word `i`.
+    ends: Vec<bool>,
+}
+
+const ABBREVIATIONS: [&str; 12] = [
+    "mr.", "mrs.", "ms.", "dr.", "st.", "vs.", "jr.", "sr.", "inc.", "e.g.", "i.e.", "etc.",
+];
+
+fn closes_sentence(word: &str, next: &str) -> bool {
+    let core = word.trim_end_matches(['"', '\'', ')', ']', '\u{201d}', '\u{2019}']);
+    let ends = core.ends_with(['.', '!', '?']);
+    let bare = core.trim_start_matches(['"', '\'', '(', '[', '\u{201c}', '\u{2018}']);
+    let abbreviation = ABBREVIATIONS.contains(&bare.to_lowercase().as_str());
+    let starts = next
+        .trim_start_matches(['"', '\'', '(', '[', '\u{201c}', '\u{2018}'])
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_uppercase() || c.is_ascii_digit());
+    ends && starts && !abbreviation
+}
+
+impl Essay {
+    /// The haystack of `text`: whitespace collapsed into single spaces, as RULER does.
+    pub fn from_text(text: &str) -> Self {
+        let words: Vec<String> = text.split_whitespace().map(str::to_string).collect();
+        let ends = (0..words.len())
+            .map(|i| {
+                words
+                    .get(i + 1)
+                    .is_some_and(|n| closes_sentence(&words[i], n))
+            })
+            .collect();
+        Self { words, ends }
+    }
+
+    /// Words in the haystack.
+    pub fn len(&self) -> usize {
+        self.words.len()
+    }
+
+    /// No words.
+    pub fn is_empty(&self) -> bool {
+        self.words.is_empty()
+    }
+
+    /// First word of each sentence of the first `n` words.
+    fn sentence_starts(&self, n: usize) -> Vec<usize> {
+        let n = n.min(self.words.len());
+        let mut starts = vec![0];
+        starts.extend(
+            (0..n.saturating_sub(1))
+                .filter(|&i| self.ends[i])
+                .map(|i| i + 1),
+        );
+        starts
+    }
+}
+
+/// RULER's `DEPTHS`: `round(linspace(0, 100, 40))`.
+fn depths() -> Vec<usize> {
+    (0..40)
+        .map(|i| (100.0 * i as f64 / 39.0).round() as usize)
+        .collect()
+}
+
+fn random_key(rng: &mut Rng) -> String {
+    let adj = ADJECTIVES[rng.below(ADJECTIVES.len() as u64) as usize];
+    let noun = NOUNS[rng.below(NOUNS.len() as u64) as usize];
+    format!("{adj}-{noun}")
+}
+
+fn random_number(rng: &mut Rng) -> String {
+    rng.int_in(1_000_000, 9_999_999).to_string()
+}
+
+/// The template and answer prefix, singular when one value is asked (RULER's replacements).
+fn templates(config: &Config) -> (String, String, &'static str) {
+    if config.queries * config.values == 1 {
+        let singular = |t: &str| {
+            t.replace("Some", "A")
+                .replace("are all", "is")
+                .replace("are", "is")
+                .replace("answers", "answer")
+        };
+        (singular(TEMPLATE), singular(ANSWER_PREFIX), "number")
+    } else {
+        (
+            TEMPLATE.to_string(),
+            ANSWER_PREFIX.to_string(),
+            TYPE_NEEDLE_V,
+        )
+    }
+}
+
+/// The example with the first `n_words` haystack words (`generate_input_output`).
+pub fn build(config: &Config, essay: &Essay, n_words: usize, rng: &mut Rng) -> Built {
+    let n = n_words.min(essay.len());
+    let mut keys: Vec<String> = Vec::new();
+    let mut values: Vec<Vec<String>> = Vec::new();
+    let mut needles = Vec::new();
+    for _ in 0..config.keys.max(config.queries) {
+        let mut key = random_key(rng);
+        while keys.contains(&key) {
+            key = random_key(rng);
+        }
+        let mut vs = Vec::new();
+        for _ in 0..config.values {
+            let v = random_number(rng);
+            needles.push(fill(
+                NEEDLE,
+                &[
+                    ("type_needle_v", TYPE_NEEDLE_V),
+                    ("key", &key),
+                    ("value", &v),
+                ],
+            ));
+            vs.push(v);
+        }
+        keys.push(key);
+        values.push(vs);
+    }
+    rng.shuffle(&mut needles);
+
+    // Sentences of the haystack, needles between them at sampled depths.
+    let starts = essay.sentence_starts(n);
+    let sentences = starts.len();
+    let word_of = |s: usize| starts.get(s).copied().unwrap_or(n);
+    let mut at: Vec<usize> = rng
+        .sample(&depths(), needles.len())
+        .into_iter()
+        .map(|d| (sentences as f64 * (d as f64 / 100.0)) as usize)
+        .collect();
+    at.sort_unstable();
+    let mut positions = vec![0];
+    positions.extend(at);
+    positions.push(sentences);
+    let mut parts = Vec::with_capacity(2 * needles.len() + 1);
+    for i in 1..positions.len() {
+        parts.push(essay.words[word_of(positions[i - 1])..word_of(positions[i])].join(" "));
+        if let Some(needle) = needles.get(i - 1) {
+            parts.push(needle.clone());
+        }
+    }
+    let context = parts.join(" ");
+
+    let asked = rng.sample_indices(keys.len(), config.queries);
+    let queries: Vec<&str> = asked.iter().map(|&i| keys[i].as_str()).collect();
+    let answers: Vec<String> = asked.iter().flat_map(|&i| values[i].clone()).collect();
+    let query = match queries.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{}, and {last}", rest.join(", ")),
+        _ => queries.concat(),
+    };
+    let (template, prefix, type_v) = templates(config);
+    Built {
+        user: fill(
+            &template,
+            &[
+                ("type_needle_v", type_v),
+                ("context", &context),
+                ("query", &query),
+            ],
+        ),
+        answer_prefix: fill(&prefix, &[("type_needle_v", type_v), ("query", &query)]),
+        answers,
+        query,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ruler::tests::{essay_text, Words};
+    use crate::ruler::{generate, score, Sources};
+
+    #[test]
+    fn sentences_split_after_end_marks_before_capitals_but_not_abbreviations() {
+        let e = Essay::from_text("One two. Three (Mr. Smith) came! \"Four\" five. six. 7 up");
+        // words: One two. Three (Mr. Smith) came! "Four" five. six. 7 up
+        assert_eq!(e.sentence_starts(e.len()), vec![0, 2, 6, 9]);
+        assert_eq!(e.sentence_starts(3), vec![0, 2]);
+    }
+
+    #[test]
+    fn single_needle_uses_the_singular_template_and_holds_its_value() {
+        let essay = Essay::from_text(&essay_text(300));
+        let b = build(
+            &Config::of(Task::NiahSingle2),
+            &essay,
+            300,
+            &mut Rng::new(1),
+        );
+        assert_eq!(b.answers.len(), 1);
+        let value = &b.answers[0];
+        assert_eq!(value.len(), 7);
+        let needle = format!(
+            "One of the special magic numbers for {} is: {value}.",
+            b.query
+        );
+        assert_eq!(b.user.matches(&needle).count(), 1, "{}", b.user);
+        assert!(b.user.starts_with(
+            "A special magic number is hidden within the following text. Make sure to memorize \
+             it. I will quiz you about the number afterwards.\n"
+        ));
+        assert!(b.user.ends_with(&format!(
+            "\nWhat is the special magic number for {} mentioned in the provided text?",
+            b.query
+        )));
+        assert_eq!(
+            b.answer_prefix,
+            format!(
+                " The special magic number for {} mentioned in the provided text is",
+                b.query
+            )
+        );
+        // The needle sits between sentences: after a sentence end or at the start.
+        let at = b.user.find(&needle).expect("needle");
+        let before = b.user[..at].trim_end();
+        assert!(before.ends_with('.') || before.ends_with('\n'), "{before}");
+        // Every haystack word is kept.
+        let hay = b
+            .user
+            .split_whitespace()
+            .filter(|w| {
+                let t = w.trim_end_matches('.');
+                t.len() > 1
+                    && t.starts_with(['w', 'W'])
+                    && t[1..].chars().all(|c| c.is_ascii_digit())
+            })
+            .count();
+        assert_eq!(hay, 300);
+    }
+
+    #[test]
+    fn multikey_hides_four_keys_and_asks_one() {
+        let essay = Essay::from_text(&essay_text(400));
+        let b = build(
+            &Config::of(Task::NiahMultikey1),
+            &essay,
+            400,
+            &mut Rng::new(2),
+        );
+        assert_eq!(
+            b.user
+                .matches("One of the special magic numbers for ")
+                .count(),
+            4
+        );
+        assert_eq!(b.answers.len(), 1);
+        let asked = format!("for {} is: {}.", b.query, b.answers[0]);
+        assert!(b.user.contains(&asked));
+        assert!(b.user.starts_with("A special magic number is hidden"));
+    }
+
+    #[test]
+    fn multivalue_keeps_the_plural_template_and_asks_all_four_values() {
+        let essay = Essay::from_text(&essay_text(400));
+        let b = build(
+            &Config::of(Task::NiahMultivalue),
+            &essay,
+            400,
+            &mut Rng::new(3),
+        );
+        assert_eq!(b.answers.len(), 4);
+        for v in &b.answers {
+            assert!(b.user.contains(&format!("for {} is: {v}.", b.query)));
+        }
+        assert!(b.user.starts_with(
+            "Some special magic numbers are hidden within the following text. Make sure to \
+             memorize it. I will quiz you about the numbers afterwards.\n"
+        ));
+        assert!(b.user.ends_with(&format!(
+            "\nWhat are all the special magic numbers for {} mentioned in the provided text?",
+            b.query
+        )));
+        assert_eq!(
+            b.answer_prefix,
+            format!(
+                " The special magic numbers for {} mentioned in the provided text are",
+                b.query
+            )
+        );
+    }
+
+    #[test]
+    fn niah_scores_the_share_of_values_found() {
+        let answers = vec!["1234567".to_string(), "7654321".to_string()];
+        let s = |r: &str| score(Task::NiahMultivalue, r, &answers);
+        assert_eq!(s(" 1234567, 7654321."), 1.0);
+        assert_eq!(s("1234567 and 1111111"), 0.5);
+        assert_eq!(s("none"), 0.0);
+    }
+
+    #[test]
+    fn examples_fill_the_length_to_within_a_word() {
+        let sources = Sources::in_memory(Some(&essay_text(5000)), None, None, None);
+        for task in [Task::NiahSingle2, Task::NiahMultikey1, Task::NiahMultivalue] {
+            let ex = generate(task, &sources, &Words, 1024, 0, 0).expect("fits");
+            let budget = 1024 - TOKENS_TO_GENERATE;
+            assert!(
+                ex.tokens <= budget && ex.tokens + 2 > budget,
+                "{task}: {}",
+                ex.tokens
+            );
+            assert_eq!(
+                ex,
+                generate(task, &sources, &Words, 1024, 0, 0).expect("again")
+            );
+            assert_ne!(
+                ex.built.answers,
+                generate(task, &sources, &Words, 1024, 1, 0)
+                    .expect("seed 1")
+                    .built
+                    .answers
+            );
+        }
+    }
+}

@@ -1,0 +1,186 @@
+//! Fixtures of the RULER tests (a whitespace tokenizer, small essays and QA sets) and the tests
+//! of what the tasks share.
+
+use super::qa::QaSet;
+use super::*;
+
+/// A stand-in for the model: a plain chat frame, one token per whitespace-separated word.
+pub(crate) struct Words;
+
+impl Framer for Words {
+    fn frame(&self, user: &str, answer_prefix: &str) -> String {
+        format!(
+            "<user>\n{user}\n<assistant>\n{}",
+            answer_prefix.trim_start()
+        )
+    }
+
+    fn count(&self, text: &str) -> Result<usize> {
+        Ok(text.split_whitespace().count())
+    }
+}
+
+/// `n` words `W0 w1 … w9. W10 …`: a sentence of ten words, the first capitalised.
+pub(crate) fn essay_text(n: usize) -> String {
+    (0..n)
+        .map(|i| {
+            let w = if i % 10 == 0 {
+                format!("W{i}")
+            } else {
+                format!("w{i}")
+            };
+            if i % 10 == 9 {
+                format!("{w}.")
+            } else {
+                w
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Two articles: three answerable questions, one unanswerable.
+pub(crate) fn squad_set() -> QaSet {
+    QaSet::squad(
+        r#"{"version": "v2.0", "data": [
+          {"title": "A", "paragraphs": [
+            {"context": "The tower is in Paris. It is tall.", "qas": [
+              {"question": "Where is the tower?", "is_impossible": false,
+               "answers": [{"text": "Paris", "answer_start": 16},
+                           {"text": "in Paris", "answer_start": 13}]},
+              {"question": "Who built the moon?", "is_impossible": true, "answers": []}]},
+            {"context": "The bridge is in London.", "qas": [
+              {"question": "Where is the bridge?", "is_impossible": false,
+               "answers": [{"text": "London", "answer_start": 17}]}]}]},
+          {"title": "B", "paragraphs": [
+            {"context": "Rivers flow to the sea.", "qas": [
+              {"question": "Where do rivers flow?", "is_impossible": false,
+               "answers": [{"text": "to the sea", "answer_start": 12}]}]}]}]}"#,
+    )
+    .expect("squad fixture")
+}
+
+/// One question with two paragraphs.
+pub(crate) fn hotpot_set() -> QaSet {
+    QaSet::hotpot(
+        r#"[{"_id": "x", "question": "Were they both American?", "answer": "yes",
+             "type": "comparison", "level": "hard", "supporting_facts": [],
+             "context": [["Ed Wood", ["Ed Wood was a director.", " He was American."]],
+                         ["Scott Derrickson", ["Scott Derrickson is a director."]]]}]"#,
+    )
+    .expect("hotpot fixture")
+}
+
+#[test]
+fn task_names_round_trip_and_unknown_names_list_the_known_ones() {
+    for t in Task::ALL {
+        assert_eq!(Task::from_name(t.name()).expect("known"), t);
+    }
+    let err = Task::from_name("niah_single_1").expect_err("not in the subset");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("niah_single_1") && msg.contains("vt, cwe, qa_1, qa_2"),
+        "{msg}"
+    );
+    let budgets: Vec<usize> = Task::ALL.iter().map(|t| t.tokens_to_generate()).collect();
+    assert_eq!(budgets, [128, 128, 128, 30, 120, 32, 32]);
+    assert_eq!(Task::Qa2.metric(), Metric::Part);
+    assert_eq!(Task::Cwe.metric(), Metric::All);
+}
+
+#[test]
+fn fill_replaces_named_fields_once_and_leaves_others() {
+    assert_eq!(
+        fill("a {x} b {y} {z}", &[("x", "{y}"), ("y", "2")]),
+        "a {y} b 2 {z}"
+    );
+    assert_eq!(fill("{ unclosed", &[]), "{ unclosed");
+}
+
+#[test]
+fn bisection_finds_the_largest_size_that_fits() {
+    let fits = |limit: usize| move |s: usize| Ok(s * 3 <= limit);
+    assert_eq!(largest(1, 100, fits(40)).expect("ok"), Some(13));
+    assert_eq!(largest(1, 100, fits(1000)).expect("ok"), Some(100));
+    assert_eq!(largest(5, 100, fits(10)).expect("ok"), None);
+    assert_eq!(largest(3, 3, fits(10)).expect("ok"), Some(3));
+}
+
+#[test]
+fn prompt_is_the_framed_task_with_the_answer_prefix_last() {
+    let sources = Sources::in_memory(Some(&essay_text(3000)), None, None, None);
+    let ex = generate(Task::NiahSingle2, &sources, &Words, 512, 7, 2).expect("fits");
+    assert_eq!(
+        ex.prompt,
+        Words.frame(&ex.built.user, &ex.built.answer_prefix)
+    );
+    assert!(ex.prompt.ends_with("mentioned in the provided text is"));
+    assert_eq!(ex.tokens, Words.count(&ex.prompt).expect("count"));
+    assert_eq!((ex.task, ex.index), (Task::NiahSingle2, 2));
+}
+
+#[test]
+fn too_short_a_length_or_missing_data_is_a_clear_error() {
+    let sources = Sources::in_memory(Some(&essay_text(3000)), None, None, None);
+    let err = generate(Task::NiahSingle2, &sources, &Words, 100, 0, 0).expect_err("too short");
+    assert!(err.to_string().contains("no room"), "{err}");
+    let err = generate(Task::NiahSingle2, &sources, &Words, 160, 0, 0).expect_err("too short");
+    assert!(err.to_string().contains("shortest prompt"), "{err}");
+    let err = generate(Task::Qa1, &sources, &Words, 1024, 0, 0).expect_err("no squad");
+    assert!(err.to_string().contains("qa_1 needs"), "{err}");
+}
+
+#[test]
+fn run_keys_cover_tasks_examples_and_cells() {
+    let run = RulerRun {
+        tasks: vec![Task::Vt, Task::Cwe],
+        length: 4096,
+        examples: 2,
+        seed: 0,
+        methods: vec!["full".into(), "snapkv".into()],
+        budgets: vec![128, 512],
+        answer_cap: Some(16),
+    };
+    assert_eq!(run.cells(), 2 * 2 * 3);
+    assert_eq!(run.keys().len(), 12);
+    assert!(run
+        .keys()
+        .contains(&CellKey::new("cwe", 4096, 0.0, 1, "snapkv", Some(512))));
+    assert_eq!(run.answer_tokens(Task::Cwe), 16);
+    assert_eq!(
+        RulerRun {
+            answer_cap: None,
+            ..run
+        }
+        .answer_tokens(Task::Vt),
+        30
+    );
+}
+
+/// The package `kvplan data fetch` puts under `data/` (run with `--ignored` once fetched).
+#[test]
+#[ignore = "needs data/long_context_eval (kvplan data fetch)"]
+fn the_fetched_package_loads_and_every_task_builds() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/long_context_eval");
+    let started = std::time::Instant::now();
+    let sources = Sources::load(&dir, &Task::ALL).expect("load");
+    eprintln!("loaded in {:.1}s", started.elapsed().as_secs_f64());
+    for t in Task::ALL {
+        let started = std::time::Instant::now();
+        let ex = generate(t, &sources, &Words, 4096, 0, 0).expect("builds");
+        eprintln!(
+            "{t}: {} words, size {}, {:.2}s, answers {:?}, query {:?}",
+            ex.tokens,
+            ex.size,
+            started.elapsed().as_secs_f64(),
+            ex.built.answers,
+            ex.built.query
+        );
+        assert!(ex.tokens + t.tokens_to_generate() <= 4096);
+        for a in &ex.built.answers {
+            if t != Task::Cwe && t != Task::Qa2 {
+                assert!(ex.prompt.contains(a.as_str()), "{t}: {a}");
+            }
+        }
+    }
+}
