@@ -151,3 +151,76 @@ fn short_streaming_perplexity_writes_curves_for_each_method() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn quick_ruler_scores_two_tasks_writes_a_column_per_task_and_resumes() {
+    let model = common::shipped_model();
+    let dir = scratch("ruler");
+    let (model_s, dir_s) = (model.to_string_lossy(), dir.to_string_lossy());
+    let args = [
+        "eval",
+        "ruler",
+        "--quick",
+        "--tasks",
+        "niah_single_2,qa_1",
+        "--methods",
+        "full,snapkv",
+        "--length",
+        "512",
+        "--model",
+        &model_s,
+        "--out",
+        &dir_s,
+    ];
+    let o = kvplan(&args);
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(o.status.success(), "{err}");
+    let out = dir.join("quick");
+    let records = read_json(&out.join("SmolLM2-135M-Instruct.ruler.records.json"));
+    let recs = records["records"].as_array().expect("records");
+    assert_eq!(recs.len(), 4, "two tasks × (full, snapkv @ 64)");
+    for r in recs {
+        assert_eq!(r["context_len"], 512);
+        assert!(r["task"] == "niah_single_2" || r["task"] == "qa_1", "{r}");
+        let score = r["score"].as_f64().expect("score");
+        assert!((0.0..=1.0).contains(&score), "{r}");
+        assert!(!r["expected"].as_array().expect("expected").is_empty());
+        let frac = r["kv_fraction"].as_f64().expect("kv_fraction");
+        if r["method"] == "full" {
+            assert_eq!(frac, 1.0);
+        } else {
+            assert!(frac < 0.5, "snapkv holds {frac} of FullKV at budget 64");
+        }
+    }
+    let results = EvalResults::load(&out.join("SmolLM2-135M-Instruct.results.json"))
+        .expect("results validate");
+    let tasks: Vec<&str> = results.quality.iter().map(|q| q.task.as_str()).collect();
+    for t in ["ruler", "ruler/niah_single_2", "ruler/qa_1"] {
+        assert_eq!(
+            tasks.iter().filter(|x| **x == t).count(),
+            2,
+            "{t}: {tasks:?}"
+        );
+    }
+    let table = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        table.starts_with(
+            "| method @ budget | niah_single_2 | qa_1 | average | KV fraction | of FullKV |"
+        ),
+        "{table}"
+    );
+    assert!(table.contains("| snapkv @ 64 |"), "{table}");
+    let saved = std::fs::read_to_string(out.join("SmolLM2-135M-Instruct.ruler.md")).expect("md");
+    assert_eq!(saved, table);
+
+    // Again: every cell reused, the same records.
+    let o = kvplan(&args);
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("4 reused"), "{err}");
+    assert_eq!(
+        read_json(&out.join("SmolLM2-135M-Instruct.ruler.records.json")),
+        records
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

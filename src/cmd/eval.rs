@@ -43,6 +43,8 @@ pub enum EvalTask {
     Niah(NiahArgs),
     /// Streaming perplexity on Gutenberg text (TreeKV §5.2): methods that evict while decoding.
     Ppl(PplArgs),
+    /// RULER subset at one length: niah single/multikey/multivalue, vt, cwe, qa_1, qa_2.
+    Ruler(super::eval_ruler::RulerArgs),
 }
 
 /// Arguments of `kvplan eval ppl`.
@@ -139,6 +141,7 @@ pub fn run(args: EvalArgs) -> anyhow::Result<()> {
     match args.task {
         EvalTask::Niah(a) => run_niah(a),
         EvalTask::Ppl(a) => super::eval_ppl::run(a),
+        EvalTask::Ruler(a) => super::eval_ruler::run(a),
     }
 }
 

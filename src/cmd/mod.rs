@@ -4,6 +4,7 @@ pub mod bench;
 pub mod data;
 pub mod eval;
 pub mod eval_ppl;
+pub mod eval_ruler;
 pub mod fetch;
 pub mod generate;
 pub mod inspect;
