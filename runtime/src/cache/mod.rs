@@ -33,6 +33,22 @@ pub enum KvStore<B: Backend> {
     },
 }
 
+impl<B: Backend> KvStore<B> {
+    /// One `[len_h, head_dim]` key and value tensor per head: stacked into [`KvStore::Uniform`]
+    /// when every head holds the same number of entries, else kept [`KvStore::PerHead`].
+    pub fn from_heads(keys: Vec<Tensor<B, 2>>, values: Vec<Tensor<B, 2>>) -> Self {
+        let uniform = keys.windows(2).all(|w| w[0].dims()[0] == w[1].dims()[0]);
+        if uniform {
+            KvStore::Uniform {
+                keys: Tensor::stack(keys, 0),
+                values: Tensor::stack(values, 0),
+            }
+        } else {
+            KvStore::PerHead { keys, values }
+        }
+    }
+}
+
 /// One layer's cache.
 #[derive(Debug, Clone)]
 pub struct LayerCache<B: Backend> {

@@ -317,6 +317,34 @@ pub fn group_mean(per_q: &[Vec<f32>], kv_heads: usize) -> Scores {
 }
 
 /// Observation of every layer: only `attn_rows` rows and/or column sums, as asked.
+/// Scores of a layer from its observation window: `per_row(len, rows)` gets, for each query
+/// head, the entry count of its KV head and the last `window` observed rows (an observer shared
+/// with other presses may record more), and returns one score per entry; query heads are then
+/// combined per KV head by their mean ([`group_mean`]; a layer unfolded to one head per query
+/// head has groups of one). Zeros when nothing was observed.
+pub fn window_scores(
+    positions: &[Vec<usize>],
+    obs: Option<&LayerObservation>,
+    window: usize,
+    per_row: impl Fn(usize, &[Vec<f32>]) -> Vec<f32>,
+) -> Scores {
+    let kv = positions.len();
+    let Some(rows) = obs.and_then(|o| o.attention.last()) else {
+        return positions.iter().map(|p| vec![0.0; p.len()]).collect();
+    };
+    let group = (rows.probs.len() / kv.max(1)).max(1);
+    let per_q: Vec<Vec<f32>> = rows
+        .probs
+        .iter()
+        .enumerate()
+        .map(|(q, head_rows)| {
+            let from = head_rows.len().saturating_sub(window);
+            per_row(positions[q / group].len(), &head_rows[from..])
+        })
+        .collect();
+    group_mean(&per_q, kv)
+}
+
 pub fn observe(attn_rows: usize, column_sums: bool) -> ObserveConfig {
     ObserveConfig {
         attn_rows,

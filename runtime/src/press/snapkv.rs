@@ -11,7 +11,7 @@
 
 use kvplan_planner::Pooling;
 
-use super::{group_mean, observe, Scorer, Scores};
+use super::{observe, window_scores, Scorer, Scores};
 use crate::observe::{LayerObservation, ObserveConfig};
 
 /// Observation-window attention, pooled.
@@ -68,30 +68,17 @@ impl Scorer for SnapKvScorer {
         obs: Option<&LayerObservation>,
         _budgets: &[usize],
     ) -> Scores {
-        let kv = positions.len();
-        let Some(rows) = obs.and_then(|o| o.attention.last()) else {
-            return positions.iter().map(|p| vec![0.0; p.len()]).collect();
-        };
-        let group = rows.probs.len() / kv.max(1);
-        let per_q: Vec<Vec<f32>> = rows
-            .probs
-            .iter()
-            .enumerate()
-            .map(|(q, head_rows)| {
-                let len = positions[q / group.max(1)].len();
-                let prefix = len.saturating_sub(self.window);
-                let mut sums = vec![0f32; prefix];
-                // The last α rows (an observer shared with other presses may record more).
-                let from = head_rows.len().saturating_sub(self.window);
-                for r in &head_rows[from..] {
-                    for (s, p) in sums.iter_mut().zip(r) {
-                        *s += p;
-                    }
+        let (window, kernel, pooling) = (self.window, self.kernel, self.pooling);
+        let scores = window_scores(positions, obs, window, |len, rows| {
+            let mut sums = vec![0f32; len.saturating_sub(window)];
+            for r in rows {
+                for (s, p) in sums.iter_mut().zip(r) {
+                    *s += p;
                 }
-                pool(&sums, self.kernel, self.pooling)
-            })
-            .collect();
-        group_mean(&per_q, kv)
+            }
+            pool(&sums, kernel, pooling)
+        });
+        scores
             .into_iter()
             .zip(positions)
             .map(|(mut s, p)| {

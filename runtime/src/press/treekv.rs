@@ -382,18 +382,7 @@ pub fn rerotate<B: Backend>(cache: &mut LayerCache<B>, theta: f64) {
         values.push(v);
         positions.push((0..len).collect());
     }
-    let uniform = positions
-        .windows(2)
-        .all(|w: &[Vec<usize>]| w[0].len() == w[1].len());
-    let store = if uniform {
-        KvStore::Uniform {
-            keys: Tensor::stack(keys, 0),
-            values: Tensor::stack(values, 0),
-        }
-    } else {
-        KvStore::PerHead { keys, values }
-    };
-    cache.replace(Some(store), positions);
+    cache.replace(Some(KvStore::from_heads(keys, values)), positions);
 }
 
 #[cfg(test)]

@@ -41,7 +41,7 @@ mod tests;
 use burn::tensor::backend::Backend;
 use burn::tensor::{Tensor, TensorData};
 
-use super::{group_mean, observe, Allocation, Press, Scorer, Scores, SelectionPress};
+use super::{observe, window_scores, Allocation, Press, Scorer, Scores, SelectionPress};
 use crate::cache::{KvCache, KvStore, LayerCache};
 use crate::error::Result;
 use crate::model::Model;
@@ -70,36 +70,19 @@ impl Scorer for SpindleScorer {
         obs: Option<&LayerObservation>,
         _budgets: &[usize],
     ) -> Scores {
-        let kv = positions.len();
-        let Some(rows) = obs.and_then(|o| o.attention.last()) else {
-            return positions.iter().map(|p| vec![0.0; p.len()]).collect();
-        };
         // Query heads per stored head: the model's group, or 1 once the layer is unfolded.
-        let group = rows.probs.len() / kv.max(1);
-        let per_q: Vec<Vec<f32>> = rows
-            .probs
-            .iter()
-            .enumerate()
-            .map(|(q, head_rows)| {
-                let pos = &positions[q / group.max(1)];
-                let l = pos.len();
-                let from = head_rows.len().saturating_sub(self.window);
-                (0..l)
-                    .map(|a| {
-                        let s: f32 = head_rows[from..].iter().map(|r| r[a]).sum();
-                        s / (l - a) as f32
-                    })
-                    .collect()
-            })
-            .collect();
-        group_mean(&per_q, kv)
-            .into_iter()
-            .map(|mut s| {
-                let from = s.len().saturating_sub(self.window);
-                s[from..].fill(f32::INFINITY);
-                s
-            })
-            .collect()
+        window_scores(positions, obs, self.window, |l, rows| {
+            (0..l)
+                .map(|a| rows.iter().map(|r| r[a]).sum::<f32>() / (l - a) as f32)
+                .collect()
+        })
+        .into_iter()
+        .map(|mut s| {
+            let from = s.len().saturating_sub(self.window);
+            s[from..].fill(f32::INFINITY);
+            s
+        })
+        .collect()
     }
 }
 
@@ -292,16 +275,7 @@ impl SpindlePress {
                 positions.push(e.positions.clone());
             }
         }
-        let uniform = positions.windows(2).all(|w| w[0].len() == w[1].len());
-        let store = if uniform {
-            KvStore::Uniform {
-                keys: Tensor::stack(keys, 0),
-                values: Tensor::stack(values, 0),
-            }
-        } else {
-            KvStore::PerHead { keys, values }
-        };
-        layer.replace(Some(store), positions);
+        layer.replace(Some(KvStore::from_heads(keys, values)), positions);
     }
 }
 
