@@ -48,58 +48,64 @@ impl<B: Backend> Evaluator<'_, B> {
         let framer = ChatFramer { tok: self.tok };
         let mut p = Progress::new(run.cells());
         let mut skips = Vec::new();
+        // Every prompt first, so a task that cannot fit the length fails before any model run.
+        let mut work = Vec::new();
         for &task in &run.tasks {
             for e in 0..run.examples {
                 let pending = pending(records, &variants, |m, b| run.key(task, e, m, b));
                 p.reuse(variants.len() - pending.len());
-                if pending.is_empty() {
-                    progress(&p);
-                    continue;
+                if !pending.is_empty() {
+                    let ex = generate(task, sources, &framer, run.length, run.seed, e)?;
+                    work.push((task, e, pending, ex));
                 }
-                let ex = generate(task, sources, &framer, run.length, run.seed, e)?;
-                let ids = self.tok.encode(&ex.prompt).map_err(model_err)?;
-                let presses = self.presses(&pending, ids.len());
-                // Not run, not recorded: counted as done so the bar ends.
-                p.done += presses.skipped.len();
-                skips.extend(presses.skipped.into_iter().map(|cell| RulerSkip {
-                    task,
-                    example: e,
-                    cell,
-                }));
-                if presses.ready.is_empty() {
-                    progress(&p);
-                    continue;
-                }
-                let answers = &ex.built.answers;
-                let mut make = |o: Outcome| Record {
-                    task: task.name().to_string(),
-                    model: self.model_name.clone(),
-                    context_len: run.length,
-                    depth: 0.0,
-                    example: e,
-                    needle: ex.built.query.clone(),
-                    score: score(task, &o.response, answers),
-                    expected: answers.clone(),
-                    method: o.method,
-                    budget: o.budget,
-                    response: o.response,
-                    kv_fraction: o.kv_fraction,
-                    seconds: o.seconds,
-                };
-                let what = format!("{task} #{e} ({} tokens)", ids.len());
-                let mut on_cell = |r: &Record| p.cell(r, &what, progress);
-                let out = self.score_prompt(
-                    &ids,
-                    presses.ready,
-                    run.answer_tokens(task),
-                    &mut make,
-                    &mut on_cell,
-                )?;
-                for r in out {
-                    records.insert(r);
-                }
-                save(records)?;
             }
+        }
+        if p.done > 0 {
+            progress(&p);
+        }
+        for (task, e, pending, ex) in work {
+            let ids = self.tok.encode(&ex.prompt).map_err(model_err)?;
+            let presses = self.presses(&pending, ids.len());
+            // Not run, not recorded: counted as done so the bar ends.
+            p.done += presses.skipped.len();
+            skips.extend(presses.skipped.into_iter().map(|cell| RulerSkip {
+                task,
+                example: e,
+                cell,
+            }));
+            if presses.ready.is_empty() {
+                progress(&p);
+                continue;
+            }
+            let answers = &ex.built.answers;
+            let mut make = |o: Outcome| Record {
+                task: task.name().to_string(),
+                model: self.model_name.clone(),
+                context_len: run.length,
+                depth: 0.0,
+                example: e,
+                needle: ex.built.query.clone(),
+                score: score(task, &o.response, answers),
+                expected: answers.clone(),
+                method: o.method,
+                budget: o.budget,
+                response: o.response,
+                kv_fraction: o.kv_fraction,
+                seconds: o.seconds,
+            };
+            let what = format!("{task} #{e} ({} tokens)", ids.len());
+            let mut on_cell = |r: &Record| p.cell(r, &what, progress);
+            let out = self.score_prompt(
+                &ids,
+                presses.ready,
+                run.answer_tokens(task),
+                &mut make,
+                &mut on_cell,
+            )?;
+            for r in out {
+                records.insert(r);
+            }
+            save(records)?;
         }
         Ok(skips)
     }
