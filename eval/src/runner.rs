@@ -261,7 +261,8 @@ impl<'a, B: Backend> Evaluator<'a, B> {
     }
 
     /// Scores every cell of `grid` not yet in `records`, calling `save` after each example and
-    /// `progress` after each cell.
+    /// `progress` after each cell. Returns the cells whose press the plan cannot build at the
+    /// example's length (e.g. SpindleKV's schedule below its β), each with where it was skipped.
     pub fn run_niah(
         &mut self,
         haystack: &[u32],
@@ -269,9 +270,10 @@ impl<'a, B: Backend> Evaluator<'a, B> {
         records: &mut RecordsFile,
         save: &mut dyn FnMut(&RecordsFile) -> Result<()>,
         progress: &mut dyn FnMut(&Progress),
-    ) -> Result<()> {
+    ) -> Result<Vec<(String, Skipped)>> {
         let variants = grid.variants();
         let mut p = Progress::new(grid.cells());
+        let mut skips = Vec::new();
         for &length in &grid.lengths {
             for &depth in &grid.depths {
                 for e in 0..grid.examples {
@@ -286,8 +288,13 @@ impl<'a, B: Backend> Evaluator<'a, B> {
                     let needle = Needle::generate(grid.seed, e);
                     let ex = self.example(haystack, needle, length, depth)?;
                     let presses = self.presses(&pending, ex.ids.len());
-                    if let Some(s) = presses.skipped.first() {
-                        return Err(Error::Model(s.reason.clone()));
+                    // Not run, not recorded (a re-run tries again): counted as done.
+                    p.done += presses.skipped.len();
+                    let at = format!("{length} tokens, depth {depth}, example {e}");
+                    skips.extend(presses.skipped.into_iter().map(|c| (at.clone(), c)));
+                    if presses.ready.is_empty() {
+                        progress(&p);
+                        continue;
                     }
                     let expected = vec![ex.needle.value.clone()];
                     let model = self.model_name.clone();
@@ -322,7 +329,7 @@ impl<'a, B: Backend> Evaluator<'a, B> {
                 }
             }
         }
-        Ok(())
+        Ok(skips)
     }
 
     /// The press of every `(method, budget)` of `cells` for an `n`-token prompt; the cells

@@ -17,7 +17,7 @@ use std::time::Instant;
 use anyhow::{bail, Context};
 use indicatif::{ProgressBar, ProgressStyle};
 use kvplan_eval::records::{aggregate_niah, merge_results, RecordsFile};
-use kvplan_eval::runner::{haystack, Evaluator, NiahGrid, Progress};
+use kvplan_eval::runner::{haystack, Evaluator, NiahGrid, Progress, Skipped};
 use kvplan_eval::{niah, table};
 use kvplan_planner::Plan;
 use kvplan_profiler::data::{self, PAUL_GRAHAM};
@@ -250,10 +250,10 @@ fn run_niah(args: NiahArgs) -> anyhow::Result<()> {
         grid.variants().len()
     );
     let started = Instant::now();
-    let mut bar = Bar::new(grid.cells() as u64);
+    let mut bar = Bar::new("niah", grid.cells() as u64);
     let mut evaluator = Evaluator::new(&model, &tok, plan.as_ref().map(|p| &p.0));
     let path_for_save = records_path.clone();
-    evaluator.run_niah(
+    let skipped = evaluator.run_niah(
         &hay,
         &grid,
         &mut records,
@@ -261,6 +261,7 @@ fn run_niah(args: NiahArgs) -> anyhow::Result<()> {
         &mut |p: &Progress| bar.update(p),
     )?;
     bar.finish();
+    report_skips(skipped.iter().map(|(at, s)| (at.clone(), s)));
     // Only the cells of this grid: records of other lengths or budgets stay on file unused.
     let keys = grid.keys();
     let wanted: Vec<_> = records
@@ -306,6 +307,29 @@ pub fn draw_results(path: &Path, dir: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Says on stderr which cells were not run and why, one line per (method, budget): `(where,
+/// cell)` pairs.
+pub fn report_skips<'a>(skipped: impl Iterator<Item = (String, &'a Skipped)>) {
+    let mut lines: Vec<(String, Vec<String>, String)> = Vec::new();
+    for (at, cell) in skipped {
+        let label = match cell.budget {
+            Some(b) => format!("{} @ {b}", cell.method),
+            None => cell.method.clone(),
+        };
+        match lines.iter_mut().find(|(l, _, _)| *l == label) {
+            Some((_, ats, _)) => ats.push(at),
+            None => lines.push((label, vec![at], cell.reason.clone())),
+        }
+    }
+    for (label, ats, reason) in lines {
+        eprintln!(
+            "kvplan: {label} not run on {} prompt(s) ({}): {reason}",
+            ats.len(),
+            ats.join("; ")
+        );
+    }
+}
+
 /// An indicatif bar, or plain lines when stderr is not a terminal.
 pub struct Bar {
     bar: Option<ProgressBar>,
@@ -313,13 +337,13 @@ pub struct Bar {
 }
 
 impl Bar {
-    /// A bar over `total` cells.
-    pub fn new(total: u64) -> Self {
+    /// A bar over `total` cells of `task`.
+    pub fn new(task: &str, total: u64) -> Self {
         use std::io::IsTerminal;
         let bar = std::io::stderr().is_terminal().then(|| {
-            let style = ProgressStyle::with_template(
-                "niah [{bar:30}] {pos}/{len} {elapsed_precise} ETA {eta} {wide_msg}",
-            )
+            let style = ProgressStyle::with_template(&format!(
+                "{task} [{{bar:30}}] {{pos}}/{{len}} {{elapsed_precise}} ETA {{eta}} {{wide_msg}}"
+            ))
             .unwrap_or_else(|_| ProgressStyle::default_bar())
             .progress_chars("=> ");
             ProgressBar::new(total).with_style(style)

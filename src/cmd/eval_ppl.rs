@@ -119,7 +119,7 @@ pub fn run(args: PplArgs) -> anyhow::Result<()> {
     }
     let evaluator = Evaluator::new(&model, &tok, plan.as_ref().map(|p| &p.0));
     let total = texts.len() * runs.len();
-    let mut bar = Bar::new(total as u64);
+    let mut bar = Bar::new("ppl", total as u64);
     let mut p = Progress {
         done: 0,
         reused: 0,

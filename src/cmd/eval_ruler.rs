@@ -18,7 +18,6 @@ use std::time::Instant;
 
 use anyhow::bail;
 use kvplan_eval::records::{merge_results, write_atomic, RecordsFile};
-use kvplan_eval::ruler::run::RulerSkip;
 use kvplan_eval::ruler::{report, RulerRun, Sources, Task};
 use kvplan_eval::runner::{Evaluator, Progress};
 use kvplan_profiler::data::{self, LONG_CONTEXT_EVAL};
@@ -27,7 +26,7 @@ use kvplan_runtime::fetch::sha256_file;
 use kvplan_runtime::identity::model_name;
 use kvplan_runtime::press::PRESS_NAMES;
 
-use super::eval::{load_plan, Bar};
+use super::eval::{load_plan, report_skips, Bar};
 use super::model_args::{load_model, ModelArgs, WeightsArg};
 
 /// Arguments of `kvplan eval ruler`.
@@ -195,7 +194,7 @@ pub fn run(args: RulerArgs) -> anyhow::Result<()> {
         names.join(", ")
     );
     let started = Instant::now();
-    let mut bar = Bar::new(run.cells() as u64);
+    let mut bar = Bar::new("ruler", run.cells() as u64);
     let evaluator = Evaluator::new(&model, &tok, plan.as_ref().map(|p| &p.0));
     let path_for_save = records_path.clone();
     let skipped = evaluator.run_ruler(
@@ -206,7 +205,11 @@ pub fn run(args: RulerArgs) -> anyhow::Result<()> {
         &mut |p: &Progress| bar.update(p),
     )?;
     bar.finish();
-    report_skips(&skipped);
+    report_skips(
+        skipped
+            .iter()
+            .map(|s| (format!("{} #{}", s.task, s.example), &s.cell)),
+    );
     // Only the cells of this run: records of other tasks, lengths or budgets stay on file unused.
     let keys = run.keys();
     let wanted: Vec<_> = records
@@ -237,27 +240,4 @@ pub fn run(args: RulerArgs) -> anyhow::Result<()> {
         md_path.display()
     );
     Ok(())
-}
-
-/// Says on stderr which cells were not run and why, one line per (method, budget).
-fn report_skips(skipped: &[RulerSkip]) {
-    let mut lines: Vec<(String, Vec<String>, String)> = Vec::new();
-    for s in skipped {
-        let label = match s.cell.budget {
-            Some(b) => format!("{} @ {b}", s.cell.method),
-            None => s.cell.method.clone(),
-        };
-        let at = format!("{} #{}", s.task, s.example);
-        match lines.iter_mut().find(|(l, _, _)| *l == label) {
-            Some((_, ats, _)) => ats.push(at),
-            None => lines.push((label, vec![at], s.cell.reason.clone())),
-        }
-    }
-    for (label, ats, reason) in lines {
-        eprintln!(
-            "kvplan: {label} not run on {} example(s) ({}): {reason}",
-            ats.len(),
-            ats.join(", ")
-        );
-    }
 }

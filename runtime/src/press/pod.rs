@@ -16,9 +16,10 @@
 //! **Storage** (§2.3): values of every token in every layer; keys of every token only where a
 //! KV head's layer is the lowest of a block for one of its query heads (`alloc::pod::shared_keys`);
 //! elsewhere the proximal keys only (`n_s` + the last `n_r`). The press holds this cache itself, on
-//! the host; its bytes are the plan's `keys + values` figure. The attention runs on the host
-//! (plain loops), so PoD is slower than the other presses. The model was not post-trained for PoD
-//! here (issue 6 does that): without it the shared distant scores are an approximation.
+//! the host; its bytes are the plan's `keys + values` figure. The attention runs on the host, one
+//! query row at a time (rows in parallel, dot products rather than gemm), so PoD's prefill is
+//! several times slower than the other presses' fused kernel. Without PoD post-training
+//! (`kvplan train-pod`, loaded with `--weights`) the shared distant scores are an approximation.
 
 use burn::tensor::backend::Backend;
 use burn::tensor::{Int, Tensor, TensorData};
@@ -208,18 +209,22 @@ impl PodPress {
         q.iter_mut().for_each(|x| *x *= scale);
         let mut out = vec![0f32; t * nh * d];
         let mut lse_d = vec![f32::NEG_INFINITY; t * nh];
-        for h in 0..nh {
-            let lo = self.lowest(l, h);
-            for r in 0..t {
-                let at = r * nh + h;
-                let row = self.row(l, h, r, &shape, &q[at * d..(at + 1) * d], saved);
-                out[at * d..(at + 1) * d].copy_from_slice(&row.out);
-                if let Some(lse) = row.lse_d {
-                    lse_d[at] = lse;
-                }
-                self.gated += usize::from(decode && lo != l);
-                self.skipped += usize::from(row.skipped);
+        // Rows are independent given the saved lower layers: `[row][head]` order, in parallel.
+        let rows = {
+            let (this, saved, q) = (&*self, &*saved, &q);
+            map_rows(t * nh, |at| {
+                let (r, h) = (at / nh, at % nh);
+                this.row(l, h, r, &shape, &q[at * d..(at + 1) * d], saved)
+            })
+        };
+        for (at, row) in rows.into_iter().enumerate() {
+            let h = at % nh;
+            out[at * d..(at + 1) * d].copy_from_slice(&row.out);
+            if let Some(lse) = row.lse_d {
+                lse_d[at] = lse;
             }
+            self.gated += usize::from(decode && self.lowest(l, h) != l);
+            self.skipped += usize::from(row.skipped);
         }
         let needed = self
             .blocks
@@ -314,6 +319,19 @@ impl PodPress {
                 .collect();
             slot.key_pos = keep.iter().map(|&i| slot.key_pos[i]).collect();
         }
+    }
+}
+
+/// `f(0..n)`, on rayon's pool for the CPU backend.
+fn map_rows<T: Send>(n: usize, f: impl Fn(usize) -> T + Sync + Send) -> Vec<T> {
+    #[cfg(feature = "flex")]
+    {
+        use rayon::prelude::*;
+        (0..n).into_par_iter().map(f).collect()
+    }
+    #[cfg(not(feature = "flex"))]
+    {
+        (0..n).map(f).collect()
     }
 }
 
