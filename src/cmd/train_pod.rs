@@ -242,11 +242,13 @@ pub fn run(args: TrainPodArgs) -> anyhow::Result<()> {
     bar.finish();
     let after = train::inference(&outcome.transformer);
     let pod_after = eval(&after, &layout)?;
+    let full_kv_after = eval(&after, &full)?;
     let weights = args.out.join("pod-trained.bpk");
     train::save_weights(&after, &weights)?;
     eprintln!(
-        "kvplan: held-out perplexity FullKV {:.3}, PoD before {:.3}, PoD after {:.3}",
-        full_kv.ppl, pod_before.ppl, pod_after.ppl
+        "kvplan: held-out perplexity FullKV {:.3}, PoD before {:.3}, PoD after {:.3}; FullKV \
+         after training {:.3}",
+        full_kv.ppl, pod_before.ppl, pod_after.ppl, full_kv_after.ppl
     );
     let trained_tokens = (cfg.steps - outcome.resumed_from) * cfg.seq_len * cfg.accum;
     let report = TrainReport {
@@ -267,6 +269,7 @@ pub fn run(args: TrainPodArgs) -> anyhow::Result<()> {
             full_kv,
             pod_before,
             pod_after,
+            full_kv_after: Some(full_kv_after),
         },
         weights: weights.display().to_string(),
     };

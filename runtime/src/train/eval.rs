@@ -67,6 +67,10 @@ pub struct Perplexities {
     pub pod_before: Perplexity,
     /// (c) PoD attention after training.
     pub pod_after: Perplexity,
+    /// (d) FullKV attention after training: the control that tells how much of (c)'s gain is
+    /// adaptation to the training text rather than to PoD's shared attention.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub full_kv_after: Option<Perplexity>,
 }
 
 /// The report of a run, saved as JSON (`results/pod-train.json` for the real run).
