@@ -52,7 +52,13 @@ impl Axis {
         if from_zero {
             lo = lo.min(0.0);
         }
-        let span = (hi - lo).max(1e-9);
+        if hi - lo < 1e-9 {
+            // One value (e.g. every method scored 0.5): an axis around it, not a 1e-9 sliver
+            // whose ticks and reference lines map thousands of pixels away.
+            let half = hi.abs().max(1.0) * 0.5;
+            (lo, hi) = (lo - half, hi + half);
+        }
+        let span = hi - lo;
         let lo = if from_zero && lo >= 0.0 {
             lo
         } else {

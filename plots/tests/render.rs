@@ -336,6 +336,27 @@ fn results_figures_render_readably() {
 }
 
 #[test]
+fn a_task_where_every_method_scores_the_same_still_has_a_readable_axis() {
+    // Both points of the task score 0.5 (a RULER run where FullKV and SnapKV each get one of two
+    // tasks): the score axis must span them, with ticks, not collapse to a 1e-9 sliver whose
+    // reference line maps off the canvas (this overflowed the pixel arithmetic).
+    let r = ok(EvalResults::from_json(
+        r#"{"schema_version": 1, "model": "m", "niah": [], "perplexity": [], "quality": [
+            {"task": "ruler", "method": "full", "budget": null, "kv_fraction": 1.0, "score": 0.5},
+            {"task": "ruler", "method": "snapkv", "budget": 64, "kv_fraction": 0.16, "score": 0.5}
+        ]}"#,
+    ));
+    let figs = ok(results_figures(&r, Format::Both));
+    assert_eq!(names(&figs), ["quality-vs-kv"]);
+    check(
+        &figs[0],
+        size_of(&figs[0]),
+        "m — quality vs KV-cache size",
+        &["ruler", "score", "0.5", "snapkv"],
+    );
+}
+
+#[test]
 fn niah_cells_not_run_are_grey_not_missing() {
     let mut r = results();
     r.niah

@@ -27,6 +27,8 @@ use kvplan_runtime::identity::{model_identity, model_name};
 use kvplan_runtime::model::Model;
 use kvplan_runtime::press::PRESS_NAMES;
 
+use kvplan_runtime::tokenizer::Tokenizer;
+
 use super::model_args::{load_model, ModelArgs, WeightsArg};
 
 /// Arguments of `kvplan eval`.
@@ -45,6 +47,91 @@ pub enum EvalTask {
     Ppl(PplArgs),
     /// RULER subset at one length: niah single/multikey/multivalue, vt, cwe, qa_1, qa_2.
     Ruler(super::eval_ruler::RulerArgs),
+}
+
+/// Options every `kvplan eval` task takes.
+#[derive(clap::Args, Debug)]
+pub struct EvalCommon {
+    /// Plan the budgets come from [default: plans/<model>.plan.json].
+    #[arg(long, value_name = "FILE")]
+    pub plan: Option<PathBuf>,
+    /// Folder of the records, results and table [default: results/].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Data folder [env: KVPLAN_DATA; default: data/].
+    #[arg(long, value_name = "DIR")]
+    pub data: Option<PathBuf>,
+    /// Do not draw the results figures (default: into `<out>/figures/`).
+    #[arg(long)]
+    pub no_figures: bool,
+    #[command(flatten)]
+    pub model: ModelArgs,
+    #[command(flatten)]
+    pub weights: WeightsArg,
+}
+
+/// What every task starts from: the model, the plan, the output folder and the settings every
+/// records file holds (model, plan and weights hashes, backend).
+pub struct EvalSetup {
+    /// Its model name (records, file names).
+    pub name: String,
+    /// The tokenizer.
+    pub tok: Tokenizer,
+    /// The model, with `--weights` applied.
+    pub model: Model<Selected>,
+    /// The plan and its file's SHA-256.
+    pub plan: Option<(Plan, String)>,
+    /// Where records, results, tables and figures go (`quick/` inside for `--quick`).
+    pub out: PathBuf,
+    /// Settings a records file must match to be reused; tasks add their own.
+    pub settings: BTreeMap<String, String>,
+}
+
+impl EvalCommon {
+    /// The data folder.
+    pub fn data_dir(&self) -> PathBuf {
+        data::data_dir(self.data.as_deref())
+    }
+
+    /// Loads the model (fetching it when missing), its plan and the base settings.
+    pub fn setup(&self, quick: bool) -> anyhow::Result<EvalSetup> {
+        let path = self.model.resolve()?;
+        let (tok, model) = load_model(&path, self.weights.weights.as_deref())?;
+        let plan = load_plan(self.plan.as_deref(), &path, &model)?;
+        let name = model_name(&path);
+        let mut out = self.out.clone().unwrap_or_else(|| PathBuf::from("results"));
+        if quick {
+            out = out.join("quick");
+        }
+        let mut settings = BTreeMap::from([
+            ("model".to_string(), name.clone()),
+            ("model_sha256".to_string(), sha256_file(&path)?),
+            (
+                "plan_sha256".to_string(),
+                plan.as_ref().map_or("none".into(), |p| p.1.clone()),
+            ),
+            ("backend".to_string(), backend::name().to_string()),
+        ]);
+        if let Some(w) = &self.weights.weights {
+            settings.insert("weights_sha256".to_string(), sha256_file(w)?);
+        }
+        Ok(EvalSetup {
+            name,
+            tok,
+            model,
+            plan,
+            out,
+            settings,
+        })
+    }
+
+    /// Draws the results figures into `<out>/figures/` unless `--no-figures`.
+    pub fn figures(&self, results: &Path, out: &Path) -> anyhow::Result<()> {
+        if self.no_figures {
+            return Ok(());
+        }
+        draw_results(results, &out.join("figures"))
+    }
 }
 
 /// Arguments of `kvplan eval ppl`.
@@ -76,22 +163,8 @@ pub struct PplArgs {
     /// 256 tokens of one text at budget 64 (unless given), into `<out>/quick/`.
     #[arg(long)]
     pub quick: bool,
-    /// Plan the budgets come from [default: plans/<model>.plan.json].
-    #[arg(long, value_name = "FILE")]
-    pub plan: Option<PathBuf>,
-    /// Folder of the records, results and table [default: results/].
-    #[arg(long, value_name = "DIR")]
-    pub out: Option<PathBuf>,
-    /// Data folder [env: KVPLAN_DATA; default: data/].
-    #[arg(long, value_name = "DIR")]
-    pub data: Option<PathBuf>,
-    /// Do not draw the results figures (default: into `<out>/figures/`).
-    #[arg(long)]
-    pub no_figures: bool,
     #[command(flatten)]
-    pub model: ModelArgs,
-    #[command(flatten)]
-    pub weights: WeightsArg,
+    pub common: EvalCommon,
 }
 
 /// Arguments of `kvplan eval niah`.
@@ -118,22 +191,8 @@ pub struct NiahArgs {
     /// One 512-token example at depth 0.5, budget 64 (unless given), into `<out>/quick/`.
     #[arg(long)]
     pub quick: bool,
-    /// Plan the budgets come from [default: plans/<model>.plan.json].
-    #[arg(long, value_name = "FILE")]
-    pub plan: Option<PathBuf>,
-    /// Folder of the records, results and table [default: results/].
-    #[arg(long, value_name = "DIR")]
-    pub out: Option<PathBuf>,
-    /// Data folder [env: KVPLAN_DATA; default: data/].
-    #[arg(long, value_name = "DIR")]
-    pub data: Option<PathBuf>,
-    /// Do not draw the results figures (default: into `<out>/figures/`).
-    #[arg(long)]
-    pub no_figures: bool,
     #[command(flatten)]
-    pub model: ModelArgs,
-    #[command(flatten)]
-    pub weights: WeightsArg,
+    pub common: EvalCommon,
 }
 
 /// Runs `kvplan eval`.
@@ -208,34 +267,26 @@ pub fn load_plan(
 
 fn run_niah(args: NiahArgs) -> anyhow::Result<()> {
     let grid = grid_of(&args)?;
-    let path = args.model.resolve()?;
-    let data_dir = data::data_dir(args.data.as_deref());
-    let essays = data::ensure(&PAUL_GRAHAM, &data_dir, &mut |l| eprintln!("kvplan: {l}"))?;
-    let (tok, model) = load_model(&path, args.weights.weights.as_deref())?;
-    let plan = load_plan(args.plan.as_deref(), &path, &model)?;
+    let essays = data::ensure(&PAUL_GRAHAM, &args.common.data_dir(), &mut |l| {
+        eprintln!("kvplan: {l}")
+    })?;
+    let EvalSetup {
+        name,
+        tok,
+        model,
+        plan,
+        out,
+        mut settings,
+        ..
+    } = args.common.setup(args.quick)?;
     if plan.is_none() && grid.methods.iter().any(|m| m != "full") {
         bail!("methods other than `full` need a plan: give --plan FILE");
     }
-    let name = model_name(&path);
-    let mut out = args.out.clone().unwrap_or_else(|| PathBuf::from("results"));
-    if args.quick {
-        out = out.join("quick");
-    }
-    let mut settings = BTreeMap::from([
-        ("model".to_string(), name.clone()),
-        ("model_sha256".to_string(), sha256_file(&path)?),
-        (
-            "plan_sha256".to_string(),
-            plan.as_ref().map_or("none".into(), |p| p.1.clone()),
-        ),
+    settings.extend([
         ("seed".to_string(), grid.seed.to_string()),
         ("prompt".to_string(), "ruler-niah-chat/v1".to_string()),
         ("answer_tokens".to_string(), niah::ANSWER_TOKENS.to_string()),
-        ("backend".to_string(), backend::name().to_string()),
     ]);
-    if let Some(w) = &args.weights.weights {
-        settings.insert("weights_sha256".to_string(), sha256_file(w)?);
-    }
     let records_path = out.join(format!("{name}.niah.records.json"));
     let mut records = RecordsFile::open(&records_path, settings)?;
     let max_len = grid.lengths.iter().copied().max().unwrap_or(0);
@@ -273,9 +324,7 @@ fn run_niah(args: NiahArgs) -> anyhow::Result<()> {
     let (cells, points) = aggregate_niah("niah", &wanted);
     let results_path = out.join(format!("{name}.results.json"));
     merge_results(&results_path, &name, "niah", cells, points)?;
-    if !args.no_figures {
-        draw_results(&results_path, &out.join("figures"))?;
-    }
+    args.common.figures(&results_path, &out)?;
     let md = table::markdown("niah", &wanted);
     let md_path = out.join(format!("{name}.niah.md"));
     kvplan_eval::records::write_atomic(&md_path, &md)?;

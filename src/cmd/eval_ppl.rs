@@ -9,8 +9,6 @@
 //! token's NLL) go to `<out>/<model>.ppl.records.json` after every stream (a re-run reuses
 //! them), the curves into `<out>/<model>.results.json`, the table to `<out>/<model>.ppl.md`.
 
-use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{bail, Context};
@@ -19,13 +17,9 @@ use kvplan_eval::records::{merge_perplexity, write_atomic};
 use kvplan_eval::runner::{Evaluator, Progress};
 use kvplan_eval::table;
 use kvplan_profiler::data::{self, SHAKESPEARE};
-use kvplan_runtime::backend;
-use kvplan_runtime::fetch::sha256_file;
-use kvplan_runtime::identity::model_name;
 use kvplan_runtime::press::PRESS_NAMES;
 
-use super::eval::{load_plan, Bar, PplArgs};
-use super::model_args::load_model;
+use super::eval::{Bar, EvalSetup, PplArgs};
 
 /// Runs `kvplan eval ppl`.
 pub fn run(args: PplArgs) -> anyhow::Result<()> {
@@ -50,14 +44,18 @@ pub fn run(args: PplArgs) -> anyhow::Result<()> {
     let length = args.length.unwrap_or(length);
     let every = args.every.unwrap_or(every);
     let budgets = args.budgets.clone().unwrap_or(budgets);
-    let path = args.model.resolve()?;
-    let dir = data::ensure(
-        &SHAKESPEARE,
-        &data::data_dir(args.data.as_deref()),
-        &mut |l| eprintln!("kvplan: {l}"),
-    )?;
-    let (tok, model) = load_model(&path, args.weights.weights.as_deref())?;
-    let plan = load_plan(args.plan.as_deref(), &path, &model)?;
+    let dir = data::ensure(&SHAKESPEARE, &args.common.data_dir(), &mut |l| {
+        eprintln!("kvplan: {l}")
+    })?;
+    let EvalSetup {
+        name,
+        tok,
+        model,
+        plan,
+        out,
+        settings,
+        ..
+    } = args.common.setup(args.quick)?;
     let context = model.config.context_len;
     if length > context {
         let stuck: Vec<&str> = args
@@ -73,23 +71,6 @@ pub fn run(args: PplArgs) -> anyhow::Result<()> {
                 stuck.join(", ")
             );
         }
-    }
-    let name = model_name(&path);
-    let mut out = args.out.clone().unwrap_or_else(|| PathBuf::from("results"));
-    if args.quick {
-        out = out.join("quick");
-    }
-    let mut settings = BTreeMap::from([
-        ("model".to_string(), name.clone()),
-        ("model_sha256".to_string(), sha256_file(&path)?),
-        (
-            "plan_sha256".to_string(),
-            plan.as_ref().map_or("none".into(), |p| p.1.clone()),
-        ),
-        ("backend".to_string(), backend::name().to_string()),
-    ]);
-    if let Some(w) = &args.weights.weights {
-        settings.insert("weights_sha256".to_string(), sha256_file(w)?);
     }
     let records_path = out.join(format!("{name}.ppl.records.json"));
     let mut records = if records_path.exists() {
@@ -166,9 +147,7 @@ pub fn run(args: PplArgs) -> anyhow::Result<()> {
     let curves = curves(&chosen, every);
     let results_path = out.join(format!("{name}.results.json"));
     merge_perplexity(&results_path, &name, curves.clone())?;
-    if !args.no_figures {
-        super::eval::draw_results(&results_path, &out.join("figures"))?;
-    }
+    args.common.figures(&results_path, &out)?;
     let at: Vec<usize> = [256, 512, 1024, 2048, 4096]
         .into_iter()
         .filter(|&x| x < length)

@@ -12,8 +12,6 @@
 //! 64, answers cut at 32 tokens, into `<out>/quick/`. Every prompt is generated before the model
 //! runs, so a task that cannot fit the length is an error at once.
 
-use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::bail;
@@ -22,12 +20,9 @@ use kvplan_eval::ruler::{report, RulerRun, Sources, Task};
 use kvplan_eval::runner::{Evaluator, Progress};
 use kvplan_profiler::data::{self, LONG_CONTEXT_EVAL};
 use kvplan_runtime::backend;
-use kvplan_runtime::fetch::sha256_file;
-use kvplan_runtime::identity::model_name;
 use kvplan_runtime::press::PRESS_NAMES;
 
-use super::eval::{load_plan, report_skips, Bar};
-use super::model_args::{load_model, ModelArgs, WeightsArg};
+use super::eval::{report_skips, Bar, EvalCommon, EvalSetup};
 
 /// Arguments of `kvplan eval ruler`.
 #[derive(clap::Args, Debug)]
@@ -59,19 +54,8 @@ pub struct RulerArgs {
     /// 64 and answers of at most 32 tokens (unless given), into `<out>/quick/`.
     #[arg(long)]
     pub quick: bool,
-    /// Plan the budgets come from [default: plans/<model>.plan.json].
-    #[arg(long, value_name = "FILE")]
-    pub plan: Option<PathBuf>,
-    /// Folder of the records, results and table [default: results/].
-    #[arg(long, value_name = "DIR")]
-    pub out: Option<PathBuf>,
-    /// Data folder [env: KVPLAN_DATA; default: data/].
-    #[arg(long, value_name = "DIR")]
-    pub data: Option<PathBuf>,
     #[command(flatten)]
-    pub model: ModelArgs,
-    #[command(flatten)]
-    pub weights: WeightsArg,
+    pub common: EvalCommon,
 }
 
 /// The run the arguments ask for; bad values are one clear error.
@@ -132,13 +116,18 @@ fn run_of(args: &RulerArgs) -> anyhow::Result<RulerRun> {
 /// Runs `kvplan eval ruler`.
 pub fn run(args: RulerArgs) -> anyhow::Result<()> {
     let run = run_of(&args)?;
-    let path = args.model.resolve()?;
-    let package = data::ensure(
-        &LONG_CONTEXT_EVAL,
-        &data::data_dir(args.data.as_deref()),
-        &mut |l| eprintln!("kvplan: {l}"),
-    )?;
-    let (tok, model) = load_model(&path, args.weights.weights.as_deref())?;
+    let package = data::ensure(&LONG_CONTEXT_EVAL, &args.common.data_dir(), &mut |l| {
+        eprintln!("kvplan: {l}")
+    })?;
+    let EvalSetup {
+        name,
+        tok,
+        model,
+        plan,
+        out,
+        mut settings,
+        ..
+    } = args.common.setup(args.quick)?;
     let context = model.config.context_len;
     if run.length > context {
         bail!(
@@ -146,7 +135,6 @@ pub fn run(args: RulerArgs) -> anyhow::Result<()> {
             run.length
         );
     }
-    let plan = load_plan(args.plan.as_deref(), &path, &model)?;
     if plan.is_none() && run.methods.iter().any(|m| m != "full") {
         bail!("methods other than `full` need a plan: give --plan FILE");
     }
@@ -156,29 +144,14 @@ pub fn run(args: RulerArgs) -> anyhow::Result<()> {
         "kvplan: RULER data read in {:.1}s",
         started.elapsed().as_secs_f64()
     );
-    let name = model_name(&path);
-    let mut out = args.out.clone().unwrap_or_else(|| PathBuf::from("results"));
-    if args.quick {
-        out = out.join("quick");
-    }
-    let mut settings = BTreeMap::from([
-        ("model".to_string(), name.clone()),
-        ("model_sha256".to_string(), sha256_file(&path)?),
-        (
-            "plan_sha256".to_string(),
-            plan.as_ref().map_or("none".into(), |p| p.1.clone()),
-        ),
+    settings.extend([
         ("seed".to_string(), run.seed.to_string()),
         ("prompt".to_string(), "ruler-chat/v1".to_string()),
         (
             "answer_tokens".to_string(),
             run.answer_cap.map_or("task".into(), |c| c.to_string()),
         ),
-        ("backend".to_string(), backend::name().to_string()),
     ]);
-    if let Some(w) = &args.weights.weights {
-        settings.insert("weights_sha256".to_string(), sha256_file(w)?);
-    }
     let records_path = out.join(format!("{name}.ruler.records.json"));
     let mut records = RecordsFile::open(&records_path, settings)?;
     let names: Vec<&str> = run.tasks.iter().map(|t| t.name()).collect();
@@ -227,6 +200,7 @@ pub fn run(args: RulerArgs) -> anyhow::Result<()> {
         Vec::new(),
         points,
     )?;
+    args.common.figures(&results_path, &out)?;
     let md = report::markdown(&wanted, &run.tasks);
     let md_path = out.join(format!("{name}.ruler.md"));
     write_atomic(&md_path, &md)?;
