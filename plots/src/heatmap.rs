@@ -122,7 +122,11 @@ impl Ranged for Ticked {
         };
         // Values far outside the range (a reference line off the axis) stay a few axis lengths
         // away instead of overflowing the pixel arithmetic.
-        let t = if t.is_finite() { t.clamp(-8.0, 8.0) } else { 0.0 };
+        let t = if t.is_finite() {
+            t.clamp(-8.0, 8.0)
+        } else {
+            0.0
+        };
         limit.0 + (t * (limit.1 - limit.0) as f64).round() as i32
     }
 
