@@ -138,6 +138,63 @@ fn last_row<B: Backend>(logits: Tensor<B, 2>) -> Vec<f32> {
         .collect()
 }
 
+/// Chooses tokens under a [`Sampling`]: greedy, or top-p with its own seeded generator.
+#[derive(Debug, Clone)]
+pub struct Sampler {
+    sampling: Sampling,
+    rng: SplitMix64,
+}
+
+impl Sampler {
+    /// A sampler for `sampling` (checked).
+    pub fn new(sampling: Sampling) -> Result<Self> {
+        sampling.validate()?;
+        let seed = match sampling {
+            Sampling::TopP { seed, .. } => seed,
+            Sampling::Greedy => 0,
+        };
+        Ok(Self {
+            sampling,
+            rng: SplitMix64::new(seed),
+        })
+    }
+
+    /// The next token from `logits` (one vocabulary row).
+    pub fn pick(&mut self, logits: &[f32]) -> u32 {
+        match self.sampling {
+            Sampling::Greedy => argmax(logits),
+            Sampling::TopP {
+                temperature, top_p, ..
+            } => sample_top_p(logits, temperature, top_p, &mut self.rng),
+        }
+    }
+}
+
+/// The decode loop of plain and pressed generation: the first token is picked from `first`
+/// (the prompt's logits), each next one from `step(previous)`, until a stop id or
+/// `config.max_new_tokens`; `on_token` sees each id as soon as it is chosen.
+pub(crate) fn decode_loop<B: Backend>(
+    config: &GenerateConfig,
+    mut sampler: Sampler,
+    first: Tensor<B, 2>,
+    mut step: impl FnMut(u32) -> Result<Tensor<B, 2>>,
+    mut on_token: impl FnMut(u32),
+) -> Result<Vec<u32>> {
+    let mut out = Vec::new();
+    if config.max_new_tokens == 0 {
+        return Ok(out);
+    }
+    let mut next = sampler.pick(&last_row(first));
+    loop {
+        out.push(next);
+        on_token(next);
+        if config.stop_ids.contains(&next) || out.len() >= config.max_new_tokens {
+            return Ok(out);
+        }
+        next = sampler.pick(&last_row(step(next)?));
+    }
+}
+
 /// Generates after `prompt`, calling `on_token` with each new id as soon as it is chosen.
 /// Returns the new ids (ending with the stop id when one was produced).
 pub fn generate<B: Backend>(
@@ -146,34 +203,20 @@ pub fn generate<B: Backend>(
     config: &GenerateConfig,
     cache: &mut KvCache<B>,
     mut observer: Option<&mut Observer>,
-    mut on_token: impl FnMut(u32),
+    on_token: impl FnMut(u32),
 ) -> Result<Vec<u32>> {
-    config.sampling.validate()?;
-    let mut rng = match config.sampling {
-        Sampling::TopP { seed, .. } => SplitMix64::new(seed),
-        Sampling::Greedy => SplitMix64::new(0),
-    };
-    let pick = |logits: &[f32], rng: &mut SplitMix64| match config.sampling {
-        Sampling::Greedy => argmax(logits),
-        Sampling::TopP {
-            temperature, top_p, ..
-        } => sample_top_p(logits, temperature, top_p, rng),
-    };
-    let mut out = Vec::new();
+    let sampler = Sampler::new(config.sampling)?;
     if config.max_new_tokens == 0 {
-        return Ok(out);
+        return Ok(Vec::new());
     }
     let logits = model.forward(prompt, cache, observer.as_deref_mut(), Logits::Last)?;
-    let mut next = pick(&last_row(logits), &mut rng);
-    loop {
-        out.push(next);
-        on_token(next);
-        if config.stop_ids.contains(&next) || out.len() >= config.max_new_tokens {
-            return Ok(out);
-        }
-        let logits = model.forward(&[next], cache, observer.as_deref_mut(), Logits::Last)?;
-        next = pick(&last_row(logits), &mut rng);
-    }
+    decode_loop(
+        config,
+        sampler,
+        logits,
+        |id| model.forward(&[id], cache, observer.as_deref_mut(), Logits::Last),
+        on_token,
+    )
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use burn::tensor::Tensor;
 use super::Press;
 use crate::cache::KvCache;
 use crate::error::{Error, Result};
-use crate::generate::{argmax, sample_top_p, GenerateConfig, Sampling, SplitMix64};
+use crate::generate::{decode_loop, GenerateConfig, Sampler};
 use crate::model::Model;
 use crate::observe::Observer;
 
@@ -155,52 +155,22 @@ pub struct PressedRun {
     pub decode_steps: usize,
 }
 
-fn last_row<B: Backend>(logits: Tensor<B, 2>) -> Vec<f32> {
-    let [rows, _] = logits.dims();
-    logits
-        .narrow(0, rows - 1, 1)
-        .into_data()
-        .iter::<f32>()
-        .collect()
-}
-
 /// Generates after `prompt` under `press`, calling `on_token` with each new id.
 pub fn generate_pressed<B: Backend>(
     model: &Model<B>,
     prompt: &[u32],
     config: &GenerateConfig,
     press: &mut dyn Press<B>,
-    mut on_token: impl FnMut(u32),
+    on_token: impl FnMut(u32),
 ) -> Result<PressedRun> {
-    config.sampling.validate()?;
-    let mut rng = match config.sampling {
-        Sampling::TopP { seed, .. } => SplitMix64::new(seed),
-        Sampling::Greedy => SplitMix64::new(0),
-    };
-    let pick = |logits: &[f32], rng: &mut SplitMix64| match config.sampling {
-        Sampling::Greedy => argmax(logits),
-        Sampling::TopP {
-            temperature, top_p, ..
-        } => sample_top_p(logits, temperature, top_p, rng),
-    };
+    let sampler = Sampler::new(config.sampling)?;
     let mut session = Session::new(model, press);
     let started = Instant::now();
     let logits = session.prefill(prompt)?;
     let prefill_secs = started.elapsed().as_secs_f64();
     let after_prefill = session.memory();
-    let mut ids = Vec::new();
     let started = Instant::now();
-    if config.max_new_tokens > 0 {
-        let mut next = pick(&last_row(logits), &mut rng);
-        loop {
-            ids.push(next);
-            on_token(next);
-            if config.stop_ids.contains(&next) || ids.len() >= config.max_new_tokens {
-                break;
-            }
-            next = pick(&last_row(session.step(next)?), &mut rng);
-        }
-    }
+    let ids = decode_loop(config, sampler, logits, |id| session.step(id), on_token)?;
     Ok(PressedRun {
         decode_steps: ids.len().saturating_sub(1),
         ids,
