@@ -25,7 +25,6 @@ use kvplan_runtime::backend::{self, Selected};
 use kvplan_runtime::fetch::sha256_file;
 use kvplan_runtime::identity::{model_identity, model_name};
 use kvplan_runtime::model::Model;
-use kvplan_runtime::press::PRESS_NAMES;
 
 use kvplan_runtime::tokenizer::Tokenizer;
 
@@ -205,18 +204,7 @@ pub fn run(args: EvalArgs) -> anyhow::Result<()> {
 }
 
 fn grid_of(args: &NiahArgs) -> anyhow::Result<NiahGrid> {
-    let methods = args
-        .methods
-        .clone()
-        .unwrap_or_else(|| PRESS_NAMES.iter().map(|s| s.to_string()).collect());
-    for m in &methods {
-        if !PRESS_NAMES.contains(&m.as_str()) {
-            bail!(
-                "unknown method `{m}`; the registry has: {}",
-                PRESS_NAMES.join(", ")
-            );
-        }
-    }
+    let methods = super::methods_or_all(args.methods.as_deref())?;
     let (lengths, depths, examples, budgets) = if args.quick {
         (vec![512], vec![0.5], 1, vec![64])
     } else {

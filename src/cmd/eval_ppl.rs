@@ -17,20 +17,12 @@ use kvplan_eval::records::{merge_perplexity, write_atomic};
 use kvplan_eval::runner::{Evaluator, Progress};
 use kvplan_eval::table;
 use kvplan_profiler::data::{self, SHAKESPEARE};
-use kvplan_runtime::press::PRESS_NAMES;
 
 use super::eval::{Bar, EvalSetup, PplArgs};
 
 /// Runs `kvplan eval ppl`.
 pub fn run(args: PplArgs) -> anyhow::Result<()> {
-    for m in &args.methods {
-        if !PRESS_NAMES.contains(&m.as_str()) {
-            bail!(
-                "unknown method `{m}`; the registry has: {}",
-                PRESS_NAMES.join(", ")
-            );
-        }
-    }
+    super::methods_or_all(Some(&args.methods))?;
     let (length, every, budgets, texts) = if args.quick {
         (
             256,

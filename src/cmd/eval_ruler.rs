@@ -20,7 +20,6 @@ use kvplan_eval::ruler::{report, RulerRun, Sources, Task};
 use kvplan_eval::runner::{Evaluator, Progress};
 use kvplan_profiler::data::{self, LONG_CONTEXT_EVAL};
 use kvplan_runtime::backend;
-use kvplan_runtime::press::PRESS_NAMES;
 
 use super::eval::{report_skips, Bar, EvalCommon, EvalSetup};
 
@@ -73,18 +72,7 @@ fn run_of(args: &RulerArgs) -> anyhow::Result<RulerRun> {
         }
         None => Task::ALL.to_vec(),
     };
-    let methods = args
-        .methods
-        .clone()
-        .unwrap_or_else(|| PRESS_NAMES.iter().map(|s| s.to_string()).collect());
-    for m in &methods {
-        if !PRESS_NAMES.contains(&m.as_str()) {
-            bail!(
-                "unknown method `{m}`; the registry has: {}",
-                PRESS_NAMES.join(", ")
-            );
-        }
-    }
+    let methods = super::methods_or_all(args.methods.as_deref())?;
     let (length, examples, budgets, cap) = if args.quick {
         (1024, 1, vec![64], Some(32))
     } else {

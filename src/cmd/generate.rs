@@ -20,7 +20,7 @@ use kvplan_runtime::generate::{GenerateConfig, Sampling};
 use kvplan_runtime::identity::{model_identity, model_name};
 use kvplan_runtime::model::Model;
 use kvplan_runtime::press::registry::{build_press_with, PressOptions};
-use kvplan_runtime::press::{generate_pressed, MemoryReport, PRESS_NAMES};
+use kvplan_runtime::press::{generate_pressed, MemoryReport};
 
 use super::model_args::{load_model, ModelArgs, WeightsArg};
 
@@ -101,13 +101,7 @@ fn load_plan(
 
 /// Runs `kvplan generate`.
 pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
-    if !PRESS_NAMES.contains(&args.method.as_str()) {
-        bail!(
-            "unknown method `{}`; the registry has: {}",
-            args.method,
-            PRESS_NAMES.join(", ")
-        );
-    }
+    super::methods_or_all(Some(std::slice::from_ref(&args.method)))?;
     if args.spindle_repeat && args.method != "spindle" {
         bail!("--spindle-repeat applies to --method spindle only");
     }

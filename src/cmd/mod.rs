@@ -15,6 +15,23 @@ pub mod profile;
 pub mod tokenize;
 pub mod train_pod;
 
+/// The `--methods` asked for, or every method of the press registry; an unknown name is one
+/// error listing the registry.
+pub fn methods_or_all(asked: Option<&[String]>) -> anyhow::Result<Vec<String>> {
+    use kvplan_runtime::press::PRESS_NAMES;
+    let methods: Vec<String> = match asked {
+        Some(m) => m.to_vec(),
+        None => PRESS_NAMES.iter().map(|s| s.to_string()).collect(),
+    };
+    if let Some(m) = methods.iter().find(|m| !PRESS_NAMES.contains(&m.as_str())) {
+        anyhow::bail!(
+            "unknown method `{m}`; the registry has: {}",
+            PRESS_NAMES.join(", ")
+        );
+    }
+    Ok(methods)
+}
+
 /// Writes `text` to stdout; a closed pipe (`kvplan inspect | head`) is not an error.
 pub fn write_stdout(text: &str) -> anyhow::Result<()> {
     use std::io::Write;
