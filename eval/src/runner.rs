@@ -14,9 +14,8 @@ use std::collections::HashMap;
 use std::time::Instant;
 
 use burn::tensor::backend::Backend;
-use burn::tensor::Tensor;
 use kvplan_planner::{Plan, Target};
-use kvplan_runtime::generate::argmax;
+use kvplan_runtime::generate::{argmax, last_row};
 use kvplan_runtime::model::{Logits, Model};
 use kvplan_runtime::observe::{ObserveConfig, Observer};
 use kvplan_runtime::press::{build_press, Press, Session};
@@ -485,15 +484,6 @@ fn label(method: &str, budget: Option<usize>) -> String {
         Some(b) => format!("{method} @ {b}"),
         None => method.to_string(),
     }
-}
-
-fn last_row<B: Backend>(logits: Tensor<B, 2>) -> Vec<f32> {
-    let [rows, _] = logits.dims();
-    logits
-        .narrow(0, rows - 1, 1)
-        .into_data()
-        .iter::<f32>()
-        .collect()
 }
 
 /// Token ids of the haystack: the essays in `dir` (sorted by name), joined, encoded, at least

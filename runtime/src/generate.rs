@@ -129,7 +129,8 @@ pub fn sample_top_p(logits: &[f32], temperature: f32, top_p: f32, rng: &mut Spli
     nucleus[kept - 1].0
 }
 
-fn last_row<B: Backend>(logits: Tensor<B, 2>) -> Vec<f32> {
+/// The last row of `logits` `[rows, vocab]` on the host: the next-token logits.
+pub fn last_row<B: Backend>(logits: Tensor<B, 2>) -> Vec<f32> {
     let [rows, _] = logits.dims();
     logits
         .narrow(0, rows - 1, 1)
