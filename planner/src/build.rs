@@ -1,12 +1,34 @@
 //! Profile → plan: fills the sections of the methods asked for, with the papers' defaults.
 //! Pure: the same profile, methods, target and options always give the same plan (and bytes).
+//!
+//! The measurements a section carries only for readers and figures — PyramidKV's funnel
+//! (`pyramidkv.md` §3), SpindleKV's redundancy (`spindlekv.md` §3.2), TreeKV's wavelet magnitudes
+//! (`treekv.md` §3.3) — are written with [`EVIDENCE_DIGITS`] significant digits. They come from
+//! float sums over thousands of attention rows, whose last digits move with the summation order
+//! of a rebuilt runtime (seen: ~1e-9 relative); rounded, a re-profile of the same model and seed
+//! gives the same plan bytes. Inputs of the budget rules (head scores, layer similarities through
+//! PoD's blocks) are kept as measured.
 
 use crate::alloc::pod;
 use crate::budgets::Target;
 use crate::plan::{Plan, Provenance, PLAN_SCHEMA_VERSION};
-use crate::profile::Profile;
+use crate::profile::{LayerFunnel, LayerRedundancy, Profile};
 use crate::sections::*;
 use crate::{Method, Result};
+
+/// Significant digits of the measurements a plan carries for readers (see the module header).
+pub const EVIDENCE_DIGITS: usize = 6;
+
+/// `x` to [`EVIDENCE_DIGITS`] significant digits: the decimal rounding of its exact value, read
+/// back as the nearest `f64`, so it prints as at most that many digits.
+pub fn evidence(x: f64) -> f64 {
+    if !x.is_finite() || x == 0.0 {
+        return x;
+    }
+    format!("{:.*e}", EVIDENCE_DIGITS - 1, x)
+        .parse()
+        .unwrap_or(x)
+}
 
 /// Options of [`build_plan`]; `Default` gives the papers' settings.
 #[derive(Clone, Debug, PartialEq)]
@@ -114,7 +136,14 @@ fn add_section(s: &mut Sections, p: &Profile, m: Method, o: &PlanOptions) -> Res
                 beta: o.pyramid_beta,
                 kernel_size: snap.kernel_size,
                 pooling: snap.pooling,
-                funnel: p.funnel.clone(),
+                funnel: p
+                    .funnel
+                    .iter()
+                    .map(|f| LayerFunnel {
+                        entropy: evidence(f.entropy),
+                        top_k_mass: evidence(f.top_k_mass),
+                    })
+                    .collect(),
             })
         }
         Method::HeadKv | Method::HeadKvR => {
@@ -148,7 +177,15 @@ fn add_section(s: &mut Sections, p: &Profile, m: Method, o: &PlanOptions) -> Res
                 theta_k: p.settings.theta_k,
                 theta_v: p.settings.theta_v,
                 split: o.spindle_split,
-                redundancy: p.kv_redundancy.clone(),
+                redundancy: p
+                    .kv_redundancy
+                    .iter()
+                    .map(|r| LayerRedundancy {
+                        k_cos_fraction: evidence(r.k_cos_fraction),
+                        v_cos_fraction: evidence(r.v_cos_fraction),
+                        attention_sparsity: evidence(r.attention_sparsity),
+                    })
+                    .collect(),
             })
         }
         Method::Pod => {
@@ -173,7 +210,12 @@ fn add_section(s: &mut Sections, p: &Profile, m: Method, o: &PlanOptions) -> Res
                 sinks: DEFAULT_SINKS,
                 selected_fraction: 0.5,
                 block_size: o.treekv_block_size,
-                wavelet: p.wavelet.magnitudes.clone(),
+                wavelet: p
+                    .wavelet
+                    .magnitudes
+                    .iter()
+                    .map(|row| row.iter().map(|&m| evidence(m)).collect())
+                    .collect(),
             })
         }
     }

@@ -122,3 +122,55 @@ fn plan_round_trips_byte_identical() {
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(a, b);
 }
+
+#[test]
+fn evidence_keeps_six_significant_digits() {
+    use kvplan_planner::build::evidence;
+    // Two funnel entropies of layer 0 measured by two builds of the runtime (summation order).
+    assert_eq!(evidence(8.586831886975324), 8.58683);
+    assert_eq!(evidence(8.586831863772348), 8.58683);
+    assert_eq!(evidence(0.000123456789), 0.000123457);
+    assert_eq!(evidence(-2.5e-7), -2.5e-7);
+    assert_eq!(evidence(123456789.0), 123457000.0);
+    assert_eq!(evidence(0.9999996), 1.0);
+    assert_eq!(evidence(0.0), 0.0);
+    // Written as the short decimal, not as the nearest double's 17 digits.
+    assert_eq!(
+        serde_json::to_string(&evidence(0.1 + 0.2)).unwrap_or_default(),
+        "0.3"
+    );
+}
+
+#[test]
+fn summation_noise_in_the_evidence_leaves_the_plan_bytes_alone() {
+    let opts = PlanOptions {
+        preview_context_len: Some(4096),
+        ..PlanOptions::default()
+    };
+    let json = |p: &Profile| {
+        build_plan(p, &Method::ALL, Target::Tokens(128), &opts)
+            .and_then(|p| p.to_json())
+            .unwrap_or_else(|e| panic!("{e}"))
+    };
+    let a = profile();
+    let mut b = a.clone();
+    let nudge = |x: &mut f64| *x *= 1.0 + 3e-9;
+    for f in &mut b.funnel {
+        nudge(&mut f.entropy);
+        nudge(&mut f.top_k_mass);
+    }
+    for r in &mut b.kv_redundancy {
+        nudge(&mut r.k_cos_fraction);
+        nudge(&mut r.v_cos_fraction);
+        nudge(&mut r.attention_sparsity);
+    }
+    for m in b.wavelet.magnitudes.iter_mut().flatten() {
+        nudge(m);
+    }
+    assert_ne!(a, b);
+    assert_eq!(json(&a), json(&b));
+    // A change in the 5th digit does show.
+    let mut c = a.clone();
+    c.funnel[3].entropy *= 1.0 + 3e-5;
+    assert_ne!(json(&a), json(&c));
+}
