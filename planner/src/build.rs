@@ -5,9 +5,9 @@
 //! (`pyramidkv.md` §3), SpindleKV's redundancy (`spindlekv.md` §3.2), TreeKV's wavelet magnitudes
 //! (`treekv.md` §3.3) — are written with [`EVIDENCE_DIGITS`] significant digits. They come from
 //! float sums over thousands of attention rows, whose last digits move with the summation order
-//! of a rebuilt runtime (seen: ~1e-9 relative); rounded, a re-profile of the same model and seed
-//! gives the same plan bytes. Inputs of the budget rules (head scores, layer similarities through
-//! PoD's blocks) are kept as measured.
+//! of a rebuilt runtime (seen: ~1e-9 relative); rounded, that noise rarely reaches the plan's
+//! bytes (a value at a rounding boundary, or a count crossing a threshold, still can). Inputs of
+//! the budget rules (head scores, layer similarities through PoD's blocks) are kept as measured.
 
 use crate::alloc::pod;
 use crate::budgets::Target;

@@ -20,7 +20,7 @@ use kvplan_eval::records::{aggregate_niah, merge_results, RecordsFile};
 use kvplan_eval::runner::{haystack, Evaluator, NiahGrid, Progress, Skipped};
 use kvplan_eval::{niah, table};
 use kvplan_planner::Plan;
-use kvplan_profiler::data::{self, PAUL_GRAHAM};
+use kvplan_profiler::data::{self, DataPackage, PAUL_GRAHAM};
 use kvplan_runtime::backend::{self, Selected};
 use kvplan_runtime::fetch::sha256_file;
 use kvplan_runtime::identity::{model_identity, model_name};
@@ -88,8 +88,10 @@ pub struct EvalSetup {
 
 impl EvalCommon {
     /// The data folder.
-    pub fn data_dir(&self) -> PathBuf {
-        data::data_dir(self.data.as_deref())
+    /// The folder of `pkg`'s text in the data folder, fetched when missing.
+    pub fn ensure_data(&self, pkg: &DataPackage) -> anyhow::Result<PathBuf> {
+        let dir = data::data_dir(self.data.as_deref());
+        Ok(data::ensure(pkg, &dir, &mut |l| eprintln!("kvplan: {l}"))?)
     }
 
     /// Loads the model (fetching it when missing), its plan and the base settings.
@@ -255,9 +257,7 @@ pub fn load_plan(
 
 fn run_niah(args: NiahArgs) -> anyhow::Result<()> {
     let grid = grid_of(&args)?;
-    let essays = data::ensure(&PAUL_GRAHAM, &args.common.data_dir(), &mut |l| {
-        eprintln!("kvplan: {l}")
-    })?;
+    let essays = args.common.ensure_data(&PAUL_GRAHAM)?;
     let EvalSetup {
         name,
         tok,

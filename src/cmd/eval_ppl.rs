@@ -16,7 +16,7 @@ use kvplan_eval::ppl::{curves, PplRecords};
 use kvplan_eval::records::{merge_perplexity, write_atomic};
 use kvplan_eval::runner::{Evaluator, Progress};
 use kvplan_eval::table;
-use kvplan_profiler::data::{self, SHAKESPEARE};
+use kvplan_profiler::data::SHAKESPEARE;
 
 use super::eval::{Bar, EvalSetup, PplArgs};
 
@@ -36,9 +36,7 @@ pub fn run(args: PplArgs) -> anyhow::Result<()> {
     let length = args.length.unwrap_or(length);
     let every = args.every.unwrap_or(every);
     let budgets = args.budgets.clone().unwrap_or(budgets);
-    let dir = data::ensure(&SHAKESPEARE, &args.common.data_dir(), &mut |l| {
-        eprintln!("kvplan: {l}")
-    })?;
+    let dir = args.common.ensure_data(&SHAKESPEARE)?;
     let EvalSetup {
         name,
         tok,

@@ -18,7 +18,7 @@ use anyhow::bail;
 use kvplan_eval::records::{merge_results, write_atomic, RecordsFile};
 use kvplan_eval::ruler::{report, RulerRun, Sources, Task};
 use kvplan_eval::runner::{Evaluator, Progress};
-use kvplan_profiler::data::{self, LONG_CONTEXT_EVAL};
+use kvplan_profiler::data::LONG_CONTEXT_EVAL;
 use kvplan_runtime::backend;
 
 use super::eval::{report_skips, Bar, EvalCommon, EvalSetup};
@@ -104,9 +104,7 @@ fn run_of(args: &RulerArgs) -> anyhow::Result<RulerRun> {
 /// Runs `kvplan eval ruler`.
 pub fn run(args: RulerArgs) -> anyhow::Result<()> {
     let run = run_of(&args)?;
-    let package = data::ensure(&LONG_CONTEXT_EVAL, &args.common.data_dir(), &mut |l| {
-        eprintln!("kvplan: {l}")
-    })?;
+    let package = args.common.ensure_data(&LONG_CONTEXT_EVAL)?;
     let EvalSetup {
         name,
         tok,

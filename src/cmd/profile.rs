@@ -305,12 +305,11 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<()> {
     eprintln!("  {:<20} {:>8.1} s", "plan", plan_s);
     eprintln!("  {:<20} {:>8.1} s", "total", t_all.elapsed().as_secs_f64());
     eprintln!(
-        "wrote {} and {} (budget {} per head; dated {}, which `--date {}` repeats in a rerun)",
+        "wrote {} and {} (budget {} per head; dated {date}, which `--date {date}` repeats in a rerun)",
         out.display(),
         plan_out.display(),
         args.budget,
-        profile.settings.date,
-        profile.settings.date
+        date = profile.settings.date,
     );
     if !args.no_figures {
         let dir = args.figures.clone().unwrap_or_else(|| {
