@@ -15,7 +15,7 @@
 pub mod niah;
 pub mod ppl;
 pub mod records;
-pub mod rng;
+pub use kvplan_common::rng;
 pub mod ruler;
 #[cfg(feature = "model")]
 pub mod runner;
