@@ -49,11 +49,11 @@ fn main() {
         .reshape([n, 9, 64])
         .swap_dims(0, 1);
     time("rope q", 10, || {
-        rope.apply(q.clone(), pos.clone()).into_data()
+        rope.apply(0, q.clone(), pos.clone()).into_data()
     });
     let qc = Tensor::<B, 3>::random([9, n, 64], Distribution::Default, &d);
     time("rope q contiguous", 10, || {
-        rope.apply(qc.clone(), pos.clone()).into_data()
+        rope.apply(0, qc.clone(), pos.clone()).into_data()
     });
     time("mul_scalar+reshape", 10, || {
         qc.clone()

@@ -29,8 +29,10 @@ pub const QUERY_BLOCK: usize = 256;
 /// Per-call state shared by all layers of one forward pass.
 #[derive(Debug)]
 pub struct ForwardCtx<'a, B: Backend> {
-    /// RoPE tables.
+    /// RoPE tables of every layer.
     pub rope: &'a Rope<B>,
+    /// The layer being run (set by the transformer before each block).
+    pub layer: usize,
     /// Positions of the new tokens.
     pub positions: &'a [usize],
     /// The same positions on the device.
@@ -53,6 +55,7 @@ impl<'a, B: Backend> ForwardCtx<'a, B> {
         let n = ids.len();
         Self {
             rope,
+            layer: 0,
             positions,
             pos_tensor: Tensor::from_data(TensorData::new(ids, [n]), device),
             obs_rows: 0,
@@ -124,8 +127,8 @@ impl<B: Backend> Attention<B> {
         let k = split(nh, nkv);
         let v = split(nh + nkv, nkv);
         let mut obs = obs;
-        let q = ctx.rope.apply(q, ctx.pos_tensor.clone());
-        let k_rot = ctx.rope.apply(k.clone(), ctx.pos_tensor.clone());
+        let q = ctx.rope.apply(ctx.layer, q, ctx.pos_tensor.clone());
+        let k_rot = ctx.rope.apply(ctx.layer, k.clone(), ctx.pos_tensor.clone());
         if let Some(o) = obs.as_deref_mut().filter(|_| ctx.obs_kv) {
             record_keys_values(o, k, v.clone(), ctx.positions);
         }

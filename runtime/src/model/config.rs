@@ -1,7 +1,11 @@
 //! Model geometry, read from GGUF metadata (`<arch>.*` keys) — no model's numbers are written here.
 
+use super::rope::RopeSet;
 use crate::error::{Error, Result};
 use crate::gguf::GgufFile;
+
+/// RoPE base when a file has no `<arch>.rope.freq_base` (llama.cpp's and transformers' default).
+pub const DEFAULT_ROPE_BASE: f64 = 10_000.0;
 
 /// Geometry and hyper-parameters of a Llama-family decoder.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -65,7 +69,7 @@ impl ModelConfig {
             hidden,
             ffn: get("feed_forward_length")?,
             vocab,
-            rope_theta: gguf.meta_f64(&key("rope.freq_base")).unwrap_or(10_000.0),
+            rope_theta: gguf.meta_f64(&key("rope.freq_base")).unwrap_or(DEFAULT_ROPE_BASE),
             rms_eps: gguf.meta_f64(&key("attention.layer_norm_rms_epsilon"))?,
             context_len: get("context_length")?,
             architecture: arch,
@@ -96,6 +100,11 @@ impl ModelConfig {
             return bad(format!("head_dim {} must be even for RoPE", self.head_dim));
         }
         Ok(())
+    }
+
+    /// The RoPE frequencies of every layer (one base for all layers of a Llama model).
+    pub fn rope(&self) -> RopeSet {
+        RopeSet::uniform(self.head_dim, self.rope_theta, self.n_layers)
     }
 
     /// Query heads sharing one KV head.

@@ -22,6 +22,7 @@ use gemm::{gemm, Parallelism};
 use rayon::prelude::*;
 
 use super::attention::{Attention, ForwardCtx};
+use super::rope::rotate_half_scaled;
 use crate::cache::{KvStore, LayerCache};
 use crate::observe::{AttentionRows, ColumnSums, KeysValues, LayerObservation};
 
@@ -43,15 +44,6 @@ fn to_host<B: Backend, const D: usize>(t: Tensor<B, D>) -> Vec<f32> {
     t.into_data().iter::<f32>().collect()
 }
 
-/// Rotates one head vector (`out = x·cos + rotate_half(x)·sin`) and scales it.
-fn rotate(x: &[f32], cos: &[f32], sin: &[f32], scale: f32, out: &mut [f32]) {
-    let half = x.len() / 2;
-    for j in 0..half {
-        out[j] = (x[j] * cos[j] - x[j + half] * sin[j]) * scale;
-        out[j + half] = (x[j + half] * cos[j + half] + x[j] * sin[j + half]) * scale;
-    }
-}
-
 /// The attention sub-layer of [`Attention::forward`] on the host.
 ///
 /// # Shapes
@@ -70,7 +62,7 @@ pub fn forward<B: Backend>(
     let device = x.device();
     let width = (nh + 2 * nkv) * d;
     let qkv = to_host(x.matmul(attn.wqkv.val())); // [t, width]
-    let (cos, sin) = ctx.rope.host_tables();
+    let (cos, sin) = ctx.rope.host_tables(ctx.layer);
     let scale = 1.0 / (d as f32).sqrt();
     let mut q = vec![0f32; nh * t * d]; // [kv][group][t][d]
     let mut k_pre = vec![0f32; nkv * t * d]; // [kv][t][d]
@@ -80,7 +72,7 @@ pub fn forward<B: Backend>(
         let p = ctx.positions[i] * d;
         let (c, s) = (&cos[p..p + d], &sin[p..p + d]);
         for h in 0..nh {
-            rotate(
+            rotate_half_scaled(
                 &row[h * d..(h + 1) * d],
                 c,
                 s,
@@ -92,7 +84,7 @@ pub fn forward<B: Backend>(
             let at = (h * t + i) * d;
             let src = &row[(nh + h) * d..(nh + h + 1) * d];
             k_pre[at..at + d].copy_from_slice(src);
-            rotate(src, c, s, 1.0, &mut k_rot[at..at + d]);
+            rotate_half_scaled(src, c, s, 1.0, &mut k_rot[at..at + d]);
             v[at..at + d].copy_from_slice(&row[(nh + nkv + h) * d..(nh + nkv + h + 1) * d]);
         }
     }

@@ -24,7 +24,7 @@ use crate::cache::KvCache;
 use crate::error::{Error, Result};
 use crate::gguf::GgufFile;
 use crate::observe::Observer;
-use rope::Rope;
+use rope::{Rope, RopeSet};
 
 /// A loaded model ready to run.
 #[derive(Debug)]
@@ -34,6 +34,7 @@ pub struct Model<B: Backend> {
     /// The burn module (weights).
     pub transformer: Transformer<B>,
     rope: Rope<B>,
+    rope_set: RopeSet,
     device: B::Device,
     host_kernel: bool,
 }
@@ -69,16 +70,13 @@ impl<B: Backend> Model<B> {
         transformer: Transformer<B>,
         device: &B::Device,
     ) -> Self {
-        let rope = Rope::new(
-            config.head_dim,
-            config.rope_theta,
-            config.context_len,
-            device,
-        );
+        let rope_set = config.rope();
+        let rope = Rope::from_set(&rope_set, config.context_len, device);
         Self {
             config,
             transformer,
             rope,
+            rope_set,
             device: device.clone(),
             host_kernel: host_kernel_for::<B>(),
         }
@@ -88,6 +86,11 @@ impl<B: Backend> Model<B> {
     /// Both compute the same thing; tests run both.
     pub fn set_generic_attention(&mut self, generic: bool) {
         self.host_kernel = !generic && host_kernel_for::<B>();
+    }
+
+    /// The RoPE frequencies of every layer, for presses that rotate cached keys.
+    pub fn rope_set(&self) -> &RopeSet {
+        &self.rope_set
     }
 
     /// The device the weights live on.

@@ -105,7 +105,7 @@ impl<'a, B: Backend> Session<'a, B> {
         let context = self.model.config.context_len;
         if self.cache.next_position >= context {
             self.press
-                .reassign_positions(&mut self.cache, self.model.config.rope_theta)?;
+                .reassign_positions(&mut self.cache, self.model.rope_set())?;
             if self.cache.next_position >= context {
                 return Err(Error::Request(format!(
                     "{}: the cache holds {} entries, the model's whole context; nothing to \

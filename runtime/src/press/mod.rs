@@ -30,10 +30,11 @@ pub mod treekv;
 mod tests;
 
 use burn::tensor::backend::Backend;
-use burn::tensor::Tensor;
+use burn::tensor::{Tensor, TensorData};
 
-use crate::cache::{KvCache, LayerCache};
+use crate::cache::{KvCache, KvStore, LayerCache};
 use crate::error::Result;
+use crate::model::rope::{Frequencies, RopeSet};
 use crate::model::{Logits, Model};
 use crate::observe::{LayerObservation, ObserveConfig, Observer};
 
@@ -84,7 +85,7 @@ pub trait Press<B: Backend> {
     /// StreamingLLM §3.2 and TreeKV §4.1 assign positions within the cache), so a stream can go on
     /// past the context. The default refuses: presses whose cache is not plain K/V tensors
     /// (SpindleKV's codebooks, PoD's shared keys) or that never evict (FullKV) cannot.
-    fn reassign_positions(&mut self, _cache: &mut KvCache<B>, _rope_theta: f64) -> Result<()> {
+    fn reassign_positions(&mut self, _cache: &mut KvCache<B>, _rope: &RopeSet) -> Result<()> {
         Err(crate::error::Error::Request(format!(
             "{}: the stream reached the model's trained context and this press cannot re-assign \
              positions within its cache",
@@ -93,20 +94,49 @@ pub trait Press<B: Backend> {
     }
 }
 
-/// Re-assigns positions `0..len` to the entries of every layer (keys re-rotated) and moves the
-/// cache's next position to just after the longest head.
-pub fn reassign_all<B: Backend>(cache: &mut KvCache<B>, rope_theta: f64) {
+/// Re-assigns positions `0..len` to the entries of every layer (keys re-rotated at each layer's
+/// own RoPE frequencies) and moves the cache's next position to just after the longest head.
+pub fn reassign_all<B: Backend>(cache: &mut KvCache<B>, rope: &RopeSet) {
     let mut next = 0;
-    for layer in &mut cache.layers {
+    for (l, layer) in cache.layers.iter_mut().enumerate() {
         next = next.max(
             (0..layer.kv_heads())
                 .map(|h| layer.len(h))
                 .max()
                 .unwrap_or(0),
         );
-        treekv::rerotate(layer, rope_theta);
+        reassign_layer(layer, rope.layer(l));
     }
     cache.next_position = next;
+}
+
+/// Moves every head's entries of one layer to positions `0..len_h`, turning each key by
+/// `new − old` ([`Frequencies::shift_rows`]).
+pub fn reassign_layer<B: Backend>(cache: &mut LayerCache<B>, freqs: &Frequencies) {
+    let kv = cache.kv_heads();
+    let d = cache.head_dim();
+    let moved = (0..kv).any(|h| cache.positions(h).iter().enumerate().any(|(i, &p)| i != p));
+    if !moved {
+        return;
+    }
+    let mut keys = Vec::with_capacity(kv);
+    let mut values = Vec::with_capacity(kv);
+    let mut positions = Vec::with_capacity(kv);
+    for h in 0..kv {
+        let Some((k, v)) = cache.head(h) else { return };
+        let device = k.device();
+        let len = cache.len(h);
+        let mut host: Vec<f32> = k.into_data().iter::<f32>().collect(); // [len][d]
+        let new: Vec<usize> = (0..len).collect();
+        freqs.shift_rows(&mut host, cache.positions(h), &new);
+        keys.push(Tensor::<B, 2>::from_data(
+            TensorData::new(host, [len, d]),
+            &device,
+        ));
+        values.push(v);
+        positions.push(new);
+    }
+    cache.replace(Some(KvStore::from_heads(keys, values)), positions);
 }
 
 /// Where the budget goes: entries each (layer, KV head) keeps, the observation window included.
@@ -282,8 +312,8 @@ impl<B: Backend> Press<B> for SelectionPress {
         Ok(())
     }
 
-    fn reassign_positions(&mut self, cache: &mut KvCache<B>, rope_theta: f64) -> Result<()> {
-        reassign_all(cache, rope_theta);
+    fn reassign_positions(&mut self, cache: &mut KvCache<B>, rope: &RopeSet) -> Result<()> {
+        reassign_all(cache, rope);
         Ok(())
     }
 }

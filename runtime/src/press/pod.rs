@@ -25,10 +25,10 @@ use burn::tensor::backend::Backend;
 use burn::tensor::{Int, Tensor, TensorData};
 use kvplan_planner::Geometry;
 
-use super::spindle::rotate_rows;
 use super::Press;
 use crate::cache::KvCache;
 use crate::error::{Error, Result};
+use crate::model::rope::RopeSet;
 use crate::model::Model;
 use crate::observe::{ObserveConfig, Observer};
 
@@ -78,7 +78,7 @@ pub struct PodPress {
     sinks: usize,
     recent: usize,
     tau: f32,
-    rope_theta: f64,
+    rope: RopeSet,
     slots: Vec<Vec<Slot>>,
     len: usize,
     /// Decode rows × (layer, query head) pairs whose distant attention the gate skipped.
@@ -95,7 +95,7 @@ impl PodPress {
         sinks: usize,
         recent: usize,
         tau: f64,
-        rope_theta: f64,
+        rope: RopeSet,
     ) -> Self {
         let shared = kvplan_planner::alloc::pod::shared_keys(&blocks, geometry);
         Self {
@@ -107,7 +107,7 @@ impl PodPress {
             sinks,
             recent,
             tau: tau as f32,
-            rope_theta,
+            rope,
             slots: Vec::new(),
             len: 0,
             skipped: 0,
@@ -185,6 +185,7 @@ impl PodPress {
             decode,
         } = shape;
         let width = (nh + 2 * nkv) * d;
+        let freqs = self.rope.layer(l);
         let positions: Vec<usize> = (p0..p0 + t).collect();
         let mut q = Vec::with_capacity(t * nh * d);
         for r in 0..t {
@@ -193,7 +194,7 @@ impl PodPress {
             for g in 0..nkv {
                 let slot = &mut self.slots[l][g];
                 let mut k = row[(nh + g) * d..(nh + g + 1) * d].to_vec();
-                rotate_rows(&mut k, &positions[r..=r], d, self.rope_theta, 1.0);
+                freqs.rotate_rows(&mut k, &positions[r..=r], 1.0);
                 slot.keys.extend(k);
                 slot.key_pos.push(p0 + r);
                 slot.values
@@ -204,7 +205,7 @@ impl PodPress {
             .iter()
             .flat_map(|&p| std::iter::repeat_n(p, nh))
             .collect();
-        rotate_rows(&mut q, &qpos, d, self.rope_theta, 1.0);
+        freqs.rotate_rows(&mut q, &qpos, 1.0);
         let scale = 1.0 / (d as f32).sqrt();
         q.iter_mut().for_each(|x| *x *= scale);
         let mut out = vec![0f32; t * nh * d];

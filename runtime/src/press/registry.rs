@@ -146,7 +146,7 @@ pub fn build_press_with<B: Backend>(
                 budgets.sinks,
                 budgets.recent,
                 sec.block_size,
-                config.rope_theta,
+                config.rope(),
             ))
         }
         Method::Spindle => {
@@ -157,7 +157,7 @@ pub fn build_press_with<B: Backend>(
                 budgets.codebook_layers.clone(),
                 sec.theta_k,
                 sec.theta_v,
-                config.rope_theta,
+                config.rope(),
             );
             Box::new(if options.spindle_repeat {
                 press.with_repeat(config.n_heads / config.n_kv_heads)
@@ -173,7 +173,7 @@ pub fn build_press_with<B: Backend>(
                 budgets.sinks,
                 budgets.recent,
                 sec.tau,
-                config.rope_theta,
+                config.rope(),
             ))
         }
     };

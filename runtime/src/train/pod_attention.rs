@@ -181,9 +181,9 @@ pub fn forward<B: Backend>(
                 .swap_dims(0, 1) // [heads, t, d]
         };
         let q = rope
-            .apply(split(0, nh), positions.clone())
+            .apply(l, split(0, nh), positions.clone())
             .mul_scalar(1.0 / (d as f64).sqrt());
-        let k = rope.apply(split(nh, nkv), positions.clone());
+        let k = rope.apply(l, split(nh, nkv), positions.clone());
         let v = split(nh + nkv, nkv);
         let group = nh / nkv;
         // Query heads g·group.. share KV head g: one batched matmul per KV head.

@@ -44,6 +44,7 @@ use burn::tensor::{Tensor, TensorData};
 use super::{observe, window_scores, Allocation, Press, Scorer, Scores, SelectionPress};
 use crate::cache::{KvCache, KvStore, LayerCache};
 use crate::error::Result;
+use crate::model::rope::{Frequencies, RopeSet};
 use crate::model::Model;
 use crate::observe::{LayerObservation, ObserveConfig, Observer};
 pub use codebook::{Codebook, Entries, MAX_GROUP};
@@ -121,7 +122,7 @@ pub struct SpindlePress {
     codebook_layers: Vec<bool>,
     theta_k: f32,
     theta_v: f32,
-    rope_theta: f64,
+    rope: RopeSet,
     /// `h_n` when the GQA repeat variant is on.
     repeat: Option<usize>,
     books: Vec<Option<Vec<Book>>>,
@@ -135,7 +136,7 @@ impl SpindlePress {
         codebook_layers: Vec<bool>,
         theta_k: f64,
         theta_v: f64,
-        rope_theta: f64,
+        rope: RopeSet,
     ) -> Self {
         Self {
             evict: SelectionPress::new("spindle", Box::new(SpindleScorer { window }), alloc),
@@ -143,7 +144,7 @@ impl SpindlePress {
             codebook_layers,
             theta_k: theta_k as f32,
             theta_v: theta_v as f32,
-            rope_theta,
+            rope,
             repeat: None,
             books: Vec::new(),
         }
@@ -209,7 +210,12 @@ impl SpindlePress {
     /// Moves the layer's entries the codebooks do not hold yet into them (merging or adding
     /// codes), the entries of all heads sharing a book in one call; the layer then holds no
     /// tensor.
-    fn absorb<B: Backend>(&self, layer: &mut LayerCache<B>, books: &mut Vec<Book>) {
+    fn absorb<B: Backend>(
+        &self,
+        layer: &mut LayerCache<B>,
+        freqs: &Frequencies,
+        books: &mut Vec<Book>,
+    ) {
         let heads = layer.kv_heads();
         let d = layer.head_dim();
         let per_book = if self.repeat.is_some() { heads } else { 1 };
@@ -233,7 +239,7 @@ impl SpindlePress {
                 let mut k: Vec<f32> = k.into_data().iter::<f32>().collect();
                 let v: Vec<f32> = v.into_data().iter::<f32>().collect();
                 let k = &mut k[first * d..];
-                rotate_rows(k, &pos, d, self.rope_theta, -1.0);
+                freqs.rotate_rows(k, &pos, -1.0);
                 keys.extend_from_slice(k);
                 values.extend_from_slice(&v[first * d..]);
                 counts.push(pos.len());
@@ -253,7 +259,13 @@ impl SpindlePress {
     }
 
     /// Puts the reconstructed K (RoPE re-applied) and V of every head back into the layer.
-    fn restore<B: Backend>(&self, layer: &mut LayerCache<B>, books: &[Book], device: &B::Device) {
+    fn restore<B: Backend>(
+        &self,
+        layer: &mut LayerCache<B>,
+        freqs: &Frequencies,
+        books: &[Book],
+        device: &B::Device,
+    ) {
         let d = layer.head_dim();
         let mut keys = Vec::new();
         let mut values = Vec::new();
@@ -262,7 +274,7 @@ impl SpindlePress {
             for e in &book.heads {
                 let n = e.positions.len();
                 let mut k = book.keys.reconstruct(&e.keys);
-                rotate_rows(&mut k, &e.positions, d, self.rope_theta, 1.0);
+                freqs.rotate_rows(&mut k, &e.positions, 1.0);
                 keys.push(Tensor::<B, 2>::from_data(
                     TensorData::new(k, [n, d]),
                     device,
@@ -276,24 +288,6 @@ impl SpindlePress {
             }
         }
         layer.replace(Some(KvStore::from_heads(keys, values)), positions);
-    }
-}
-
-/// Rotates `[rows][d]` keys by `sign × position` (rotate-half RoPE, the model's f32 frequencies):
-/// `sign = 1` applies RoPE, `−1` removes it.
-pub(crate) fn rotate_rows(rows: &mut [f32], positions: &[usize], d: usize, theta: f64, sign: f32) {
-    let half = d / 2;
-    let inv_freq: Vec<f32> = (0..half)
-        .map(|j| (1.0 / theta.powf(2.0 * j as f64 / d as f64)) as f32)
-        .collect();
-    for (row, &p) in rows.chunks_exact_mut(d).zip(positions) {
-        for j in 0..half {
-            let (sin, cos) = (p as f32 * inv_freq[j]).sin_cos();
-            let sin = sign * sin;
-            let (a, b) = (row[j], row[j + half]);
-            row[j] = a * cos - b * sin;
-            row[j + half] = b * cos + a * sin;
-        }
     }
 }
 
@@ -319,7 +313,7 @@ impl<B: Backend> Press<B> for SpindlePress {
         for (l, layer) in cache.layers.iter_mut().enumerate() {
             if self.is_codebook_layer(l) {
                 let mut b = Vec::new();
-                self.absorb(layer, &mut b);
+                self.absorb(layer, self.rope.layer(l), &mut b);
                 books.push(Some(b));
             } else {
                 books.push(None);
@@ -345,13 +339,13 @@ impl<B: Backend> Press<B> for SpindlePress {
         let device = model.device().clone();
         for (l, b) in books.iter().enumerate() {
             if let Some(b) = b {
-                self.restore(&mut cache.layers[l], b, &device);
+                self.restore(&mut cache.layers[l], self.rope.layer(l), b, &device);
             }
         }
         let out = model.forward(ids, cache, obs, crate::model::Logits::Last);
         for (l, b) in books.iter_mut().enumerate() {
             if let Some(b) = b {
-                self.absorb(&mut cache.layers[l], b);
+                self.absorb(&mut cache.layers[l], self.rope.layer(l), b);
             }
         }
         self.books = books;
