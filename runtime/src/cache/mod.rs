@@ -14,6 +14,9 @@
 use burn::tensor::backend::Backend;
 use burn::tensor::{Int, Tensor, TensorData};
 
+/// Bytes of one stored number: keys and values are kept in f32.
+pub const BYTES_PER_ELEMENT: usize = 4;
+
 /// The tensors of one layer's cache.
 #[derive(Debug, Clone)]
 pub enum KvStore<B: Backend> {
@@ -93,9 +96,9 @@ impl<B: Backend> LayerCache<B> {
         self.store.as_ref()
     }
 
-    /// Bytes of K and V held (f32).
+    /// Bytes of K and V held: entries × head_dim × [`BYTES_PER_ELEMENT`] × 2.
     pub fn bytes(&self) -> usize {
-        self.positions.iter().map(Vec::len).sum::<usize>() * self.head_dim * 4 * 2
+        self.positions.iter().map(Vec::len).sum::<usize>() * self.head_dim * BYTES_PER_ELEMENT * 2
     }
 
     /// Appends `t` new entries to every head.

@@ -1,5 +1,7 @@
 //! Model geometry, read from GGUF metadata (`<arch>.*` keys) — no model's numbers are written here.
 
+use kvplan_planner::Geometry;
+
 use super::rope::RopeSet;
 use crate::error::{Error, Result};
 use crate::gguf::GgufFile;
@@ -34,6 +36,9 @@ pub struct ModelConfig {
     pub rms_eps: f64,
     /// Training context length.
     pub context_len: usize,
+    /// The attention geometry as plans record it: the numbers above and the query→KV head map
+    /// every consumer of GQA reads ([`Geometry::kv_of`], [`Geometry::q_heads_of`]).
+    pub geometry: Geometry,
 }
 
 impl ModelConfig {
@@ -57,12 +62,15 @@ impl ModelConfig {
             .tensor_info("token_embd.weight")
             .map(|t| t.shape()[0])
             .ok_or_else(|| Error::Model("no tensor token_embd.weight".into()))?;
+        let n_layers = get("block_count")?;
+        let geometry = Geometry::new(n_layers, n_heads, n_kv_heads, head_dim)
+            .map_err(|e| Error::Model(format!("{arch} attention geometry: {e}")))?;
         let config = Self {
             name: gguf
                 .meta_str("general.name")
                 .map(str::to_string)
                 .unwrap_or_else(|_| arch.clone()),
-            n_layers: get("block_count")?,
+            n_layers,
             n_heads,
             n_kv_heads,
             head_dim,
@@ -73,6 +81,7 @@ impl ModelConfig {
             rms_eps: gguf.meta_f64(&key("attention.layer_norm_rms_epsilon"))?,
             context_len: get("context_length")?,
             architecture: arch,
+            geometry,
         };
         config.validate()?;
         Ok(config)
@@ -109,11 +118,11 @@ impl ModelConfig {
 
     /// Query heads sharing one KV head.
     pub fn group(&self) -> usize {
-        self.n_heads / self.n_kv_heads
+        self.geometry.group_size()
     }
 
-    /// The KV head that query head `h` reads (GQA: consecutive query heads share a KV head).
+    /// The KV head that query head `h` reads, from the geometry's query→KV map.
     pub fn kv_head_of(&self, h: usize) -> usize {
-        h / self.group()
+        self.geometry.kv_of(h)
     }
 }

@@ -6,9 +6,10 @@ use std::time::Instant;
 
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
+use kvplan_planner::budgets::full_kv_bytes;
 
 use super::Press;
-use crate::cache::KvCache;
+use crate::cache::{KvCache, BYTES_PER_ELEMENT};
 use crate::error::{Error, Result};
 use crate::generate::{decode_loop, GenerateConfig, Sampler};
 use crate::model::Model;
@@ -21,7 +22,8 @@ pub struct MemoryReport {
     pub tokens: usize,
     /// Bytes the press's cache holds.
     pub held_bytes: u64,
-    /// Bytes FullKV would hold: 2 × tokens × head_dim × 4 × layers × KV heads.
+    /// Bytes FullKV would hold ([`full_kv_bytes`]: 2 × tokens × head_dim × 4 × layers × KV
+    /// heads).
     pub full_bytes: u64,
 }
 
@@ -133,7 +135,7 @@ impl<'a, B: Backend> Session<'a, B> {
         MemoryReport {
             tokens: self.tokens,
             held_bytes: self.press.held_bytes(&self.cache) as u64,
-            full_bytes: (2 * self.tokens * c.head_dim * 4 * c.n_layers * c.n_kv_heads) as u64,
+            full_bytes: full_kv_bytes(&c.geometry, self.tokens, BYTES_PER_ELEMENT),
         }
     }
 }
