@@ -7,7 +7,7 @@
 //! splits as the planner says (`alloc::uniform::h2o_split`): `⌊B·heavy_fraction⌋` heavy hitters,
 //! the rest the most recent entries (scored `∞`). GQA: the query heads' sums are averaged.
 
-use super::{group_mean, observe, Scorer, Scores};
+use super::{group_mean, observe, Capabilities, Scorer, Scores};
 use crate::observe::{LayerObservation, ObserveConfig};
 
 /// Heavy hitters + recent window.
@@ -19,6 +19,9 @@ pub struct H2oScorer {
 }
 
 impl H2oScorer {
+    /// Heavy hitters and recent entries re-chosen after every decode step.
+    pub const CAPABILITIES: Capabilities = Capabilities::selection(true);
+
     /// Heavy share `heavy_fraction` of each head's budget (0.5 in the paper).
     pub fn new(heavy_fraction: f64) -> Self {
         Self {
@@ -57,6 +60,10 @@ impl H2oScorer {
 impl Scorer for H2oScorer {
     fn name(&self) -> &str {
         "h2o"
+    }
+
+    fn evicts_while_decoding(&self) -> bool {
+        Self::CAPABILITIES.evicts_while_decoding
     }
 
     fn prefill_observe(&self) -> ObserveConfig {

@@ -39,12 +39,77 @@ use crate::model::{Logits, Model};
 use crate::observe::{LayerObservation, ObserveConfig, Observer};
 
 pub use driver::{generate_pressed, MemoryReport, PressedRun, Session};
-pub use registry::{build_press, PressSpec, PRESS_NAMES};
+pub use registry::{build_press, capabilities, PressSpec, PRESS_NAMES};
+
+/// What a press can do. Callers ask the press ([`Press::capabilities`]) or, before building
+/// one, the registry ([`registry::capabilities`]) — never a list of method names. Each press
+/// type states its own as a `CAPABILITIES` constant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Capabilities {
+    /// Runs its own forward pass instead of the model's ([`Press::forward`]: SpindleKV's
+    /// codebook reconstruction, PoD's shared attention).
+    pub changes_forward: bool,
+    /// Can move its entries to positions `0..len` ([`Press::reassign_positions`]), so a stream
+    /// can go on past the model's trained context.
+    pub streams_past_context: bool,
+    /// Evicts while decoding, holding its budget; otherwise the cache grows by one entry a step.
+    pub evicts_while_decoding: bool,
+    /// Can take over a cache that another press's prefill (the model's own forward, observed)
+    /// filled ([`Session::adopt`]), so several presses share one prefill.
+    pub adopts_shared_prefill: bool,
+}
+
+impl Capabilities {
+    /// The model's forward pass, compression after prefill only, positions fixed (FullKV).
+    pub const PLAIN: Self = Self {
+        changes_forward: false,
+        streams_past_context: false,
+        evicts_while_decoding: false,
+        adopts_shared_prefill: true,
+    };
+
+    /// A [`SelectionPress`] over a scorer that does (or does not) evict while decoding: the
+    /// model's forward pass, positions re-assignable.
+    pub const fn selection(evicts_while_decoding: bool) -> Self {
+        Self {
+            changes_forward: false,
+            streams_past_context: true,
+            evicts_while_decoding,
+            adopts_shared_prefill: true,
+        }
+    }
+}
 
 /// A compression method applied to the cache around forward calls.
 pub trait Press<B: Backend> {
     /// The registry name (`snapkv`, `pyramid`, …).
     fn name(&self) -> &str;
+
+    /// What this press can do (default [`Capabilities::PLAIN`]); must agree with the hooks it
+    /// overrides ([`Press::forward`], [`Press::reassign_positions`], [`Press::after_decode`]).
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::PLAIN
+    }
+
+    /// [`Capabilities::changes_forward`].
+    fn changes_forward(&self) -> bool {
+        self.capabilities().changes_forward
+    }
+
+    /// [`Capabilities::streams_past_context`].
+    fn streams_past_context(&self) -> bool {
+        self.capabilities().streams_past_context
+    }
+
+    /// [`Capabilities::evicts_while_decoding`].
+    fn evicts_while_decoding(&self) -> bool {
+        self.capabilities().evicts_while_decoding
+    }
+
+    /// [`Capabilities::adopts_shared_prefill`].
+    fn adopts_shared_prefill(&self) -> bool {
+        self.capabilities().adopts_shared_prefill
+    }
 
     /// What the prefill forward must record for [`Press::after_prefill`] (`None`: nothing).
     fn prefill_observe(&self) -> Option<ObserveConfig>;
@@ -205,6 +270,11 @@ pub trait Scorer {
         budgets: &[usize],
     ) -> Scores;
 
+    /// Whether [`Scorer::decode_scores`] evicts (default: no).
+    fn evicts_while_decoding(&self) -> bool {
+        false
+    }
+
     /// What each decode step must record, for methods that evict while decoding.
     fn decode_observe(&self) -> Option<ObserveConfig> {
         None
@@ -275,6 +345,10 @@ fn layer_obs(obs: Option<&Observer>, layer: usize) -> Option<&LayerObservation> 
 impl<B: Backend> Press<B> for SelectionPress {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::selection(self.scorer.evicts_while_decoding())
     }
 
     fn prefill_observe(&self) -> Option<ObserveConfig> {

@@ -25,7 +25,7 @@ use burn::tensor::backend::Backend;
 use burn::tensor::{Int, Tensor, TensorData};
 use kvplan_planner::Geometry;
 
-use super::Press;
+use super::{Capabilities, Press};
 use crate::cache::KvCache;
 use crate::error::{Error, Result};
 use crate::model::rope::RopeSet;
@@ -88,6 +88,15 @@ pub struct PodPress {
 }
 
 impl PodPress {
+    /// Runs its own attention (eq. 3–4) from prefill on, over its own host cache: no shared
+    /// prefill, no eviction while decoding, keys stored by original position.
+    pub const CAPABILITIES: Capabilities = Capabilities {
+        changes_forward: true,
+        streams_past_context: false,
+        evicts_while_decoding: false,
+        adopts_shared_prefill: false,
+    };
+
     /// Blocks `[q_head][block] = [first, last]`, proximal `sinks + recent`, gate τ.
     pub fn new(
         blocks: Vec<Vec<[usize; 2]>>,
@@ -343,6 +352,10 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
 impl<B: Backend> Press<B> for PodPress {
     fn name(&self) -> &str {
         "pod"
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Self::CAPABILITIES
     }
 
     fn prefill_observe(&self) -> Option<ObserveConfig> {

@@ -13,7 +13,7 @@ use super::snapkv::SnapKvScorer;
 use super::spindle::SpindlePress;
 use super::streaming::StreamingScorer;
 use super::treekv::TreeKvPress;
-use super::{Allocation, Press, SelectionPress};
+use super::{Allocation, Capabilities, Press, SelectionPress};
 use crate::error::{Error, Result};
 use crate::model::ModelConfig;
 
@@ -60,6 +60,25 @@ pub struct PressOptions {
     /// default for MHA: the plan's budgets are per KV head, and the repeat has every query head
     /// keep that budget (×`h_n` references and magnitudes per token).
     pub spindle_repeat: bool,
+}
+
+/// What the press called `name` can do ([`Capabilities`]), read off its type without building
+/// it: no plan needed, so callers can check a request before any model run.
+pub fn capabilities(name: &str) -> Result<Capabilities> {
+    if name == "full" {
+        return Ok(FullPress::CAPABILITIES);
+    }
+    let method: Method = name.parse().map_err(|_| unknown(name))?;
+    Ok(match method {
+        Method::Streaming => StreamingScorer::CAPABILITIES,
+        Method::H2o => H2oScorer::CAPABILITIES,
+        Method::SnapKv | Method::Pyramid | Method::HeadKv | Method::HeadKvR => {
+            SnapKvScorer::CAPABILITIES
+        }
+        Method::TreeKv => TreeKvPress::CAPABILITIES,
+        Method::Spindle => SpindlePress::CAPABILITIES,
+        Method::Pod => PodPress::CAPABILITIES,
+    })
 }
 
 /// The press called `name`, configured from `plan` for a prompt of `context_len` tokens under

@@ -11,7 +11,7 @@
 
 use kvplan_planner::Pooling;
 
-use super::{observe, window_scores, Scorer, Scores};
+use super::{observe, window_scores, Capabilities, Scorer, Scores};
 use crate::observe::{LayerObservation, ObserveConfig};
 
 /// Observation-window attention, pooled.
@@ -24,6 +24,9 @@ pub struct SnapKvScorer {
 }
 
 impl SnapKvScorer {
+    /// Selects once, after prefill (SnapKV, PyramidKV, HeadKV); decoding only appends.
+    pub const CAPABILITIES: Capabilities = Capabilities::selection(false);
+
     /// Window α, pooling kernel and kind; `name` is the registry name it serves under.
     pub fn new(name: &str, window: usize, kernel: usize, pooling: Pooling) -> Self {
         Self {

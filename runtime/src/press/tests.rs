@@ -110,9 +110,9 @@ pub(super) fn run(
 fn every_press_under_every_wrapper_keeps_at_most_its_budget() {
     let model = tiny_model();
     let ids = prompt(30);
-    let decoding = ["streaming", "h2o", "treekv"];
     for alloc in allocations(12) {
         for (name, mut press) in presses(&alloc) {
+            let decoding = press.evicts_while_decoding();
             let mut s = Session::new(&model, press.as_mut());
             s.prefill(&ids).expect("prefill");
             for step in 0..=4 {
@@ -121,7 +121,7 @@ fn every_press_under_every_wrapper_keeps_at_most_its_budget() {
                         let b = alloc.budget(l, h);
                         // Prefill keeps exactly the budget; only decode-time methods hold it
                         // while decoding, the others grow by one entry a step.
-                        let limit = if decoding.contains(&name) {
+                        let limit = if decoding {
                             b
                         } else {
                             b + step
@@ -379,6 +379,31 @@ fn spindle_keeps_its_budget_in_codebooks_and_holds_no_tensors() {
         }
         assert_eq!(held as usize, book_bytes);
     }
+}
+
+#[test]
+fn capabilities_by_name_are_the_built_presses_and_agree_with_their_hooks() {
+    let model = tiny_model();
+    let ids = prompt(12);
+    let alloc = Allocation::Uniform(8);
+    let mut all = presses(&alloc);
+    all.push(("full", Box::new(FullPress)));
+    all.push(("spindle", Box::new(spindle(&alloc, 0.9))));
+    let blocks = vec![vec![[0, 1]]; NH];
+    all.push((
+        "pod",
+        Box::new(PodPress::new(blocks, &geometry(), 2, 6, 0.7, rope())),
+    ));
+    for (name, mut press) in all {
+        let caps = press.capabilities();
+        assert_eq!(capabilities(name).ok(), Some(caps), "{name}");
+        // Re-assigning positions succeeds exactly for the presses that say they stream.
+        let mut s = Session::new(&model, press.as_mut());
+        s.prefill(&ids).expect("prefill");
+        let moved = s.press.reassign_positions(&mut s.cache, model.rope_set());
+        assert_eq!(moved.is_ok(), caps.streams_past_context, "{name}");
+    }
+    assert!(capabilities("tova2").is_err());
 }
 
 fn geometry() -> kvplan_planner::Geometry {

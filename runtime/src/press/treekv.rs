@@ -30,7 +30,7 @@
 use burn::tensor::backend::Backend;
 use burn::tensor::{Tensor, TensorData};
 
-use super::{group_mean, observe, Allocation, Press};
+use super::{group_mean, observe, Allocation, Capabilities, Press};
 use crate::cache::{KvCache, KvStore, LayerCache};
 use crate::error::Result;
 use crate::model::rope::RopeSet;
@@ -88,6 +88,9 @@ pub struct TreeKvPress {
 }
 
 impl TreeKvPress {
+    /// Evicts one entry per decode step (Algorithm 1) and re-assigns positions (§4.1).
+    pub const CAPABILITIES: Capabilities = Capabilities::selection(true);
+
     /// `budget` entries per head (sinks + tree + recent), `sinks` and `recent` of
     /// them fixed, prefill blocks of `block` tokens; `rope`: the model's frequencies, for
     /// re-rotating keys.
@@ -267,6 +270,10 @@ fn last_rows(rows: &AttentionRows, n: usize) -> AttentionRows {
 impl<B: Backend> Press<B> for TreeKvPress {
     fn name(&self) -> &str {
         "treekv"
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Self::CAPABILITIES
     }
 
     fn reassign_positions(&mut self, cache: &mut KvCache<B>, rope: &RopeSet) -> Result<()> {

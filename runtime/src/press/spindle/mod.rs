@@ -41,7 +41,9 @@ mod tests;
 use burn::tensor::backend::Backend;
 use burn::tensor::{Tensor, TensorData};
 
-use super::{observe, window_scores, Allocation, Press, Scorer, Scores, SelectionPress};
+use super::{
+    observe, window_scores, Allocation, Capabilities, Press, Scorer, Scores, SelectionPress,
+};
 use crate::cache::{KvCache, KvStore, LayerCache};
 use crate::error::Result;
 use crate::model::rope::{Frequencies, RopeSet};
@@ -129,6 +131,16 @@ pub struct SpindlePress {
 }
 
 impl SpindlePress {
+    /// Its forward pass reconstructs the codebook layers (eq. 14); its prefill is the model's,
+    /// so it can adopt a shared one; decoding merges new entries into codes without evicting;
+    /// codebooks hold pre-RoPE keys by original position, so positions are not re-assigned.
+    pub const CAPABILITIES: Capabilities = Capabilities {
+        changes_forward: true,
+        streams_past_context: false,
+        evicts_while_decoding: false,
+        adopts_shared_prefill: true,
+    };
+
     /// Budgets `alloc` (window `window` inside), codebooks in `codebook_layers` at θ_K, θ_V.
     pub fn new(
         alloc: Allocation,
@@ -294,6 +306,10 @@ impl SpindlePress {
 impl<B: Backend> Press<B> for SpindlePress {
     fn name(&self) -> &str {
         "spindle"
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Self::CAPABILITIES
     }
 
     fn prefill_observe(&self) -> Option<ObserveConfig> {
