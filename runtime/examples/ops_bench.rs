@@ -93,11 +93,11 @@ fn kernel_time(n: usize) {
         .map(|i| ((i * 104729) % 1000) as f32 / 1000.0)
         .collect();
     let dims = Dims {
-        kv: 3,
+        kv_heads: 3,
         group: 3,
         t: n,
-        l: n,
-        d: 64,
+        keys: n,
+        head_dim: 64,
     };
     time(&format!("host kernel n={n}"), 3, || {
         attend(&q, &k, &k, dims, 0, false)

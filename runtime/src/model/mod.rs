@@ -8,6 +8,7 @@ pub mod feed_forward;
 #[cfg(feature = "flex")]
 pub mod host_attention;
 pub mod loader;
+pub mod query_order;
 pub mod rope;
 pub mod transformer;
 
@@ -24,6 +25,7 @@ use crate::cache::KvCache;
 use crate::error::{Error, Result};
 use crate::gguf::GgufFile;
 use crate::observe::Observer;
+use query_order::QueryOrder;
 use rope::{Rope, RopeSet};
 
 /// A loaded model ready to run.
@@ -35,6 +37,7 @@ pub struct Model<B: Backend> {
     pub transformer: Transformer<B>,
     rope: Rope<B>,
     rope_set: RopeSet,
+    order: QueryOrder,
     device: B::Device,
     host_kernel: bool,
 }
@@ -72,11 +75,13 @@ impl<B: Backend> Model<B> {
     ) -> Self {
         let rope_set = config.rope();
         let rope = Rope::from_set(&rope_set, config.context_len, device);
+        let order = QueryOrder::new(&config.geometry);
         Self {
             config,
             transformer,
             rope,
             rope_set,
+            order,
             device: device.clone(),
             host_kernel: host_kernel_for::<B>(),
         }
@@ -134,7 +139,7 @@ impl<B: Backend> Model<B> {
             )));
         }
         let positions: Vec<usize> = (start..end).collect();
-        let mut ctx = ForwardCtx::new(&self.rope, &positions, &self.device);
+        let mut ctx = ForwardCtx::new(&self.rope, &self.order, &positions, &self.device);
         ctx.host_kernel = self.host_kernel;
         if let Some(o) = observer.as_deref() {
             ctx.obs_rows = o.config.attn_rows;

@@ -79,7 +79,7 @@ impl Scorer for H2oScorer {
     ) -> Scores {
         let kv = positions.len();
         let acc = match obs.and_then(|o| o.column_sums.last()) {
-            Some(c) => group_mean(&c.sums, kv),
+            Some(c) => group_mean(&c.sums, &c.kv_of, kv),
             None => positions.iter().map(|p| vec![0.0; p.len()]).collect(),
         };
         *self.slot(layer) = acc;
@@ -104,7 +104,7 @@ impl Scorer for H2oScorer {
                 .iter()
                 .map(|rows| rows.last().cloned().unwrap_or_default())
                 .collect();
-            group_mean(&last, kv)
+            group_mean(&last, &a.kv_of, kv)
         });
         let acc = self.slot(layer);
         acc.resize(kv, Vec::new());
@@ -142,6 +142,7 @@ mod tests {
                     vec![6.0, 1.0, 2.0, 0.0, 2.0, 1.0],
                     vec![4.0, 1.0, 4.0, 1.0, 2.0, 1.0],
                 ],
+                kv_of: vec![0, 0],
             }],
             ..Default::default()
         };
@@ -159,6 +160,7 @@ mod tests {
                 query_positions: vec![6],
                 probs: vec![row.clone(), row],
                 key_positions: vec![vec![0, 2, 4, 5, 6]],
+                kv_of: vec![0, 0],
             }],
             ..Default::default()
         };

@@ -404,17 +404,21 @@ pub fn top_k(scores: &[f32], k: usize) -> Vec<usize> {
     idx
 }
 
-/// Mean over each KV head's query heads: `per_q[q][key]` → `[kv][key]` (GQA: consecutive query
-/// heads share a KV head). Keys are in the KV head's storage order, so the group's rows have
-/// equal lengths.
-pub fn group_mean(per_q: &[Vec<f32>], kv_heads: usize) -> Scores {
-    let group = per_q.len() / kv_heads.max(1);
+/// Mean over each KV head's query heads: `per_q[q][key]` → `[kv][key]`, query head `q` reading
+/// cache head `kv_of[q]` (the observation's map: the geometry's query→KV map, or its unfolded
+/// copy). Keys are in the KV head's storage order, so the group's rows have equal lengths.
+pub fn group_mean(per_q: &[Vec<f32>], kv_of: &[usize], kv_heads: usize) -> Scores {
     (0..kv_heads)
         .map(|g| {
-            let rows = &per_q[g * group..(g + 1) * group];
-            let len = rows.first().map_or(0, Vec::len);
+            let rows: Vec<&Vec<f32>> = per_q
+                .iter()
+                .zip(kv_of)
+                .filter(|(_, &k)| k == g)
+                .map(|(r, _)| r)
+                .collect();
+            let len = rows.first().map_or(0, |r| r.len());
             (0..len)
-                .map(|i| rows.iter().map(|r| r[i]).sum::<f32>() / group as f32)
+                .map(|i| rows.iter().map(|r| r[i]).sum::<f32>() / rows.len() as f32)
                 .collect()
         })
         .collect()
@@ -436,17 +440,16 @@ pub fn window_scores(
     let Some(rows) = obs.and_then(|o| o.attention.last()) else {
         return positions.iter().map(|p| vec![0.0; p.len()]).collect();
     };
-    let group = (rows.probs.len() / kv.max(1)).max(1);
     let per_q: Vec<Vec<f32>> = rows
         .probs
         .iter()
-        .enumerate()
-        .map(|(q, head_rows)| {
+        .zip(&rows.kv_of)
+        .map(|(head_rows, &g)| {
             let from = head_rows.len().saturating_sub(window);
-            per_row(positions[q / group].len(), &head_rows[from..])
+            per_row(positions[g].len(), &head_rows[from..])
         })
         .collect();
-    group_mean(&per_q, kv)
+    group_mean(&per_q, &rows.kv_of, kv)
 }
 
 pub fn observe(attn_rows: usize, column_sums: bool) -> ObserveConfig {

@@ -79,6 +79,8 @@ pub struct PodPress {
     recent: usize,
     tau: f32,
     rope: RopeSet,
+    /// `kv_of[q]`: the KV head query head `q` reads (the geometry's map).
+    kv_of: Vec<usize>,
     slots: Vec<Vec<Slot>>,
     len: usize,
     /// Decode rows × (layer, query head) pairs whose distant attention the gate skipped.
@@ -117,6 +119,7 @@ impl PodPress {
             recent,
             tau: tau as f32,
             rope,
+            kv_of: geometry.q_to_kv.clone(),
             slots: Vec::new(),
             len: 0,
             skipped: 0,
@@ -266,7 +269,7 @@ impl PodPress {
         saved: &[Option<Saved>],
     ) -> Row {
         let d = s.d;
-        let g = h / (s.nh / s.nkv);
+        let g = self.kv_of[h];
         let lo = self.lowest(l, h);
         let p = s.p0 + r;
         let own = &self.slots[l][g];

@@ -179,7 +179,7 @@ pub fn build_press_with<B: Backend>(
                 config.rope(),
             );
             Box::new(if options.spindle_repeat {
-                press.with_repeat(config.n_heads / config.n_kv_heads)
+                press.with_repeat(config.geometry.group_size())
             } else {
                 press
             })

@@ -128,6 +128,7 @@ mod tests {
                     ],
                 ],
                 key_positions: vec![(0..6).collect()],
+                kv_of: vec![0, 0],
             }],
             ..Default::default()
         };

@@ -305,7 +305,12 @@ fn group_mean_averages_query_heads_of_a_kv_head() {
         vec![0.0, 2.0],
         vec![2.0, 2.0],
     ];
-    assert_eq!(group_mean(&per_q, 2), vec![vec![2.0, 4.0], vec![1.0, 2.0]]);
+    // Consecutive query heads per KV head: (1+3)/2, (3+5)/2 and (0+2)/2, (2+2)/2.
+    let consecutive = group_mean(&per_q, &[0, 0, 1, 1], 2);
+    assert_eq!(consecutive, vec![vec![2.0, 4.0], vec![1.0, 2.0]]);
+    // An interleaved map: heads 0, 2 → KV 0: (1+0)/2, (3+2)/2; heads 1, 3: (3+2)/2, (5+2)/2.
+    let interleaved = group_mean(&per_q, &[0, 1, 0, 1], 2);
+    assert_eq!(interleaved, vec![vec![0.5, 2.5], vec![2.5, 3.5]]);
     assert_eq!(top_k(&[0.5, 2.0, 0.5, 1.0], 2), vec![1, 3]);
     // Ties keep the earlier entry.
     assert_eq!(top_k(&[1.0, 1.0, 1.0], 2), vec![0, 1]);

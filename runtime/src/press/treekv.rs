@@ -242,7 +242,7 @@ fn window_stats<B: Backend>(
                     .collect()
             })
             .collect();
-        sums = group_mean(&per_q, kv);
+        sums = group_mean(&per_q, &rows.kv_of, kv);
         for (h, c) in counts.iter_mut().enumerate() {
             let pos = cache.positions(h);
             for (j, x) in c.iter_mut().enumerate() {
@@ -264,6 +264,7 @@ fn last_rows(rows: &AttentionRows, n: usize) -> AttentionRows {
         query_positions: rows.query_positions[from..].to_vec(),
         probs: rows.probs.iter().map(|r| r[from..].to_vec()).collect(),
         key_positions: rows.key_positions.clone(),
+        kv_of: rows.kv_of.clone(),
     }
 }
 
@@ -315,7 +316,7 @@ impl<B: Backend> Press<B> for TreeKvPress {
                         .iter()
                         .map(|r| r.last().cloned().unwrap_or_default())
                         .collect();
-                    group_mean(&last, kv)
+                    group_mean(&last, &a.kv_of, kv)
                 });
             let mut keep = Vec::with_capacity(kv);
             let mut any = false;

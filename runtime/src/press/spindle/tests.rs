@@ -53,6 +53,7 @@ fn hand_layer() -> (KvCache<B>, Observer) {
             rows([0.1, 0.5, 0.2, 0.2]),
         ],
         key_positions: vec![vec![0, 1, 2, 3]; 2],
+        kv_of: vec![0, 0, 1, 1],
     });
     (cache, obs)
 }
