@@ -348,31 +348,8 @@ fn run_task(
     let k_h = &k[kvh * l * d..(kvh * l + cols) * d];
     let v_h = &v[kvh * l * d..(kvh * l + cols) * d];
     let mut s = vec![0f32; m * cols];
-    // S[m × cols] = Q_b[m × d] · K[cols × d]ᵀ. Safety: every pointer comes from a slice whose
-    // length was checked above to cover the strided extent gemm reads or writes.
-    unsafe {
-        gemm(
-            m,
-            cols,
-            d,
-            s.as_mut_ptr(),
-            1,
-            cols as isize,
-            false,
-            q_blk.as_ptr(),
-            1,
-            d as isize,
-            k_h.as_ptr(),
-            d as isize,
-            1,
-            0.0,
-            1.0,
-            false,
-            false,
-            false,
-            Parallelism::None,
-        );
-    }
+    // S[m × cols] = Q_b[m × d] · K[cols × d]ᵀ: K read with column stride d, row stride 1.
+    gemm_row_major(Gemm { m, n: cols, k: d }, &mut s, q_blk, k_h, (d as isize, 1));
     let mut rows = Vec::new();
     let mut sums = if colsum { vec![0f32; l] } else { Vec::new() };
     for (i, row) in s.chunks_exact_mut(cols).enumerate() {
@@ -392,21 +369,53 @@ fn run_task(
     }
     let mut out = vec![0f32; m * d];
     // O[m × d] = P[m × cols] · V[cols × d].
+    gemm_row_major(Gemm { m, n: d, k: cols }, &mut out, &s, v_h, (1, d as isize));
+    TaskOut {
+        out,
+        rows,
+        colsum: sums,
+    }
+}
+
+/// Sizes of one product `dst[m × n] = lhs[m × k] · rhs[k × n]`.
+#[derive(Debug, Clone, Copy)]
+struct Gemm {
+    m: usize,
+    n: usize,
+    k: usize,
+}
+
+/// `dst = lhs · rhs`, single-threaded: `dst` `[m][n]` and `lhs` `[m][k]` row-major; `rhs`
+/// element (row `i < k`, column `j < n`) at `i·row_stride + j·col_stride`, `strides =
+/// (col_stride, row_stride)` — a row-major `[k][n]` matrix has `(1, n)`, a row-major `[n][k]`
+/// matrix read as its transpose `(k, 1)`.
+fn gemm_row_major(g: Gemm, dst: &mut [f32], lhs: &[f32], rhs: &[f32], strides: (isize, isize)) {
+    let Gemm { m, n, k } = g;
+    let (rhs_cs, rhs_rs) = strides;
+    let rhs_extent = (k.saturating_sub(1) as isize * rhs_rs + n.saturating_sub(1) as isize * rhs_cs)
+        as usize
+        + 1;
+    assert!(
+        dst.len() >= m * n && lhs.len() >= m * k && (k * n == 0 || rhs.len() >= rhs_extent),
+        "host attention: gemm operands shorter than {m}×{k}·{k}×{n}"
+    );
+    // Safety: the assertion above checks that every slice covers the strided extent gemm
+    // reads (lhs, rhs) or writes (dst).
     unsafe {
         gemm(
             m,
-            d,
-            cols,
-            out.as_mut_ptr(),
+            n,
+            k,
+            dst.as_mut_ptr(),
             1,
-            d as isize,
+            n as isize,
             false,
-            s.as_ptr(),
+            lhs.as_ptr(),
             1,
-            cols as isize,
-            v_h.as_ptr(),
-            1,
-            d as isize,
+            k as isize,
+            rhs.as_ptr(),
+            rhs_cs,
+            rhs_rs,
             0.0,
             1.0,
             false,
@@ -414,11 +423,6 @@ fn run_task(
             false,
             Parallelism::None,
         );
-    }
-    TaskOut {
-        out,
-        rows,
-        colsum: sums,
     }
 }
 
