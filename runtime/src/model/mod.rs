@@ -1,5 +1,5 @@
 //! The Llama-family model: config, attention, feed-forward, block, transformer (Config→Module
-//! pairs as in llama-burn), and [`Model`], which ties the module to its RoPE tables.
+//! pairs as in llama-burn, tracel-ai/models @ 16ee7e4 `llama-burn/src/transformer.rs`), and [`Model`], which ties the module to its RoPE tables.
 
 pub mod attention;
 pub mod block;
@@ -114,6 +114,9 @@ impl<B: Backend> Model<B> {
 
     /// Runs `ids` after what `cache` holds, at positions `cache.next_position..`, extending the
     /// cache; records into `observer` when one is attached.
+    ///
+    /// # Shapes
+    /// - ids: `t` tokens → `[1, vocab]` ([`Logits::Last`]) or `[t, vocab]` ([`Logits::All`])
     pub fn forward(
         &self,
         ids: &[u32],

@@ -15,7 +15,9 @@
 //!
 //! **Arithmetic order** (outputs depend on it, the parity fixtures and committed plans too):
 //! the inverse frequency `base^(−2j/d)` is computed in f64 and cast to f32, as transformers keeps
-//! `inv_freq` in float32; the angle is `pos as f32 · inv_freq` in f32.
+//! `inv_freq` in float32 (huggingface/transformers @ ef46806,
+//! `src/transformers/modeling_rope_utils.py`, `_compute_default_rope_parameters`); the angle is
+//! `pos as f32 · inv_freq` in f32.
 
 use burn::tensor::backend::Backend;
 use burn::tensor::{Int, Tensor, TensorData};

@@ -61,7 +61,10 @@ impl<'a, B: Backend> Session<'a, B> {
         }
     }
 
-    /// Runs the prompt and compresses the cache; returns the last position's logits `[1, vocab]`.
+    /// Runs the prompt and compresses the cache; returns the last position's logits.
+    ///
+    /// # Shapes
+    /// - prompt: `t` tokens → `[1, vocab]`
     pub fn prefill(&mut self, prompt: &[u32]) -> Result<Tensor<B, 2>> {
         if self.tokens != 0 {
             return Err(Error::Request(
@@ -102,6 +105,9 @@ impl<'a, B: Backend> Session<'a, B> {
     /// next position would pass the model's trained context, the press first re-assigns its
     /// entries positions `0..len` ([`Press::reassign_positions`]); an error when it cannot, or
     /// when its cache still fills the context.
+    ///
+    /// # Shapes
+    /// - returns `[1, vocab]`
     pub fn step(&mut self, id: u32) -> Result<Tensor<B, 2>> {
         let layers = self.model.config.n_layers;
         let context = self.model.config.context_len;

@@ -1,10 +1,10 @@
-//! Presses: KV-cache compression methods applied to a [`KvCache`] (DESIGN.md, issue 5).
+//! Presses: KV-cache compression methods applied to a [`KvCache`] (DESIGN.md's method table).
 //!
-//! The design follows kvpress (`../shared/STYLE.md`): a [`Scorer`] only says how important each
-//! held entry is; *where the budget goes* is an [`Allocation`] (uniform, per layer, per KV
-//! head); [`SelectionPress`] joins the two and turns scores into kept indices with
-//! [`LayerCache::retain`], so memory shrinks for real (heads with different budgets switch to
-//! per-head storage: no padding, no masking). Methods that are not a plain selection (TreeKV's
+//! The design follows kvpress (NVIDIA/kvpress @ 08a43bf, `kvpress/presses/scorer_press.py`): a
+//! [`Scorer`] only says how important each held entry is; *where the budget goes* is an
+//! [`Allocation`] (uniform, per layer, per KV head); [`SelectionPress`] joins the two and turns
+//! scores into kept indices with [`LayerCache::retain`], so memory shrinks for real (heads with
+//! different budgets switch to per-head storage: no padding, no masking). Methods that are not a plain selection (TreeKV's
 //! tree, SpindleKV's codebook, PoD's shared attention) implement [`Press`] directly.
 //!
 //! **GQA.** Attention is observed per query head; the cache stores KV heads. Every
@@ -134,7 +134,10 @@ pub trait Press<B: Backend> {
 
     /// Runs `ids` after what `cache` holds (default: the model's own forward). Presses that
     /// change how attention reads the cache (SpindleKV's codebook, PoD's shared attention)
-    /// override it.
+    /// override it, and say so in [`Capabilities::changes_forward`].
+    ///
+    /// # Shapes
+    /// - ids: `t` tokens → `[1, vocab]`
     fn forward(
         &mut self,
         model: &Model<B>,

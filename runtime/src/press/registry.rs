@@ -1,5 +1,5 @@
-//! The registry: method name → press configured from the plan (kvpress's
-//! `evaluate_registry.py`). The runtime never invents budgets: every press but `full` asks the
+//! The registry: method name → press configured from the plan (as kvpress's
+//! `evaluation/evaluate_registry.py`, NVIDIA/kvpress @ ee24521). The runtime never invents budgets: every press but `full` asks the
 //! plan for `Budgets` at the prompt's length under the plan's target or a re-target.
 //! [`PressOptions`] carries the switches that are not part of a plan (SpindleKV's GQA repeat).
 

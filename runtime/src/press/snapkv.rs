@@ -1,4 +1,5 @@
-//! SnapKV (Li et al. 2024) as the authors' scripts run it (KVCache-Factory `SnapKVCluster`,
+//! SnapKV (Li et al. 2024) as the authors' scripts run it (Zefan-Cai/KVCache-Factory @ 5fb995d,
+//! `pyramidkv/pyramidkv_utils.py` `SnapKVCluster`,
 //! PyramidKV §4.2.2): the last α = 8 prompt rows are the observation window; each key before the
 //! window scores the attention those rows give it (softmax over the whole causal row, summed
 //! over the window rows), pooled along the sequence with kernel 7 (max-pool by default, padding
