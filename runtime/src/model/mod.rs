@@ -1,5 +1,6 @@
 //! The Llama-family model: config, attention, feed-forward, block, transformer (Config→Module
-//! pairs as in llama-burn, tracel-ai/models @ 16ee7e4 `llama-burn/src/transformer.rs`), and [`Model`], which ties the module to its RoPE tables.
+//! pairs as in llama-burn, tracel-ai/models @ 16ee7e4 `llama-burn/src/transformer.rs`), and
+//! [`Model`], which ties the module to its RoPE tables and query→KV head order.
 
 pub mod attention;
 pub mod block;

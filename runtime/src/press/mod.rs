@@ -4,8 +4,9 @@
 //! [`Scorer`] only says how important each held entry is; *where the budget goes* is an
 //! [`Allocation`] (uniform, per layer, per KV head); [`SelectionPress`] joins the two and turns
 //! scores into kept indices with [`LayerCache::retain`], so memory shrinks for real (heads with
-//! different budgets switch to per-head storage: no padding, no masking). Methods that are not a plain selection (TreeKV's
-//! tree, SpindleKV's codebook, PoD's shared attention) implement [`Press`] directly.
+//! different budgets switch to per-head storage: no padding, no masking). Methods that are not a
+//! plain selection (TreeKV's tree, SpindleKV's codebook, PoD's shared attention) implement
+//! [`Press`] directly; what each can do is on its type ([`Capabilities`]).
 //!
 //! **GQA.** Attention is observed per query head; the cache stores KV heads. Every
 //! selection-based press combines the scores of a KV head's query heads by their **mean**

@@ -147,11 +147,14 @@ impl PodPress {
 /// Shape of one forward call.
 #[derive(Debug, Clone, Copy)]
 struct Shape {
-    t: usize,
-    p0: usize,
-    nh: usize,
-    nkv: usize,
-    d: usize,
+    /// New tokens.
+    tokens: usize,
+    /// Position of the first new token.
+    first_position: usize,
+    q_heads: usize,
+    kv_heads: usize,
+    head_dim: usize,
+    /// One token after a prefill (the τ gate applies).
     decode: bool,
 }
 
@@ -189,11 +192,11 @@ impl PodPress {
         saved: &mut [Option<Saved>],
     ) -> Vec<f32> {
         let Shape {
-            t,
-            p0,
-            nh,
-            nkv,
-            d,
+            tokens: t,
+            first_position: p0,
+            q_heads: nh,
+            kv_heads: nkv,
+            head_dim: d,
             decode,
         } = shape;
         let width = (nh + 2 * nkv) * d;
@@ -268,10 +271,10 @@ impl PodPress {
         qh: &[f32],
         saved: &[Option<Saved>],
     ) -> Row {
-        let d = s.d;
+        let (d, nh) = (s.head_dim, s.q_heads);
         let g = self.kv_of[h];
         let lo = self.lowest(l, h);
-        let p = s.p0 + r;
+        let p = s.first_position + r;
         let own = &self.slots[l][g];
         let value = |pos: usize| &own.values[pos * d..(pos + 1) * d];
         let (mut a_p, mut v_p) = (Vec::new(), Vec::new());
@@ -284,14 +287,14 @@ impl PodPress {
         let shared = saved[lo].as_ref().filter(|_| lo != l);
         let (q_d, src) = match shared {
             Some(sv) => (
-                &sv.q[(r * s.nh + h) * d..(r * s.nh + h + 1) * d],
+                &sv.q[(r * nh + h) * d..(r * nh + h + 1) * d],
                 &self.slots[lo][g],
             ),
             None => (qh, own),
         };
         let skipped = s.decode
             && shared.is_some_and(|sv| {
-                let lse = sv.lse_d[r * s.nh + h];
+                let lse = sv.lse_d[r * nh + h];
                 // g = 1 / (1 + exp(lse_D − lse_P)) ≥ τ
                 1.0 / (1.0 + (lse - log_sum_exp(&a_p)).exp()) >= self.tau
             });
@@ -414,11 +417,11 @@ impl<B: Backend> Press<B> for PodPress {
                 .iter::<f32>()
                 .collect();
             let shape = Shape {
-                t,
-                p0,
-                nh,
-                nkv,
-                d,
+                tokens: t,
+                first_position: p0,
+                q_heads: nh,
+                kv_heads: nkv,
+                head_dim: d,
                 decode,
             };
             let o = self.layer(l, &qkv, shape, &mut saved);

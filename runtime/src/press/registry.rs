@@ -1,6 +1,7 @@
 //! The registry: method name → press configured from the plan (as kvpress's
-//! `evaluation/evaluate_registry.py`, NVIDIA/kvpress @ ee24521). The runtime never invents budgets: every press but `full` asks the
-//! plan for `Budgets` at the prompt's length under the plan's target or a re-target.
+//! `evaluation/evaluate_registry.py`, NVIDIA/kvpress @ ee24521). The runtime never invents
+//! budgets: every press but `full` asks the plan for `Budgets` at the prompt's length under the
+//! plan's target or a re-target.
 //! [`PressOptions`] carries the switches that are not part of a plan (SpindleKV's GQA repeat).
 
 use burn::tensor::backend::Backend;
