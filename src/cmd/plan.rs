@@ -5,7 +5,9 @@
 
 use anyhow::{bail, Context};
 use kvplan_planner::export::{headkv_scores, summary, tsv};
-use kvplan_planner::{build_plan, io, Method, Plan, PlanOptions, Profile, Target};
+use kvplan_planner::methods::pod::{PodOptions, DEFAULT_POD_DELTA};
+use kvplan_planner::methods::spindle::SpindleOptions;
+use kvplan_planner::{build_plan, io, HeadKvSection, Method, Plan, PlanOptions, Profile, Target};
 use std::path::{Path, PathBuf};
 
 /// Arguments of `kvplan plan`.
@@ -49,7 +51,7 @@ pub struct PlanArgs {
     #[arg(long, value_name = "FILE")]
     export_tsv: Option<PathBuf>,
     /// PoD similarity threshold δ (1 − JS, base 2).
-    #[arg(long, value_name = "D", default_value_t = 0.5)]
+    #[arg(long, value_name = "D", default_value_t = DEFAULT_POD_DELTA)]
     pod_delta: f64,
     /// Choose PoD's δ for this saving (fraction of (layer, KV head) key slots) instead.
     #[arg(long, value_name = "S")]
@@ -107,9 +109,15 @@ fn build(args: &PlanArgs, profile_path: &Path) -> anyhow::Result<Plan> {
         kvplan_version: String::from(env!("CARGO_PKG_VERSION")),
         date: args.date.clone().unwrap_or_else(today),
         preview_context_len: Some(args.context_len),
-        pod_delta: args.pod_delta,
-        pod_target_saving: args.pod_saving,
-        spindle_split: args.spindle_split,
+        pod: PodOptions {
+            delta: args.pod_delta,
+            target_saving: args.pod_saving,
+            ..PodOptions::default()
+        },
+        spindle: SpindleOptions {
+            split: args.spindle_split,
+            ..SpindleOptions::default()
+        },
         ..PlanOptions::default()
     };
     let plan = build_plan(&profile, &methods, target, &opts)
@@ -139,11 +147,10 @@ fn export(args: &PlanArgs, plan: &Plan) -> anyhow::Result<()> {
     if args.export_headkv.is_none() && args.export_tsv.is_none() {
         return Ok(());
     }
-    let Some(section) = plan
-        .sections
-        .headkv
-        .as_ref()
-        .or(plan.sections.headkv_r.as_ref())
+    let sections = &plan.sections;
+    let Some(section) = sections
+        .get::<HeadKvSection>(Method::HeadKv)
+        .or(sections.get::<HeadKvSection>(Method::HeadKvR))
     else {
         bail!("the exports need a headkv or headkv-r section in the plan");
     };

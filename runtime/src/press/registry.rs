@@ -4,7 +4,7 @@
 //! [`PressOptions`] carries the switches that are not part of a plan (SpindleKV's GQA repeat).
 
 use burn::tensor::backend::Backend;
-use kvplan_planner::{Budgets, Method, Plan, Target};
+use kvplan_planner::{Budgets, Method, Plan, Section, Target};
 
 use super::full::FullPress;
 use super::h2o::H2oScorer;
@@ -108,49 +108,35 @@ pub fn build_press_with<B: Backend>(
         .budgets(method, context_len, target)
         .map_err(plan_err)?;
     let alloc = Allocation::from_grid(&budgets.per_layer_per_kv_head);
-    let s = &plan.sections;
-    let missing = || plan_err(kvplan_planner::Error::MissingSection(method));
-    let press: Box<dyn Press<B>> = match method {
-        Method::Streaming => {
-            let sec = s.streaming.as_ref().ok_or_else(missing)?;
+    let section = plan
+        .sections
+        .section(method)
+        .ok_or_else(|| plan_err(kvplan_planner::Error::MissingSection(method)))?;
+    let press: Box<dyn Press<B>> = match section {
+        Section::Streaming(sec) => {
             selection(name, Box::new(StreamingScorer::new(sec.sinks)), alloc)
         }
-        Method::H2o => {
-            let sec = s.h2o.as_ref().ok_or_else(missing)?;
-            selection(name, Box::new(H2oScorer::new(sec.heavy_fraction)), alloc)
-        }
-        Method::SnapKv => {
-            let sec = s.snapkv.as_ref().ok_or_else(missing)?;
+        Section::H2o(sec) => selection(name, Box::new(H2oScorer::new(sec.heavy_fraction)), alloc),
+        Section::SnapKv(sec) => {
             let sc = SnapKvScorer::new(name, sec.window, sec.kernel_size, sec.pooling);
             selection(name, Box::new(sc), alloc)
         }
-        Method::Pyramid => {
-            let sec = s.pyramid.as_ref().ok_or_else(missing)?;
+        Section::Pyramid(sec) => {
             let sc = SnapKvScorer::new(name, sec.window, sec.kernel_size, sec.pooling);
             selection(name, Box::new(sc), alloc)
         }
-        Method::HeadKv | Method::HeadKvR => {
-            let sec = if method == Method::HeadKv {
-                s.headkv.as_ref()
-            } else {
-                s.headkv_r.as_ref()
-            }
-            .ok_or_else(missing)?;
+        Section::HeadKv(sec) | Section::HeadKvR(sec) => {
             let sc = SnapKvScorer::new(name, sec.window, sec.kernel_size, sec.pooling);
             selection(name, Box::new(sc), alloc)
         }
-        Method::TreeKv => {
-            let sec = s.treekv.as_ref().ok_or_else(missing)?;
-            Box::new(TreeKvPress::new(
-                alloc,
-                budgets.sinks,
-                budgets.recent,
-                sec.block_size,
-                config.rope_theta,
-            ))
-        }
-        Method::Spindle => {
-            let sec = s.spindle.as_ref().ok_or_else(missing)?;
+        Section::TreeKv(sec) => Box::new(TreeKvPress::new(
+            alloc,
+            budgets.sinks,
+            budgets.recent,
+            sec.block_size,
+            config.rope_theta,
+        )),
+        Section::Spindle(sec) => {
             let press = SpindlePress::new(
                 alloc,
                 budgets.window,
@@ -165,17 +151,14 @@ pub fn build_press_with<B: Backend>(
                 press
             })
         }
-        Method::Pod => {
-            let sec = s.pod.as_ref().ok_or_else(missing)?;
-            Box::new(PodPress::new(
-                sec.blocks.clone(),
-                &plan.model.geometry,
-                budgets.sinks,
-                budgets.recent,
-                sec.tau,
-                config.rope_theta,
-            ))
-        }
+        Section::Pod(sec) => Box::new(PodPress::new(
+            sec.blocks.clone(),
+            &plan.model.geometry,
+            budgets.sinks,
+            budgets.recent,
+            sec.tau,
+            config.rope_theta,
+        )),
     };
     Ok(PressSpec {
         press,
