@@ -28,9 +28,14 @@ pub struct PlanArgs {
     /// Target: share of the prompt kept per head, 0 < R <= 1.
     #[arg(long, value_name = "R")]
     ratio: Option<f64>,
-    /// Methods to plan, comma-separated: snapkv, h2o, streaming, pyramid, headkv, headkv-r,
-    /// spindle, pod, treekv, or all.
-    #[arg(long, value_name = "M", value_delimiter = ',', default_value = "all")]
+    /// Methods to plan, comma-separated, or all (the method table):
+    #[arg(
+        long,
+        value_name = "M",
+        value_delimiter = ',',
+        default_value = "all",
+        long_help = method_help()
+    )]
     method: Vec<String>,
     /// Prompt length of the plan's preview and of the summary.
     #[arg(long, value_name = "L", default_value_t = 8192)]
@@ -127,6 +132,14 @@ fn build(args: &PlanArgs, profile_path: &Path) -> anyhow::Result<Plan> {
     let names: Vec<&str> = plan.methods().iter().map(|m| m.name()).collect();
     eprintln!("wrote {} ({})", out.display(), names.join(", "));
     Ok(plan)
+}
+
+/// Long help of `--method`: every method with a plan section, one line each, from the table.
+fn method_help() -> String {
+    format!(
+        "Methods to plan, comma-separated, or all:\n{}",
+        kvplan_planner::methods::help_lines(false)
+    )
 }
 
 fn parse_methods(names: &[String]) -> anyhow::Result<Vec<Method>> {

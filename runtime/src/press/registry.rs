@@ -17,19 +17,8 @@ use super::{Allocation, Press, SelectionPress};
 use crate::error::{Error, Result};
 use crate::model::ModelConfig;
 
-/// Every name the registry serves, in the order results list them.
-pub const PRESS_NAMES: &[&str] = &[
-    "full",
-    "streaming",
-    "h2o",
-    "snapkv",
-    "pyramid",
-    "headkv",
-    "headkv-r",
-    "treekv",
-    "spindle",
-    "pod",
-];
+/// Every name the registry serves: the planner's method table, in its order (FullKV first).
+pub const PRESS_NAMES: &[&str] = kvplan_planner::methods::NAMES;
 
 /// A configured press and what it was configured from.
 pub struct PressSpec<B: Backend> {
