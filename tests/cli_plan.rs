@@ -64,6 +64,38 @@ fn writes_a_valid_plan_with_every_method() {
 }
 
 #[test]
+fn rebuilds_the_committed_plan_byte_for_byte() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let committed_path = root.join("plans/smollm2-135m-instruct.plan.json");
+    let profile = root.join("plans/smollm2-135m-instruct.profile.json");
+    let dir = scratch("golden");
+    let out = dir.join("smollm2-135m-instruct.plan.json");
+    let o = kvplan(&[
+        "plan",
+        "--profile",
+        profile.to_str().unwrap_or_default(),
+        "--budget",
+        "128",
+        "--method",
+        "all",
+        "--date",
+        "2026-11-23",
+        "--out",
+        out.to_str().unwrap_or_default(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let committed = std::fs::read(&committed_path)
+        .unwrap_or_else(|e| panic!("{}: {e}", committed_path.display()));
+    let built = std::fs::read(&out).unwrap_or_else(|e| panic!("{}: {e}", out.display()));
+    assert!(
+        built == committed,
+        "{} differs from {} (run `diff` on the two)",
+        out.display(),
+        committed_path.display()
+    );
+}
+
+#[test]
 fn summary_and_exports() {
     let dir = scratch("summary");
     let out = dir.join("p.json");

@@ -4,7 +4,6 @@
 //! Every method but PoD spends exactly `layers × kv_heads × B` entries, with
 //! `B = target.per_head(n)` (≤ n), and no head keeps more than the context `n`.
 
-use crate::alloc::{headkv, pod, pyramid, spindle, treekv, uniform};
 use crate::geometry::Geometry;
 use crate::sections::Sections;
 use crate::{validate, Error, Method, Result};
@@ -58,7 +57,8 @@ impl Target {
     }
 }
 
-/// Budgets of one method at one context length.
+/// Budgets of one method at one context length. The method's rule (its module in `methods/`)
+/// fills the grids and the fields that apply to it; the others stay 0 / false.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Budgets {
     pub method: Method,
@@ -83,6 +83,11 @@ pub struct Budgets {
 }
 
 impl Budgets {
+    /// `[layer][kv_head]` from one budget per layer, equal over the layer's `kv_heads`.
+    pub fn per_layer(layers: Vec<usize>, kv_heads: usize) -> Vec<Vec<usize>> {
+        layers.into_iter().map(|x| vec![x; kv_heads]).collect()
+    }
+
     /// Tokens kept over all layers and KV heads.
     pub fn total(&self) -> usize {
         self.per_layer_per_kv_head.iter().flatten().sum()
@@ -101,7 +106,8 @@ pub fn full_kv_bytes(g: &Geometry, n: usize, bytes_per_element: usize) -> u64 {
     (2 * n * g.head_dim * bytes_per_element * g.layers * g.kv_heads) as u64
 }
 
-/// Applies `method`'s rule from `sections` at context `n` under `target`.
+/// Applies `method`'s rule from `sections` at context `n` under `target`: the per-head average
+/// `B = target.per_head(n)` handed to the rule in the method's module (`methods/`).
 pub fn compute(
     sections: &Sections,
     g: &Geometry,
@@ -109,6 +115,12 @@ pub fn compute(
     n: usize,
     target: Target,
 ) -> Result<Budgets> {
+    if !method.has_section() {
+        return Err(Error::budget(
+            method,
+            "keeps every entry: it has no budgets and needs no plan",
+        ));
+    }
     let b = target.per_head(n);
     if b == 0 {
         return Err(Error::budget(
@@ -116,10 +128,9 @@ pub fn compute(
             format!("target {target} gives no entry per head at context {n}"),
         ));
     }
-    let missing = || Error::MissingSection(method);
-    let uniform = || uniform::budgets(g.layers, g.kv_heads, n, b);
-    let per_layer =
-        |v: Vec<usize>| -> Vec<Vec<usize>> { v.into_iter().map(|x| vec![x; g.kv_heads]).collect() };
+    let section = sections
+        .section(method)
+        .ok_or(Error::MissingSection(method))?;
     let mut out = Budgets {
         method,
         context_len: n,
@@ -132,71 +143,7 @@ pub fn compute(
         recent: 0,
         codebook_layers: vec![false; g.layers],
     };
-    match method {
-        Method::SnapKv => {
-            let s = sections.snapkv.as_ref().ok_or_else(missing)?;
-            if b <= s.window && b < n {
-                return Err(Error::budget(
-                    method,
-                    format!(
-                        "budget {b} per head must exceed the observation window α = {}",
-                        s.window
-                    ),
-                ));
-            }
-            out.window = s.window.min(b);
-            out.per_layer_per_kv_head = uniform();
-        }
-        Method::H2o => {
-            let s = sections.h2o.as_ref().ok_or_else(missing)?;
-            out.recent = uniform::h2o_split(b, s.heavy_fraction).1;
-            out.per_layer_per_kv_head = uniform();
-        }
-        Method::Streaming => {
-            let s = sections.streaming.as_ref().ok_or_else(missing)?;
-            (out.sinks, out.recent) = uniform::streaming_split(b, s.sinks);
-            out.per_layer_per_kv_head = uniform();
-        }
-        Method::Pyramid => {
-            let s = sections.pyramid.as_ref().ok_or_else(missing)?;
-            out.window = s.window.min(b);
-            out.per_layer_per_kv_head =
-                per_layer(pyramid::layer_budgets(g.layers, n, b, s.window, s.beta)?);
-        }
-        Method::HeadKv | Method::HeadKvR => {
-            let s = if method == Method::HeadKv {
-                sections.headkv.as_ref()
-            } else {
-                sections.headkv_r.as_ref()
-            }
-            .ok_or_else(missing)?;
-            let kv = headkv::kv_head_scores(&s.scores, g, s.temperature);
-            out.window = s.window.min(b);
-            out.per_layer_per_kv_head = headkv::budgets(method, &kv, n, b, s.window, s.beta)?;
-        }
-        Method::Spindle => {
-            let s = sections.spindle.as_ref().ok_or_else(missing)?;
-            out.window = s.window.min(b);
-            out.codebook_layers = spindle::codebook_layers(g.layers, s.split);
-            out.per_layer_per_kv_head = per_layer(spindle::layer_budgets(
-                g.layers, n, b, s.window, s.beta, s.alpha,
-            )?);
-        }
-        Method::Pod => {
-            let s = sections.pod.as_ref().ok_or_else(missing)?;
-            (out.sinks, out.recent) = pod::proximal_split(b, s.sinks);
-            out.per_layer_per_kv_head = vec![vec![n; g.kv_heads]; g.layers];
-            out.keys_per_layer_per_kv_head = pod::keys_kept(&pod::shared_keys(&s.blocks, g), n, b);
-        }
-        Method::TreeKv => {
-            let s = sections.treekv.as_ref().ok_or_else(missing)?;
-            let split = treekv::split(b, s.sinks, s.selected_fraction);
-            out.sinks = split.sinks;
-            out.recent = split.recent;
-            out.window = s.block_size.min(b);
-            out.per_layer_per_kv_head = uniform();
-        }
-    }
+    section.budgets(g, &mut out)?;
     if out.keys_per_layer_per_kv_head.is_empty() {
         out.keys_per_layer_per_kv_head = out.per_layer_per_kv_head.clone();
     }

@@ -1,4 +1,5 @@
-//! Profile → plan: fills the sections of the methods asked for, with the papers' defaults.
+//! Profile → plan: the sections of the methods asked for, each built by its method's module
+//! (`methods/`) with the papers' defaults.
 //! Pure: the same profile, methods, target and options always give the same plan (and bytes).
 //!
 //! The measurements a section carries only for readers and figures — PyramidKV's funnel
@@ -9,12 +10,18 @@
 //! bytes (a value at a rounding boundary, or a count crossing a threshold, still can). Inputs of
 //! the budget rules (head scores, layer similarities through PoD's blocks) are kept as measured.
 
-use crate::alloc::pod;
 use crate::budgets::Target;
+use crate::methods::headkv::HeadKvOptions;
+use crate::methods::pod::PodOptions;
+use crate::methods::pyramid::PyramidOptions;
+use crate::methods::snapkv::DEFAULT_WINDOW;
+use crate::methods::spindle::SpindleOptions;
+use crate::methods::treekv::TreeKvOptions;
+use crate::methods::Section;
 use crate::plan::{Plan, Provenance, PLAN_SCHEMA_VERSION};
-use crate::profile::{LayerFunnel, LayerRedundancy, Profile};
-use crate::sections::*;
-use crate::{Method, Result};
+use crate::profile::Profile;
+use crate::sections::Sections;
+use crate::{Error, Method, Result};
 
 /// Significant digits of the measurements a plan carries for readers (see the module header).
 pub const EVIDENCE_DIGITS: usize = 6;
@@ -30,7 +37,8 @@ pub fn evidence(x: f64) -> f64 {
         .unwrap_or(x)
 }
 
-/// Options of [`build_plan`]; `Default` gives the papers' settings.
+/// Options of [`build_plan`]; `Default` gives the papers' settings. Options that belong to one
+/// method are in that method's option struct (`methods/<name>.rs`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct PlanOptions {
     /// kvplan version recorded in the provenance.
@@ -41,24 +49,16 @@ pub struct PlanOptions {
     pub preview_context_len: Option<usize>,
     /// Observation window α of every SnapKV-style method (equal for all, DESIGN.md).
     pub window: usize,
-    /// PyramidKV β.
-    pub pyramid_beta: f64,
-    /// HeadKV β and temperature.
-    pub headkv_beta: f64,
-    /// See `headkv_beta`.
-    pub headkv_temperature: f64,
-    /// SpindleKV β (α follows as (1 + β)/2).
-    pub spindle_beta: f64,
-    /// SpindleKV shallow/deep split: codebook only below this layer (`None`: every layer).
-    pub spindle_split: Option<usize>,
-    /// PoD δ; ignored when `pod_target_saving` is set.
-    pub pod_delta: f64,
-    /// Choose δ for this saving instead.
-    pub pod_target_saving: Option<f64>,
-    /// PoD τ.
-    pub pod_tau: f64,
-    /// TreeKV prefill block size b.
-    pub treekv_block_size: usize,
+    /// PyramidKV's options.
+    pub pyramid: PyramidOptions,
+    /// HeadKV's options (both score sources).
+    pub headkv: HeadKvOptions,
+    /// SpindleKV's options.
+    pub spindle: SpindleOptions,
+    /// PoD's options.
+    pub pod: PodOptions,
+    /// TreeKV's options.
+    pub treekv: TreeKvOptions,
 }
 
 impl Default for PlanOptions {
@@ -68,20 +68,17 @@ impl Default for PlanOptions {
             date: String::from("1970-01-01"),
             preview_context_len: None,
             window: DEFAULT_WINDOW,
-            pyramid_beta: DEFAULT_PYRAMID_BETA,
-            headkv_beta: DEFAULT_HEADKV_BETA,
-            headkv_temperature: 1.0,
-            spindle_beta: DEFAULT_SPINDLE_BETA,
-            spindle_split: None,
-            pod_delta: DEFAULT_POD_DELTA,
-            pod_target_saving: None,
-            pod_tau: DEFAULT_POD_TAU,
-            treekv_block_size: DEFAULT_WINDOW,
+            pyramid: PyramidOptions::default(),
+            headkv: HeadKvOptions::default(),
+            spindle: SpindleOptions::default(),
+            pod: PodOptions::default(),
+            treekv: TreeKvOptions::default(),
         }
     }
 }
 
-/// Builds and validates a plan holding a section for each of `methods`.
+/// Builds and validates a plan holding a section for each of `methods` (built by each method's
+/// module, `methods/`). FullKV has no section: asking for it is an error.
 pub fn build_plan(
     profile: &Profile,
     methods: &[Method],
@@ -91,7 +88,8 @@ pub fn build_plan(
     profile.validate()?;
     let mut sections = Sections::default();
     for &m in methods {
-        add_section(&mut sections, profile, m, opts)?;
+        let section = Section::build(m, profile, opts)?.ok_or(Error::NoSection(m))?;
+        sections.insert(section);
     }
     let mut plan = Plan {
         schema_version: PLAN_SCHEMA_VERSION,
@@ -110,114 +108,4 @@ pub fn build_plan(
         plan.preview = Some(plan.make_preview(n));
     }
     Ok(plan)
-}
-
-fn add_section(s: &mut Sections, p: &Profile, m: Method, o: &PlanOptions) -> Result<()> {
-    let snap = SnapKvSection {
-        window: o.window,
-        kernel_size: DEFAULT_KERNEL,
-        pooling: Pooling::Maxpool,
-    };
-    match m {
-        Method::SnapKv => s.snapkv = Some(snap),
-        Method::H2o => {
-            s.h2o = Some(H2oSection {
-                heavy_fraction: 0.5,
-            })
-        }
-        Method::Streaming => {
-            s.streaming = Some(StreamingSection {
-                sinks: DEFAULT_SINKS,
-            })
-        }
-        Method::Pyramid => {
-            s.pyramid = Some(PyramidSection {
-                window: o.window,
-                beta: o.pyramid_beta,
-                kernel_size: snap.kernel_size,
-                pooling: snap.pooling,
-                funnel: p
-                    .funnel
-                    .iter()
-                    .map(|f| LayerFunnel {
-                        entropy: evidence(f.entropy),
-                        top_k_mass: evidence(f.top_k_mass),
-                    })
-                    .collect(),
-            })
-        }
-        Method::HeadKv | Method::HeadKvR => {
-            let (source, scores) = if m == Method::HeadKv {
-                (ScoreSource::RetrievalReasoning, &p.retrieval_reasoning)
-            } else {
-                (ScoreSource::Retrieval, &p.retrieval)
-            };
-            let section = HeadKvSection {
-                source,
-                window: o.window,
-                beta: o.headkv_beta,
-                temperature: o.headkv_temperature,
-                kernel_size: snap.kernel_size,
-                pooling: snap.pooling,
-                trials_kept: scores.trials_kept,
-                trials_total: scores.trials_total,
-                scores: scores.scores.clone(),
-            };
-            if m == Method::HeadKv {
-                s.headkv = Some(section);
-            } else {
-                s.headkv_r = Some(section);
-            }
-        }
-        Method::Spindle => {
-            s.spindle = Some(SpindleSection {
-                window: o.window,
-                beta: o.spindle_beta,
-                alpha: (1.0 + o.spindle_beta) / 2.0,
-                theta_k: p.settings.theta_k,
-                theta_v: p.settings.theta_v,
-                split: o.spindle_split,
-                redundancy: p
-                    .kv_redundancy
-                    .iter()
-                    .map(|r| LayerRedundancy {
-                        k_cos_fraction: evidence(r.k_cos_fraction),
-                        v_cos_fraction: evidence(r.v_cos_fraction),
-                        attention_sparsity: evidence(r.attention_sparsity),
-                    })
-                    .collect(),
-            })
-        }
-        Method::Pod => {
-            let g = &p.model.geometry;
-            let sims = &p.layer_similarity.per_head;
-            let delta = match o.pod_target_saving {
-                Some(t) => pod::choose_delta(sims, g, t)?,
-                None => o.pod_delta,
-            };
-            let blocks = pod::blocks(sims, delta);
-            s.pod = Some(PodSection {
-                delta,
-                target_saving: o.pod_target_saving,
-                saving: pod::saving(&blocks, g),
-                sinks: DEFAULT_POD_SINKS,
-                tau: o.pod_tau,
-                blocks,
-            })
-        }
-        Method::TreeKv => {
-            s.treekv = Some(TreeKvSection {
-                sinks: DEFAULT_SINKS,
-                selected_fraction: 0.5,
-                block_size: o.treekv_block_size,
-                wavelet: p
-                    .wavelet
-                    .magnitudes
-                    .iter()
-                    .map(|row| row.iter().map(|&m| evidence(m)).collect())
-                    .collect(),
-            })
-        }
-    }
-    Ok(())
 }

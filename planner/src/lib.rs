@@ -10,7 +10,7 @@ pub mod build;
 pub mod export;
 pub mod geometry;
 pub mod io;
-pub mod method;
+pub mod methods;
 pub mod plan;
 pub mod profile;
 pub mod sections;
@@ -19,16 +19,21 @@ mod validate;
 pub use budgets::{Budgets, Target};
 pub use build::{build_plan, PlanOptions};
 pub use geometry::{Geometry, ModelIdentity};
-pub use method::Method;
+pub use methods::h2o::H2oSection;
+pub use methods::headkv::{HeadKvSection, ScoreSource};
+pub use methods::pod::PodSection;
+pub use methods::pyramid::PyramidSection;
+pub use methods::snapkv::{Pooling, SnapKvSection};
+pub use methods::spindle::SpindleSection;
+pub use methods::streaming::StreamingSection;
+pub use methods::treekv::TreeKvSection;
+pub use methods::{Method, MethodSection, MethodSpec, Section, METHODS};
 pub use plan::{Plan, Preview, PreviewEntry, Provenance, PLAN_SCHEMA_VERSION};
 pub use profile::{
     HeadScores, LayerFunnel, LayerRedundancy, LayerSimilarity, Profile, ProfileDetails,
     ProfileSettings, Trial, Wavelet, PROFILE_SCHEMA_VERSION,
 };
-pub use sections::{
-    H2oSection, HeadKvSection, PodSection, Pooling, PyramidSection, ScoreSource, Sections,
-    SnapKvSection, SpindleSection, StreamingSection, TreeKvSection,
-};
+pub use sections::Sections;
 
 use std::path::PathBuf;
 
@@ -62,8 +67,11 @@ pub enum Error {
     /// A budget asked of an allocator that its rule cannot produce.
     #[error("{method}: {message}")]
     Budget { method: Method, message: String },
+    /// A method with no plan section (FullKV) was asked to be planned.
+    #[error("`{0}` keeps every entry and has no plan section")]
+    NoSection(Method),
     /// An unknown method name.
-    #[error("unknown method `{0}` (expected one of snapkv, h2o, streaming, pyramid, headkv, headkv-r, spindle, pod, treekv)")]
+    #[error("unknown method `{0}` (expected one of {names})", names = methods::NAMES.join(", "))]
     UnknownMethod(String),
 }
 

@@ -81,25 +81,9 @@ impl PreviewEntry {
 }
 
 impl Plan {
-    /// Methods that have a section, in [`Method::ALL`] order.
+    /// Methods that have a section, in table order ([`Method::ALL`]).
     pub fn methods(&self) -> Vec<Method> {
-        let s = &self.sections;
-        let present = [
-            s.snapkv.is_some(),
-            s.h2o.is_some(),
-            s.streaming.is_some(),
-            s.pyramid.is_some(),
-            s.headkv.is_some(),
-            s.headkv_r.is_some(),
-            s.spindle.is_some(),
-            s.pod.is_some(),
-            s.treekv.is_some(),
-        ];
-        Method::ALL
-            .into_iter()
-            .zip(present)
-            .filter_map(|(m, p)| p.then_some(m))
-            .collect()
+        self.sections.methods()
     }
 
     /// Budgets of `method` for a prompt of `context_len` tokens under `target`.

@@ -1,7 +1,8 @@
 //! The hand-made SmolLM2 profile through the planner, with expectations worked by hand from the
 //! pattern in `fixtures/README.md`.
 
-use kvplan_planner::{build_plan, Method, Plan, PlanOptions, Profile, Target};
+use kvplan_planner::methods::pod::PodOptions;
+use kvplan_planner::{build_plan, Method, Plan, PlanOptions, PodSection, Profile, Target};
 use std::path::PathBuf;
 
 fn fixture() -> PathBuf {
@@ -70,7 +71,10 @@ fn pod_on_smollm2_by_hand() {
     // δ = 0.5: blocks of 13, 9 and 6 layers for query heads h mod 3 = 0, 1, 2; each KV head keeps
     // distant keys at {0, 6, 9, 12, 13, 18, 24, 26, 27}: saving 21/30.
     let p = plan(Target::Ratio(0.125));
-    let pod = p.sections.pod.as_ref().unwrap_or_else(|| panic!("no pod"));
+    let pod = p
+        .sections
+        .get::<PodSection>(Method::Pod)
+        .unwrap_or_else(|| panic!("no pod"));
     assert_eq!(pod.blocks[0], vec![[0, 12], [13, 25], [26, 29]]);
     assert_eq!(pod.blocks[4], vec![[0, 8], [9, 17], [18, 26], [27, 29]]);
     assert_eq!(
@@ -98,12 +102,18 @@ fn pod_delta_for_a_target_saving() {
     // 0.52, splits head kind 2 further (1 − 0.1·5 = 0.5 < 0.52) and saves less, so 0.5 is the
     // largest δ reaching 0.7.
     let opts = PlanOptions {
-        pod_target_saving: Some(0.7),
+        pod: PodOptions {
+            target_saving: Some(0.7),
+            ..PodOptions::default()
+        },
         ..PlanOptions::default()
     };
     let p = build_plan(&profile(), &[Method::Pod], Target::Tokens(64), &opts)
         .unwrap_or_else(|e| panic!("{e}"));
-    let pod = p.sections.pod.as_ref().unwrap_or_else(|| panic!("no pod"));
+    let pod = p
+        .sections
+        .get::<PodSection>(Method::Pod)
+        .unwrap_or_else(|| panic!("no pod"));
     assert_eq!(pod.delta, 0.5);
     assert_eq!(pod.target_saving, Some(0.7));
 }

@@ -1,5 +1,6 @@
 //! Colours: the viridis scale for heatmaps (perceptually even, readable in grey) and a fixed
-//! categorical colour per method, so a method has the same colour in every figure.
+//! colour per method, read from the planner's method table, so a method has the same colour in
+//! every figure.
 
 use plotters::style::RGBColor;
 
@@ -49,27 +50,21 @@ const CATEGORICAL: [RGBColor; 10] = [
     RGBColor(23, 190, 207),
 ];
 
-/// Method names in the order their colours are assigned (DESIGN.md's names).
-const METHODS: [&str; 10] = [
-    "full",
-    "streaming",
-    "h2o",
-    "snapkv",
-    "pyramid",
-    "headkv",
-    "headkv-r",
-    "treekv",
-    "spindle",
-    "pod",
-];
-
-/// The colour of method `name`; unknown names get a stable colour from their bytes.
+/// The colour of method `name`, from the planner's method table; unknown names get a stable
+/// colour from their bytes.
 pub fn method(name: &str) -> RGBColor {
-    let i = METHODS.iter().position(|m| *m == name).unwrap_or_else(|| {
-        name.bytes()
-            .fold(0usize, |h, b| h.wrapping_mul(31).wrapping_add(b as usize))
-    });
-    CATEGORICAL[i % CATEGORICAL.len()]
+    match kvplan_planner::methods::spec(name) {
+        Some(spec) => {
+            let [r, g, b] = spec.colour;
+            RGBColor(r, g, b)
+        }
+        None => {
+            let hash = name
+                .bytes()
+                .fold(0usize, |h, b| h.wrapping_mul(31).wrapping_add(b as usize));
+            CATEGORICAL[hash % CATEGORICAL.len()]
+        }
+    }
 }
 
 /// The i-th categorical colour (series that are not methods: levels, K/V, …).
@@ -93,7 +88,10 @@ mod tests {
 
     #[test]
     fn methods_keep_their_colours() {
+        // The Tableau 10 colours the methods had before the table held them.
         assert_eq!(method("full"), CATEGORICAL[0]);
+        assert_eq!(method("streaming"), CATEGORICAL[1]);
+        assert_eq!(method("snapkv"), CATEGORICAL[3]);
         assert_eq!(method("pod"), CATEGORICAL[9]);
         assert_eq!(method("new-method"), method("new-method"));
         assert!(is_light(viridis(1.0)) && !is_light(viridis(0.0)));

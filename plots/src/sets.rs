@@ -22,7 +22,7 @@ use crate::render::{render, Format, Rendered};
 use crate::results::EvalResults;
 use crate::{Error, Result};
 use kvplan_planner::alloc::pod;
-use kvplan_planner::sections::DEFAULT_POD_DELTA;
+use kvplan_planner::methods::pod::DEFAULT_POD_DELTA;
 use kvplan_planner::{Method, Plan, PodSection, Profile};
 
 /// What a JSON file holds.

@@ -5,7 +5,9 @@
 
 use anyhow::{bail, Context};
 use kvplan_planner::export::{headkv_scores, summary, tsv};
-use kvplan_planner::{build_plan, io, Method, Plan, PlanOptions, Profile, Target};
+use kvplan_planner::methods::pod::{PodOptions, DEFAULT_POD_DELTA};
+use kvplan_planner::methods::spindle::SpindleOptions;
+use kvplan_planner::{build_plan, io, HeadKvSection, Method, Plan, PlanOptions, Profile, Target};
 use std::path::{Path, PathBuf};
 
 /// Arguments of `kvplan plan`.
@@ -26,9 +28,14 @@ pub struct PlanArgs {
     /// Target: share of the prompt kept per head, 0 < R <= 1.
     #[arg(long, value_name = "R")]
     ratio: Option<f64>,
-    /// Methods to plan, comma-separated: snapkv, h2o, streaming, pyramid, headkv, headkv-r,
-    /// spindle, pod, treekv, or all.
-    #[arg(long, value_name = "M", value_delimiter = ',', default_value = "all")]
+    /// Methods to plan, comma-separated, or all (the method table):
+    #[arg(
+        long,
+        value_name = "M",
+        value_delimiter = ',',
+        default_value = "all",
+        long_help = method_help()
+    )]
     method: Vec<String>,
     /// Prompt length of the plan's preview and of the summary.
     #[arg(long, value_name = "L", default_value_t = 8192)]
@@ -49,7 +56,7 @@ pub struct PlanArgs {
     #[arg(long, value_name = "FILE")]
     export_tsv: Option<PathBuf>,
     /// PoD similarity threshold δ (1 − JS, base 2).
-    #[arg(long, value_name = "D", default_value_t = 0.5)]
+    #[arg(long, value_name = "D", default_value_t = DEFAULT_POD_DELTA)]
     pod_delta: f64,
     /// Choose PoD's δ for this saving (fraction of (layer, KV head) key slots) instead.
     #[arg(long, value_name = "S")]
@@ -107,9 +114,15 @@ fn build(args: &PlanArgs, profile_path: &Path) -> anyhow::Result<Plan> {
         kvplan_version: String::from(env!("CARGO_PKG_VERSION")),
         date: args.date.clone().unwrap_or_else(today),
         preview_context_len: Some(args.context_len),
-        pod_delta: args.pod_delta,
-        pod_target_saving: args.pod_saving,
-        spindle_split: args.spindle_split,
+        pod: PodOptions {
+            delta: args.pod_delta,
+            target_saving: args.pod_saving,
+            ..PodOptions::default()
+        },
+        spindle: SpindleOptions {
+            split: args.spindle_split,
+            ..SpindleOptions::default()
+        },
         ..PlanOptions::default()
     };
     let plan = build_plan(&profile, &methods, target, &opts)
@@ -119,6 +132,14 @@ fn build(args: &PlanArgs, profile_path: &Path) -> anyhow::Result<Plan> {
     let names: Vec<&str> = plan.methods().iter().map(|m| m.name()).collect();
     eprintln!("wrote {} ({})", out.display(), names.join(", "));
     Ok(plan)
+}
+
+/// Long help of `--method`: every method with a plan section, one line each, from the table.
+fn method_help() -> String {
+    format!(
+        "Methods to plan, comma-separated, or all:\n{}",
+        kvplan_planner::methods::help_lines(false)
+    )
 }
 
 fn parse_methods(names: &[String]) -> anyhow::Result<Vec<Method>> {
@@ -139,11 +160,10 @@ fn export(args: &PlanArgs, plan: &Plan) -> anyhow::Result<()> {
     if args.export_headkv.is_none() && args.export_tsv.is_none() {
         return Ok(());
     }
-    let Some(section) = plan
-        .sections
-        .headkv
-        .as_ref()
-        .or(plan.sections.headkv_r.as_ref())
+    let sections = &plan.sections;
+    let Some(section) = sections
+        .get::<HeadKvSection>(Method::HeadKv)
+        .or(sections.get::<HeadKvSection>(Method::HeadKvR))
     else {
         bail!("the exports need a headkv or headkv-r section in the plan");
     };

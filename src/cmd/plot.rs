@@ -5,7 +5,7 @@
 //! A profile plotted with a plan for the same model outlines that plan's PoD blocks.
 
 use anyhow::{bail, Context};
-use kvplan_planner::{Plan, Profile};
+use kvplan_planner::{Method, Plan, PodSection, Profile};
 use kvplan_plots::figures::wavelet::ByPosition;
 use kvplan_plots::{
     default_context_len, detect, plan_figures, profile_figures, results_figures, write_figures,
@@ -128,7 +128,7 @@ pub fn plot_files(
             .plans
             .iter()
             .filter(|(_, plan)| plan.check_model(&profile.model).is_ok())
-            .find_map(|(_, plan)| plan.sections.pod.as_ref());
+            .find_map(|(_, plan)| plan.sections.get::<PodSection>(Method::Pod));
         let extras = ProfileExtras {
             pod,
             wavelet_by_position: ByPosition::from_profile_json(text),

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 use indicatif::{ProgressBar, ProgressStyle};
-use kvplan_planner::Plan;
+use kvplan_planner::{Method, Plan, PodSection};
 use kvplan_runtime::backend::{self, Selected};
 use kvplan_runtime::gguf::GgufFile;
 use kvplan_runtime::identity::{model_identity, model_name};
@@ -170,7 +170,7 @@ pub fn run(args: TrainPodArgs) -> anyhow::Result<()> {
         .with_context(|| format!("loading {}", path.display()))?;
     drop(gguf);
     let plan = plan_for(&args, &path, &model)?;
-    let Some(pod) = plan.sections.pod.as_ref() else {
+    let Some(pod) = plan.sections.get::<PodSection>(Method::Pod) else {
         bail!("the plan has no PoD section");
     };
     let c = &model.config;

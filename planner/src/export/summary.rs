@@ -66,7 +66,7 @@ fn method_table(out: &mut String, plan: &Plan, b: &Budgets, full: u64, bytes: us
             "; prompt fits: nothing evicted"
         }
     );
-    let grid = if b.method == Method::Pod {
+    let grid = if b.keys_per_layer_per_kv_head != b.per_layer_per_kv_head {
         let _ = writeln!(
             out,
             "key entries (values keep all {} tokens):",
@@ -104,42 +104,8 @@ fn method_table(out: &mut String, plan: &Plan, b: &Budgets, full: u64, bytes: us
 }
 
 fn parameters(plan: &Plan, m: Method) -> String {
-    let s = &plan.sections;
-    match m {
-        Method::SnapKv => s.snapkv.as_ref().map(|x| format!("α {}", x.window)),
-        Method::H2o => s
-            .h2o
-            .as_ref()
-            .map(|x| format!("heavy {}", x.heavy_fraction)),
-        Method::Streaming => s.streaming.as_ref().map(|x| format!("sinks {}", x.sinks)),
-        Method::Pyramid => s
-            .pyramid
-            .as_ref()
-            .map(|x| format!("β {}, α {}", x.beta, x.window)),
-        Method::HeadKv => s
-            .headkv
-            .as_ref()
-            .map(|x| format!("β {}, α {}", x.beta, x.window)),
-        Method::HeadKvR => s
-            .headkv_r
-            .as_ref()
-            .map(|x| format!("β {}, α {}", x.beta, x.window)),
-        Method::Spindle => s.spindle.as_ref().map(|x| {
-            format!(
-                "β {}, α {}, θ_K {}, θ_V {}",
-                x.beta, x.alpha, x.theta_k, x.theta_v
-            )
-        }),
-        Method::Pod => s.pod.as_ref().map(|x| {
-            format!(
-                "δ {}, τ {}, saving {:.4} of key slots",
-                x.delta, x.tau, x.saving
-            )
-        }),
-        Method::TreeKv => s
-            .treekv
-            .as_ref()
-            .map(|x| format!("block {}, selected {}", x.block_size, x.selected_fraction)),
-    }
-    .unwrap_or_default()
+    plan.sections
+        .section(m)
+        .map(|s| s.parameters())
+        .unwrap_or_default()
 }

@@ -6,7 +6,7 @@ use crate::figures::{index_labels, titled};
 use crate::heatmap::{colour_bar, union, Heatmap, Scale, COLOUR_BAR_WIDTH};
 use crate::render::Draw;
 use crate::Result;
-use kvplan_planner::{Budgets, Method, Plan};
+use kvplan_planner::{Budgets, HeadKvSection, Method, Plan};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -26,11 +26,10 @@ impl<'a> HeadBudgets<'a> {
                 panels.push((m, plan.budgets_at(m, context_len)?));
             }
         }
-        let params = plan
-            .sections
-            .headkv
-            .as_ref()
-            .or(plan.sections.headkv_r.as_ref())
+        let sections = &plan.sections;
+        let params = sections
+            .get::<HeadKvSection>(Method::HeadKv)
+            .or(sections.get::<HeadKvSection>(Method::HeadKvR))
             .map(|s| format!("β = {}, window {}, ", s.beta, s.window))
             .unwrap_or_default();
         Ok((!panels.is_empty()).then(|| HeadBudgets {

@@ -8,7 +8,7 @@ use crate::font;
 use crate::heatmap::{nice_ticks, step_decimals, Ticked};
 use crate::render::Draw;
 use crate::{Error, Result};
-use kvplan_planner::{Budgets, Method, Plan};
+use kvplan_planner::{Budgets, Method, Plan, Section};
 use plotters::chart::SeriesLabelPosition;
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -30,12 +30,12 @@ impl<'a> LayerBudgets<'a> {
     pub fn new(plan: &'a Plan, method: Method, context_len: usize) -> Result<Self> {
         let budgets = plan.budgets_at(method, context_len)?;
         let s = &plan.sections;
-        let subtitle = match (method, &s.pyramid, &s.spindle) {
-            (Method::Pyramid, Some(p), _) => format!(
+        let subtitle = match (method, s.section(method)) {
+            (_, Some(Section::Pyramid(p))) => format!(
                 "β = {}, observation window α = {}; context {context_len}, target {}",
                 p.beta, p.window, plan.target
             ),
-            (Method::Spindle, _, Some(p)) => format!(
+            (_, Some(Section::Spindle(p))) => format!(
                 "β = {}, α = {}, window {}, codebook {}; context {context_len}, target {}",
                 p.beta,
                 p.alpha,

@@ -9,7 +9,7 @@ use crate::heatmap::{label_step, text_centre, Ticked};
 use crate::render::Draw;
 use crate::{Error, Result};
 use kvplan_planner::alloc::pod;
-use kvplan_planner::{Geometry, Plan, PodSection};
+use kvplan_planner::{Geometry, Method, Plan, PodSection};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -30,8 +30,7 @@ impl<'a> PodBlocks<'a> {
     pub fn new(plan: &'a Plan) -> Result<Self> {
         let section = plan
             .sections
-            .pod
-            .as_ref()
+            .get::<PodSection>(Method::Pod)
             .ok_or_else(|| Error::invalid("sections.pod", "a PoD section", "none"))?;
         Ok(PodBlocks {
             model: &plan.model.name,

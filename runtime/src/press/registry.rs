@@ -5,7 +5,7 @@
 //! [`PressOptions`] carries the switches that are not part of a plan (SpindleKV's GQA repeat).
 
 use burn::tensor::backend::Backend;
-use kvplan_planner::{Budgets, Method, Plan, Pooling, Target};
+use kvplan_planner::{Budgets, Method, Plan, Pooling, Section, Target};
 
 use super::full::FullPress;
 use super::h2o::H2oScorer;
@@ -18,19 +18,8 @@ use super::{Allocation, Capabilities, Press, SelectionPress};
 use crate::error::{Error, Result};
 use crate::model::ModelConfig;
 
-/// Every name the registry serves, in the order results list them.
-pub const PRESS_NAMES: &[&str] = &[
-    "full",
-    "streaming",
-    "h2o",
-    "snapkv",
-    "pyramid",
-    "headkv",
-    "headkv-r",
-    "treekv",
-    "spindle",
-    "pod",
-];
+/// Every name the registry serves: the planner's method table, in its order (FullKV first).
+pub const PRESS_NAMES: &[&str] = kvplan_planner::methods::NAMES;
 
 /// A configured press and what it was configured from.
 pub struct PressSpec<B: Backend> {
@@ -66,11 +55,9 @@ pub struct PressOptions {
 /// What the press called `name` can do ([`Capabilities`]), read off its type without building
 /// it: no plan needed, so callers can check a request before any model run.
 pub fn capabilities(name: &str) -> Result<Capabilities> {
-    if name == "full" {
-        return Ok(FullPress::CAPABILITIES);
-    }
     let method: Method = name.parse().map_err(|_| unknown(name))?;
     Ok(match method {
+        Method::Full => FullPress::CAPABILITIES,
         Method::Streaming => StreamingScorer::CAPABILITIES,
         Method::H2o => H2oScorer::CAPABILITIES,
         Method::SnapKv | Method::Pyramid | Method::HeadKv | Method::HeadKvR => {
@@ -154,15 +141,18 @@ struct FromPlan<'a> {
     options: PressOptions,
 }
 
-impl FromPlan<'_> {
+impl<'a> FromPlan<'a> {
     /// The budgets as an [`Allocation`].
     fn alloc(&self) -> Allocation {
         Allocation::from_grid(&self.budgets.per_layer_per_kv_head)
     }
 
     /// The method's section of the plan, or the error naming the missing one.
-    fn section<'s, T>(&self, section: Option<&'s T>) -> Result<&'s T> {
-        section.ok_or_else(|| plan_err(kvplan_planner::Error::MissingSection(self.method)))
+    fn section(&self) -> Result<&'a Section> {
+        self.plan
+            .sections
+            .section(self.method)
+            .ok_or_else(|| plan_err(kvplan_planner::Error::MissingSection(self.method)))
     }
 
     /// `scorer` under the plan's allocation.
@@ -173,53 +163,30 @@ impl FromPlan<'_> {
 
 /// One line per method: the press it runs, configured from its section.
 fn press_for<B: Backend>(p: &FromPlan<'_>) -> Result<Box<dyn Press<B>>> {
-    let s = &p.plan.sections;
     let (b, c) = (p.budgets, p.config);
-    Ok(match p.method {
-        Method::Streaming => {
-            let sec = p.section(s.streaming.as_ref())?;
-            p.selection(Box::new(StreamingScorer::new(sec.sinks)))
-        }
-        Method::H2o => {
-            let sec = p.section(s.h2o.as_ref())?;
-            p.selection(Box::new(H2oScorer::new(sec.heavy_fraction)))
-        }
-        Method::SnapKv => {
-            let x = p.section(s.snapkv.as_ref())?;
-            snapkv(p, x.window, x.kernel_size, x.pooling)
-        }
-        Method::Pyramid => {
-            let x = p.section(s.pyramid.as_ref())?;
-            snapkv(p, x.window, x.kernel_size, x.pooling)
-        }
-        Method::HeadKv => {
-            let x = p.section(s.headkv.as_ref())?;
-            snapkv(p, x.window, x.kernel_size, x.pooling)
-        }
-        Method::HeadKvR => {
-            let x = p.section(s.headkv_r.as_ref())?;
-            snapkv(p, x.window, x.kernel_size, x.pooling)
-        }
-        Method::TreeKv => {
-            let sec = p.section(s.treekv.as_ref())?;
-            let tree = TreeKvPress::new(p.alloc(), b.sinks, b.recent, sec.block_size, c.rope());
+    Ok(match p.section()? {
+        Section::Streaming(x) => p.selection(Box::new(StreamingScorer::new(x.sinks))),
+        Section::H2o(x) => p.selection(Box::new(H2oScorer::new(x.heavy_fraction))),
+        Section::SnapKv(x) => snapkv(p, x.window, x.kernel_size, x.pooling),
+        Section::Pyramid(x) => snapkv(p, x.window, x.kernel_size, x.pooling),
+        Section::HeadKv(x) | Section::HeadKvR(x) => snapkv(p, x.window, x.kernel_size, x.pooling),
+        Section::TreeKv(x) => {
+            let tree = TreeKvPress::new(p.alloc(), b.sinks, b.recent, x.block_size, c.rope());
             Box::new(tree)
         }
-        Method::Spindle => {
-            let sec = p.section(s.spindle.as_ref())?;
+        Section::Spindle(x) => {
             let layers = b.codebook_layers.clone();
-            let (tk, tv) = (sec.theta_k, sec.theta_v);
-            let press = SpindlePress::new(p.alloc(), b.window, layers, tk, tv, c.rope());
+            let press =
+                SpindlePress::new(p.alloc(), b.window, layers, x.theta_k, x.theta_v, c.rope());
             Box::new(if p.options.spindle_repeat {
                 press.with_repeat(c.geometry.group_size())
             } else {
                 press
             })
         }
-        Method::Pod => {
-            let sec = p.section(s.pod.as_ref())?;
+        Section::Pod(x) => {
             let g = &p.plan.model.geometry;
-            let (blocks, tau) = (sec.blocks.clone(), sec.tau);
+            let (blocks, tau) = (x.blocks.clone(), x.tau);
             Box::new(PodPress::new(blocks, g, b.sinks, b.recent, tau, c.rope()))
         }
     })

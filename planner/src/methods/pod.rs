@@ -1,0 +1,149 @@
+//! PoD (`pod-inter-layer-attention-sharing.md` §2): head-wise blocks of similar layers share the
+//! distant keys stored at a block's lowest layer (Algorithm 1, δ; `alloc::pod`); every head keeps
+//! its n_s initial and n_r recent tokens, and τ gates the shared distant attention (eq. 3–4).
+//! PoD does not follow the budget target: it keeps every token's value and saves key slots.
+
+use super::{Method, MethodSection};
+use crate::alloc::pod;
+use crate::budgets::Budgets;
+use crate::build::PlanOptions;
+use crate::geometry::Geometry;
+use crate::profile::Profile;
+use crate::{validate, Error, Result};
+use serde::{Deserialize, Serialize};
+
+/// PoD δ, n_s and τ (§3).
+pub const DEFAULT_POD_DELTA: f64 = 0.5;
+/// See [`DEFAULT_POD_DELTA`].
+pub const DEFAULT_POD_SINKS: usize = 16;
+/// See [`DEFAULT_POD_DELTA`].
+pub const DEFAULT_POD_TAU: f64 = 0.7;
+
+/// Options of the PoD section.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PodOptions {
+    /// Similarity threshold δ; ignored when `target_saving` is set.
+    pub delta: f64,
+    /// Choose δ for this saving instead.
+    pub target_saving: Option<f64>,
+    /// Gate threshold τ.
+    pub tau: f64,
+}
+
+impl Default for PodOptions {
+    fn default() -> Self {
+        PodOptions {
+            delta: DEFAULT_POD_DELTA,
+            target_saving: None,
+            tau: DEFAULT_POD_TAU,
+        }
+    }
+}
+
+/// PoD: head-wise layer blocks (`alloc::pod`).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PodSection {
+    /// Similarity threshold used for the blocks.
+    pub delta: f64,
+    /// The saving δ was chosen for, if it was (null: δ given).
+    pub target_saving: Option<f64>,
+    /// Saving of these blocks: fraction of (layer, KV head) slots sharing distant keys.
+    pub saving: f64,
+    /// n_s, initial tokens in the proximal window (n_r is the budget minus n_s).
+    pub sinks: usize,
+    /// Gate threshold τ for layers that are not the lowest of their block.
+    pub tau: f64,
+    /// `[q_head][block] = [first_layer, last_layer]`, bottom-up.
+    pub blocks: Vec<Vec<[usize; 2]>>,
+}
+
+impl MethodSection for PodSection {
+    const FOLLOWS_TARGET: bool = false;
+
+    fn build(_: Method, p: &Profile, opts: &PlanOptions) -> Result<Self> {
+        let o = &opts.pod;
+        let g = &p.model.geometry;
+        let sims = &p.layer_similarity.per_head;
+        let delta = match o.target_saving {
+            Some(t) => pod::choose_delta(sims, g, t)?,
+            None => o.delta,
+        };
+        let blocks = pod::blocks(sims, delta);
+        Ok(PodSection {
+            delta,
+            target_saving: o.target_saving,
+            saving: pod::saving(&blocks, g),
+            sinks: DEFAULT_POD_SINKS,
+            tau: o.tau,
+            blocks,
+        })
+    }
+
+    fn validate(&self, p: &str, g: &Geometry) -> Result<()> {
+        validate::in_range(&format!("{p}.delta"), self.delta, 0.0, 1.0)?;
+        validate::in_range(&format!("{p}.tau"), self.tau, 0.0, 1.0)?;
+        if let Some(t) = self.target_saving {
+            validate::in_range(&format!("{p}.target_saving"), t, 0.0, 1.0)?;
+        }
+        self.validate_blocks(p, g)?;
+        let saving = pod::saving(&self.blocks, g);
+        if !self.saving.is_finite() || (self.saving - saving).abs() > 1e-9 {
+            return Err(Error::invalid(
+                format!("{p}.saving"),
+                format!("{saving} (from the blocks)"),
+                self.saving,
+            ));
+        }
+        Ok(())
+    }
+
+    fn budgets(&self, g: &Geometry, out: &mut Budgets) -> Result<()> {
+        let (n, b) = (out.context_len, out.per_head);
+        (out.sinks, out.recent) = pod::proximal_split(b, self.sinks);
+        out.per_layer_per_kv_head = vec![vec![n; g.kv_heads]; g.layers];
+        out.keys_per_layer_per_kv_head = pod::keys_kept(&pod::shared_keys(&self.blocks, g), n, b);
+        Ok(())
+    }
+
+    fn parameters(&self) -> String {
+        format!(
+            "δ {}, τ {}, saving {:.4} of key slots",
+            self.delta, self.tau, self.saving
+        )
+    }
+}
+
+impl PodSection {
+    /// Every query head's blocks cover the layers bottom-up without gaps.
+    fn validate_blocks(&self, p: &str, g: &Geometry) -> Result<()> {
+        validate::len(
+            &format!("{p}.blocks"),
+            self.blocks.len(),
+            g.q_heads,
+            "one per query head",
+        )?;
+        for (h, blocks) in self.blocks.iter().enumerate() {
+            let mut next = 0;
+            for (i, b) in blocks.iter().enumerate() {
+                let q = format!("{p}.blocks[{h}][{i}]");
+                if b[0] != next || b[1] < b[0] || b[1] >= g.layers {
+                    return Err(Error::invalid(
+                        q,
+                        format!("a block [{next}, l] with {next} <= l < {}", g.layers),
+                        format!("[{}, {}]", b[0], b[1]),
+                    ));
+                }
+                next = b[1] + 1;
+            }
+            if next != g.layers {
+                return Err(Error::invalid(
+                    format!("{p}.blocks[{h}]"),
+                    format!("blocks covering layers 0..{}", g.layers),
+                    format!("blocks ending at layer {}", next as i64 - 1),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
