@@ -15,7 +15,7 @@
 //!
 //! As in the generic path, the group comes from the layer cache: a cache unfolded to one head per
 //! query head gets the new K/V repeated on append and is attended with group 1; query heads are
-//! stacked by the geometry's query→KV map ([`QueryOrder`]).
+//! stacked by the geometry's query→KV map ([`super::query_order::QueryOrder`]).
 
 use burn::tensor::backend::Backend;
 use burn::tensor::{Tensor, TensorData};
@@ -23,7 +23,6 @@ use gemm::{gemm, Parallelism};
 use rayon::prelude::*;
 
 use super::attention::{observed_to_head_order, Attention, ForwardCtx, ObservedSoFar};
-use super::query_order::QueryOrder;
 use super::rope::rotate_half_scaled;
 use crate::cache::{KvStore, LayerCache};
 use crate::observe::{AttentionRows, ColumnSums, KeysValues, LayerObservation};
@@ -53,7 +52,7 @@ fn to_host<B: Backend, const D: usize>(t: Tensor<B, D>) -> Vec<f32> {
 
 /// The new tokens' projections on the host, RoPE applied where it belongs.
 struct Projected {
-    /// `[kv][group][t][d]`, query heads in slot order ([`QueryOrder`]), rotated and scaled.
+    /// `[kv][group][t][d]`, query heads in slot order ([`super::query_order::QueryOrder`]), rotated and scaled.
     q: Vec<f32>,
     /// `[kv][t][d]`, pre-RoPE keys (what an observer records).
     k_pre: Vec<f32>,

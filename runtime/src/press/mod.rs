@@ -444,16 +444,39 @@ pub fn window_scores(
     let Some(rows) = obs.and_then(|o| o.attention.last()) else {
         return positions.iter().map(|p| vec![0.0; p.len()]).collect();
     };
+    let kv_of = unfolded(&rows.kv_of, kv);
     let per_q: Vec<Vec<f32>> = rows
         .probs
         .iter()
-        .zip(&rows.kv_of)
+        .zip(&kv_of)
         .map(|(head_rows, &g)| {
             let from = head_rows.len().saturating_sub(window);
             per_row(positions[g].len(), &head_rows[from..])
         })
         .collect();
-    group_mean(&per_q, &rows.kv_of, kv)
+    group_mean(&per_q, &kv_of, kv)
+}
+
+/// The cache head each query head reads once the layer holds `cache_heads` heads, from the map
+/// `kv_of` an observation recorded: the same map, or — when the layer was unfolded after the
+/// observation (SpindleKV's repeat, [`LayerCache::repeat_heads`]: KV head `g` becomes copies
+/// `g·times ..`) — the copy that serves the query head, in the query heads' order within `g`.
+pub fn unfolded(kv_of: &[usize], cache_heads: usize) -> Vec<usize> {
+    let observed = kv_of.iter().max().map_or(0, |m| m + 1);
+    if observed == 0 || observed >= cache_heads {
+        return kv_of.to_vec();
+    }
+    let times = cache_heads / observed;
+    let per_copy = (kv_of.len() / observed / times).max(1);
+    let mut rank = vec![0; observed];
+    kv_of
+        .iter()
+        .map(|&g| {
+            let r = rank[g];
+            rank[g] += 1;
+            g * times + r / per_copy
+        })
+        .collect()
 }
 
 pub fn observe(attn_rows: usize, column_sums: bool) -> ObserveConfig {

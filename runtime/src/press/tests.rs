@@ -307,6 +307,11 @@ fn group_mean_averages_query_heads_of_a_kv_head() {
     // An interleaved map: heads 0, 2 → KV 0: (1+0)/2, (3+2)/2; heads 1, 3: (3+2)/2, (5+2)/2.
     let interleaved = group_mean(&per_q, &[0, 1, 0, 1], 2);
     assert_eq!(interleaved, vec![vec![0.5, 2.5], vec![2.5, 3.5]]);
+    // Unfolded to one cache head per query head, each reads its own copy, in order within its
+    // KV head: [0, 1, 0, 1] → heads 0, 2 read copies 0, 1 of KV 0; heads 1, 3 copies 2, 3.
+    assert_eq!(unfolded(&[0, 1, 0, 1], 4), vec![0, 2, 1, 3]);
+    assert_eq!(unfolded(&[0, 0, 1, 1], 4), vec![0, 1, 2, 3]);
+    assert_eq!(unfolded(&[0, 0, 1, 1], 2), vec![0, 0, 1, 1]);
     assert_eq!(top_k(&[0.5, 2.0, 0.5, 1.0], 2), vec![1, 3]);
     // Ties keep the earlier entry.
     assert_eq!(top_k(&[1.0, 1.0, 1.0], 2), vec![0, 1]);

@@ -28,10 +28,9 @@
 //! original positions are kept by the press.
 
 use burn::tensor::backend::Backend;
-use burn::tensor::{Tensor, TensorData};
 
 use super::{group_mean, observe, Allocation, Capabilities, Press};
-use crate::cache::{KvCache, KvStore, LayerCache};
+use crate::cache::{KvCache, LayerCache};
 use crate::error::Result;
 use crate::model::rope::RopeSet;
 use crate::observe::{AttentionRows, LayerObservation, ObserveConfig, Observer};
