@@ -325,8 +325,12 @@ fn the_registry_lists_its_names_on_a_bad_one() {
         .map(|e| e.to_string())
         .unwrap_or_default();
     assert!(err.contains("unknown method `snapkv2`"), "{err}");
+    // The list is the method table's, in its order: FullKV first, then the plan's sections.
     assert!(
-        err.contains("full, streaming, h2o, snapkv, pyramid, headkv, headkv-r, treekv, spindle")
+        err.contains(
+            "full, snapkv, h2o, streaming, pyramid, headkv, headkv-r, spindle, pod, treekv"
+        ),
+        "{err}"
     );
     let err = build_press::<B>("snapkv", None, 10, None, &model.config)
         .err()
