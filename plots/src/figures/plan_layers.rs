@@ -9,7 +9,7 @@ use crate::heatmap::{nice_ticks, step_decimals, Ticked};
 use crate::render::Draw;
 use crate::{Error, Result};
 use kvplan_planner::{Budgets, Method, Plan, Section};
-use plotters::chart::SeriesLabelPosition;
+use plotters::chart::{ChartContext, SeriesLabelPosition};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -127,14 +127,39 @@ impl Draw for LayerBudgets<'_> {
             .x_label_formatter(&|v| format!("{v:.0}"))
             .y_label_formatter(&|v| format!("{v:.d$}"))
             .draw()?;
+        self.draw_bars(&mut chart, &per_layer)?;
+        self.draw_uniform(&mut chart, layers)?;
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .margin(10)
+            .label_font(font::text(font::TICK))
+            .background_style(WHITE.mix(0.92))
+            .border_style(RGBColor(180, 180, 180))
+            .draw()?;
+        Ok(())
+    }
+}
+
+/// The chart every [`LayerBudgets`] series is drawn on.
+type LayerChart<'a, DB> = ChartContext<'a, DB, Cartesian2d<Ticked, Ticked>>;
+
+impl LayerBudgets<'_> {
+    /// The stacked bars per layer (window, then selected entries) and their legend entries.
+    fn draw_bars<DB: DrawingBackend>(
+        &self,
+        chart: &mut LayerChart<'_, DB>,
+        per_layer: &[f64],
+    ) -> Result<()> {
         let window = self.budgets.window as f64;
         let codebook = &self.budgets.codebook_layers;
+        let spindle = self.method == Method::Spindle;
         let bar = |l: usize, lo: f64, hi: f64, c: RGBColor| {
             let x = l as f64;
             Rectangle::new([(x - 0.38, lo), (x + 0.38, hi)], c.filled())
         };
         let selected_colour = |l: usize| {
-            if self.method == Method::Spindle && codebook.get(l).copied().unwrap_or(false) {
+            if spindle && codebook.get(l).copied().unwrap_or(false) {
                 CODEBOOK
             } else {
                 SELECTED
@@ -155,29 +180,33 @@ impl Draw for LayerBudgets<'_> {
                         .map(|(l, &b)| bar(l, 0.0, window.min(b), WINDOW)),
                 )?
                 .label(format!("observation window ({})", self.budgets.window))
-                .legend(|(x, y)| Rectangle::new([(x, y - 6), (x + 16, y + 6)], WINDOW.filled()));
+                .legend(legend_box(WINDOW));
         }
-        let legend_box = |c: RGBColor| {
-            move |(x, y): (i32, i32)| Rectangle::new([(x, y - 6), (x + 16, y + 6)], c.filled())
-        };
-        let any_codebook = self.method == Method::Spindle && codebook.iter().any(|&c| c);
-        let all_codebook = self.method == Method::Spindle && codebook.iter().all(|&c| c);
-        if any_codebook {
+        if spindle && codebook.iter().any(|&c| c) {
             chart
                 .draw_series(std::iter::empty::<Rectangle<(f64, f64)>>())?
                 .label("selected by eviction, then codebook (SpindleKV eq. 8–14)")
                 .legend(legend_box(CODEBOOK));
         }
-        if !all_codebook {
+        if !(spindle && codebook.iter().all(|&c| c)) {
             chart
                 .draw_series(std::iter::empty::<Rectangle<(f64, f64)>>())?
-                .label(if self.method == Method::Spindle {
+                .label(if spindle {
                     "selected by attention (eviction only)"
                 } else {
                     "selected by attention (SnapKV-style pooling)"
                 })
                 .legend(legend_box(SELECTED));
         }
+        Ok(())
+    }
+
+    /// The grey line of the uniform budget with the same total.
+    fn draw_uniform<DB: DrawingBackend>(
+        &self,
+        chart: &mut LayerChart<'_, DB>,
+        layers: usize,
+    ) -> Result<()> {
         let uniform = self.budgets.per_head as f64;
         let grey = RGBColor(90, 90, 90);
         chart
@@ -192,14 +221,11 @@ impl Draw for LayerBudgets<'_> {
             .legend(move |(x, y)| {
                 PathElement::new(vec![(x, y), (x + 18, y)], grey.stroke_width(2))
             });
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .margin(10)
-            .label_font(font::text(font::TICK))
-            .background_style(WHITE.mix(0.92))
-            .border_style(RGBColor(180, 180, 180))
-            .draw()?;
         Ok(())
     }
+}
+
+/// A legend's filled square of colour `c`.
+fn legend_box(c: RGBColor) -> impl Fn((i32, i32)) -> Rectangle<(i32, i32)> {
+    move |(x, y)| Rectangle::new([(x, y - 6), (x + 16, y + 6)], c.filled())
 }

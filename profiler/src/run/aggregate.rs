@@ -8,6 +8,7 @@ use kvplan_planner::{
 };
 
 use super::{ProfileInputs, KEEP_ABOVE};
+use crate::config::ProfileConfig;
 use crate::partial::{Partial, SampleOutcome, TrialOutcome};
 use crate::Result;
 
@@ -93,14 +94,8 @@ fn similarity(samples: &[SampleOutcome], heads: usize) -> Vec<Vec<Vec<f64>>> {
         .collect()
 }
 
-/// Builds the profile from every trial and sample.
-pub(super) fn build<B: Backend>(inp: &ProfileInputs<'_, B>, p: &Partial) -> Result<Profile> {
-    let c = &inp.config;
-    let cfg = &inp.model.config;
-    let (layers, heads) = (cfg.n_layers, cfg.n_heads);
-    let retrieval = head_scores(&p.retrieval, layers, heads);
-    let reasoning = head_scores(&p.reasoning, layers, heads);
-    let s = &p.samples;
+/// Per-layer means over the samples: PyramidKV's funnel (§3) and SpindleKV's redundancy (§3.2).
+fn layer_means(s: &[SampleOutcome], layers: usize) -> (Vec<LayerFunnel>, Vec<LayerRedundancy>) {
     let n = s.len() as f64;
     let funnel = (0..layers)
         .map(|l| LayerFunnel {
@@ -115,33 +110,47 @@ pub(super) fn build<B: Backend>(inp: &ProfileInputs<'_, B>, p: &Partial) -> Resu
             attention_sparsity: s.iter().map(|x| x.redundancy[l].2).sum::<f64>() / n,
         })
         .collect();
-    let first = s.first();
-    let (step, edge, dropped) = first.map_or((0, 0, 0), |x| {
+    (funnel, kv_redundancy)
+}
+
+/// Where the wavelet signal sits in every sample: `(step, edge, dropped)`.
+fn wavelet_window(s: &[SampleOutcome]) -> (usize, usize, usize) {
+    s.first().map_or((0, 0, 0), |x| {
         (x.wavelet_step, x.wavelet_edge, x.wavelet_dropped)
-    });
-    let mut notes = trial_note("retrieval", "ROUGE-1 recall, no stemmer", &retrieval);
-    notes.extend(trial_note("retrieval_reasoning", "QA-F1", &reasoning));
+    })
+}
+
+/// The notes a reader of the profile needs: how each figure was measured.
+fn notes(
+    c: &ProfileConfig,
+    s: &[SampleOutcome],
+    retrieval: &HeadScores,
+    reasoning: &HeadScores,
+) -> Vec<String> {
+    let (step, edge, dropped) = wavelet_window(s);
+    let mut notes = trial_note("retrieval", "ROUGE-1 recall, no stemmer", retrieval);
+    notes.extend(trial_note("retrieval_reasoning", "QA-F1", reasoning));
     notes.push(
         "retrieval_reasoning: each example has two statements of the same shape, so a model that \
          copies either one is right about half the time by chance"
             .into(),
     );
     let signal = step - dropped;
+    let dropped_note = if dropped > 0 {
+        format!(
+            "; the {dropped} oldest positions were dropped to reach a multiple of 2^{}",
+            c.wavelet_levels
+        )
+    } else {
+        String::new()
+    };
     notes.push(format!(
         "wavelet: s = a∘V at generation step {step} of {} teacher-forced text samples, {} Haar \
          levels (level 1 finest), magnitudes averaged over positions {edge}..{} of the {signal} \
-         analysed{}",
+         analysed{dropped_note}",
         s.len(),
         c.wavelet_levels,
         signal - edge,
-        if dropped > 0 {
-            format!(
-                "; the {dropped} oldest positions were dropped to reach a multiple of 2^{}",
-                c.wavelet_levels
-            )
-        } else {
-            String::new()
-        }
     ));
     notes.push(format!(
         "layer_similarity: 1 − Jensen–Shannon divergence (log 2) of the last {} rows of {} text \
@@ -156,32 +165,51 @@ pub(super) fn build<B: Backend>(inp: &ProfileInputs<'_, B>, p: &Partial) -> Resu
          the smallest set carrying {} of the accumulated attention of the last {} rows",
         c.theta_k, c.theta_v, c.redundancy_tokens, c.sparsity_mass, c.observation_rows
     ));
+    notes
+}
+
+/// The settings the profile records (method, examples, lengths, seeds, data).
+fn settings<B: Backend>(inp: &ProfileInputs<'_, B>) -> ProfileSettings {
+    let c = &inp.config;
     let mut sources: Vec<&str> = inp.texts.iter().map(|t| t.source.as_str()).collect();
     sources.dedup();
+    ProfileSettings {
+        kvplan_version: String::from(env!("CARGO_PKG_VERSION")),
+        date: inp.date.clone(),
+        seeds: vec![c.seed],
+        haystack: format!(
+            "needles: {}; text samples: {}",
+            inp.haystack.source,
+            sources.join(", ")
+        ),
+        examples: c.trials(),
+        context_lengths: c.context_lengths.clone(),
+        observation_rows: c.observation_rows,
+        funnel_top_k: c.funnel_top_k,
+        theta_k: c.theta_k,
+        theta_v: c.theta_v,
+    }
+}
+
+/// Builds the profile from every trial and sample.
+pub(super) fn build<B: Backend>(inp: &ProfileInputs<'_, B>, p: &Partial) -> Result<Profile> {
+    let c = &inp.config;
+    let g = &inp.model.config.geometry;
+    let retrieval = head_scores(&p.retrieval, g.layers, g.q_heads);
+    let reasoning = head_scores(&p.reasoning, g.layers, g.q_heads);
+    let s = &p.samples;
+    let (funnel, kv_redundancy) = layer_means(s, g.layers);
+    let (step, edge, _) = wavelet_window(s);
+    let notes = notes(c, s, &retrieval, &reasoning);
     let profile = Profile {
         schema_version: PROFILE_SCHEMA_VERSION,
         model: inp.identity.clone(),
-        settings: ProfileSettings {
-            kvplan_version: String::from(env!("CARGO_PKG_VERSION")),
-            date: inp.date.clone(),
-            seeds: vec![c.seed],
-            haystack: format!(
-                "needles: {}; text samples: {}",
-                inp.haystack.source,
-                sources.join(", ")
-            ),
-            examples: c.trials(),
-            context_lengths: c.context_lengths.clone(),
-            observation_rows: c.observation_rows,
-            funnel_top_k: c.funnel_top_k,
-            theta_k: c.theta_k,
-            theta_v: c.theta_v,
-        },
+        settings: settings(inp),
         retrieval,
         retrieval_reasoning: reasoning,
         layer_similarity: LayerSimilarity {
             samples: s.len(),
-            per_head: similarity(s, heads),
+            per_head: similarity(s, g.q_heads),
         },
         wavelet: Wavelet {
             levels: c.wavelet_levels,

@@ -123,19 +123,22 @@ fn layer_sparsity(
     total / keys.len().max(1) as f64
 }
 
-/// Runs text sample `index` and reduces it.
-pub(super) fn run_sample<B: Backend>(
-    inp: &ProfileInputs<'_, B>,
-    index: usize,
-    seed: u64,
-) -> Result<SampleOutcome> {
+/// The observed prefill of one sample.
+struct Observed {
+    obs: Observer,
+    /// Prompt tokens.
+    n: usize,
+    /// Generation step of the wavelet signal (TreeKV's t).
+    step: usize,
+    /// Whether step t had its own call (its row is the first observation's only row).
+    two_calls: bool,
+}
+
+/// Two calls when there is room: the first ends at generation step t and records its last row;
+/// the second records the last q rows. Otherwise one call, t = n.
+fn observe<B: Backend>(inp: &ProfileInputs<'_, B>, ids: &[u32]) -> Result<Observed> {
     let (model, c) = (inp.model, &inp.config);
-    let cfg = &model.config;
-    let corpus = inp.texts[index % inp.texts.len()];
-    let ids = text_tokens(inp.tokenizer, corpus, seed, c.sample_tokens, true)?;
     let (n, q) = (ids.len(), c.observation_rows);
-    // Two calls when there is room: the first ends at generation step t and records its last
-    // row; the second records the last q rows. Otherwise one call, t = n.
     let two_calls = c.wavelet_step < n && n - c.wavelet_step >= q;
     let step = if two_calls { c.wavelet_step } else { n };
     let obs_config = ObserveConfig {
@@ -143,76 +146,111 @@ pub(super) fn run_sample<B: Backend>(
         keys_values: true,
         ..ObserveConfig::default()
     };
-    let mut obs = Observer::new(obs_config, cfg.n_layers);
+    let mut obs = Observer::new(obs_config, model.config.n_layers);
     let mut cache = model.new_cache();
     if two_calls {
         model.forward(&ids[..step], &mut cache, Some(&mut obs), Logits::Last)?;
         obs.config.attn_rows = q;
         model.forward(&ids[step..], &mut cache, Some(&mut obs), Logits::Last)?;
     } else {
-        model.forward(&ids, &mut cache, Some(&mut obs), Logits::Last)?;
+        model.forward(ids, &mut cache, Some(&mut obs), Logits::Last)?;
     }
-    drop(cache);
-    let mut window_rows: Vec<Vec<Vec<Vec<f32>>>> = Vec::with_capacity(cfg.n_layers);
+    Ok(Observed {
+        obs,
+        n,
+        step,
+        two_calls,
+    })
+}
+
+/// Adds `by_pos` (one layer's `[level][position]` wavelet magnitudes) to the layer mean.
+fn add_layer_mean(acc: &mut Vec<Vec<f64>>, by_pos: &[Vec<f64>], layers: usize) {
+    if acc.is_empty() {
+        *acc = vec![vec![0.0; by_pos.first().map_or(0, Vec::len)]; by_pos.len()];
+    }
+    for (a, row) in acc.iter_mut().zip(by_pos) {
+        a.iter_mut()
+            .zip(row)
+            .for_each(|(a, x)| *a += x / layers as f64);
+    }
+}
+
+/// Reduces one layer's observation into `out` (wavelet, funnel, redundancy).
+fn reduce_layer(
+    layer: &LayerObservation,
+    seen: &Observed,
+    c: &ProfileConfig,
+    cfg: &ModelConfig,
+    out: &mut SampleOutcome,
+) {
+    let kv = gather_kv(layer, cfg);
+    let first = &layer.attention[0];
+    let window = layer.attention.last().unwrap_or(first);
+    let row_of = |h: usize| {
+        let rows = &first.probs[h];
+        let r = if seen.two_calls { 0 } else { rows.len() - 1 };
+        (
+            rows[r].clone(),
+            first.key_positions[cfg.kv_head_of(h)].clone(),
+        )
+    };
+    let (w, by_pos, dropped, edge) = layer_wavelet(row_of, &kv.values, cfg, c, seen.step);
+    out.wavelet.push(w);
+    add_layer_mean(&mut out.wavelet_by_position, &by_pos, cfg.n_layers);
+    (out.wavelet_dropped, out.wavelet_edge) = (dropped, edge);
+    let flat: Vec<&[f32]> = window.probs.iter().flatten().map(Vec::as_slice).collect();
+    out.funnel.push(funnel_of(&flat, c.funnel_top_k));
+    let context = seen.n - c.observation_rows;
+    let sparsity = layer_sparsity(
+        &window.probs,
+        &window.key_positions,
+        cfg,
+        context,
+        c.sparsity_mass,
+    );
+    let (d, r_tokens) = (cfg.head_dim, c.redundancy_tokens.min(seen.n));
+    let frac = |xs: &[Vec<f32>], theta: f64| {
+        xs.iter()
+            .map(|x| cosine_fraction(&x[..r_tokens * d], d, theta))
+            .sum::<f64>()
+            / xs.len() as f64
+    };
+    out.redundancy.push((
+        frac(&kv.keys, c.theta_k),
+        frac(&kv.values, c.theta_v),
+        sparsity,
+    ));
+}
+
+/// Runs text sample `index` and reduces it.
+pub(super) fn run_sample<B: Backend>(
+    inp: &ProfileInputs<'_, B>,
+    index: usize,
+    seed: u64,
+) -> Result<SampleOutcome> {
+    let (c, cfg) = (&inp.config, &inp.model.config);
+    let corpus = inp.texts[index % inp.texts.len()];
+    let ids = text_tokens(inp.tokenizer, corpus, seed, c.sample_tokens, true)?;
+    let mut seen = observe(inp, &ids)?;
     let mut out = SampleOutcome {
         index,
         similarity: Vec::new(),
         wavelet: Vec::new(),
         wavelet_by_position: Vec::new(),
-        wavelet_step: step,
+        wavelet_step: seen.step,
         wavelet_dropped: 0,
         wavelet_edge: 0,
         funnel: Vec::new(),
         redundancy: Vec::new(),
     };
-    let r_tokens = c.redundancy_tokens.min(n);
-    for layer in &mut obs.layers {
-        let kv = gather_kv(layer, cfg);
-        let first = &layer.attention[0];
-        let window = layer.attention.last().unwrap_or(first);
-        let row_of = |h: usize| {
-            let rows = &first.probs[h];
-            let r = if two_calls { 0 } else { rows.len() - 1 };
-            (
-                rows[r].clone(),
-                first.key_positions[cfg.kv_head_of(h)].clone(),
-            )
-        };
-        let (w, by_pos, dropped, edge) = layer_wavelet(row_of, &kv.values, cfg, c, step);
-        out.wavelet.push(w);
-        if out.wavelet_by_position.is_empty() {
-            out.wavelet_by_position =
-                vec![vec![0.0; by_pos.first().map_or(0, Vec::len)]; by_pos.len()];
-        }
-        for (acc, row) in out.wavelet_by_position.iter_mut().zip(&by_pos) {
-            acc.iter_mut()
-                .zip(row)
-                .for_each(|(a, x)| *a += x / cfg.n_layers as f64);
-        }
-        (out.wavelet_dropped, out.wavelet_edge) = (dropped, edge);
-        let flat: Vec<&[f32]> = window.probs.iter().flatten().map(Vec::as_slice).collect();
-        out.funnel.push(funnel_of(&flat, c.funnel_top_k));
-        let sparsity = layer_sparsity(
-            &window.probs,
-            &window.key_positions,
-            cfg,
-            n - q,
-            c.sparsity_mass,
-        );
-        let d = cfg.head_dim;
-        let frac = |xs: &[Vec<f32>], theta: f64| {
-            xs.iter()
-                .map(|x| cosine_fraction(&x[..r_tokens * d], d, theta))
-                .sum::<f64>()
-                / xs.len() as f64
-        };
-        out.redundancy.push((
-            frac(&kv.keys, c.theta_k),
-            frac(&kv.values, c.theta_v),
-            sparsity,
-        ));
-        let last = layer.attention.pop().map(|a| a.probs).unwrap_or_default();
-        window_rows.push(last);
+    let mut layers = std::mem::take(&mut seen.obs.layers);
+    let mut window_rows = Vec::with_capacity(layers.len());
+    for layer in &mut layers {
+        reduce_layer(layer, &seen, c, cfg, &mut out);
+        // The observation window's rows `[q_head][row][key]` go to the layer similarity; the
+        // rest of the layer's (large) observation is freed once reduced.
+        let window = layer.attention.pop().map(|a| a.probs).unwrap_or_default();
+        window_rows.push(window);
         *layer = LayerObservation::default();
     }
     out.similarity = layer_similarity(&window_rows);
