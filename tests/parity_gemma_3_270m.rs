@@ -67,7 +67,8 @@ fn check_long_context(m: &Model<B>, fx: &serde_json::Value, kernel: &str) {
     let top10 = fx["top10_ids_last32"].as_array().expect("top10");
     let (head, tail) = prompt.split_at(prompt.len() - top10.len());
     let mut cache = m.new_cache();
-    m.forward(head, &mut cache, None, Logits::Last).expect("prefill");
+    m.forward(head, &mut cache, None, Logits::Last)
+        .expect("prefill");
     let logits: Vec<f32> = m
         .forward(tail, &mut cache, None, Logits::All)
         .expect("tail")

@@ -13,7 +13,8 @@ const MODEL: &str = "qwen2.5-coder-0.5b-instruct";
 
 fn model() -> &'static Model<B> {
     static MODEL_ONCE: OnceLock<Model<B>> = OnceLock::new();
-    MODEL_ONCE.get_or_init(|| parity_common::load(&parity_common::model_file(&format!("{MODEL}.gguf"))))
+    MODEL_ONCE
+        .get_or_init(|| parity_common::load(&parity_common::model_file(&format!("{MODEL}.gguf"))))
 }
 
 #[test]

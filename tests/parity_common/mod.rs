@@ -105,15 +105,25 @@ pub fn check_logits_case(model: &Model<B>, name: &str, case: &Value) {
     let last = &flat[(prompt.len() - 1) * vocab..];
     let diff = max_diff(last, &floats(&case["last_logits"]));
     eprintln!("{name}: last-position logits within {diff}");
-    assert!(diff < LOGITS_TOL, "{name}: last-position logits differ by {diff}");
+    assert!(
+        diff < LOGITS_TOL,
+        "{name}: last-position logits differ by {diff}"
+    );
     let want = ids(&case["greedy_ids"]);
     let config = GenerateConfig {
         max_new_tokens: want.len(),
         sampling: Sampling::Greedy,
         stop_ids: Vec::new(),
     };
-    let got = generate(model, &prompt, &config, &mut model.new_cache(), None, |_| {})
-        .expect("generate");
+    let got = generate(
+        model,
+        &prompt,
+        &config,
+        &mut model.new_cache(),
+        None,
+        |_| {},
+    )
+    .expect("generate");
     assert_eq!(got, want, "{name}: greedy continuation");
 }
 
@@ -149,7 +159,12 @@ pub fn check_kv_attention(model: &Model<B>, fx: &Value) {
                     .into_data()
                     .iter::<f32>()
                     .collect();
-                let want: Vec<f32> = want.as_array().expect("rows").iter().flat_map(floats).collect();
+                let want: Vec<f32> = want
+                    .as_array()
+                    .expect("rows")
+                    .iter()
+                    .flat_map(floats)
+                    .collect();
                 assert_eq!(got.len(), prompt.len() * d);
                 let diff = max_diff(&got, &want);
                 assert!(diff < KV_TOL, "layer {l} {kind} head {h}: {diff}");
@@ -161,7 +176,10 @@ pub fn check_kv_attention(model: &Model<B>, fx: &Value) {
         for (h, want) in want_all.iter().enumerate() {
             for (r, want_row) in want.as_array().expect("rows").iter().enumerate() {
                 let diff = max_diff(&rec.probs[h][r], &floats(want_row));
-                assert!(diff < KV_TOL, "layer {l} attention head {h} row {r}: {diff}");
+                assert!(
+                    diff < KV_TOL,
+                    "layer {l} attention head {h} row {r}: {diff}"
+                );
             }
         }
     }

@@ -79,7 +79,11 @@ fn load_err(g: &GgufFile) -> String {
 
 fn per_layer(layers: usize, names: &[&str], dim: usize) -> Vec<(String, Vec<usize>)> {
     (0..layers)
-        .flat_map(|l| names.iter().map(move |n| (format!("blk.{l}.{n}"), vec![dim])))
+        .flat_map(|l| {
+            names
+                .iter()
+                .map(move |n| (format!("blk.{l}.{n}"), vec![dim]))
+        })
         .collect()
 }
 
@@ -109,7 +113,10 @@ fn refuses_metadata_the_runtime_would_run_wrongly() {
         ("llama.rope.scaling.type", MetaValue::String("yarn".into())),
         ("llama.rope.scale_linear", MetaValue::F32(2.0)),
         ("llama.rope.dimension_count", MetaValue::U32((D / 2) as u32)),
-        ("llama.attention.value_length", MetaValue::U32((2 * D) as u32)),
+        (
+            "llama.attention.value_length",
+            MetaValue::U32((2 * D) as u32),
+        ),
         ("llama.attention.sliding_window", MetaValue::U32(4)),
         ("llama.final_logit_softcapping", MetaValue::F32(30.0)),
     ];
@@ -173,7 +180,11 @@ fn qwen2_keeps_gguf_row_order_and_adds_biases_llama_unpermutes() {
     for j in 0..(NH + NKV) * D {
         // NEOX: output j is GGUF row j. NORM: within a head, output j takes GGUF row perm[j].
         let (head, i) = (j / D, j % D);
-        let src = if i < D / 2 { 2 * i } else { 2 * (i - D / 2) + 1 };
+        let src = if i < D / 2 {
+            2 * i
+        } else {
+            2 * (i - D / 2) + 1
+        };
         assert_eq!(q_out[j], rows[j * H + c] + bias[j], "qwen2 output {j}");
         assert_eq!(l_out[j], rows[(head * D + src) * H + c], "llama output {j}");
     }
@@ -225,10 +236,7 @@ fn gemma3_windows_bases_and_scales_follow_the_architecture() {
     let c = gemma_meta(
         6,
         &[
-            (
-                "gemma3.attention.sliding_window_pattern",
-                MetaValue::U32(3),
-            ),
+            ("gemma3.attention.sliding_window_pattern", MetaValue::U32(3)),
             ("gemma3.rope.freq_base_swa", MetaValue::F32(500.0)),
         ],
     )
@@ -238,16 +246,17 @@ fn gemma3_windows_bases_and_scales_follow_the_architecture() {
     assert_eq!(windows, vec![w, w, None, w, w, None]);
     assert_eq!(c.rope_bases, vec![500.0, 500.0, 1e6, 500.0, 500.0, 1e6]);
     // One bool per layer, true = windowed.
-    let pattern = [true, false, false]
-        .map(MetaValue::Bool)
-        .to_vec();
+    let pattern = [true, false, false].map(MetaValue::Bool).to_vec();
     let key = "gemma3.attention.sliding_window_pattern";
     let c = gemma_meta(3, &[(key, MetaValue::Array(pattern))]).unwrap();
     assert_eq!(c.layer_windows, vec![w, None, None]);
     let err = gemma_meta(3, &[(key, MetaValue::U32(0))]).unwrap_err();
     assert!(err.to_string().contains(key), "{err}");
-    let err = gemma_meta(3, &[("gemma3.attn_logit_softcapping", MetaValue::F32(50.0))])
-        .unwrap_err();
+    let err = gemma_meta(
+        3,
+        &[("gemma3.attn_logit_softcapping", MetaValue::F32(50.0))],
+    )
+    .unwrap_err();
     assert!(err.to_string().contains("gemma3.attn_logit_softcapping"));
 }
 
@@ -277,13 +286,18 @@ fn one_windowed_layer_sees_exactly_its_last_window_in_both_kernels() {
     for generic in [false, true] {
         let want = last_logits(&mut plain, tail, generic);
         let got = last_logits(&mut windowed, &ids, generic);
-        assert!(close(&got, &want, 1e-4), "generic {generic}: {got:?} vs {want:?}");
+        assert!(
+            close(&got, &want, 1e-4),
+            "generic {generic}: {got:?} vs {want:?}"
+        );
         let full = last_logits(&mut plain, &ids, generic);
         assert!(!close(&full, &want, 1e-3), "the window changed nothing");
         // Decoding the last token after a cached prefill masks the same keys.
         let mut cache = windowed.new_cache();
         let (head, last) = ids.split_at(ids.len() - 1);
-        windowed.forward(head, &mut cache, None, Logits::Last).unwrap();
+        windowed
+            .forward(head, &mut cache, None, Logits::Last)
+            .unwrap();
         let step: Vec<f32> = windowed
             .forward(last, &mut cache, None, Logits::Last)
             .unwrap()
@@ -300,7 +314,11 @@ fn tiny_gemma3_runs_alike_in_both_kernels() {
     // the generic and host kernels agree over a prompt longer than the window.
     let g = tiny_gguf(&spec(2));
     let norms = per_layer(2, &["attn_q_norm.weight", "attn_k_norm.weight"], D);
-    let post = per_layer(2, &["post_attention_norm.weight", "post_ffw_norm.weight"], H);
+    let post = per_layer(
+        2,
+        &["post_attention_norm.weight", "post_ffw_norm.weight"],
+        H,
+    );
     let meta = [
         ("gemma3.attention.sliding_window", MetaValue::U32(3)),
         ("gemma3.attention.sliding_window_pattern", MetaValue::U32(2)),

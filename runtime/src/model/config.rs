@@ -94,7 +94,9 @@ impl ModelConfig {
         }
         let geometry = Geometry::new(n_layers, n_heads, n_kv_heads, head_dim)
             .map_err(|e| Error::Model(format!("{arch} attention geometry: {e}")))?;
-        let rope_theta = gguf.meta_f64(&key("rope.freq_base")).unwrap_or(DEFAULT_ROPE_BASE);
+        let rope_theta = gguf
+            .meta_f64(&key("rope.freq_base"))
+            .unwrap_or(DEFAULT_ROPE_BASE);
         check_refusals(gguf, family, head_dim)?;
         let layer_windows = layer_windows(gguf, family, n_layers)?;
         let rope_bases = rope_bases(gguf, family, rope_theta, &layer_windows)?;
@@ -175,13 +177,19 @@ fn check_refusals(gguf: &GgufFile, arch: Architecture, head_dim: usize) -> Resul
     let k = key("rope.scaling.type");
     if let Ok(v) = gguf.meta(&k) {
         if v.as_str() != Some("none") {
-            return refuse(k, format!("RoPE scaling {v:?} is not supported (only \"none\")"));
+            return refuse(
+                k,
+                format!("RoPE scaling {v:?} is not supported (only \"none\")"),
+            );
         }
     }
     let k = key("rope.scale_linear");
     if let Ok(v) = gguf.meta(&k) {
         if v.as_f64() != Some(1.0) {
-            return refuse(k, format!("linear RoPE scaling {v:?} is not supported (only 1)"));
+            return refuse(
+                k,
+                format!("linear RoPE scaling {v:?} is not supported (only 1)"),
+            );
         }
     }
     let k = key("rope.dimension_count");
@@ -195,17 +203,23 @@ fn check_refusals(gguf: &GgufFile, arch: Architecture, head_dim: usize) -> Resul
     let k = key("attention.value_length");
     if let Ok(v) = gguf.meta(&k) {
         if v.as_u64() != Some(head_dim as u64) {
-            return refuse(k, format!(
+            return refuse(
+                k,
+                format!(
                 "values of {v:?} dimensions, but keys have {head_dim}: kvplan needs equal lengths"
-            ));
+            ),
+            );
         }
     }
     let k = key("attention.sliding_window");
     if gguf.meta(&k).is_ok() && !arch.has_windows() {
-        return refuse(k, format!(
-            "a sliding window on architecture {}, which kvplan runs without windows",
-            arch.name()
-        ));
+        return refuse(
+            k,
+            format!(
+                "a sliding window on architecture {}, which kvplan runs without windows",
+                arch.name()
+            ),
+        );
     }
     for cap in ["attn_logit_softcapping", "final_logit_softcapping"] {
         let k = key(cap);
@@ -235,10 +249,7 @@ fn layer_windows(
         )));
     }
     let sliding = sliding_layers(gguf, &key("attention.sliding_window_pattern"), n_layers)?;
-    Ok(sliding
-        .into_iter()
-        .map(|s| s.then_some(window))
-        .collect())
+    Ok(sliding.into_iter().map(|s| s.then_some(window)).collect())
 }
 
 /// Which layers are windowed: from `pattern_key` (a period `p`: layer `l` global iff

@@ -245,9 +245,7 @@ pub fn check_tensors(gguf: &GgufFile, c: &ModelConfig) -> Result<()> {
         Some(t) => Err(Error::Model(format!(
             "tensor {} is not used by architecture {} ({} layers): kvplan would ignore it and run \
              the model wrongly",
-            t.name,
-            c.architecture,
-            c.n_layers
+            t.name, c.architecture, c.n_layers
         ))),
         None => Ok(()),
     }
