@@ -98,6 +98,7 @@ fn kernel_time(n: usize) {
         t: n,
         keys: n,
         head_dim: 64,
+        window: None,
     };
     time(&format!("host kernel n={n}"), 3, || {
         attend(&q, &k, &k, dims, 0, false)

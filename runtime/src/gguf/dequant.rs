@@ -1,8 +1,11 @@
 //! GGML tensor types and their dequantisation to `f32`.
 //!
-//! Block layouts follow ggml (`ggml-quants.c`): a block stores a scale (and for `Q4_1` a minimum)
-//! as `f16`, then packed quants. `Q4_0`/`Q4_1` put element `j` of a block in the low nibble of
-//! byte `j` and element `j + 16` in the high nibble.
+//! Block layouts follow ggml (`ggml-common.h`, `ggml-quants.c`): a block stores a scale (and for
+//! `Q4_1`/`Q5_1` a minimum) as `f16`, then packed quants. `Q4_*`/`Q5_*` put element `j` of a block
+//! in the low nibble of byte `j` and element `j + 16` in the high nibble; `Q5_*` keep the fifth
+//! bit of element `i` in bit `i` of a little-endian `u32`. Every type is checked bit for bit
+//! against gguf-py's dequantiser on real and seeded blocks (`fixtures/dequant_blocks.json`,
+//! written by `tools/dequant_fixtures.py`).
 
 use half::{bf16, f16};
 
@@ -13,8 +16,11 @@ pub enum GgmlType {
     F16,
     Q4_0,
     Q4_1,
+    Q5_0,
+    Q5_1,
     Q8_0,
     Q4K,
+    Q5K,
     Q6K,
     BF16,
 }
@@ -27,8 +33,11 @@ impl GgmlType {
             1 => Self::F16,
             2 => Self::Q4_0,
             3 => Self::Q4_1,
+            6 => Self::Q5_0,
+            7 => Self::Q5_1,
             8 => Self::Q8_0,
             12 => Self::Q4K,
+            13 => Self::Q5K,
             14 => Self::Q6K,
             30 => Self::BF16,
             _ => return None,
@@ -42,8 +51,11 @@ impl GgmlType {
             Self::F16 => 1,
             Self::Q4_0 => 2,
             Self::Q4_1 => 3,
+            Self::Q5_0 => 6,
+            Self::Q5_1 => 7,
             Self::Q8_0 => 8,
             Self::Q4K => 12,
+            Self::Q5K => 13,
             Self::Q6K => 14,
             Self::BF16 => 30,
         }
@@ -53,8 +65,8 @@ impl GgmlType {
     pub fn block_size(self) -> usize {
         match self {
             Self::F32 | Self::F16 | Self::BF16 => 1,
-            Self::Q4_0 | Self::Q4_1 | Self::Q8_0 => 32,
-            Self::Q4K | Self::Q6K => 256,
+            Self::Q4_0 | Self::Q4_1 | Self::Q5_0 | Self::Q5_1 | Self::Q8_0 => 32,
+            Self::Q4K | Self::Q5K | Self::Q6K => 256,
         }
     }
 
@@ -65,8 +77,11 @@ impl GgmlType {
             Self::F16 | Self::BF16 => 2,
             Self::Q4_0 => 18,
             Self::Q4_1 => 20,
+            Self::Q5_0 => 22,
+            Self::Q5_1 => 24,
             Self::Q8_0 => 34,
             Self::Q4K => 144,
+            Self::Q5K => 176,
             Self::Q6K => 210,
         }
     }
@@ -99,8 +114,11 @@ impl GgmlType {
             Self::BF16 => out.extend(blocks.map(|b| bf16::from_le_bytes([b[0], b[1]]).to_f32())),
             Self::Q4_0 => blocks.for_each(|b| q4_0(b, &mut out)),
             Self::Q4_1 => blocks.for_each(|b| q4_1(b, &mut out)),
+            Self::Q5_0 => blocks.for_each(|b| q5_0(b, &mut out)),
+            Self::Q5_1 => blocks.for_each(|b| q5_1(b, &mut out)),
             Self::Q8_0 => blocks.for_each(|b| q8_0(b, &mut out)),
             Self::Q4K => blocks.for_each(|b| q4_k(b, &mut out)),
+            Self::Q5K => blocks.for_each(|b| q5_k(b, &mut out)),
             Self::Q6K => blocks.for_each(|b| q6_k(b, &mut out)),
         }
         Ok(out)
@@ -125,6 +143,33 @@ fn q4_1(b: &[u8], out: &mut Vec<f32>) {
     let qs = &b[4..20];
     out.extend(qs.iter().map(|&q| (q & 0x0F) as f32 * d + m));
     out.extend(qs.iter().map(|&q| (q >> 4) as f32 * d + m));
+}
+
+/// The 5-bit quants of a `Q5_0`/`Q5_1` block: `qh` (`u32`, bit `i` = fifth bit of element `i`),
+/// then 16 bytes of nibbles (element `j` low, `j + 16` high). Values `0..=31`.
+fn q5_quants(qh: &[u8], qs: &[u8]) -> [u8; 32] {
+    let high = u32::from_le_bytes([qh[0], qh[1], qh[2], qh[3]]);
+    let mut q = [0u8; 32];
+    for (j, &byte) in qs.iter().enumerate() {
+        let bit = |i: usize| (((high >> i) & 1) as u8) << 4;
+        q[j] = (byte & 0x0F) | bit(j);
+        q[j + 16] = (byte >> 4) | bit(j + 16);
+    }
+    q
+}
+
+/// `Q5_0`: `d: f16`, `qh: u32`, 16 bytes of nibbles; `x = (q − 16)·d`.
+fn q5_0(b: &[u8], out: &mut Vec<f32>) {
+    let d = half_at(b, 0);
+    let q = q5_quants(&b[2..6], &b[6..22]);
+    out.extend(q.iter().map(|&q| (q as i32 - 16) as f32 * d));
+}
+
+/// `Q5_1`: `d: f16`, `m: f16`, `qh: u32`, 16 bytes of nibbles; `x = q·d + m`.
+fn q5_1(b: &[u8], out: &mut Vec<f32>) {
+    let (d, m) = (half_at(b, 0), half_at(b, 2));
+    let q = q5_quants(&b[4..8], &b[8..24]);
+    out.extend(q.iter().map(|&q| q as f32 * d + m));
 }
 
 /// `Q8_0`: `d: f16`, 32 signed bytes; `x = q·d`.
@@ -153,6 +198,25 @@ fn q4_k(b: &[u8], out: &mut Vec<f32>) {
         let (s2, m2) = scale_min_k4(2 * chunk + 1, scales);
         out.extend(qs.iter().map(|&q| d * s1 * (q & 0x0F) as f32 - dmin * m1));
         out.extend(qs.iter().map(|&q| d * s2 * (q >> 4) as f32 - dmin * m2));
+    }
+}
+
+/// `Q5_K`: `d`, `dmin: f16`, 12 bytes of packed 6-bit scales/mins (as `Q4_K`), 32 bytes of high
+/// bits, 128 bytes of nibbles. Sub-block `2c` takes the low nibbles of chunk `c` and high-bit plane
+/// `2c` (bit `2c` of `qh[l]`), sub-block `2c + 1` the high nibbles and plane `2c + 1`.
+fn q5_k(b: &[u8], out: &mut Vec<f32>) {
+    let (d, dmin) = (half_at(b, 0), half_at(b, 2));
+    let scales = &b[4..16];
+    let qh = &b[16..48];
+    for (chunk, qs) in b[48..176].chunks_exact(32).enumerate() {
+        for (sub, shift) in [(2 * chunk, 0), (2 * chunk + 1, 4)] {
+            let (sc, m) = scale_min_k4(sub, scales);
+            let (scale, min) = (d * sc, dmin * m);
+            out.extend(qs.iter().zip(qh).map(|(&q, &h)| {
+                let q = ((q >> shift) & 0x0F) | (((h >> sub) & 1) << 4);
+                scale * q as f32 - min
+            }));
+        }
     }
 }
 

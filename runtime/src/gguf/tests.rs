@@ -295,3 +295,114 @@ fn dequantize_checks_byte_count() {
     let err = GgmlType::Q4_1.dequantize(&[0u8; 19], 32).unwrap_err();
     assert!(err.contains("needs 20 bytes, found 19"));
 }
+
+fn unhex(s: &str) -> Vec<u8> {
+    assert!(s.len().is_multiple_of(2), "odd hex length");
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex digit"))
+        .collect()
+}
+
+fn type_named(name: &str) -> GgmlType {
+    match name {
+        "Q5_0" => GgmlType::Q5_0,
+        "Q5_1" => GgmlType::Q5_1,
+        "Q8_0" => GgmlType::Q8_0,
+        "Q4_K" => GgmlType::Q4K,
+        "Q5_K" => GgmlType::Q5K,
+        "Q6_K" => GgmlType::Q6K,
+        other => panic!("fixture names an unexpected type {other}"),
+    }
+}
+
+#[test]
+fn dequantizes_reference_blocks_bit_for_bit() {
+    // Real blocks of the catalog models and seeded Q5_1/Q5_K blocks, with the f32 values gguf-py's
+    // numpy dequantiser gives (tools/dequant_fixtures.py).
+    let fx: serde_json::Value =
+        serde_json::from_str(include_str!("fixtures/dequant_blocks.json")).unwrap();
+    let mut seen = std::collections::BTreeSet::new();
+    for case in fx["cases"].as_array().unwrap() {
+        let ty = type_named(case["type"].as_str().unwrap());
+        seen.insert(format!("{ty:?}"));
+        let block = unhex(case["block_hex"].as_str().unwrap());
+        let want: Vec<u32> = unhex(case["expected_f32_le_hex"].as_str().unwrap())
+            .chunks_exact(4)
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect();
+        assert_eq!(block.len(), ty.block_bytes());
+        let got = ty.dequantize(&block, ty.block_size()).unwrap();
+        let got: Vec<u32> = got.iter().map(|x| x.to_bits()).collect();
+        assert_eq!(got, want, "{}", case["source"]);
+    }
+    for ty in ["Q5_0", "Q5_1", "Q5K", "Q8_0", "Q4K", "Q6K"] {
+        assert!(seen.contains(ty), "no fixture block of {ty}");
+    }
+}
+
+#[test]
+fn dequantizes_q5_0_by_hand() {
+    // d = 0.5; qh bit i is the fifth bit of element i. Nibbles: element j = j, element j+16 = 15 − j.
+    // qh sets bits 0 and 31 (elements 0 and 31): q0 = 0 + 16, q31 = 0 + 16; q1 = 1; q16 = 15.
+    let mut block = h(0.5).to_vec();
+    block.extend((1u32 | 1 << 31).to_le_bytes());
+    block.extend((0..16u8).map(|j| j | ((15 - j) << 4)));
+    let x = GgmlType::Q5_0.dequantize(&block, 32).unwrap();
+    assert_eq!(x[0], 0.0); // (16 − 16)·0.5
+    assert_eq!(x[1], (1.0 - 16.0) * 0.5);
+    assert_eq!(x[15], (15.0 - 16.0) * 0.5);
+    assert_eq!(x[16], (15.0 - 16.0) * 0.5);
+    assert_eq!(x[31], (16.0 - 16.0) * 0.5);
+    assert_eq!(x[30], (1.0 - 16.0) * 0.5);
+}
+
+#[test]
+fn dequantizes_q5_1_and_q5_k_by_hand() {
+    // Q5_1: x = q·d + m, d = 0.25, m = 1; all nibbles 0xF, all fifth bits set: q = 31.
+    let block = [&h(0.25)[..], &h(1.0)[..], &[0xFF; 4][..], &[0xFF; 16][..]].concat();
+    let x = GgmlType::Q5_1.dequantize(&block, 32).unwrap();
+    assert!(x.iter().all(|&v| v == 31.0 * 0.25 + 1.0));
+    // Q5_K: d = 1, dmin = 0.5; sub-block 0 scale 2 min 4, sub-block 1 scale 3 min 0. Nibbles low 1,
+    // high 2; high-bit plane 1 set only (bit 1 of qh): sub-block 1 gets +16.
+    let mut scales = [0u8; 12];
+    scales[0] = 2;
+    scales[4] = 4;
+    scales[1] = 3;
+    let block = [
+        &[h(1.0), h(0.5)].concat()[..],
+        &scales[..],
+        &[0x02u8; 32][..],
+        &[0x21u8; 128][..],
+    ]
+    .concat();
+    let x = GgmlType::Q5K.dequantize(&block, 256).unwrap();
+    assert_eq!(x[0], 2.0 * 1.0 - 0.5 * 4.0);
+    assert_eq!(x[32], 3.0 * (2.0 + 16.0));
+    assert_eq!(x[64], 0.0); // sub-block 2: scale 0, min 0
+}
+
+#[test]
+fn malformed_q5_blocks_are_named_errors() {
+    for ty in [GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q5K] {
+        let (n, need) = (ty.block_size(), ty.block_bytes());
+        for len in [0, need - 1, need + 1, 2 * need - 1] {
+            let err = ty.dequantize(&vec![0u8; len], n).unwrap_err();
+            assert!(
+                err.contains(&format!("needs {need} bytes, found {len}")),
+                "{ty:?}: {err}"
+            );
+        }
+        let err = ty.dequantize(&vec![0u8; need], n - 1).unwrap_err();
+        assert!(err.contains("not a multiple of the block size"), "{err}");
+        // A tensor whose data stops one byte short of its last block: the file is refused.
+        let bytes = GgufWriter::new()
+            .tensor_raw("q", &[2, n], ty, vec![0; 2 * need - 1])
+            .to_bytes();
+        assert!(err_of(bytes).contains("past the end"), "{ty:?}");
+    }
+    let bytes = GgufWriter::new()
+        .tensor_raw("k", &[1, 32], GgmlType::Q5K, vec![0; 22])
+        .to_bytes();
+    assert!(err_of(bytes).contains("not a multiple of the Q5K block size 256"));
+}

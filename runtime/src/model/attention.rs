@@ -1,6 +1,6 @@
 //! Grouped-query self-attention over a per-head [`LayerCache`].
 //!
-//! `softmax(q·kᵀ/√d + causal)·v`, where the query heads the geometry maps to KV head `g`
+//! `softmax(q·kᵀ·s + mask)·v` (`s = 1/√d` unless the architecture says), where the query heads the geometry maps to KV head `g`
 //! ([`QueryOrder`]) share its keys and values. Queries of one KV head are stacked into one
 //! `[group·t, d]` operand, so K and V are never repeated per query head and every matmul is a
 //! contiguous batched gemm. Long prefills are cut
@@ -12,10 +12,16 @@
 //! model's KV heads gives GQA as above; one unfolded to a head per query head
 //! ([`LayerCache::repeat_heads`], SpindleKV's repeat variant) gets the new tokens' K/V repeated
 //! `n_heads / n_kv_heads` times on append and attends with group 1.
+//!
+//! Architecture additions ([`super::arch`]): Q/K/V biases added right after the projection
+//! (Qwen2); RMSNorm of each query and key head before RoPE (Gemma 3); a sliding window, where the
+//! new row at cache slot `a` sees slots `a − window < j ≤ a` — cache slots are positions here, as
+//! a windowed layer's cache holds one contiguous run of positions (Gemma 3's local layers).
 
 use std::collections::HashMap;
 
 use burn::module::{Module, Param};
+use burn::nn::RmsNorm;
 use burn::tensor::activation::softmax;
 use burn::tensor::backend::Backend;
 use burn::tensor::{Int, Tensor, TensorData};
@@ -49,7 +55,7 @@ pub struct ForwardCtx<'a, B: Backend> {
     pub obs_colsum: bool,
     /// Use the fused host kernel ([`super::host_attention`]) instead of burn ops.
     pub host_kernel: bool,
-    masks: HashMap<(usize, usize, usize), Tensor<B, 4>>,
+    masks: HashMap<(usize, usize, usize, usize), Tensor<B, 4>>,
 }
 
 impl<'a, B: Backend> ForwardCtx<'a, B> {
@@ -77,15 +83,25 @@ impl<'a, B: Backend> ForwardCtx<'a, B> {
     }
 
     /// Additive causal mask `[1, 1, e−s, past+e]` for query rows `s..e` of the new tokens:
-    /// the `past` cached keys are visible, new key `j` is visible to new row `i` iff `j ≤ i`.
-    fn mask(&mut self, past: usize, s: usize, e: usize, device: &B::Device) -> Tensor<B, 4> {
+    /// the `past` cached keys are visible, new key `j` is visible to new row `i` iff `j ≤ i`;
+    /// with a `window`, the row at slot `a = past + i` sees only slots `a − window < j ≤ a`.
+    fn mask(
+        &mut self,
+        (past, s, e): (usize, usize, usize),
+        window: Option<usize>,
+        device: &B::Device,
+    ) -> Tensor<B, 4> {
         self.masks
-            .entry((past, s, e))
+            .entry((past, s, e, window.unwrap_or(0)))
             .or_insert_with(|| {
                 let cols = past + e;
                 let mut m = vec![0f32; (e - s) * cols];
                 for (r, row) in m.chunks_exact_mut(cols).enumerate() {
-                    row[past + s + r + 1..].fill(f32::NEG_INFINITY);
+                    let at = past + s + r;
+                    row[at + 1..].fill(f32::NEG_INFINITY);
+                    if let Some(w) = window {
+                        row[..(at + 1).saturating_sub(w)].fill(f32::NEG_INFINITY);
+                    }
                 }
                 Tensor::from_data(TensorData::new(m, [1, 1, e - s, cols]), device)
             })
@@ -100,15 +116,51 @@ pub struct Attention<B: Backend> {
     pub wqkv: Param<Tensor<B, 2>>,
     /// `[heads·head_dim, hidden]`.
     pub wo: Param<Tensor<B, 2>>,
+    /// `[(heads + 2·kv_heads)·head_dim]`: biases of the Q, K, V columns (Qwen2).
+    pub bias: Option<Param<Tensor<B, 1>>>,
+    /// RMSNorm of each query head over `head_dim`, before RoPE (Gemma 3).
+    pub q_norm: Option<RmsNorm<B>>,
+    /// RMSNorm of each key head over `head_dim`, before RoPE (Gemma 3).
+    pub k_norm: Option<RmsNorm<B>>,
     /// Query heads.
     pub n_heads: usize,
     /// KV heads.
     pub n_kv_heads: usize,
     /// Head dimension.
     pub head_dim: usize,
+    /// Factor on `q·k`, folded into the queries (`1/√head_dim` for every supported model).
+    pub query_scale: f64,
+    /// Sliding window in positions, `None` for global attention.
+    pub window: Option<usize>,
 }
 
 impl<B: Backend> Attention<B> {
+    /// The pre-RoPE Q, K, V of `x`: the fused projection, plus the biases and the per-head Q/K
+    /// norms of the architectures that have them. Both attention paths start here.
+    ///
+    /// # Shapes
+    /// - x: `[t, hidden]` → `[t, (heads + 2·kv_heads)·head_dim]` (Q, then K, then V columns)
+    pub fn project(&self, x: Tensor<B, 2>) -> Tensor<B, 2> {
+        let qkv = x.matmul(self.wqkv.val()); // [t, width]
+        let qkv = match &self.bias {
+            Some(b) => qkv + b.val().unsqueeze_dim(0),
+            None => qkv,
+        };
+        let (Some(q_norm), Some(k_norm)) = (&self.q_norm, &self.k_norm) else {
+            return qkv;
+        };
+        let [t, _] = qkv.dims();
+        let (nh, nkv, d) = (self.n_heads, self.n_kv_heads, self.head_dim);
+        let heads = |start: usize, n: usize, norm: &RmsNorm<B>| {
+            let part = qkv.clone().narrow(1, start * d, n * d).reshape([t, n, d]);
+            norm.forward(part).reshape([t, n * d])
+        };
+        let q = heads(0, nh, q_norm);
+        let k = heads(nh, nkv, k_norm);
+        let v = qkv.clone().narrow(1, (nh + nkv) * d, nkv * d);
+        Tensor::cat(vec![q, k, v], 1)
+    }
+
     /// Adds the new tokens' K/V to `cache` and attends over everything the cache holds.
     ///
     /// # Shapes
@@ -126,7 +178,7 @@ impl<B: Backend> Attention<B> {
         }
         let [t, _] = x.dims();
         let (nh, nkv, d) = (self.n_heads, self.n_kv_heads, self.head_dim);
-        let qkv = x.matmul(self.wqkv.val()); // [t, (nh + 2·nkv)·d]
+        let qkv = self.project(x); // [t, (nh + 2·nkv)·d]
         let split = |start: usize, heads: usize| {
             qkv.clone()
                 .narrow(1, start * d, heads * d)
@@ -149,11 +201,11 @@ impl<B: Backend> Attention<B> {
         );
         cache.append(k_rot, v, ctx.positions);
         // Scale the queries once (t·d multiplies) rather than the scores (t·n).
-        let q = q.mul_scalar(1.0 / (d as f64).sqrt());
+        let q = q.mul_scalar(self.query_scale);
         let q = reorder_heads(q, ctx.order.heads()); // [nh in slot order, t, d]
         let q = q.reshape([heads, nh / heads, t, d]); // [kv][group][t][d]
         let marks = obs.as_deref().map(ObservedSoFar::of);
-        let out = attend_cache(q, ctx, cache, obs.as_deref_mut()); // [kv, group, t, d]
+        let out = attend_cache(q, self.window, ctx, cache, obs.as_deref_mut()); // [kv, group, t, d]
         if let (Some(o), Some(m)) = (obs, marks) {
             observed_to_head_order(o, m, ctx.order, heads);
         }
@@ -185,13 +237,14 @@ fn reorder_heads<B: Backend>(x: Tensor<B, 3>, from: &[usize]) -> Tensor<B, 3> {
 /// - q: `[kv, group, t, d]` (scaled, slot order) → `[kv, group, t, d]`
 fn attend_cache<B: Backend>(
     q: Tensor<B, 4>,
+    window: Option<usize>,
     ctx: &mut ForwardCtx<'_, B>,
     cache: &LayerCache<B>,
     obs: Option<&mut LayerObservation>,
 ) -> Tensor<B, 4> {
     match cache.store() {
         Some(KvStore::Uniform { keys, values }) => {
-            attend(q, keys.clone(), values.clone(), ctx, obs, cache)
+            attend(q, (keys.clone(), values.clone()), window, ctx, obs, cache)
         }
         Some(KvStore::PerHead { keys, values }) => {
             let mut outs = Vec::with_capacity(keys.len());
@@ -201,7 +254,7 @@ fn attend_cache<B: Backend>(
                 let qg = q.clone().narrow(0, g, 1); // [1, group, t, d]
                 let mut head_obs = obs.as_ref().map(|_| LayerObservation::default());
                 let (kg, vg) = (k.clone().unsqueeze_dim(0), v.clone().unsqueeze_dim(0));
-                outs.push(attend(qg, kg, vg, ctx, head_obs.as_mut(), cache));
+                outs.push(attend(qg, (kg, vg), window, ctx, head_obs.as_mut(), cache));
                 if let Some(mut o) = head_obs {
                     if let Some(r) = o.attention.pop() {
                         rows = Some(merge_rows(rows, r));
@@ -270,11 +323,12 @@ pub(crate) fn cache_heads<B: Backend>(cache: &LayerCache<B>, nh: usize, nkv: usi
 }
 
 /// Attention of scaled queries `q` `[G, group, t, d]` over `k`, `v` `[G, L, d]` whose last `t`
-/// entries are the new tokens. Returns `[G, group, t, d]`; records observed rows into `obs`.
+/// entries are the new tokens, within `window` slots when given. Returns `[G, group, t, d]`;
+/// records observed rows into `obs`.
 fn attend<B: Backend>(
     q: Tensor<B, 4>,
-    k: Tensor<B, 3>,
-    v: Tensor<B, 3>,
+    (k, v): (Tensor<B, 3>, Tensor<B, 3>),
+    window: Option<usize>,
     ctx: &mut ForwardCtx<'_, B>,
     mut obs: Option<&mut LayerObservation>,
     cache: &LayerCache<B>,
@@ -296,8 +350,8 @@ fn attend<B: Backend>(
         let mut scores = qb
             .matmul(kb.swap_dims(1, 2))
             .reshape([g, group, rows, cols]);
-        if t > 1 {
-            scores = scores + ctx.mask(past, s, e, &device);
+        if t > 1 || window.is_some_and(|w| cols > w) {
+            scores = scores + ctx.mask((past, s, e), window, &device);
         }
         let probs = softmax(scores, 3);
         if obs.is_some() && e > obs_from {

@@ -1,4 +1,5 @@
-//! One pre-norm transformer block: `x + attn(norm(x))`, then `x + ffn(norm(x))`.
+//! One pre-norm transformer block: `x + attn(norm(x))`, then `x + ffn(norm(x))`; with Gemma's
+//! post-norms, `x + post_norm(attn(norm(x)))` and `x + post_norm(ffn(norm(x)))`.
 
 use burn::module::Module;
 use burn::nn::RmsNorm;
@@ -10,17 +11,29 @@ use super::feed_forward::FeedForward;
 use crate::cache::LayerCache;
 use crate::observe::LayerObservation;
 
-/// A Llama decoder block.
+/// A decoder block.
 #[derive(Module, Debug)]
 pub struct Block<B: Backend> {
     /// RMSNorm before attention.
     pub attn_norm: RmsNorm<B>,
     /// Self-attention.
     pub attention: Attention<B>,
+    /// RMSNorm of the attention output before the residual add (Gemma 3).
+    pub post_attn_norm: Option<RmsNorm<B>>,
     /// RMSNorm before the feed-forward.
     pub ffn_norm: RmsNorm<B>,
-    /// SwiGLU feed-forward.
+    /// Gated feed-forward.
     pub ffn: FeedForward<B>,
+    /// RMSNorm of the feed-forward output before the residual add (Gemma 3).
+    pub post_ffn_norm: Option<RmsNorm<B>>,
+}
+
+/// `x`, through `norm` when there is one.
+fn maybe_norm<B: Backend>(norm: &Option<RmsNorm<B>>, x: Tensor<B, 2>) -> Tensor<B, 2> {
+    match norm {
+        Some(n) => n.forward(x),
+        None => x,
+    }
 }
 
 impl<B: Backend> Block<B> {
@@ -33,10 +46,11 @@ impl<B: Backend> Block<B> {
         cache: &mut LayerCache<B>,
         obs: Option<&mut LayerObservation>,
     ) -> Tensor<B, 2> {
-        let h = x.clone()
-            + self
-                .attention
-                .forward(self.attn_norm.forward(x), ctx, cache, obs);
-        h.clone() + self.ffn.forward(self.ffn_norm.forward(h))
+        let attn = self
+            .attention
+            .forward(self.attn_norm.forward(x.clone()), ctx, cache, obs);
+        let h = x + maybe_norm(&self.post_attn_norm, attn);
+        let ffn = self.ffn.forward(self.ffn_norm.forward(h.clone()));
+        h + maybe_norm(&self.post_ffn_norm, ffn)
     }
 }

@@ -1,12 +1,15 @@
-//! SwiGLU feed-forward: `down(silu(gate(x)) ⊙ up(x))`. Gate and up stay separate matmuls: their
-//! outputs are then contiguous, which keeps the element-wise product on flex's fast path.
+//! Gated feed-forward: `down(act(gate(x)) ⊙ up(x))`, with `act` SiLU (SwiGLU: Llama, Qwen2) or
+//! tanh-approximated GELU (GeGLU: Gemma 3). Gate and up stay separate matmuls: their outputs are
+//! then contiguous, which keeps the element-wise product on flex's fast path.
 
 use burn::module::{Module, Param};
-use burn::tensor::activation::silu;
+use burn::tensor::activation::{gelu_approximate, silu};
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
 
-/// SwiGLU feed-forward block.
+use super::arch::Activation;
+
+/// Gated feed-forward block.
 #[derive(Module, Debug)]
 pub struct FeedForward<B: Backend> {
     /// `[hidden, ffn]`.
@@ -15,6 +18,9 @@ pub struct FeedForward<B: Backend> {
     pub w_up: Param<Tensor<B, 2>>,
     /// `[ffn, hidden]`.
     pub w_down: Param<Tensor<B, 2>>,
+    /// The gate's activation.
+    #[module(skip)]
+    pub activation: Activation,
 }
 
 impl<B: Backend> FeedForward<B> {
@@ -23,6 +29,10 @@ impl<B: Backend> FeedForward<B> {
     pub fn forward(&self, x: Tensor<B, 2>) -> Tensor<B, 2> {
         let gate = x.clone().matmul(self.w_gate.val()); // [t, ffn]
         let up = x.matmul(self.w_up.val());
-        (silu(gate) * up).matmul(self.w_down.val())
+        let gate = match self.activation {
+            Activation::Silu => silu(gate),
+            Activation::GeluTanh => gelu_approximate(gate),
+        };
+        (gate * up).matmul(self.w_down.val())
     }
 }

@@ -44,6 +44,9 @@ pub struct Dims {
     pub keys: usize,
     /// Dimensions of one head.
     pub head_dim: usize,
+    /// Sliding window in slots (`None`: global): row `a` sees slots `a − window < j ≤ a`, slots
+    /// being positions, as in the generic path.
+    pub window: Option<usize>,
 }
 
 fn to_host<B: Backend, const D: usize>(t: Tensor<B, D>) -> Vec<f32> {
@@ -63,13 +66,13 @@ struct Projected {
 }
 
 /// Splits the fused projection `qkv` (`[t][(nh + 2·nkv)·d]`, Q/K/V columns) by head, rotating
-/// queries (with the `1/√d` scale folded in) and keys at their positions.
+/// queries (with the query scale folded in) and keys at their positions.
 fn project<B: Backend>(attn: &Attention<B>, qkv: &[f32], ctx: &ForwardCtx<'_, B>) -> Projected {
     let (nh, nkv, d) = (attn.n_heads, attn.n_kv_heads, attn.head_dim);
     let t = ctx.positions.len();
     let width = (nh + 2 * nkv) * d;
     let (cos, sin) = ctx.rope.host_tables(ctx.layer); // [position][d] each
-    let scale = 1.0 / (d as f32).sqrt();
+    let scale = attn.query_scale as f32;
     let mut p = Projected {
         q: vec![0f32; nh * t * d],
         k_pre: vec![0f32; nkv * t * d],
@@ -111,7 +114,7 @@ pub fn forward<B: Backend>(
     let (nh, nkv, d) = (attn.n_heads, attn.n_kv_heads, attn.head_dim);
     let heads = super::attention::cache_heads(cache, nh, nkv);
     let device = x.device();
-    let qkv = to_host(x.matmul(attn.wqkv.val())); // [t][(nh + 2·nkv)·d]
+    let qkv = to_host(attn.project(x)); // [t][(nh + 2·nkv)·d]
     let Projected { q, k_pre, k_rot, v } = project(attn, &qkv, ctx);
     let mut obs = obs;
     if let Some(o) = obs.as_deref_mut().filter(|_| ctx.obs_kv) {
@@ -130,7 +133,15 @@ pub fn forward<B: Backend>(
         Some(_) => (ctx.obs_rows.min(t), ctx.obs_colsum),
         None => (0, false),
     };
-    let res = attend_cache(&q, cache, nh / heads, t, obs_rows, colsum);
+    let shape = Dims {
+        kv_heads: heads,
+        group: nh / heads,
+        t,
+        keys: t,
+        head_dim: d,
+        window: attn.window,
+    };
+    let res = attend_cache(&q, cache, shape, obs_rows, colsum);
     if let Some(o) = obs {
         record(o, res.rows, res.column_sums, ctx, cache, obs_rows);
     }
@@ -151,24 +162,24 @@ pub fn forward<B: Backend>(
 /// per-head storage (outputs and observations concatenated in slot order).
 ///
 /// # Shapes
-/// - q: `[kv][group][t][d]` → `out` of the same layout
+/// - q: `[kv][group][t][d]` → `out` of the same layout; `shape` gives the group, `t`, the head
+///   dimension and the window (its head and key counts are the cache's)
 fn attend_cache<B: Backend>(
     q: &[f32],
     cache: &LayerCache<B>,
-    group: usize,
-    t: usize,
+    shape: Dims,
     obs_rows: usize,
     colsum: bool,
 ) -> HostOutput {
-    let head_dim = cache.head_dim();
+    let Dims {
+        group, t, head_dim, ..
+    } = shape;
     match cache.store() {
         Some(KvStore::Uniform { keys, values }) => {
             let dims = Dims {
                 kv_heads: cache.kv_heads(),
-                group,
-                t,
                 keys: cache.len(0),
-                head_dim,
+                ..shape
             };
             let (k, v) = (to_host(keys.clone()), to_host(values.clone()));
             attend(q, &k, &v, dims, obs_rows, colsum)
@@ -180,10 +191,8 @@ fn attend_cache<B: Backend>(
                 let qg = &q[g * per_head..(g + 1) * per_head];
                 let dims = Dims {
                     kv_heads: 1,
-                    group,
-                    t,
                     keys: cache.len(g),
-                    head_dim,
+                    ..shape
                 };
                 let (k, v) = (to_host(k.clone()), to_host(v.clone()));
                 let mut r = attend(qg, &k, &v, dims, obs_rows, colsum);
@@ -279,6 +288,7 @@ pub fn attend(
         t,
         keys: l,
         head_dim: d,
+        ..
     } = dims;
     assert_eq!(q.len(), kv * group * t * d, "host attention: q size");
     assert_eq!(k.len(), kv * l * d, "host attention: k size");
@@ -337,6 +347,7 @@ fn run_task(
         t,
         keys: l,
         head_dim: d,
+        window,
         ..
     } = dims;
     let kvh = task.head / group;
@@ -359,7 +370,9 @@ fn run_task(
     let mut sums = if colsum { vec![0f32; l] } else { Vec::new() };
     for (i, row) in s.chunks_exact_mut(cols).enumerate() {
         let visible = past + task.start + i + 1;
-        softmax_in_place(&mut row[..visible]);
+        let first = window.map_or(0, |w| visible.saturating_sub(w));
+        softmax_in_place(&mut row[first..visible]);
+        row[..first].fill(0.0);
         row[visible..].fill(0.0);
         if task.start + i >= obs_from {
             let mut r = row.to_vec();
@@ -507,6 +520,7 @@ mod tests {
             t: 3,
             keys: 3,
             head_dim: 1,
+            window: None,
         };
         let out = attend(&[1.0; 3], &[1.0; 3], &[1.0, 2.0, 3.0], dims, 2, true);
         assert_eq!(out.out, vec![1.0, 1.5, 2.0]);

@@ -2,6 +2,7 @@
 //! pairs as in llama-burn, tracel-ai/models @ 16ee7e4 `llama-burn/src/transformer.rs`), and
 //! [`Model`], which ties the module to its RoPE tables and query→KV head order.
 
+pub mod arch;
 pub mod attention;
 pub mod block;
 pub mod config;
@@ -158,6 +159,8 @@ impl<B: Backend> Model<B> {
     }
 }
 
+#[cfg(test)]
+mod arch_tests;
 #[cfg(test)]
 mod repeat_tests;
 #[cfg(test)]

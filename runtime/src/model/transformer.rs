@@ -19,11 +19,13 @@ pub enum Logits {
     All,
 }
 
-/// Llama-family decoder.
+/// The decoder of a supported architecture.
 #[derive(Module, Debug)]
 pub struct Transformer<B: Backend> {
     /// Token embedding `[vocab, hidden]`.
     pub embed: Param<Tensor<B, 2>>,
+    /// Factor on the embeddings before the first block (Gemma: √hidden; otherwise 1).
+    pub embed_scale: f64,
     /// Decoder blocks.
     pub blocks: Vec<Block<B>>,
     /// Final RMSNorm.
@@ -50,6 +52,10 @@ impl<B: Backend> Transformer<B> {
         let idx: Vec<i64> = ids.iter().map(|&i| i as i64).collect();
         let idx = Tensor::<B, 1, Int>::from_data(TensorData::new(idx, [t]), &device);
         let mut x = self.embed.val().select(0, idx); // [t, hidden]
+        if self.embed_scale != 1.0 {
+            // As transformers: the factor in the embeddings' dtype (f32), then one multiply.
+            x = x.mul_scalar(self.embed_scale as f32);
+        }
         for (i, (block, layer_cache)) in self.blocks.iter().zip(&mut cache.layers).enumerate() {
             let obs = observer.as_deref_mut().and_then(|o| o.layer(i));
             ctx.layer = i;
