@@ -20,7 +20,7 @@ pub fn run(args: ModelsArgs) -> anyhow::Result<()> {
     let dir = paths::models_dir(args.models_dir.as_deref());
     let mut out = format!("models folder: {}\n\n", dir.display());
     out += &format!(
-        "{:<30} {:<8} {:>9}  {:<12} {:<40} file\n",
+        "{:<32} {:<7} {:>9}  {:<12} {:<40} file\n",
         "name", "arch", "size", "status", "packages"
     );
     for e in &CATALOG {
@@ -38,7 +38,7 @@ pub fn run(args: ModelsArgs) -> anyhow::Result<()> {
             e.name.to_string()
         };
         out += &format!(
-            "{name:<30} {:<8} {:>6} MB  {status:<12} {:<40} {}\n",
+            "{name:<32} {:<7} {:>6} MB  {status:<12} {:<40} {}\n",
             e.architecture,
             e.size.div_ceil(1_000_000),
             e.packages_summary(),
