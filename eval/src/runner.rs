@@ -354,7 +354,8 @@ impl<'a, B: Backend> Evaluator<'a, B> {
 
     /// Runs the prompt `ids` under every ready press of `Self::presses` and greedy-decodes at
     /// most `answer_tokens` tokens for each; `record` scores each outcome, `on_cell` sees each
-    /// record. Every press but `pod` adopts a copy of one shared prefill (module header).
+    /// record. Every press that can ([`Press::adopts_shared_prefill`]) adopts a copy of one shared
+    /// prefill (module header).
     pub(crate) fn score_prompt(
         &self,
         ids: &[u32],
@@ -366,7 +367,7 @@ impl<'a, B: Backend> Evaluator<'a, B> {
         let n = ids.len();
         let (cells, mut presses): (Vec<_>, Vec<_>) = presses.into_iter().unzip();
         // One prefill for every press that keeps the model's forward pass.
-        let shared: Vec<bool> = cells.iter().map(|(m, _)| m != "pod").collect();
+        let shared: Vec<bool> = presses.iter().map(|p| p.adopts_shared_prefill()).collect();
         let mut prefill = None;
         if shared.iter().any(|&s| s) {
             let mut config = ObserveConfig::default();

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::needles::PromptStyle;
+use crate::needles::{NeedleSet, PromptStyle};
 use crate::{Error, Result};
 
 /// PoD §2.1: the last q = 16 query rows.
@@ -36,6 +36,9 @@ pub struct ProfileConfig {
     /// for chat models — with the plain prompt SmolLM2-135M-*Instruct* ends its turn at once
     /// (`<|im_end|>` right after "Answer:") in about half the trials.
     pub prompt_style: PromptStyle,
+    /// Which needle examples run: the seven hand-written ones, or a larger seeded set from
+    /// templates (`needles::generated`).
+    pub needles: NeedleSet,
     /// Real-text samples for layer similarity, wavelets, funnel and redundancy.
     pub samples: usize,
     /// Tokens per text sample.
@@ -87,6 +90,7 @@ impl ProfileConfig {
                 .map(f64::round)
                 .collect(),
             prompt_style: PromptStyle::Chat,
+            needles: NeedleSet::Classic,
             samples: 8,
             sample_tokens: 1024,
             observation_rows: DEFAULT_OBSERVATION_ROWS,

@@ -49,11 +49,11 @@ fn main() {
         .reshape([n, 9, 64])
         .swap_dims(0, 1);
     time("rope q", 10, || {
-        rope.apply(q.clone(), pos.clone()).into_data()
+        rope.apply(0, q.clone(), pos.clone()).into_data()
     });
     let qc = Tensor::<B, 3>::random([9, n, 64], Distribution::Default, &d);
     time("rope q contiguous", 10, || {
-        rope.apply(qc.clone(), pos.clone()).into_data()
+        rope.apply(0, qc.clone(), pos.clone()).into_data()
     });
     time("mul_scalar+reshape", 10, || {
         qc.clone()
@@ -93,11 +93,11 @@ fn kernel_time(n: usize) {
         .map(|i| ((i * 104729) % 1000) as f32 / 1000.0)
         .collect();
     let dims = Dims {
-        kv: 3,
+        kv_heads: 3,
         group: 3,
         t: n,
-        l: n,
-        d: 64,
+        keys: n,
+        head_dim: 64,
     };
     time(&format!("host kernel n={n}"), 3, || {
         attend(&q, &k, &k, dims, 0, false)

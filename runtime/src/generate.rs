@@ -129,7 +129,10 @@ pub fn sample_top_p(logits: &[f32], temperature: f32, top_p: f32, rng: &mut Spli
     nucleus[kept - 1].0
 }
 
-/// The last row of `logits` `[rows, vocab]` on the host: the next-token logits.
+/// The last row of `logits` on the host: the next-token logits.
+///
+/// # Shapes
+/// - logits: `[rows, vocab]` → `vocab` values
 pub fn last_row<B: Backend>(logits: Tensor<B, 2>) -> Vec<f32> {
     let [rows, _] = logits.dims();
     logits
@@ -174,6 +177,9 @@ impl Sampler {
 /// The decode loop of plain and pressed generation: the first token is picked from `first`
 /// (the prompt's logits), each next one from `step(previous)`, until a stop id or
 /// `config.max_new_tokens`; `on_token` sees each id as soon as it is chosen.
+///
+/// # Shapes
+/// - first and each `step` result: `[rows, vocab]` (the last row is read)
 pub(crate) fn decode_loop<B: Backend>(
     config: &GenerateConfig,
     mut sampler: Sampler,

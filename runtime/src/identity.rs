@@ -11,9 +11,9 @@ use std::path::Path;
 
 use kvplan_common::catalog::{self, CatalogEntry};
 use kvplan_common::fetch::sha256_known;
-use kvplan_planner::{Geometry, ModelIdentity};
+use kvplan_planner::ModelIdentity;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::model::ModelConfig;
 
 /// The model's display name: the catalog entry's when `sha256` is a catalog model's, else
@@ -28,19 +28,12 @@ pub fn display_name(sha256: &str, general_name: &str) -> String {
 /// The identity of the GGUF file at `path` whose geometry is `config`. The file's hash comes from
 /// its verified-hash sidecar when one vouches for it, else from reading the whole file.
 pub fn model_identity(path: &Path, config: &ModelConfig) -> Result<ModelIdentity> {
-    let geometry = Geometry::new(
-        config.n_layers,
-        config.n_heads,
-        config.n_kv_heads,
-        config.head_dim,
-    )
-    .map_err(|e| Error::Model(format!("geometry: {e}")))?;
     let gguf_sha256 = sha256_known(path)?;
     Ok(ModelIdentity {
         name: display_name(&gguf_sha256, &config.name),
         architecture: config.architecture.clone(),
         gguf_sha256,
-        geometry,
+        geometry: config.geometry.clone(),
     })
 }
 

@@ -32,6 +32,9 @@ pub struct AttentionRows {
     pub probs: Vec<Vec<Vec<f32>>>,
     /// `[kv_head][key]`: original position of each key.
     pub key_positions: Vec<Vec<usize>>,
+    /// `kv_of[query_head]`: the cache head (index into `key_positions`) whose keys the query
+    /// head's rows cover — the geometry's query→KV map, or its unfolded copy.
+    pub kv_of: Vec<usize>,
 }
 
 /// Pre-RoPE keys and values of one layer for one forward call: `[kv_head][token][dim]` flattened.
@@ -50,6 +53,8 @@ pub struct KeysValues {
 pub struct ColumnSums {
     /// `[query_head][key]`, keys in the storage order of the head's KV head.
     pub sums: Vec<Vec<f32>>,
+    /// `kv_of[query_head]`: the cache head whose keys the query head's sums cover.
+    pub kv_of: Vec<usize>,
 }
 
 /// Everything recorded for one layer.

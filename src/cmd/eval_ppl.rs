@@ -17,6 +17,7 @@ use kvplan_eval::ppl::{curves, PplRecords};
 use kvplan_eval::records::{merge_perplexity, write_atomic};
 use kvplan_eval::runner::{Evaluator, Progress};
 use kvplan_eval::table;
+use kvplan_runtime::press::capabilities;
 
 use super::eval::{Bar, EvalSetup, PplArgs};
 
@@ -52,7 +53,7 @@ pub fn run(args: PplArgs) -> anyhow::Result<()> {
             .methods
             .iter()
             .map(String::as_str)
-            .filter(|m| matches!(*m, "full" | "spindle" | "pod"))
+            .filter(|m| !capabilities(m).is_ok_and(|c| c.streams_past_context))
             .collect();
         if !stuck.is_empty() {
             bail!(

@@ -16,28 +16,84 @@
 //! The facts are invented, so only the haystack can answer them. Prompts are plain text (no chat
 //! template) ending "…Question: …\nAnswer:" as in the authors' code; see [`placement`].
 
+pub mod generated;
 pub mod placement;
 
+use serde::{Deserialize, Serialize};
+
 /// One needle example: the text inserted, the question and the answer the model should give.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Example {
     /// Short identifier recorded with each trial.
-    pub id: &'static str,
+    pub id: String,
     /// The needle inserted into the haystack.
-    pub needle: &'static str,
+    pub needle: String,
     /// The question asked after the haystack.
-    pub question: &'static str,
+    pub question: String,
     /// The statement that answers, verbatim in the needle: the scored span (eq. 1–2) and the
     /// decode budget (as many tokens as it has).
-    pub answer: &'static str,
+    pub answer: String,
     /// The words that actually answer (Wu et al.'s `real_needle`), inside `answer`: the check of
     /// the response is against these, so restating the question earns nothing.
+    pub key: String,
+}
+
+/// Which needle examples a profile runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NeedleSet {
+    /// The seven hand-written examples below (3 retrieval, 4 retrieval-reasoning comparisons).
+    Classic,
+    /// `per_kind` examples of each kind drawn from [`generated`]'s templates with the profile's
+    /// seed (retrieval facts; comparisons and two-hop facts, each asked both ways).
+    Generated { per_kind: usize },
+}
+
+/// Examples per kind of the generated set by default (HeadKV App. E asks for variety; ≥ 20).
+pub const DEFAULT_GENERATED_PER_KIND: usize = 24;
+
+impl NeedleSet {
+    /// The retrieval and the retrieval-reasoning examples of this set.
+    pub fn examples(self, seed: u64) -> (Vec<Example>, Vec<Example>) {
+        match self {
+            NeedleSet::Classic => (
+                RETRIEVAL.iter().map(StaticExample::owned).collect(),
+                REASONING.iter().map(StaticExample::owned).collect(),
+            ),
+            NeedleSet::Generated { per_kind } => (
+                generated::retrieval(seed, per_kind),
+                generated::reasoning(seed, per_kind),
+            ),
+        }
+    }
+}
+
+/// A hand-written example, as a constant.
+#[derive(Debug, Clone, Copy)]
+pub struct StaticExample {
+    pub id: &'static str,
+    pub needle: &'static str,
+    pub question: &'static str,
+    pub answer: &'static str,
     pub key: &'static str,
 }
 
+impl StaticExample {
+    /// The example with owned text.
+    pub fn owned(&self) -> Example {
+        Example {
+            id: self.id.into(),
+            needle: self.needle.into(),
+            question: self.question.into(),
+            answer: self.answer.into(),
+            key: self.key.into(),
+        }
+    }
+}
+
 /// Retrieval examples (Wu et al.'s kind): one fact, asked directly.
-pub const RETRIEVAL: [Example; 3] = [
-    Example {
+pub const RETRIEVAL: [StaticExample; 3] = [
+    StaticExample {
         id: "retrieval/lisbon",
         needle: "The best thing to do in Lisbon is to ride the old yellow tram up the hill and \
 eat custard tarts by the river.",
@@ -47,7 +103,7 @@ eat custard tarts by the river.",
 custard tarts by the river",
         key: "ride the old yellow tram up the hill and eat custard tarts by the river",
     },
-    Example {
+    StaticExample {
         id: "retrieval/okafor-soup",
         needle: "The secret ingredient in Grandma Okafor's famous soup is a spoonful of roasted \
 pumpkin seeds.",
@@ -56,7 +112,7 @@ pumpkin seeds.",
 pumpkin seeds",
         key: "a spoonful of roasted pumpkin seeds",
     },
-    Example {
+    StaticExample {
         id: "retrieval/lighthouse",
         needle: "The password to the old lighthouse archive is purple elephant seventeen.",
         question: "What is the password to the old lighthouse archive?",
@@ -67,29 +123,29 @@ pumpkin seeds",
 
 /// Retrieval-reasoning examples (Figure 9's kind): each needle serves two questions that ask
 /// for opposite statements.
-pub const REASONING: [Example; 4] = [
-    Example {
+pub const REASONING: [StaticExample; 4] = [
+    StaticExample {
         id: "reasoning/younger-lena-omar",
         needle: LENA_OMAR,
         question: "What is the favorite thing of the younger one between Lena and Omar?",
         answer: "Omar's favorite thing is to bake sourdough bread and share it with his neighbors",
         key: "to bake sourdough bread and share it with his neighbors",
     },
-    Example {
+    StaticExample {
         id: "reasoning/older-lena-omar",
         needle: LENA_OMAR,
         question: "What is the favorite thing of the older one between Lena and Omar?",
         answer: "Lena's favorite thing is to paint small boats at the harbor every Sunday morning",
         key: "to paint small boats at the harbor every Sunday morning",
     },
-    Example {
+    StaticExample {
         id: "reasoning/taller-ines-pavel",
         needle: INES_PAVEL,
         question: "What does the taller one between Ines and Pavel collect?",
         answer: "Ines collects old train tickets from every city she has visited",
         key: "old train tickets from every city she has visited",
     },
-    Example {
+    StaticExample {
         id: "reasoning/shorter-ines-pavel",
         needle: INES_PAVEL,
         question: "What does the shorter one between Ines and Pavel collect?",

@@ -16,7 +16,7 @@ use kvplan_runtime::model::Model;
 use kvplan_runtime::tokenizer::Tokenizer;
 
 use crate::config::ProfileConfig;
-use crate::needles::{Example, REASONING, RETRIEVAL};
+use crate::needles::Example;
 use crate::partial::{Partial, TrialOutcome};
 use crate::progress::Progress;
 use crate::{Error, Result};
@@ -76,7 +76,7 @@ impl Kind {
 /// One trial to run.
 pub(crate) struct TrialSpec {
     index: usize,
-    example: &'static Example,
+    example: Example,
     length: usize,
     depth: f64,
     haystack_seed: u64,
@@ -92,9 +92,10 @@ const SAMPLE_SALT: u64 = 0x7361_6D70_6C65_7321;
 
 /// Every (length, depth) once, examples in turn; both kinds share each index's haystack.
 fn trial_specs(c: &ProfileConfig, kind: Kind) -> Vec<TrialSpec> {
-    let examples: &'static [Example] = match kind {
-        Kind::Retrieval => &RETRIEVAL,
-        Kind::Reasoning => &REASONING,
+    let (retrieval, reasoning) = c.needles.examples(c.seed);
+    let examples = match kind {
+        Kind::Retrieval => retrieval,
+        Kind::Reasoning => reasoning,
     };
     let mut specs = Vec::with_capacity(c.trials());
     for &length in &c.context_lengths {
@@ -102,7 +103,7 @@ fn trial_specs(c: &ProfileConfig, kind: Kind) -> Vec<TrialSpec> {
             let index = specs.len();
             specs.push(TrialSpec {
                 index,
-                example: &examples[index % examples.len()],
+                example: examples[index % examples.len()].clone(),
                 length,
                 depth,
                 haystack_seed: sub_seed(c.seed, HAYSTACK_SALT, index),

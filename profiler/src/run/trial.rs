@@ -24,7 +24,7 @@ pub const KEEP_ABOVE: f64 = 0.5;
 /// Builds the trial's prompt from the haystack corpus.
 fn prompt<B: Backend>(inp: &ProfileInputs<'_, B>, spec: &TrialSpec) -> Result<(Placed, usize)> {
     let tok = inp.tokenizer;
-    let ex = spec.example;
+    let ex = &spec.example;
     let needle = tok.encode(&format!(" {}", ex.needle))?;
     let answer = tok.encode(&format!(" {}", ex.answer))?;
     let render = |m: &str| {
@@ -33,7 +33,7 @@ fn prompt<B: Backend>(inp: &ProfileInputs<'_, B>, spec: &TrialSpec) -> Result<(P
             content: m.into(),
         }])
     };
-    let (before, after) = frame_text(inp.config.prompt_style, ex.question, render);
+    let (before, after) = frame_text(inp.config.prompt_style, &ex.question, render);
     let prefix = tok.encode(&before)?;
     let suffix = tok.encode(&after)?;
     let frame = Frame {
@@ -122,13 +122,13 @@ pub(super) fn run_trial<B: Backend>(
     let text = tok.decode(&out)?;
     let response = text.trim().to_string();
     let score = match kind {
-        Kind::Retrieval => rouge1_recall(&response, spec.example.key),
-        Kind::Reasoning => qa_f1(&response, spec.example.key),
+        Kind::Retrieval => rouge1_recall(&response, &spec.example.key),
+        Kind::Reasoning => qa_f1(&response, &spec.example.key),
     };
     Ok(TrialOutcome {
         index: spec.index,
         trial: Trial {
-            example: spec.example.id.to_string(),
+            example: spec.example.id.clone(),
             context_length: n,
             depth_percent: spec.depth,
             needle_start: placed.needle_start,

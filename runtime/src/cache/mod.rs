@@ -14,6 +14,9 @@
 use burn::tensor::backend::Backend;
 use burn::tensor::{Int, Tensor, TensorData};
 
+/// Bytes of one stored number: keys and values are kept in f32.
+pub const BYTES_PER_ELEMENT: usize = 4;
+
 /// The tensors of one layer's cache.
 #[derive(Debug, Clone)]
 pub enum KvStore<B: Backend> {
@@ -36,6 +39,9 @@ pub enum KvStore<B: Backend> {
 impl<B: Backend> KvStore<B> {
     /// One `[len_h, head_dim]` key and value tensor per head: stacked into [`KvStore::Uniform`]
     /// when every head holds the same number of entries, else kept [`KvStore::PerHead`].
+    ///
+    /// # Shapes
+    /// - keys, values: one `[len_h, head_dim]` per head
     pub fn from_heads(keys: Vec<Tensor<B, 2>>, values: Vec<Tensor<B, 2>>) -> Self {
         let uniform = keys.windows(2).all(|w| w[0].dims()[0] == w[1].dims()[0]);
         if uniform {
@@ -93,9 +99,9 @@ impl<B: Backend> LayerCache<B> {
         self.store.as_ref()
     }
 
-    /// Bytes of K and V held (f32).
+    /// Bytes of K and V held: entries × head_dim × [`BYTES_PER_ELEMENT`] × 2.
     pub fn bytes(&self) -> usize {
-        self.positions.iter().map(Vec::len).sum::<usize>() * self.head_dim * 4 * 2
+        self.positions.iter().map(Vec::len).sum::<usize>() * self.head_dim * BYTES_PER_ELEMENT * 2
     }
 
     /// Appends `t` new entries to every head.
@@ -132,7 +138,10 @@ impl<B: Backend> LayerCache<B> {
         });
     }
 
-    /// Keys and values of head `h`: `[len_h, head_dim]` each.
+    /// Keys and values of head `h`.
+    ///
+    /// # Shapes
+    /// - returns `([len_h, head_dim], [len_h, head_dim])`
     pub fn head(&self, h: usize) -> Option<(Tensor<B, 2>, Tensor<B, 2>)> {
         match self.store.as_ref()? {
             KvStore::Uniform { keys, values } => Some((
@@ -260,7 +269,10 @@ impl<B: Backend> LayerCache<B> {
     }
 }
 
-/// `[heads, len, d]` → `[heads·times, len, d]`, head `h` copied to `h·times .. (h+1)·times`.
+/// Repeats every head `times` times: head `h` copied to `h·times .. (h+1)·times`.
+///
+/// # Shapes
+/// - t: `[heads, len, d]` → `[heads·times, len, d]`
 pub fn repeat_heads<B: Backend>(t: Tensor<B, 3>, times: usize) -> Tensor<B, 3> {
     if times == 1 {
         return t;

@@ -1,8 +1,9 @@
 //! Grouped-query self-attention over a per-head [`LayerCache`].
 //!
-//! `softmax(q·kᵀ/√d + causal)·v`, where the query heads `g·group .. (g+1)·group` share KV head
-//! `g`. Queries of one KV head are stacked into one `[group·t, d]` operand, so K and V are never
-//! repeated per query head and every matmul is a contiguous batched gemm. Long prefills are cut
+//! `softmax(q·kᵀ/√d + causal)·v`, where the query heads the geometry maps to KV head `g`
+//! ([`QueryOrder`]) share its keys and values. Queries of one KV head are stacked into one
+//! `[group·t, d]` operand, so K and V are never repeated per query head and every matmul is a
+//! contiguous batched gemm. Long prefills are cut
 //! into query blocks of [`QUERY_BLOCK`] rows; block `b` only multiplies the keys it can see, so
 //! the upper causal triangle is mostly skipped and at most `heads × QUERY_BLOCK × n` scores exist
 //! at a time (never the full `[heads, n, n]` matrix).
@@ -19,6 +20,7 @@ use burn::tensor::activation::softmax;
 use burn::tensor::backend::Backend;
 use burn::tensor::{Int, Tensor, TensorData};
 
+use super::query_order::QueryOrder;
 use super::rope::Rope;
 use crate::cache::{repeat_heads, KvStore, LayerCache};
 use crate::observe::{AttentionRows, ColumnSums, KeysValues, LayerObservation};
@@ -29,8 +31,12 @@ pub const QUERY_BLOCK: usize = 256;
 /// Per-call state shared by all layers of one forward pass.
 #[derive(Debug)]
 pub struct ForwardCtx<'a, B: Backend> {
-    /// RoPE tables.
+    /// RoPE tables of every layer.
     pub rope: &'a Rope<B>,
+    /// The layer being run (set by the transformer before each block).
+    pub layer: usize,
+    /// How query heads stack onto the cache heads (the geometry's query→KV map).
+    pub order: &'a QueryOrder,
     /// Positions of the new tokens.
     pub positions: &'a [usize],
     /// The same positions on the device.
@@ -48,11 +54,18 @@ pub struct ForwardCtx<'a, B: Backend> {
 
 impl<'a, B: Backend> ForwardCtx<'a, B> {
     /// Context for a call adding tokens at `positions`.
-    pub fn new(rope: &'a Rope<B>, positions: &'a [usize], device: &B::Device) -> Self {
+    pub fn new(
+        rope: &'a Rope<B>,
+        order: &'a QueryOrder,
+        positions: &'a [usize],
+        device: &B::Device,
+    ) -> Self {
         let ids: Vec<i64> = positions.iter().map(|&p| p as i64).collect();
         let n = ids.len();
         Self {
             rope,
+            layer: 0,
+            order,
             positions,
             pos_tensor: Tensor::from_data(TensorData::new(ids, [n]), device),
             obs_rows: 0,
@@ -120,12 +133,12 @@ impl<B: Backend> Attention<B> {
                 .reshape([t, heads, d])
                 .swap_dims(0, 1) // [heads, t, d]
         };
-        let q = split(0, nh);
-        let k = split(nh, nkv);
-        let v = split(nh + nkv, nkv);
+        let q = split(0, nh); // [nh, t, d]
+        let k = split(nh, nkv); // [nkv, t, d]
+        let v = split(nh + nkv, nkv); // [nkv, t, d]
         let mut obs = obs;
-        let q = ctx.rope.apply(q, ctx.pos_tensor.clone());
-        let k_rot = ctx.rope.apply(k.clone(), ctx.pos_tensor.clone());
+        let q = ctx.rope.apply(ctx.layer, q, ctx.pos_tensor.clone());
+        let k_rot = ctx.rope.apply(ctx.layer, k.clone(), ctx.pos_tensor.clone());
         if let Some(o) = obs.as_deref_mut().filter(|_| ctx.obs_kv) {
             record_keys_values(o, k, v.clone(), ctx.positions);
         }
@@ -137,49 +150,111 @@ impl<B: Backend> Attention<B> {
         cache.append(k_rot, v, ctx.positions);
         // Scale the queries once (t·d multiplies) rather than the scores (t·n).
         let q = q.mul_scalar(1.0 / (d as f64).sqrt());
-        let q = q.reshape([heads, nh / heads, t, d]);
-        let out = match cache.store() {
-            Some(KvStore::Uniform { keys, values }) => attend(
-                q,
-                keys.clone(),
-                values.clone(),
-                ctx,
-                obs.as_deref_mut(),
-                cache,
-            ),
-            Some(KvStore::PerHead { keys, values }) => {
-                let mut outs = Vec::with_capacity(heads);
-                let mut rows: Option<AttentionRows> = None;
-                let mut sums: Option<ColumnSums> = None;
-                for (g, (k, v)) in keys.iter().zip(values).enumerate() {
-                    let qg = q.clone().narrow(0, g, 1);
-                    let mut head_obs = obs.as_ref().map(|_| LayerObservation::default());
-                    let (kg, vg) = (k.clone().unsqueeze_dim(0), v.clone().unsqueeze_dim(0));
-                    outs.push(attend(qg, kg, vg, ctx, head_obs.as_mut(), cache));
-                    if let Some(mut o) = head_obs {
-                        if let Some(r) = o.attention.pop() {
-                            rows = Some(merge_rows(rows, r));
-                        }
-                        if let Some(mut c) = o.column_sums.pop() {
-                            match sums.as_mut() {
-                                None => sums = Some(c),
-                                Some(acc) => acc.sums.append(&mut c.sums),
-                            }
+        let q = reorder_heads(q, ctx.order.heads()); // [nh in slot order, t, d]
+        let q = q.reshape([heads, nh / heads, t, d]); // [kv][group][t][d]
+        let marks = obs.as_deref().map(ObservedSoFar::of);
+        let out = attend_cache(q, ctx, cache, obs.as_deref_mut()); // [kv, group, t, d]
+        if let (Some(o), Some(m)) = (obs, marks) {
+            observed_to_head_order(o, m, ctx.order, heads);
+        }
+        let out = reorder_heads(out.reshape([nh, t, d]), ctx.order.slots()); // [nh, t, d]
+        out.swap_dims(0, 1)
+            .reshape([t, nh * d])
+            .matmul(self.wo.val())
+    }
+}
+
+/// `x` `[heads, t, d]` with head `i` of the result taken from head `from[i]` (no copy when the
+/// order is the identity).
+///
+/// # Shapes
+/// - x: `[heads, t, d]` → `[heads, t, d]`
+fn reorder_heads<B: Backend>(x: Tensor<B, 3>, from: &[usize]) -> Tensor<B, 3> {
+    if from.iter().enumerate().all(|(i, &f)| i == f) {
+        return x;
+    }
+    let idx: Vec<i64> = from.iter().map(|&f| f as i64).collect();
+    let idx = Tensor::<B, 1, Int>::from_data(TensorData::new(idx, [from.len()]), &x.device());
+    x.select(0, idx)
+}
+
+/// Attention of the stacked queries over what `cache` holds, one batched call for a uniform
+/// store, one call per cache head for per-head storage (observations merged in slot order).
+///
+/// # Shapes
+/// - q: `[kv, group, t, d]` (scaled, slot order) → `[kv, group, t, d]`
+fn attend_cache<B: Backend>(
+    q: Tensor<B, 4>,
+    ctx: &mut ForwardCtx<'_, B>,
+    cache: &LayerCache<B>,
+    obs: Option<&mut LayerObservation>,
+) -> Tensor<B, 4> {
+    match cache.store() {
+        Some(KvStore::Uniform { keys, values }) => {
+            attend(q, keys.clone(), values.clone(), ctx, obs, cache)
+        }
+        Some(KvStore::PerHead { keys, values }) => {
+            let mut outs = Vec::with_capacity(keys.len());
+            let mut rows: Option<AttentionRows> = None;
+            let mut sums: Option<ColumnSums> = None;
+            for (g, (k, v)) in keys.iter().zip(values).enumerate() {
+                let qg = q.clone().narrow(0, g, 1); // [1, group, t, d]
+                let mut head_obs = obs.as_ref().map(|_| LayerObservation::default());
+                let (kg, vg) = (k.clone().unsqueeze_dim(0), v.clone().unsqueeze_dim(0));
+                outs.push(attend(qg, kg, vg, ctx, head_obs.as_mut(), cache));
+                if let Some(mut o) = head_obs {
+                    if let Some(r) = o.attention.pop() {
+                        rows = Some(merge_rows(rows, r));
+                    }
+                    if let Some(mut c) = o.column_sums.pop() {
+                        match sums.as_mut() {
+                            None => sums = Some(c),
+                            Some(acc) => acc.sums.append(&mut c.sums),
                         }
                     }
                 }
-                if let Some(o) = obs {
-                    o.attention.extend(rows);
-                    o.column_sums.extend(sums);
-                }
-                Tensor::cat(outs, 0)
             }
-            None => unreachable!("append always leaves a store"),
-        };
-        out.reshape([nh, t, d])
-            .swap_dims(0, 1)
-            .reshape([t, nh * d])
-            .matmul(self.wo.val())
+            if let Some(o) = obs {
+                o.attention.extend(rows);
+                o.column_sums.extend(sums);
+            }
+            Tensor::cat(outs, 0)
+        }
+        None => unreachable!("append always leaves a store"),
+    }
+}
+
+/// How many attention and column-sum records a layer held before a call.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ObservedSoFar {
+    attention: usize,
+    column_sums: usize,
+}
+
+impl ObservedSoFar {
+    pub(crate) fn of(o: &LayerObservation) -> Self {
+        Self {
+            attention: o.attention.len(),
+            column_sums: o.column_sums.len(),
+        }
+    }
+}
+
+/// Puts the records a call added after `before` (kernels produce them in slot order) in
+/// query-head order, and names the cache head each query head read.
+pub(crate) fn observed_to_head_order(
+    o: &mut LayerObservation,
+    before: ObservedSoFar,
+    order: &QueryOrder,
+    cache_heads: usize,
+) {
+    for rows in o.attention.iter_mut().skip(before.attention) {
+        rows.probs = order.to_heads(std::mem::take(&mut rows.probs));
+        rows.kv_of = order.cache_heads_of(cache_heads);
+    }
+    for sums in o.column_sums.iter_mut().skip(before.column_sums) {
+        sums.sums = order.to_heads(std::mem::take(&mut sums.sums));
+        sums.kv_of = order.cache_heads_of(cache_heads);
     }
 }
 
@@ -260,6 +335,7 @@ fn attend<B: Backend>(
         let flat: Vec<f32> = c.into_data().iter::<f32>().collect();
         o.column_sums.push(ColumnSums {
             sums: flat.chunks_exact(l).map(<[f32]>::to_vec).collect(),
+            kv_of: Vec::new(), // set by observed_to_head_order
         });
     }
     if let Some(o) = obs {
@@ -297,6 +373,7 @@ fn rows_to_host<B: Backend>(
         key_positions: (0..cache.kv_heads())
             .map(|h| cache.positions(h).to_vec())
             .collect(),
+        kv_of: Vec::new(), // set by observed_to_head_order
     }
 }
 

@@ -1,7 +1,13 @@
 //! Model geometry, read from GGUF metadata (`<arch>.*` keys) — no model's numbers are written here.
 
+use kvplan_planner::Geometry;
+
+use super::rope::RopeSet;
 use crate::error::{Error, Result};
 use crate::gguf::GgufFile;
+
+/// RoPE base when a file has no `<arch>.rope.freq_base` (llama.cpp's and transformers' default).
+pub const DEFAULT_ROPE_BASE: f64 = 10_000.0;
 
 /// Geometry and hyper-parameters of a Llama-family decoder.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -30,6 +36,9 @@ pub struct ModelConfig {
     pub rms_eps: f64,
     /// Training context length.
     pub context_len: usize,
+    /// The attention geometry as plans record it: the numbers above and the query→KV head map
+    /// every consumer of GQA reads ([`Geometry::kv_of`], [`Geometry::q_heads_of`]).
+    pub geometry: Geometry,
 }
 
 impl ModelConfig {
@@ -53,22 +62,28 @@ impl ModelConfig {
             .tensor_info("token_embd.weight")
             .map(|t| t.shape()[0])
             .ok_or_else(|| Error::Model("no tensor token_embd.weight".into()))?;
+        let n_layers = get("block_count")?;
+        let geometry = Geometry::new(n_layers, n_heads, n_kv_heads, head_dim)
+            .map_err(|e| Error::Model(format!("{arch} attention geometry: {e}")))?;
         let config = Self {
             name: gguf
                 .meta_str("general.name")
                 .map(str::to_string)
                 .unwrap_or_else(|_| arch.clone()),
-            n_layers: get("block_count")?,
+            n_layers,
             n_heads,
             n_kv_heads,
             head_dim,
             hidden,
             ffn: get("feed_forward_length")?,
             vocab,
-            rope_theta: gguf.meta_f64(&key("rope.freq_base")).unwrap_or(10_000.0),
+            rope_theta: gguf
+                .meta_f64(&key("rope.freq_base"))
+                .unwrap_or(DEFAULT_ROPE_BASE),
             rms_eps: gguf.meta_f64(&key("attention.layer_norm_rms_epsilon"))?,
             context_len: get("context_length")?,
             architecture: arch,
+            geometry,
         };
         config.validate()?;
         Ok(config)
@@ -98,13 +113,18 @@ impl ModelConfig {
         Ok(())
     }
 
-    /// Query heads sharing one KV head.
-    pub fn group(&self) -> usize {
-        self.n_heads / self.n_kv_heads
+    /// The RoPE frequencies of every layer (one base for all layers of a Llama model).
+    pub fn rope(&self) -> RopeSet {
+        RopeSet::uniform(self.head_dim, self.rope_theta, self.n_layers)
     }
 
-    /// The KV head that query head `h` reads (GQA: consecutive query heads share a KV head).
+    /// Query heads sharing one KV head.
+    pub fn group(&self) -> usize {
+        self.geometry.group_size()
+    }
+
+    /// The KV head that query head `h` reads, from the geometry's query→KV map.
     pub fn kv_head_of(&self, h: usize) -> usize {
-        h / self.group()
+        self.geometry.kv_of(h)
     }
 }

@@ -14,42 +14,87 @@
 //! column sums (H2O) are read off `P` while it is in cache.
 //!
 //! As in the generic path, the group comes from the layer cache: a cache unfolded to one head per
-//! query head gets the new K/V repeated on append and is attended with group 1.
+//! query head gets the new K/V repeated on append and is attended with group 1; query heads are
+//! stacked by the geometry's query→KV map ([`QueryOrder`]).
 
 use burn::tensor::backend::Backend;
 use burn::tensor::{Tensor, TensorData};
 use gemm::{gemm, Parallelism};
 use rayon::prelude::*;
 
-use super::attention::{Attention, ForwardCtx};
+use super::attention::{observed_to_head_order, Attention, ForwardCtx, ObservedSoFar};
+use super::query_order::QueryOrder;
+use super::rope::rotate_half_scaled;
 use crate::cache::{KvStore, LayerCache};
 use crate::observe::{AttentionRows, ColumnSums, KeysValues, LayerObservation};
 
 /// Query rows per task.
 pub const ROWS: usize = 64;
 
-/// Shapes of one call: `q` is `[kv, group, t, d]`, `k` and `v` are `[kv, l, d]`; the last `t`
-/// keys are the new tokens.
+/// Shapes of one kernel call: queries `[kv_heads][group][t][head_dim]`, keys and values
+/// `[kv_heads][keys][head_dim]`; the last `t` keys are the new tokens.
 #[derive(Debug, Clone, Copy)]
 pub struct Dims {
-    pub kv: usize,
+    /// Cache heads attended (each a batch of `group` query heads).
+    pub kv_heads: usize,
+    /// Query heads per cache head.
     pub group: usize,
+    /// New tokens (query rows per head).
     pub t: usize,
-    pub l: usize,
-    pub d: usize,
+    /// Keys per cache head, the new tokens included.
+    pub keys: usize,
+    /// Dimensions of one head.
+    pub head_dim: usize,
 }
 
 fn to_host<B: Backend, const D: usize>(t: Tensor<B, D>) -> Vec<f32> {
     t.into_data().iter::<f32>().collect()
 }
 
-/// Rotates one head vector (`out = x·cos + rotate_half(x)·sin`) and scales it.
-fn rotate(x: &[f32], cos: &[f32], sin: &[f32], scale: f32, out: &mut [f32]) {
-    let half = x.len() / 2;
-    for j in 0..half {
-        out[j] = (x[j] * cos[j] - x[j + half] * sin[j]) * scale;
-        out[j + half] = (x[j + half] * cos[j + half] + x[j] * sin[j + half]) * scale;
+/// The new tokens' projections on the host, RoPE applied where it belongs.
+struct Projected {
+    /// `[kv][group][t][d]`, query heads in slot order ([`QueryOrder`]), rotated and scaled.
+    q: Vec<f32>,
+    /// `[kv][t][d]`, pre-RoPE keys (what an observer records).
+    k_pre: Vec<f32>,
+    /// `[kv][t][d]`, rotated keys (what the cache stores).
+    k_rot: Vec<f32>,
+    /// `[kv][t][d]`.
+    v: Vec<f32>,
+}
+
+/// Splits the fused projection `qkv` (`[t][(nh + 2·nkv)·d]`, Q/K/V columns) by head, rotating
+/// queries (with the `1/√d` scale folded in) and keys at their positions.
+fn project<B: Backend>(attn: &Attention<B>, qkv: &[f32], ctx: &ForwardCtx<'_, B>) -> Projected {
+    let (nh, nkv, d) = (attn.n_heads, attn.n_kv_heads, attn.head_dim);
+    let t = ctx.positions.len();
+    let width = (nh + 2 * nkv) * d;
+    let (cos, sin) = ctx.rope.host_tables(ctx.layer); // [position][d] each
+    let scale = 1.0 / (d as f32).sqrt();
+    let mut p = Projected {
+        q: vec![0f32; nh * t * d],
+        k_pre: vec![0f32; nkv * t * d],
+        k_rot: vec![0f32; nkv * t * d],
+        v: vec![0f32; nkv * t * d],
+    };
+    for (i, row) in qkv.chunks_exact(width).enumerate() {
+        let at = ctx.positions[i] * d;
+        let (c, s) = (&cos[at..at + d], &sin[at..at + d]);
+        for h in 0..nh {
+            let dst = (ctx.order.slot(h) * t + i) * d;
+            let src = &row[h * d..(h + 1) * d];
+            rotate_half_scaled(src, c, s, scale, &mut p.q[dst..dst + d]);
+        }
+        for h in 0..nkv {
+            let at = (h * t + i) * d;
+            let src = &row[(nh + h) * d..(nh + h + 1) * d];
+            p.k_pre[at..at + d].copy_from_slice(src);
+            rotate_half_scaled(src, c, s, 1.0, &mut p.k_rot[at..at + d]);
+            let src = &row[(nh + nkv + h) * d..(nh + nkv + h + 1) * d];
+            p.v[at..at + d].copy_from_slice(src);
+        }
     }
+    p
 }
 
 /// The attention sub-layer of [`Attention::forward`] on the host.
@@ -66,36 +111,9 @@ pub fn forward<B: Backend>(
     let [t, _] = x.dims();
     let (nh, nkv, d) = (attn.n_heads, attn.n_kv_heads, attn.head_dim);
     let heads = super::attention::cache_heads(cache, nh, nkv);
-    let group = nh / heads;
     let device = x.device();
-    let width = (nh + 2 * nkv) * d;
-    let qkv = to_host(x.matmul(attn.wqkv.val())); // [t, width]
-    let (cos, sin) = ctx.rope.host_tables();
-    let scale = 1.0 / (d as f32).sqrt();
-    let mut q = vec![0f32; nh * t * d]; // [kv][group][t][d]
-    let mut k_pre = vec![0f32; nkv * t * d]; // [kv][t][d]
-    let mut k_rot = vec![0f32; nkv * t * d];
-    let mut v = vec![0f32; nkv * t * d];
-    for (i, row) in qkv.chunks_exact(width).enumerate() {
-        let p = ctx.positions[i] * d;
-        let (c, s) = (&cos[p..p + d], &sin[p..p + d]);
-        for h in 0..nh {
-            rotate(
-                &row[h * d..(h + 1) * d],
-                c,
-                s,
-                scale,
-                &mut q[(h * t + i) * d..(h * t + i + 1) * d],
-            );
-        }
-        for h in 0..nkv {
-            let at = (h * t + i) * d;
-            let src = &row[(nh + h) * d..(nh + h + 1) * d];
-            k_pre[at..at + d].copy_from_slice(src);
-            rotate(src, c, s, 1.0, &mut k_rot[at..at + d]);
-            v[at..at + d].copy_from_slice(&row[(nh + nkv + h) * d..(nh + nkv + h + 1) * d]);
-        }
-    }
+    let qkv = to_host(x.matmul(attn.wqkv.val())); // [t][(nh + 2·nkv)·d]
+    let Projected { q, k_pre, k_rot, v } = project(attn, &qkv, ctx);
     let mut obs = obs;
     if let Some(o) = obs.as_deref_mut().filter(|_| ctx.obs_kv) {
         o.keys_values.push(KeysValues {
@@ -105,7 +123,7 @@ pub fn forward<B: Backend>(
         });
     }
     let kv_tensor = |data: Vec<f32>| {
-        let data = repeat_heads(data, heads / nkv, t * d);
+        let data = repeat_heads(data, heads / nkv, t * d); // [heads][t][d]
         Tensor::<B, 3>::from_data(TensorData::new(data, [heads, t, d]), &device)
     };
     cache.append(kv_tensor(k_rot), kv_tensor(v), ctx.positions);
@@ -113,43 +131,63 @@ pub fn forward<B: Backend>(
         Some(_) => (ctx.obs_rows.min(t), ctx.obs_colsum),
         None => (0, false),
     };
-    let res = match cache.store() {
+    let res = attend_cache(&q, cache, nh / heads, t, obs_rows, colsum);
+    if let Some(o) = obs {
+        record(o, res.rows, res.column_sums, ctx, cache, obs_rows);
+    }
+    // [slot][t][d] → [t][head·d]
+    let mut merged = vec![0f32; t * nh * d];
+    for h in 0..nh {
+        let slot = ctx.order.slot(h);
+        for i in 0..t {
+            let src = (slot * t + i) * d;
+            let dst = (i * nh + h) * d;
+            merged[dst..dst + d].copy_from_slice(&res.out[src..src + d]);
+        }
+    }
+    Tensor::<B, 2>::from_data(TensorData::new(merged, [t, nh * d]), &device).matmul(attn.wo.val())
+}
+
+/// The kernel over what `cache` holds: one call for a uniform store, one per cache head for
+/// per-head storage (outputs and observations concatenated in slot order).
+///
+/// # Shapes
+/// - q: `[kv][group][t][d]` → `out` of the same layout
+fn attend_cache<B: Backend>(
+    q: &[f32],
+    cache: &LayerCache<B>,
+    group: usize,
+    t: usize,
+    obs_rows: usize,
+    colsum: bool,
+) -> HostOutput {
+    let head_dim = cache.head_dim();
+    match cache.store() {
         Some(KvStore::Uniform { keys, values }) => {
-            let l = cache.len(0);
-            attend(
-                &q,
-                &to_host(keys.clone()),
-                &to_host(values.clone()),
-                Dims {
-                    kv: heads,
-                    group,
-                    t,
-                    l,
-                    d,
-                },
-                obs_rows,
-                colsum,
-            )
+            let dims = Dims {
+                kv_heads: cache.kv_heads(),
+                group,
+                t,
+                keys: cache.len(0),
+                head_dim,
+            };
+            let (k, v) = (to_host(keys.clone()), to_host(values.clone()));
+            attend(q, &k, &v, dims, obs_rows, colsum)
         }
         Some(KvStore::PerHead { keys, values }) => {
             let mut all = HostOutput::default();
+            let per_head = group * t * head_dim;
             for (g, (k, v)) in keys.iter().zip(values).enumerate() {
-                let qg = &q[g * group * t * d..(g + 1) * group * t * d];
+                let qg = &q[g * per_head..(g + 1) * per_head];
                 let dims = Dims {
-                    kv: 1,
+                    kv_heads: 1,
                     group,
                     t,
-                    l: cache.len(g),
-                    d,
+                    keys: cache.len(g),
+                    head_dim,
                 };
-                let mut r = attend(
-                    qg,
-                    &to_host(k.clone()),
-                    &to_host(v.clone()),
-                    dims,
-                    obs_rows,
-                    colsum,
-                );
+                let (k, v) = (to_host(k.clone()), to_host(v.clone()));
+                let mut r = attend(qg, &k, &v, dims, obs_rows, colsum);
                 all.out.append(&mut r.out);
                 all.rows.append(&mut r.rows);
                 all.column_sums.append(&mut r.column_sums);
@@ -157,31 +195,36 @@ pub fn forward<B: Backend>(
             all
         }
         None => unreachable!("append always leaves a store"),
-    };
-    if let Some(o) = obs {
-        if obs_rows > 0 {
-            o.attention.push(AttentionRows {
-                query_positions: ctx.positions[t - obs_rows..].to_vec(),
-                probs: res.rows,
-                key_positions: (0..heads).map(|h| cache.positions(h).to_vec()).collect(),
-            });
-        }
-        if colsum {
-            o.column_sums.push(ColumnSums {
-                sums: res.column_sums,
-            });
-        }
     }
-    // [head][t][d] → [t][head·d]
-    let mut merged = vec![0f32; t * nh * d];
-    for h in 0..nh {
-        for i in 0..t {
-            let src = (h * t + i) * d;
-            let dst = (i * nh + h) * d;
-            merged[dst..dst + d].copy_from_slice(&res.out[src..src + d]);
-        }
+}
+
+/// Records the kernel's observed rows and column sums (slot order) in query-head order.
+fn record<B: Backend>(
+    o: &mut LayerObservation,
+    rows: Vec<Vec<Vec<f32>>>,
+    column_sums: Vec<Vec<f32>>,
+    ctx: &ForwardCtx<'_, B>,
+    cache: &LayerCache<B>,
+    obs_rows: usize,
+) {
+    let heads = cache.kv_heads();
+    let before = ObservedSoFar::of(o);
+    let t = ctx.positions.len();
+    if obs_rows > 0 {
+        o.attention.push(AttentionRows {
+            query_positions: ctx.positions[t - obs_rows..].to_vec(),
+            probs: rows,
+            key_positions: (0..heads).map(|h| cache.positions(h).to_vec()).collect(),
+            kv_of: Vec::new(),
+        });
     }
-    Tensor::<B, 2>::from_data(TensorData::new(merged, [t, nh * d]), &device).matmul(attn.wo.val())
+    if ctx.obs_colsum {
+        o.column_sums.push(ColumnSums {
+            sums: column_sums,
+            kv_of: Vec::new(),
+        });
+    }
+    observed_to_head_order(o, before, ctx.order, heads);
 }
 
 /// `[heads][block]` → `[heads·times][block]`, each head's block copied `times` times in a row.
@@ -201,11 +244,11 @@ fn repeat_heads(data: Vec<f32>, times: usize, block: usize) -> Vec<f32> {
 /// Output of one call.
 #[derive(Debug, Default)]
 pub struct HostOutput {
-    /// `[kv, group, t, d]`.
+    /// `[kv][group][t][d]`.
     pub out: Vec<f32>,
-    /// `[head][row][l]` for the last `obs_rows` rows, when requested.
+    /// `[kv·group][row][keys]` for the last `obs_rows` rows, when requested.
     pub rows: Vec<Vec<Vec<f32>>>,
-    /// `[head][l]`, when requested.
+    /// `[kv·group][keys]`, when requested.
     pub column_sums: Vec<Vec<f32>>,
 }
 
@@ -231,7 +274,13 @@ pub fn attend(
     obs_rows: usize,
     colsum: bool,
 ) -> HostOutput {
-    let Dims { kv, group, t, l, d } = dims;
+    let Dims {
+        kv_heads: kv,
+        group,
+        t,
+        keys: l,
+        head_dim: d,
+    } = dims;
     assert_eq!(q.len(), kv * group * t * d, "host attention: q size");
     assert_eq!(k.len(), kv * l * d, "host attention: k size");
     assert_eq!(v.len(), kv * l * d, "host attention: v size");
@@ -284,7 +333,13 @@ fn run_task(
     obs_from: usize,
     colsum: bool,
 ) -> TaskOut {
-    let Dims { group, t, l, d, .. } = dims;
+    let Dims {
+        group,
+        t,
+        keys: l,
+        head_dim: d,
+        ..
+    } = dims;
     let kvh = task.head / group;
     let past = l - t;
     let m = task.end - task.start;
@@ -293,31 +348,14 @@ fn run_task(
     let k_h = &k[kvh * l * d..(kvh * l + cols) * d];
     let v_h = &v[kvh * l * d..(kvh * l + cols) * d];
     let mut s = vec![0f32; m * cols];
-    // S[m × cols] = Q_b[m × d] · K[cols × d]ᵀ. Safety: every pointer comes from a slice whose
-    // length was checked above to cover the strided extent gemm reads or writes.
-    unsafe {
-        gemm(
-            m,
-            cols,
-            d,
-            s.as_mut_ptr(),
-            1,
-            cols as isize,
-            false,
-            q_blk.as_ptr(),
-            1,
-            d as isize,
-            k_h.as_ptr(),
-            d as isize,
-            1,
-            0.0,
-            1.0,
-            false,
-            false,
-            false,
-            Parallelism::None,
-        );
-    }
+    // S[m × cols] = Q_b[m × d] · K[cols × d]ᵀ: K read with column stride d, row stride 1.
+    gemm_row_major(
+        Gemm { m, n: cols, k: d },
+        &mut s,
+        q_blk,
+        k_h,
+        (d as isize, 1),
+    );
     let mut rows = Vec::new();
     let mut sums = if colsum { vec![0f32; l] } else { Vec::new() };
     for (i, row) in s.chunks_exact_mut(cols).enumerate() {
@@ -337,21 +375,59 @@ fn run_task(
     }
     let mut out = vec![0f32; m * d];
     // O[m × d] = P[m × cols] · V[cols × d].
+    gemm_row_major(
+        Gemm { m, n: d, k: cols },
+        &mut out,
+        &s,
+        v_h,
+        (1, d as isize),
+    );
+    TaskOut {
+        out,
+        rows,
+        colsum: sums,
+    }
+}
+
+/// Sizes of one product `dst[m × n] = lhs[m × k] · rhs[k × n]`.
+#[derive(Debug, Clone, Copy)]
+struct Gemm {
+    m: usize,
+    n: usize,
+    k: usize,
+}
+
+/// `dst = lhs · rhs`, single-threaded: `dst` `[m][n]` and `lhs` `[m][k]` row-major; `rhs`
+/// element (row `i < k`, column `j < n`) at `i·row_stride + j·col_stride`, `strides =
+/// (col_stride, row_stride)` — a row-major `[k][n]` matrix has `(1, n)`, a row-major `[n][k]`
+/// matrix read as its transpose `(k, 1)`.
+fn gemm_row_major(g: Gemm, dst: &mut [f32], lhs: &[f32], rhs: &[f32], strides: (isize, isize)) {
+    let Gemm { m, n, k } = g;
+    let (rhs_cs, rhs_rs) = strides;
+    let rhs_extent = (k.saturating_sub(1) as isize * rhs_rs + n.saturating_sub(1) as isize * rhs_cs)
+        as usize
+        + 1;
+    assert!(
+        dst.len() >= m * n && lhs.len() >= m * k && (k * n == 0 || rhs.len() >= rhs_extent),
+        "host attention: gemm operands shorter than {m}×{k}·{k}×{n}"
+    );
+    // Safety: the assertion above checks that every slice covers the strided extent gemm
+    // reads (lhs, rhs) or writes (dst).
     unsafe {
         gemm(
             m,
-            d,
-            cols,
-            out.as_mut_ptr(),
+            n,
+            k,
+            dst.as_mut_ptr(),
             1,
-            d as isize,
+            n as isize,
             false,
-            s.as_ptr(),
+            lhs.as_ptr(),
             1,
-            cols as isize,
-            v_h.as_ptr(),
-            1,
-            d as isize,
+            k as isize,
+            rhs.as_ptr(),
+            rhs_cs,
+            rhs_rs,
             0.0,
             1.0,
             false,
@@ -359,11 +435,6 @@ fn run_task(
             false,
             Parallelism::None,
         );
-    }
-    TaskOut {
-        out,
-        rows,
-        colsum: sums,
     }
 }
 
@@ -432,11 +503,11 @@ mod tests {
         // d = 1, three tokens, q = k = 1 for all, v = [1, 2, 3]: scores equal, so row i
         // averages v[..=i]: 1, 1.5, 2.
         let dims = Dims {
-            kv: 1,
+            kv_heads: 1,
             group: 1,
             t: 3,
-            l: 3,
-            d: 1,
+            keys: 3,
+            head_dim: 1,
         };
         let out = attend(&[1.0; 3], &[1.0; 3], &[1.0, 2.0, 3.0], dims, 2, true);
         assert_eq!(out.out, vec![1.0, 1.5, 2.0]);

@@ -1,5 +1,6 @@
 //! The Llama-family model: config, attention, feed-forward, block, transformer (Config→Module
-//! pairs as in llama-burn), and [`Model`], which ties the module to its RoPE tables.
+//! pairs as in llama-burn, tracel-ai/models @ 16ee7e4 `llama-burn/src/transformer.rs`), and
+//! [`Model`], which ties the module to its RoPE tables and query→KV head order.
 
 pub mod attention;
 pub mod block;
@@ -8,6 +9,7 @@ pub mod feed_forward;
 #[cfg(feature = "flex")]
 pub mod host_attention;
 pub mod loader;
+pub mod query_order;
 pub mod rope;
 pub mod transformer;
 
@@ -24,7 +26,8 @@ use crate::cache::KvCache;
 use crate::error::{Error, Result};
 use crate::gguf::GgufFile;
 use crate::observe::Observer;
-use rope::Rope;
+use query_order::QueryOrder;
+use rope::{Rope, RopeSet};
 
 /// A loaded model ready to run.
 #[derive(Debug)]
@@ -34,6 +37,8 @@ pub struct Model<B: Backend> {
     /// The burn module (weights).
     pub transformer: Transformer<B>,
     rope: Rope<B>,
+    rope_set: RopeSet,
+    order: QueryOrder,
     device: B::Device,
     host_kernel: bool,
 }
@@ -69,16 +74,15 @@ impl<B: Backend> Model<B> {
         transformer: Transformer<B>,
         device: &B::Device,
     ) -> Self {
-        let rope = Rope::new(
-            config.head_dim,
-            config.rope_theta,
-            config.context_len,
-            device,
-        );
+        let rope_set = config.rope();
+        let rope = Rope::from_set(&rope_set, config.context_len, device);
+        let order = QueryOrder::new(&config.geometry);
         Self {
             config,
             transformer,
             rope,
+            rope_set,
+            order,
             device: device.clone(),
             host_kernel: host_kernel_for::<B>(),
         }
@@ -88,6 +92,11 @@ impl<B: Backend> Model<B> {
     /// Both compute the same thing; tests run both.
     pub fn set_generic_attention(&mut self, generic: bool) {
         self.host_kernel = !generic && host_kernel_for::<B>();
+    }
+
+    /// The RoPE frequencies of every layer, for presses that rotate cached keys.
+    pub fn rope_set(&self) -> &RopeSet {
+        &self.rope_set
     }
 
     /// The device the weights live on.
@@ -106,6 +115,9 @@ impl<B: Backend> Model<B> {
 
     /// Runs `ids` after what `cache` holds, at positions `cache.next_position..`, extending the
     /// cache; records into `observer` when one is attached.
+    ///
+    /// # Shapes
+    /// - ids: `t` tokens → `[1, vocab]` ([`Logits::Last`]) or `[t, vocab]` ([`Logits::All`])
     pub fn forward(
         &self,
         ids: &[u32],
@@ -131,7 +143,7 @@ impl<B: Backend> Model<B> {
             )));
         }
         let positions: Vec<usize> = (start..end).collect();
-        let mut ctx = ForwardCtx::new(&self.rope, &positions, &self.device);
+        let mut ctx = ForwardCtx::new(&self.rope, &self.order, &positions, &self.device);
         ctx.host_kernel = self.host_kernel;
         if let Some(o) = observer.as_deref() {
             ctx.obs_rows = o.config.attn_rows;

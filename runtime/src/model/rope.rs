@@ -1,50 +1,236 @@
-//! Rotary position embedding (RoPE), in the rotate-half convention of Hugging Face transformers.
+//! Rotary position embedding (RoPE, Su et al. 2021, eq. 34), in the rotate-half convention of
+//! Hugging Face transformers — the one module every rotation of the runtime goes through: the
+//! model's forward pass (burn tensors, [`Rope::apply`]), the fused CPU attention kernel
+//! ([`rotate_half_scaled`] over [`Rope::host_tables`]), and the presses that rotate host rows
+//! (SpindleKV's pre-RoPE keys, PoD's queries and keys, [`Frequencies::rotate_rows`]) or move
+//! entries to new positions (TreeKV, StreamingLLM, [`Frequencies::shift_rows`]).
 //!
 //! The loader ([`super::loader`]) un-permutes the rows of `attn_q`/`attn_k` from llama.cpp's
-//! interleaved order into Hugging Face's order, so here dimension `j < d/2` pairs with `j + d/2`:
-//! `out = x·cos + rotate_half(x)·sin`, `rotate_half(x) = [−x₂, x₁]`, angle `pos · θ^(−2j/d)`.
+//! interleaved order into Hugging Face's order, so dimension `j < d/2` pairs with `j + d/2`:
+//! `out = x·cos + rotate_half(x)·sin`, `rotate_half(x) = [−x₂, x₁]`, angle `pos · base^(−2j/d)`.
+//!
+//! **Per-layer bases.** A model may rotate its layers at different bases (Gemma 3: 10,000 on its
+//! sliding-window layers, 10⁶ on the global ones), so frequencies are kept per layer
+//! ([`RopeSet`]) and tables per distinct base ([`Rope`]); every caller names the layer.
+//!
+//! **Arithmetic order** (outputs depend on it, the parity fixtures and committed plans too):
+//! the inverse frequency `base^(−2j/d)` is computed in f64 and cast to f32, as transformers keeps
+//! `inv_freq` in float32 (huggingface/transformers @ ef46806,
+//! `src/transformers/modeling_rope_utils.py`, `_compute_default_rope_parameters`); the angle is
+//! `pos as f32 · inv_freq` in f32.
 
 use burn::tensor::backend::Backend;
 use burn::tensor::{Int, Tensor, TensorData};
 
-/// Precomputed cos/sin tables for positions `0..max_positions`.
-#[derive(Debug, Clone)]
-pub struct Rope<B: Backend> {
-    cos: Tensor<B, 2>,
-    sin: Tensor<B, 2>,
-    max_positions: usize,
+/// Inverse frequencies `base^(−2j/d)`, `j < d/2`, of one RoPE base.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Frequencies {
+    base: f64,
     head_dim: usize,
-    cos_host: Vec<f32>,
-    sin_host: Vec<f32>,
+    inv_freq: Vec<f32>,
 }
 
-impl<B: Backend> Rope<B> {
-    /// Tables for `head_dim` (even) and base `theta`.
-    pub fn new(head_dim: usize, theta: f64, max_positions: usize, device: &B::Device) -> Self {
-        let half = head_dim / 2;
-        let mut cos = Vec::with_capacity(max_positions * head_dim);
-        let mut sin = Vec::with_capacity(max_positions * head_dim);
-        // Frequencies as transformers computes them: inv_freq in float32, then pos · inv_freq.
-        let inv_freq: Vec<f32> = (0..half)
-            .map(|j| (1.0 / theta.powf(2.0 * j as f64 / head_dim as f64)) as f32)
+impl Frequencies {
+    /// The frequencies of `base` for heads of `head_dim` (even) dimensions.
+    pub fn new(head_dim: usize, base: f64) -> Self {
+        let inv_freq = (0..head_dim / 2)
+            .map(|j| (1.0 / base.powf(2.0 * j as f64 / head_dim as f64)) as f32)
             .collect();
+        Self {
+            base,
+            head_dim,
+            inv_freq,
+        }
+    }
+
+    /// The RoPE base θ.
+    pub fn base(&self) -> f64 {
+        self.base
+    }
+
+    /// Dimensions of one head.
+    pub fn head_dim(&self) -> usize {
+        self.head_dim
+    }
+
+    /// `inv_freq[j]`, `j < head_dim / 2`, as f32.
+    pub fn inv_freq(&self) -> &[f32] {
+        &self.inv_freq
+    }
+
+    /// Rotates one head vector by `sign × angle(offset)`, `angle_j = offset · inv_freq[j]`.
+    fn rotate_row(&self, row: &mut [f32], offset: f32, sign: f32) {
+        let half = self.head_dim / 2;
+        for (j, f) in self.inv_freq.iter().enumerate() {
+            let (sin, cos) = (offset * f).sin_cos();
+            let sin = sign * sin;
+            let (a, b) = (row[j], row[j + half]);
+            row[j] = a * cos - b * sin;
+            row[j + half] = b * cos + a * sin;
+        }
+    }
+
+    /// Rotates rows (one head vector each) by `sign ×` their position's angle: `sign = 1`
+    /// applies RoPE to pre-RoPE vectors, `−1` removes it.
+    ///
+    /// # Shapes
+    /// - rows: `[positions.len()][head_dim]` row-major, rotated in place
+    pub fn rotate_rows(&self, rows: &mut [f32], positions: &[usize], sign: f32) {
+        for (row, &p) in rows.chunks_exact_mut(self.head_dim).zip(positions) {
+            self.rotate_row(row, p as f32, sign);
+        }
+    }
+
+    /// Moves rotated rows from positions `from` to positions `to`: each row turns by the angle of
+    /// `to − from` (RoPE is a rotation, so this equals rotating the pre-RoPE row at `to`).
+    ///
+    /// # Shapes
+    /// - rows: `[from.len()][head_dim]` row-major, `to`: as many positions, rotated in place
+    pub fn shift_rows(&self, rows: &mut [f32], from: &[usize], to: &[usize]) {
+        let rows = rows.chunks_exact_mut(self.head_dim);
+        for ((row, &old), &new) in rows.zip(from).zip(to) {
+            let delta = new as f32 - old as f32;
+            if delta != 0.0 {
+                self.rotate_row(row, delta, 1.0);
+            }
+        }
+    }
+
+    /// cos and sin tables `[max_positions][head_dim]` (each half repeated, rotate-half order).
+    fn tables(&self, max_positions: usize) -> (Vec<f32>, Vec<f32>) {
+        let mut cos = Vec::with_capacity(max_positions * self.head_dim);
+        let mut sin = Vec::with_capacity(max_positions * self.head_dim);
         for pos in 0..max_positions {
             for _ in 0..2 {
-                for f in &inv_freq {
+                for f in &self.inv_freq {
                     let angle = pos as f32 * f;
                     cos.push(angle.cos());
                     sin.push(angle.sin());
                 }
             }
         }
-        let shape = [max_positions, head_dim];
+        (cos, sin)
+    }
+}
+
+/// The RoPE frequencies of every layer of a model (host only, no tensors).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RopeSet {
+    layers: Vec<Frequencies>,
+}
+
+impl RopeSet {
+    /// `layers` layers all rotating at `base`.
+    pub fn uniform(head_dim: usize, base: f64, layers: usize) -> Self {
+        Self::per_layer(head_dim, &vec![base; layers])
+    }
+
+    /// One layer per entry of `bases`, each rotating at its own base.
+    pub fn per_layer(head_dim: usize, bases: &[f64]) -> Self {
         Self {
+            layers: bases
+                .iter()
+                .map(|&b| Frequencies::new(head_dim, b))
+                .collect(),
+        }
+    }
+
+    /// The frequencies of `layer`.
+    ///
+    /// # Panics
+    /// When `layer` is not a layer of the set (a caller's bug, not an input error).
+    pub fn layer(&self, layer: usize) -> &Frequencies {
+        &self.layers[layer]
+    }
+
+    /// Number of layers.
+    pub fn n_layers(&self) -> usize {
+        self.layers.len()
+    }
+}
+
+/// cos/sin tables of one base, on the device and on the host.
+#[derive(Debug, Clone)]
+struct Tables<B: Backend> {
+    base: f64,
+    /// `[max_positions, head_dim]`.
+    cos: Tensor<B, 2>,
+    /// `[max_positions, head_dim]`.
+    sin: Tensor<B, 2>,
+    /// `[max_positions][head_dim]`.
+    cos_host: Vec<f32>,
+    /// `[max_positions][head_dim]`.
+    sin_host: Vec<f32>,
+}
+
+impl<B: Backend> Tables<B> {
+    fn new(freqs: &Frequencies, max_positions: usize, device: &B::Device) -> Self {
+        let (cos, sin) = freqs.tables(max_positions);
+        let shape = [max_positions, freqs.head_dim()];
+        Self {
+            base: freqs.base(),
             cos: Tensor::from_data(TensorData::new(cos.clone(), shape), device),
             sin: Tensor::from_data(TensorData::new(sin.clone(), shape), device),
-            max_positions,
-            head_dim,
             cos_host: cos,
             sin_host: sin,
+        }
+    }
+}
+
+/// Precomputed cos/sin tables for positions `0..max_positions`, one per distinct base, and which
+/// table each layer uses.
+#[derive(Debug, Clone)]
+pub struct Rope<B: Backend> {
+    tables: Vec<Tables<B>>,
+    /// `layer_table[l]`: index into `tables`; empty when one table serves every layer.
+    layer_table: Vec<usize>,
+    max_positions: usize,
+    head_dim: usize,
+}
+
+impl<B: Backend> Rope<B> {
+    /// Tables for `head_dim` (even) and one base `theta` that every layer uses.
+    pub fn new(head_dim: usize, theta: f64, max_positions: usize, device: &B::Device) -> Self {
+        Self {
+            tables: vec![Tables::new(
+                &Frequencies::new(head_dim, theta),
+                max_positions,
+                device,
+            )],
+            layer_table: Vec::new(),
+            max_positions,
+            head_dim,
+        }
+    }
+
+    /// Tables for the layers of `set`, one per distinct base.
+    pub fn from_set(set: &RopeSet, max_positions: usize, device: &B::Device) -> Self {
+        let mut tables: Vec<Tables<B>> = Vec::new();
+        let mut layer_table = Vec::with_capacity(set.n_layers());
+        for l in 0..set.n_layers() {
+            let freqs = set.layer(l);
+            let at = match tables.iter().position(|t| t.base == freqs.base()) {
+                Some(at) => at,
+                None => {
+                    tables.push(Tables::new(freqs, max_positions, device));
+                    tables.len() - 1
+                }
+            };
+            layer_table.push(at);
+        }
+        Self {
+            tables,
+            layer_table,
+            max_positions,
+            head_dim: set.layers.first().map_or(0, Frequencies::head_dim),
+        }
+    }
+
+    fn table(&self, layer: usize) -> &Tables<B> {
+        if self.layer_table.is_empty() {
+            &self.tables[0]
+        } else {
+            &self.tables[self.layer_table[layer]]
         }
     }
 
@@ -53,26 +239,137 @@ impl<B: Backend> Rope<B> {
         self.max_positions
     }
 
-    /// The tables on the host, `[max_positions, head_dim]` row-major (cos, sin).
-    pub fn host_tables(&self) -> (&[f32], &[f32]) {
-        (&self.cos_host, &self.sin_host)
+    /// The tables of `layer` on the host, `[max_positions][head_dim]` row-major (cos, sin).
+    pub fn host_tables(&self, layer: usize) -> (&[f32], &[f32]) {
+        let t = self.table(layer);
+        (&t.cos_host, &t.sin_host)
     }
 
-    /// Rotates `x` `[heads, t, head_dim]` by the angles of `positions` (`t` of them).
+    /// Rotates `x` by the angles of `positions` at `layer`'s base.
     ///
     /// # Shapes
     /// - x: `[heads, t, head_dim]`, positions: `[t]` → `[heads, t, head_dim]`
-    pub fn apply(&self, x: Tensor<B, 3>, positions: Tensor<B, 1, Int>) -> Tensor<B, 3> {
+    pub fn apply(
+        &self,
+        layer: usize,
+        x: Tensor<B, 3>,
+        positions: Tensor<B, 1, Int>,
+    ) -> Tensor<B, 3> {
         let half = self.head_dim / 2;
-        let cos = self
+        let table = self.table(layer);
+        let cos = table
             .cos
             .clone()
             .select(0, positions.clone())
             .unsqueeze_dim(0); // [1, t, d]
-        let sin = self.sin.clone().select(0, positions).unsqueeze_dim(0);
-        let x1 = x.clone().narrow(2, 0, half);
-        let x2 = x.clone().narrow(2, half, half);
+        let sin = table.sin.clone().select(0, positions).unsqueeze_dim(0); // [1, t, d]
+        let x1 = x.clone().narrow(2, 0, half); // [heads, t, d/2]
+        let x2 = x.clone().narrow(2, half, half); // [heads, t, d/2]
         let rotated = Tensor::cat(vec![x2.neg(), x1], 2);
         x * cos + rotated * sin
+    }
+}
+
+/// Rotates one head vector with table rows `cos`, `sin` of its position and scales it:
+/// `out = (x·cos + rotate_half(x)·sin) · scale` (the host kernel's query scale folded in).
+///
+/// # Shapes
+/// - x, cos, sin, out: `[head_dim]`
+pub fn rotate_half_scaled(x: &[f32], cos: &[f32], sin: &[f32], scale: f32, out: &mut [f32]) {
+    let half = x.len() / 2;
+    for j in 0..half {
+        out[j] = (x[j] * cos[j] - x[j + half] * sin[j]) * scale;
+        out[j + half] = (x[j + half] * cos[j + half] + x[j] * sin[j + half]) * scale;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use burn::backend::Flex;
+
+    fn close(a: &[f32], b: &[f32], tol: f32) -> bool {
+        a.len() == b.len() && a.iter().zip(b).all(|(x, y)| (x - y).abs() <= tol)
+    }
+
+    #[test]
+    fn inverse_frequencies_by_hand() {
+        // d = 4, base 100: 100^0 = 1, 100^(−2/4) = 0.1.
+        let f = Frequencies::new(4, 100.0);
+        assert_eq!(f.inv_freq(), &[1.0, 0.1]);
+    }
+
+    #[test]
+    fn rotates_a_small_vector_by_known_angles() {
+        // d = 4, base 100, position 1: pair (x0, x2) = (1, 0) turns by 1 rad → (cos 1, sin 1);
+        // pair (x1, x3) = (0, 2) by 0.1 rad → (−2·sin 0.1, 2·cos 0.1).
+        let f = Frequencies::new(4, 100.0);
+        let mut row = vec![1.0, 0.0, 0.0, 2.0];
+        f.rotate_rows(&mut row, &[1], 1.0);
+        let want = [
+            1f32.cos(),
+            -2.0 * 0.1f32.sin(),
+            1f32.sin(),
+            2.0 * 0.1f32.cos(),
+        ];
+        assert!(close(&row, &want, 1e-6), "{row:?} vs {want:?}");
+    }
+
+    #[test]
+    fn rotate_then_unrotate_is_identity() {
+        let f = Frequencies::new(4, 1e4);
+        let mut rows = vec![0.3, -1.2, 0.5, 2.0, 1.0, 0.1, -0.4, 0.9];
+        let orig = rows.clone();
+        f.rotate_rows(&mut rows, &[7, 300], 1.0);
+        assert!(!close(&rows, &orig, 1e-3), "rotation moved nothing");
+        f.rotate_rows(&mut rows, &[7, 300], -1.0);
+        assert!(close(&rows, &orig, 1e-5), "{rows:?} vs {orig:?}");
+    }
+
+    #[test]
+    fn shift_equals_rotating_at_the_new_position() {
+        let f = Frequencies::new(8, 1e4);
+        let pre: Vec<f32> = (0..16).map(|i| (i as f32 * 0.37).sin()).collect();
+        let mut moved = pre.clone();
+        f.rotate_rows(&mut moved, &[5, 40], 1.0);
+        f.shift_rows(&mut moved, &[5, 40], &[1, 2]);
+        let mut direct = pre;
+        f.rotate_rows(&mut direct, &[1, 2], 1.0);
+        assert!(close(&moved, &direct, 1e-5), "{moved:?} vs {direct:?}");
+    }
+
+    #[test]
+    fn tensor_and_host_rotations_agree() {
+        // Position 3 at base 100, d = 4: the burn path, the host kernel's table path and the row
+        // rotation give the same vector.
+        let dev = Default::default();
+        let rope = Rope::<Flex>::new(4, 100.0, 8, &dev);
+        let x = vec![0.5f32, -1.0, 2.0, 0.25];
+        let xt = Tensor::<Flex, 3>::from_data(TensorData::new(x.clone(), [1, 1, 4]), &dev);
+        let pos = Tensor::from_data(TensorData::new(vec![3i64], [1]), &dev);
+        let burn: Vec<f32> = rope.apply(0, xt, pos).into_data().iter::<f32>().collect();
+        let (cos, sin) = rope.host_tables(0);
+        let mut host = vec![0f32; 4];
+        rotate_half_scaled(&x, &cos[12..16], &sin[12..16], 1.0, &mut host);
+        let mut rows = x;
+        Frequencies::new(4, 100.0).rotate_rows(&mut rows, &[3], 1.0);
+        assert!(close(&burn, &host, 1e-6) && close(&host, &rows, 1e-6));
+    }
+
+    #[test]
+    fn each_layer_uses_its_own_base() {
+        // Layers 0 and 2 at base 100, layer 1 at base 10⁴: two tables; at d = 4 pair (1, 3)
+        // turns by pos·0.1 on layers 0, 2 and by pos·0.01 on layer 1.
+        let set = RopeSet::per_layer(4, &[100.0, 1e4, 100.0]);
+        let rope = Rope::<Flex>::from_set(&set, 4, &Default::default());
+        assert_eq!(rope.tables.len(), 2);
+        let (_, sin0) = rope.host_tables(0);
+        let (_, sin1) = rope.host_tables(1);
+        let (_, sin2) = rope.host_tables(2);
+        // Position 2, j = 1: sin(0.2) vs sin(0.02).
+        assert!((sin0[2 * 4 + 1] - 0.2f32.sin()).abs() < 1e-7);
+        assert!((sin1[2 * 4 + 1] - 0.02f32.sin()).abs() < 1e-7);
+        assert_eq!(sin0, sin2);
+        assert_eq!(set.layer(1).base(), 1e4);
     }
 }

@@ -597,3 +597,89 @@ fn column_sums_equal_the_reference_columns_in_both_storages() {
             .collect::<Vec<_>>()
     );
 }
+
+/// `m` with its query heads renumbered so that new head `h` is old head `pi[h]`, under the
+/// query→KV map `q_to_kv` (the new heads' KV heads).
+fn renumber_query_heads(m: &Model<B>, pi: &[usize], q_to_kv: Vec<usize>) -> Model<B> {
+    use burn::module::Param;
+    use burn::tensor::{Int, TensorData};
+    let device = Default::default();
+    let index = |v: Vec<usize>| {
+        let v: Vec<i64> = v.into_iter().map(|i| i as i64).collect();
+        let n = v.len();
+        Tensor::<B, 1, Int>::from_data(TensorData::new(v, [n]), &device)
+    };
+    let head_rows: Vec<usize> = pi.iter().flat_map(|&p| p * D..(p + 1) * D).collect();
+    let qkv_cols: Vec<usize> = head_rows
+        .iter()
+        .copied()
+        .chain(NH * D..(NH + 2 * NKV) * D)
+        .collect();
+    let mut config = m.config.clone();
+    config.geometry.q_to_kv = q_to_kv;
+    let mut tr = m.transformer.clone();
+    for block in &mut tr.blocks {
+        let a = &mut block.attention;
+        a.wqkv = Param::from_tensor(a.wqkv.val().select(1, index(qkv_cols.clone())));
+        a.wo = Param::from_tensor(a.wo.val().select(0, index(head_rows.clone())));
+    }
+    Model::from_parts(config, tr, &device)
+}
+
+#[test]
+fn an_interleaved_query_to_kv_map_is_honoured() {
+    // Old heads 0, 1 read KV 0 and 2, 3 read KV 1. Renumbered as 0, 2, 1, 3, the new heads 0, 2
+    // read KV 0 and 1, 3 read KV 1: the map [0, 1, 0, 1]. Same model, so the same logits; the
+    // observation lists the new heads with the KV head each reads.
+    let (mut old, _) = tiny_model(64);
+    let pi = [0, 2, 1, 3];
+    let mut new = renumber_query_heads(&old, &pi, vec![0, 1, 0, 1]);
+    let observe = ObserveConfig {
+        attn_rows: 2,
+        keys_values: false,
+        layers: None,
+        column_sums: true,
+    };
+    for generic in [false, true] {
+        old.set_generic_attention(generic);
+        new.set_generic_attention(generic);
+        let run = |m: &Model<B>| {
+            let mut obs = Observer::new(observe.clone(), L);
+            let logits = m
+                .forward(&IDS, &mut m.new_cache(), Some(&mut obs), Logits::All)
+                .unwrap();
+            (rows(logits), obs)
+        };
+        let ((a, obs_a), (b, obs_b)) = (run(&old), run(&new));
+        for (ra, rb) in a.iter().zip(&b) {
+            let diff = ra
+                .iter()
+                .zip(rb)
+                .map(|(x, y)| (x - y).abs())
+                .fold(0.0, f32::max);
+            assert!(diff < 1e-5, "generic {generic}: {diff}");
+        }
+        for l in 0..L {
+            let (ra, rb) = (&obs_a.layers[l].attention[0], &obs_b.layers[l].attention[0]);
+            assert_eq!(ra.kv_of, vec![0, 0, 1, 1]);
+            assert_eq!(rb.kv_of, vec![0, 1, 0, 1]);
+            let (ca, cb) = (
+                &obs_a.layers[l].column_sums[0],
+                &obs_b.layers[l].column_sums[0],
+            );
+            assert_eq!(cb.kv_of, vec![0, 1, 0, 1]);
+            for (h, &p) in pi.iter().enumerate() {
+                for (x, y) in rb.probs[h]
+                    .iter()
+                    .flatten()
+                    .zip(ra.probs[p].iter().flatten())
+                {
+                    assert!((x - y).abs() < 1e-6, "generic {generic} l{l} h{h}");
+                }
+                for (x, y) in cb.sums[h].iter().zip(&ca.sums[p]) {
+                    assert!((x - y).abs() < 1e-5, "generic {generic} l{l} h{h}");
+                }
+            }
+        }
+    }
+}

@@ -52,6 +52,7 @@ impl<B: Backend> Transformer<B> {
         let mut x = self.embed.val().select(0, idx); // [t, hidden]
         for (i, (block, layer_cache)) in self.blocks.iter().zip(&mut cache.layers).enumerate() {
             let obs = observer.as_deref_mut().and_then(|o| o.layer(i));
+            ctx.layer = i;
             x = block.forward(x, ctx, layer_cache, obs);
         }
         let x = match logits {

@@ -6,9 +6,10 @@ use std::time::Instant;
 
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
+use kvplan_planner::budgets::full_kv_bytes;
 
 use super::Press;
-use crate::cache::KvCache;
+use crate::cache::{KvCache, BYTES_PER_ELEMENT};
 use crate::error::{Error, Result};
 use crate::generate::{decode_loop, GenerateConfig, Sampler};
 use crate::model::Model;
@@ -21,7 +22,8 @@ pub struct MemoryReport {
     pub tokens: usize,
     /// Bytes the press's cache holds.
     pub held_bytes: u64,
-    /// Bytes FullKV would hold: 2 × tokens × head_dim × 4 × layers × KV heads.
+    /// Bytes FullKV would hold ([`full_kv_bytes`]: 2 × tokens × head_dim × 4 × layers × KV
+    /// heads).
     pub full_bytes: u64,
 }
 
@@ -59,7 +61,10 @@ impl<'a, B: Backend> Session<'a, B> {
         }
     }
 
-    /// Runs the prompt and compresses the cache; returns the last position's logits `[1, vocab]`.
+    /// Runs the prompt and compresses the cache; returns the last position's logits.
+    ///
+    /// # Shapes
+    /// - prompt: `t` tokens → `[1, vocab]`
     pub fn prefill(&mut self, prompt: &[u32]) -> Result<Tensor<B, 2>> {
         if self.tokens != 0 {
             return Err(Error::Request(
@@ -100,12 +105,15 @@ impl<'a, B: Backend> Session<'a, B> {
     /// next position would pass the model's trained context, the press first re-assigns its
     /// entries positions `0..len` ([`Press::reassign_positions`]); an error when it cannot, or
     /// when its cache still fills the context.
+    ///
+    /// # Shapes
+    /// - returns `[1, vocab]`
     pub fn step(&mut self, id: u32) -> Result<Tensor<B, 2>> {
         let layers = self.model.config.n_layers;
         let context = self.model.config.context_len;
         if self.cache.next_position >= context {
             self.press
-                .reassign_positions(&mut self.cache, self.model.config.rope_theta)?;
+                .reassign_positions(&mut self.cache, self.model.rope_set())?;
             if self.cache.next_position >= context {
                 return Err(Error::Request(format!(
                     "{}: the cache holds {} entries, the model's whole context; nothing to \
@@ -133,7 +141,7 @@ impl<'a, B: Backend> Session<'a, B> {
         MemoryReport {
             tokens: self.tokens,
             held_bytes: self.press.held_bytes(&self.cache) as u64,
-            full_bytes: (2 * self.tokens * c.head_dim * 4 * c.n_layers * c.n_kv_heads) as u64,
+            full_bytes: full_kv_bytes(&c.geometry, self.tokens, BYTES_PER_ELEMENT),
         }
     }
 }

@@ -2,7 +2,7 @@
 
 use burn::tensor::backend::Backend;
 
-use super::Press;
+use super::{Capabilities, Press};
 use crate::cache::KvCache;
 use crate::error::Result;
 use crate::observe::{ObserveConfig, Observer};
@@ -11,9 +11,18 @@ use crate::observe::{ObserveConfig, Observer};
 #[derive(Debug, Clone, Default)]
 pub struct FullPress;
 
+impl FullPress {
+    /// Keeps everything, so never evicts, and has nothing to move past the context.
+    pub const CAPABILITIES: Capabilities = Capabilities::PLAIN;
+}
+
 impl<B: Backend> Press<B> for FullPress {
     fn name(&self) -> &str {
         "full"
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Self::CAPABILITIES
     }
 
     fn prefill_observe(&self) -> Option<ObserveConfig> {

@@ -7,7 +7,7 @@
 //! splits as the planner says (`alloc::uniform::h2o_split`): `⌊B·heavy_fraction⌋` heavy hitters,
 //! the rest the most recent entries (scored `∞`). GQA: the query heads' sums are averaged.
 
-use super::{group_mean, observe, Scorer, Scores};
+use super::{group_mean, observe, Capabilities, Scorer, Scores};
 use crate::observe::{LayerObservation, ObserveConfig};
 
 /// Heavy hitters + recent window.
@@ -19,6 +19,9 @@ pub struct H2oScorer {
 }
 
 impl H2oScorer {
+    /// Heavy hitters and recent entries re-chosen after every decode step.
+    pub const CAPABILITIES: Capabilities = Capabilities::selection(true);
+
     /// Heavy share `heavy_fraction` of each head's budget (0.5 in the paper).
     pub fn new(heavy_fraction: f64) -> Self {
         Self {
@@ -59,6 +62,10 @@ impl Scorer for H2oScorer {
         "h2o"
     }
 
+    fn evicts_while_decoding(&self) -> bool {
+        Self::CAPABILITIES.evicts_while_decoding
+    }
+
     fn prefill_observe(&self) -> ObserveConfig {
         observe(0, true)
     }
@@ -72,7 +79,7 @@ impl Scorer for H2oScorer {
     ) -> Scores {
         let kv = positions.len();
         let acc = match obs.and_then(|o| o.column_sums.last()) {
-            Some(c) => group_mean(&c.sums, kv),
+            Some(c) => group_mean(&c.sums, &c.kv_of, kv),
             None => positions.iter().map(|p| vec![0.0; p.len()]).collect(),
         };
         *self.slot(layer) = acc;
@@ -97,7 +104,7 @@ impl Scorer for H2oScorer {
                 .iter()
                 .map(|rows| rows.last().cloned().unwrap_or_default())
                 .collect();
-            group_mean(&last, kv)
+            group_mean(&last, &a.kv_of, kv)
         });
         let acc = self.slot(layer);
         acc.resize(kv, Vec::new());
@@ -135,6 +142,7 @@ mod tests {
                     vec![6.0, 1.0, 2.0, 0.0, 2.0, 1.0],
                     vec![4.0, 1.0, 4.0, 1.0, 2.0, 1.0],
                 ],
+                kv_of: vec![0, 0],
             }],
             ..Default::default()
         };
@@ -152,6 +160,7 @@ mod tests {
                 query_positions: vec![6],
                 probs: vec![row.clone(), row],
                 key_positions: vec![vec![0, 2, 4, 5, 6]],
+                kv_of: vec![0, 0],
             }],
             ..Default::default()
         };

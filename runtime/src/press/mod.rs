@@ -1,11 +1,12 @@
-//! Presses: KV-cache compression methods applied to a [`KvCache`] (DESIGN.md, issue 5).
+//! Presses: KV-cache compression methods applied to a [`KvCache`] (DESIGN.md's method table).
 //!
-//! The design follows kvpress (`../shared/STYLE.md`): a [`Scorer`] only says how important each
-//! held entry is; *where the budget goes* is an [`Allocation`] (uniform, per layer, per KV
-//! head); [`SelectionPress`] joins the two and turns scores into kept indices with
-//! [`LayerCache::retain`], so memory shrinks for real (heads with different budgets switch to
-//! per-head storage: no padding, no masking). Methods that are not a plain selection (TreeKV's
-//! tree, SpindleKV's codebook, PoD's shared attention) implement [`Press`] directly.
+//! The design follows kvpress (NVIDIA/kvpress @ 08a43bf, `kvpress/presses/scorer_press.py`): a
+//! [`Scorer`] only says how important each held entry is; *where the budget goes* is an
+//! [`Allocation`] (uniform, per layer, per KV head); [`SelectionPress`] joins the two and turns
+//! scores into kept indices with [`LayerCache::retain`], so memory shrinks for real (heads with
+//! different budgets switch to per-head storage: no padding, no masking). Methods that are not a
+//! plain selection (TreeKV's tree, SpindleKV's codebook, PoD's shared attention) implement
+//! [`Press`] directly; what each can do is on its type ([`Capabilities`]).
 //!
 //! **GQA.** Attention is observed per query head; the cache stores KV heads. Every
 //! selection-based press combines the scores of a KV head's query heads by their **mean**
@@ -30,20 +31,86 @@ pub mod treekv;
 mod tests;
 
 use burn::tensor::backend::Backend;
-use burn::tensor::Tensor;
+use burn::tensor::{Tensor, TensorData};
 
-use crate::cache::{KvCache, LayerCache};
+use crate::cache::{KvCache, KvStore, LayerCache};
 use crate::error::Result;
+use crate::model::rope::{Frequencies, RopeSet};
 use crate::model::{Logits, Model};
 use crate::observe::{LayerObservation, ObserveConfig, Observer};
 
 pub use driver::{generate_pressed, MemoryReport, PressedRun, Session};
-pub use registry::{build_press, PressSpec, PRESS_NAMES};
+pub use registry::{build_press, capabilities, PressSpec, PRESS_NAMES};
+
+/// What a press can do. Callers ask the press ([`Press::capabilities`]) or, before building
+/// one, the registry ([`registry::capabilities`]) — never a list of method names. Each press
+/// type states its own as a `CAPABILITIES` constant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Capabilities {
+    /// Runs its own forward pass instead of the model's ([`Press::forward`]: SpindleKV's
+    /// codebook reconstruction, PoD's shared attention).
+    pub changes_forward: bool,
+    /// Can move its entries to positions `0..len` ([`Press::reassign_positions`]), so a stream
+    /// can go on past the model's trained context.
+    pub streams_past_context: bool,
+    /// Evicts while decoding, holding its budget; otherwise the cache grows by one entry a step.
+    pub evicts_while_decoding: bool,
+    /// Can take over a cache that another press's prefill (the model's own forward, observed)
+    /// filled ([`Session::adopt`]), so several presses share one prefill.
+    pub adopts_shared_prefill: bool,
+}
+
+impl Capabilities {
+    /// The model's forward pass, compression after prefill only, positions fixed (FullKV).
+    pub const PLAIN: Self = Self {
+        changes_forward: false,
+        streams_past_context: false,
+        evicts_while_decoding: false,
+        adopts_shared_prefill: true,
+    };
+
+    /// A [`SelectionPress`] over a scorer that does (or does not) evict while decoding: the
+    /// model's forward pass, positions re-assignable.
+    pub const fn selection(evicts_while_decoding: bool) -> Self {
+        Self {
+            changes_forward: false,
+            streams_past_context: true,
+            evicts_while_decoding,
+            adopts_shared_prefill: true,
+        }
+    }
+}
 
 /// A compression method applied to the cache around forward calls.
 pub trait Press<B: Backend> {
     /// The registry name (`snapkv`, `pyramid`, …).
     fn name(&self) -> &str;
+
+    /// What this press can do (default [`Capabilities::PLAIN`]); must agree with the hooks it
+    /// overrides ([`Press::forward`], [`Press::reassign_positions`], [`Press::after_decode`]).
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::PLAIN
+    }
+
+    /// [`Capabilities::changes_forward`].
+    fn changes_forward(&self) -> bool {
+        self.capabilities().changes_forward
+    }
+
+    /// [`Capabilities::streams_past_context`].
+    fn streams_past_context(&self) -> bool {
+        self.capabilities().streams_past_context
+    }
+
+    /// [`Capabilities::evicts_while_decoding`].
+    fn evicts_while_decoding(&self) -> bool {
+        self.capabilities().evicts_while_decoding
+    }
+
+    /// [`Capabilities::adopts_shared_prefill`].
+    fn adopts_shared_prefill(&self) -> bool {
+        self.capabilities().adopts_shared_prefill
+    }
 
     /// What the prefill forward must record for [`Press::after_prefill`] (`None`: nothing).
     fn prefill_observe(&self) -> Option<ObserveConfig>;
@@ -68,7 +135,10 @@ pub trait Press<B: Backend> {
 
     /// Runs `ids` after what `cache` holds (default: the model's own forward). Presses that
     /// change how attention reads the cache (SpindleKV's codebook, PoD's shared attention)
-    /// override it.
+    /// override it, and say so in [`Capabilities::changes_forward`].
+    ///
+    /// # Shapes
+    /// - ids: `t` tokens → `[1, vocab]`
     fn forward(
         &mut self,
         model: &Model<B>,
@@ -84,7 +154,7 @@ pub trait Press<B: Backend> {
     /// StreamingLLM §3.2 and TreeKV §4.1 assign positions within the cache), so a stream can go on
     /// past the context. The default refuses: presses whose cache is not plain K/V tensors
     /// (SpindleKV's codebooks, PoD's shared keys) or that never evict (FullKV) cannot.
-    fn reassign_positions(&mut self, _cache: &mut KvCache<B>, _rope_theta: f64) -> Result<()> {
+    fn reassign_positions(&mut self, _cache: &mut KvCache<B>, _rope: &RopeSet) -> Result<()> {
         Err(crate::error::Error::Request(format!(
             "{}: the stream reached the model's trained context and this press cannot re-assign \
              positions within its cache",
@@ -93,20 +163,49 @@ pub trait Press<B: Backend> {
     }
 }
 
-/// Re-assigns positions `0..len` to the entries of every layer (keys re-rotated) and moves the
-/// cache's next position to just after the longest head.
-pub fn reassign_all<B: Backend>(cache: &mut KvCache<B>, rope_theta: f64) {
+/// Re-assigns positions `0..len` to the entries of every layer (keys re-rotated at each layer's
+/// own RoPE frequencies) and moves the cache's next position to just after the longest head.
+pub fn reassign_all<B: Backend>(cache: &mut KvCache<B>, rope: &RopeSet) {
     let mut next = 0;
-    for layer in &mut cache.layers {
+    for (l, layer) in cache.layers.iter_mut().enumerate() {
         next = next.max(
             (0..layer.kv_heads())
                 .map(|h| layer.len(h))
                 .max()
                 .unwrap_or(0),
         );
-        treekv::rerotate(layer, rope_theta);
+        reassign_layer(layer, rope.layer(l));
     }
     cache.next_position = next;
+}
+
+/// Moves every head's entries of one layer to positions `0..len_h`, turning each key by
+/// `new − old` ([`Frequencies::shift_rows`]).
+pub fn reassign_layer<B: Backend>(cache: &mut LayerCache<B>, freqs: &Frequencies) {
+    let kv = cache.kv_heads();
+    let d = cache.head_dim();
+    let moved = (0..kv).any(|h| cache.positions(h).iter().enumerate().any(|(i, &p)| i != p));
+    if !moved {
+        return;
+    }
+    let mut keys = Vec::with_capacity(kv);
+    let mut values = Vec::with_capacity(kv);
+    let mut positions = Vec::with_capacity(kv);
+    for h in 0..kv {
+        let Some((k, v)) = cache.head(h) else { return };
+        let device = k.device();
+        let len = cache.len(h);
+        let mut host: Vec<f32> = k.into_data().iter::<f32>().collect(); // [len][d]
+        let new: Vec<usize> = (0..len).collect();
+        freqs.shift_rows(&mut host, cache.positions(h), &new);
+        keys.push(Tensor::<B, 2>::from_data(
+            TensorData::new(host, [len, d]),
+            &device,
+        ));
+        values.push(v);
+        positions.push(new);
+    }
+    cache.replace(Some(KvStore::from_heads(keys, values)), positions);
 }
 
 /// Where the budget goes: entries each (layer, KV head) keeps, the observation window included.
@@ -174,6 +273,11 @@ pub trait Scorer {
         obs: Option<&LayerObservation>,
         budgets: &[usize],
     ) -> Scores;
+
+    /// Whether [`Scorer::decode_scores`] evicts (default: no).
+    fn evicts_while_decoding(&self) -> bool {
+        false
+    }
 
     /// What each decode step must record, for methods that evict while decoding.
     fn decode_observe(&self) -> Option<ObserveConfig> {
@@ -247,6 +351,10 @@ impl<B: Backend> Press<B> for SelectionPress {
         &self.name
     }
 
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::selection(self.scorer.evicts_while_decoding())
+    }
+
     fn prefill_observe(&self) -> Option<ObserveConfig> {
         let c = self.scorer.prefill_observe();
         (c != ObserveConfig::default()).then_some(c)
@@ -282,8 +390,8 @@ impl<B: Backend> Press<B> for SelectionPress {
         Ok(())
     }
 
-    fn reassign_positions(&mut self, cache: &mut KvCache<B>, rope_theta: f64) -> Result<()> {
-        reassign_all(cache, rope_theta);
+    fn reassign_positions(&mut self, cache: &mut KvCache<B>, rope: &RopeSet) -> Result<()> {
+        reassign_all(cache, rope);
         Ok(())
     }
 }
@@ -300,17 +408,21 @@ pub fn top_k(scores: &[f32], k: usize) -> Vec<usize> {
     idx
 }
 
-/// Mean over each KV head's query heads: `per_q[q][key]` → `[kv][key]` (GQA: consecutive query
-/// heads share a KV head). Keys are in the KV head's storage order, so the group's rows have
-/// equal lengths.
-pub fn group_mean(per_q: &[Vec<f32>], kv_heads: usize) -> Scores {
-    let group = per_q.len() / kv_heads.max(1);
+/// Mean over each KV head's query heads: `per_q[q][key]` → `[kv][key]`, query head `q` reading
+/// cache head `kv_of[q]` (the observation's map: the geometry's query→KV map, or its unfolded
+/// copy). Keys are in the KV head's storage order, so the group's rows have equal lengths.
+pub fn group_mean(per_q: &[Vec<f32>], kv_of: &[usize], kv_heads: usize) -> Scores {
     (0..kv_heads)
         .map(|g| {
-            let rows = &per_q[g * group..(g + 1) * group];
-            let len = rows.first().map_or(0, Vec::len);
+            let rows: Vec<&Vec<f32>> = per_q
+                .iter()
+                .zip(kv_of)
+                .filter(|(_, &k)| k == g)
+                .map(|(r, _)| r)
+                .collect();
+            let len = rows.first().map_or(0, |r| r.len());
             (0..len)
-                .map(|i| rows.iter().map(|r| r[i]).sum::<f32>() / group as f32)
+                .map(|i| rows.iter().map(|r| r[i]).sum::<f32>() / rows.len() as f32)
                 .collect()
         })
         .collect()
@@ -332,17 +444,16 @@ pub fn window_scores(
     let Some(rows) = obs.and_then(|o| o.attention.last()) else {
         return positions.iter().map(|p| vec![0.0; p.len()]).collect();
     };
-    let group = (rows.probs.len() / kv.max(1)).max(1);
     let per_q: Vec<Vec<f32>> = rows
         .probs
         .iter()
-        .enumerate()
-        .map(|(q, head_rows)| {
+        .zip(&rows.kv_of)
+        .map(|(head_rows, &g)| {
             let from = head_rows.len().saturating_sub(window);
-            per_row(positions[q / group].len(), &head_rows[from..])
+            per_row(positions[g].len(), &head_rows[from..])
         })
         .collect();
-    group_mean(&per_q, kv)
+    group_mean(&per_q, &rows.kv_of, kv)
 }
 
 pub fn observe(attn_rows: usize, column_sums: bool) -> ObserveConfig {

@@ -25,10 +25,10 @@ use burn::tensor::backend::Backend;
 use burn::tensor::{Int, Tensor, TensorData};
 use kvplan_planner::Geometry;
 
-use super::spindle::rotate_rows;
-use super::Press;
+use super::{Capabilities, Press};
 use crate::cache::KvCache;
 use crate::error::{Error, Result};
+use crate::model::rope::RopeSet;
 use crate::model::Model;
 use crate::observe::{ObserveConfig, Observer};
 
@@ -78,7 +78,9 @@ pub struct PodPress {
     sinks: usize,
     recent: usize,
     tau: f32,
-    rope_theta: f64,
+    rope: RopeSet,
+    /// `kv_of[q]`: the KV head query head `q` reads (the geometry's map).
+    kv_of: Vec<usize>,
     slots: Vec<Vec<Slot>>,
     len: usize,
     /// Decode rows × (layer, query head) pairs whose distant attention the gate skipped.
@@ -88,6 +90,15 @@ pub struct PodPress {
 }
 
 impl PodPress {
+    /// Runs its own attention (eq. 3–4) from prefill on, over its own host cache: no shared
+    /// prefill, no eviction while decoding, keys stored by original position.
+    pub const CAPABILITIES: Capabilities = Capabilities {
+        changes_forward: true,
+        streams_past_context: false,
+        evicts_while_decoding: false,
+        adopts_shared_prefill: false,
+    };
+
     /// Blocks `[q_head][block] = [first, last]`, proximal `sinks + recent`, gate τ.
     pub fn new(
         blocks: Vec<Vec<[usize; 2]>>,
@@ -95,7 +106,7 @@ impl PodPress {
         sinks: usize,
         recent: usize,
         tau: f64,
-        rope_theta: f64,
+        rope: RopeSet,
     ) -> Self {
         let shared = kvplan_planner::alloc::pod::shared_keys(&blocks, geometry);
         Self {
@@ -107,7 +118,8 @@ impl PodPress {
             sinks,
             recent,
             tau: tau as f32,
-            rope_theta,
+            rope,
+            kv_of: geometry.q_to_kv.clone(),
             slots: Vec::new(),
             len: 0,
             skipped: 0,
@@ -135,11 +147,14 @@ impl PodPress {
 /// Shape of one forward call.
 #[derive(Debug, Clone, Copy)]
 struct Shape {
-    t: usize,
-    p0: usize,
-    nh: usize,
-    nkv: usize,
-    d: usize,
+    /// New tokens.
+    tokens: usize,
+    /// Position of the first new token.
+    first_position: usize,
+    q_heads: usize,
+    kv_heads: usize,
+    head_dim: usize,
+    /// One token after a prefill (the τ gate applies).
     decode: bool,
 }
 
@@ -177,14 +192,15 @@ impl PodPress {
         saved: &mut [Option<Saved>],
     ) -> Vec<f32> {
         let Shape {
-            t,
-            p0,
-            nh,
-            nkv,
-            d,
+            tokens: t,
+            first_position: p0,
+            q_heads: nh,
+            kv_heads: nkv,
+            head_dim: d,
             decode,
         } = shape;
         let width = (nh + 2 * nkv) * d;
+        let freqs = self.rope.layer(l);
         let positions: Vec<usize> = (p0..p0 + t).collect();
         let mut q = Vec::with_capacity(t * nh * d);
         for r in 0..t {
@@ -193,7 +209,7 @@ impl PodPress {
             for g in 0..nkv {
                 let slot = &mut self.slots[l][g];
                 let mut k = row[(nh + g) * d..(nh + g + 1) * d].to_vec();
-                rotate_rows(&mut k, &positions[r..=r], d, self.rope_theta, 1.0);
+                freqs.rotate_rows(&mut k, &positions[r..=r], 1.0);
                 slot.keys.extend(k);
                 slot.key_pos.push(p0 + r);
                 slot.values
@@ -204,7 +220,7 @@ impl PodPress {
             .iter()
             .flat_map(|&p| std::iter::repeat_n(p, nh))
             .collect();
-        rotate_rows(&mut q, &qpos, d, self.rope_theta, 1.0);
+        freqs.rotate_rows(&mut q, &qpos, 1.0);
         let scale = 1.0 / (d as f32).sqrt();
         q.iter_mut().for_each(|x| *x *= scale);
         let mut out = vec![0f32; t * nh * d];
@@ -255,10 +271,10 @@ impl PodPress {
         qh: &[f32],
         saved: &[Option<Saved>],
     ) -> Row {
-        let d = s.d;
-        let g = h / (s.nh / s.nkv);
+        let (d, nh) = (s.head_dim, s.q_heads);
+        let g = self.kv_of[h];
         let lo = self.lowest(l, h);
-        let p = s.p0 + r;
+        let p = s.first_position + r;
         let own = &self.slots[l][g];
         let value = |pos: usize| &own.values[pos * d..(pos + 1) * d];
         let (mut a_p, mut v_p) = (Vec::new(), Vec::new());
@@ -271,14 +287,14 @@ impl PodPress {
         let shared = saved[lo].as_ref().filter(|_| lo != l);
         let (q_d, src) = match shared {
             Some(sv) => (
-                &sv.q[(r * s.nh + h) * d..(r * s.nh + h + 1) * d],
+                &sv.q[(r * nh + h) * d..(r * nh + h + 1) * d],
                 &self.slots[lo][g],
             ),
             None => (qh, own),
         };
         let skipped = s.decode
             && shared.is_some_and(|sv| {
-                let lse = sv.lse_d[r * s.nh + h];
+                let lse = sv.lse_d[r * nh + h];
                 // g = 1 / (1 + exp(lse_D − lse_P)) ≥ τ
                 1.0 / (1.0 + (lse - log_sum_exp(&a_p)).exp()) >= self.tau
             });
@@ -344,6 +360,10 @@ impl<B: Backend> Press<B> for PodPress {
         "pod"
     }
 
+    fn capabilities(&self) -> Capabilities {
+        Self::CAPABILITIES
+    }
+
     fn prefill_observe(&self) -> Option<ObserveConfig> {
         None
     }
@@ -397,11 +417,11 @@ impl<B: Backend> Press<B> for PodPress {
                 .iter::<f32>()
                 .collect();
             let shape = Shape {
-                t,
-                p0,
-                nh,
-                nkv,
-                d,
+                tokens: t,
+                first_position: p0,
+                q_heads: nh,
+                kv_heads: nkv,
+                head_dim: d,
                 decode,
             };
             let o = self.layer(l, &qkv, shape, &mut saved);

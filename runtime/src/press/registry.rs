@@ -1,10 +1,11 @@
-//! The registry: method name → press configured from the plan (kvpress's
-//! `evaluate_registry.py`). The runtime never invents budgets: every press but `full` asks the
-//! plan for `Budgets` at the prompt's length under the plan's target or a re-target.
+//! The registry: method name → press configured from the plan (as kvpress's
+//! `evaluation/evaluate_registry.py`, NVIDIA/kvpress @ ee24521). The runtime never invents
+//! budgets: every press but `full` asks the plan for `Budgets` at the prompt's length under the
+//! plan's target or a re-target.
 //! [`PressOptions`] carries the switches that are not part of a plan (SpindleKV's GQA repeat).
 
 use burn::tensor::backend::Backend;
-use kvplan_planner::{Budgets, Method, Plan, Target};
+use kvplan_planner::{Budgets, Method, Plan, Pooling, Target};
 
 use super::full::FullPress;
 use super::h2o::H2oScorer;
@@ -13,7 +14,7 @@ use super::snapkv::SnapKvScorer;
 use super::spindle::SpindlePress;
 use super::streaming::StreamingScorer;
 use super::treekv::TreeKvPress;
-use super::{Allocation, Press, SelectionPress};
+use super::{Allocation, Capabilities, Press, SelectionPress};
 use crate::error::{Error, Result};
 use crate::model::ModelConfig;
 
@@ -62,6 +63,25 @@ pub struct PressOptions {
     pub spindle_repeat: bool,
 }
 
+/// What the press called `name` can do ([`Capabilities`]), read off its type without building
+/// it: no plan needed, so callers can check a request before any model run.
+pub fn capabilities(name: &str) -> Result<Capabilities> {
+    if name == "full" {
+        return Ok(FullPress::CAPABILITIES);
+    }
+    let method: Method = name.parse().map_err(|_| unknown(name))?;
+    Ok(match method {
+        Method::Streaming => StreamingScorer::CAPABILITIES,
+        Method::H2o => H2oScorer::CAPABILITIES,
+        Method::SnapKv | Method::Pyramid | Method::HeadKv | Method::HeadKvR => {
+            SnapKvScorer::CAPABILITIES
+        }
+        Method::TreeKv => TreeKvPress::CAPABILITIES,
+        Method::Spindle => SpindlePress::CAPABILITIES,
+        Method::Pod => PodPress::CAPABILITIES,
+    })
+}
+
 /// The press called `name`, configured from `plan` for a prompt of `context_len` tokens under
 /// `target` (the plan's own target when `None`), with default [`PressOptions`].
 pub fn build_press<B: Backend>(
@@ -107,81 +127,112 @@ pub fn build_press_with<B: Backend>(
     let budgets = plan
         .budgets(method, context_len, target)
         .map_err(plan_err)?;
-    let alloc = Allocation::from_grid(&budgets.per_layer_per_kv_head);
-    let s = &plan.sections;
-    let missing = || plan_err(kvplan_planner::Error::MissingSection(method));
-    let press: Box<dyn Press<B>> = match method {
-        Method::Streaming => {
-            let sec = s.streaming.as_ref().ok_or_else(missing)?;
-            selection(name, Box::new(StreamingScorer::new(sec.sinks)), alloc)
-        }
-        Method::H2o => {
-            let sec = s.h2o.as_ref().ok_or_else(missing)?;
-            selection(name, Box::new(H2oScorer::new(sec.heavy_fraction)), alloc)
-        }
-        Method::SnapKv => {
-            let sec = s.snapkv.as_ref().ok_or_else(missing)?;
-            let sc = SnapKvScorer::new(name, sec.window, sec.kernel_size, sec.pooling);
-            selection(name, Box::new(sc), alloc)
-        }
-        Method::Pyramid => {
-            let sec = s.pyramid.as_ref().ok_or_else(missing)?;
-            let sc = SnapKvScorer::new(name, sec.window, sec.kernel_size, sec.pooling);
-            selection(name, Box::new(sc), alloc)
-        }
-        Method::HeadKv | Method::HeadKvR => {
-            let sec = if method == Method::HeadKv {
-                s.headkv.as_ref()
-            } else {
-                s.headkv_r.as_ref()
-            }
-            .ok_or_else(missing)?;
-            let sc = SnapKvScorer::new(name, sec.window, sec.kernel_size, sec.pooling);
-            selection(name, Box::new(sc), alloc)
-        }
-        Method::TreeKv => {
-            let sec = s.treekv.as_ref().ok_or_else(missing)?;
-            Box::new(TreeKvPress::new(
-                alloc,
-                budgets.sinks,
-                budgets.recent,
-                sec.block_size,
-                config.rope_theta,
-            ))
-        }
-        Method::Spindle => {
-            let sec = s.spindle.as_ref().ok_or_else(missing)?;
-            let press = SpindlePress::new(
-                alloc,
-                budgets.window,
-                budgets.codebook_layers.clone(),
-                sec.theta_k,
-                sec.theta_v,
-                config.rope_theta,
-            );
-            Box::new(if options.spindle_repeat {
-                press.with_repeat(config.n_heads / config.n_kv_heads)
-            } else {
-                press
-            })
-        }
-        Method::Pod => {
-            let sec = s.pod.as_ref().ok_or_else(missing)?;
-            Box::new(PodPress::new(
-                sec.blocks.clone(),
-                &plan.model.geometry,
-                budgets.sinks,
-                budgets.recent,
-                sec.tau,
-                config.rope_theta,
-            ))
-        }
+    let from = FromPlan {
+        name,
+        method,
+        plan,
+        budgets: &budgets,
+        config,
+        options,
     };
+    let press = press_for(&from)?;
     Ok(PressSpec {
         press,
         method: Some(method),
         budgets: Some(budgets),
     })
+}
+
+/// What a press is configured from: the plan's section of its method and the budgets the plan
+/// gives at the prompt's length.
+struct FromPlan<'a> {
+    name: &'a str,
+    method: Method,
+    plan: &'a Plan,
+    budgets: &'a Budgets,
+    config: &'a ModelConfig,
+    options: PressOptions,
+}
+
+impl FromPlan<'_> {
+    /// The budgets as an [`Allocation`].
+    fn alloc(&self) -> Allocation {
+        Allocation::from_grid(&self.budgets.per_layer_per_kv_head)
+    }
+
+    /// The method's section of the plan, or the error naming the missing one.
+    fn section<'s, T>(&self, section: Option<&'s T>) -> Result<&'s T> {
+        section.ok_or_else(|| plan_err(kvplan_planner::Error::MissingSection(self.method)))
+    }
+
+    /// `scorer` under the plan's allocation.
+    fn selection<B: Backend>(&self, scorer: Box<dyn super::Scorer>) -> Box<dyn Press<B>> {
+        selection(self.name, scorer, self.alloc())
+    }
+}
+
+/// One line per method: the press it runs, configured from its section.
+fn press_for<B: Backend>(p: &FromPlan<'_>) -> Result<Box<dyn Press<B>>> {
+    let s = &p.plan.sections;
+    let (b, c) = (p.budgets, p.config);
+    Ok(match p.method {
+        Method::Streaming => {
+            let sec = p.section(s.streaming.as_ref())?;
+            p.selection(Box::new(StreamingScorer::new(sec.sinks)))
+        }
+        Method::H2o => {
+            let sec = p.section(s.h2o.as_ref())?;
+            p.selection(Box::new(H2oScorer::new(sec.heavy_fraction)))
+        }
+        Method::SnapKv => {
+            let x = p.section(s.snapkv.as_ref())?;
+            snapkv(p, x.window, x.kernel_size, x.pooling)
+        }
+        Method::Pyramid => {
+            let x = p.section(s.pyramid.as_ref())?;
+            snapkv(p, x.window, x.kernel_size, x.pooling)
+        }
+        Method::HeadKv => {
+            let x = p.section(s.headkv.as_ref())?;
+            snapkv(p, x.window, x.kernel_size, x.pooling)
+        }
+        Method::HeadKvR => {
+            let x = p.section(s.headkv_r.as_ref())?;
+            snapkv(p, x.window, x.kernel_size, x.pooling)
+        }
+        Method::TreeKv => {
+            let sec = p.section(s.treekv.as_ref())?;
+            let tree = TreeKvPress::new(p.alloc(), b.sinks, b.recent, sec.block_size, c.rope());
+            Box::new(tree)
+        }
+        Method::Spindle => {
+            let sec = p.section(s.spindle.as_ref())?;
+            let layers = b.codebook_layers.clone();
+            let (tk, tv) = (sec.theta_k, sec.theta_v);
+            let press = SpindlePress::new(p.alloc(), b.window, layers, tk, tv, c.rope());
+            Box::new(if p.options.spindle_repeat {
+                press.with_repeat(c.geometry.group_size())
+            } else {
+                press
+            })
+        }
+        Method::Pod => {
+            let sec = p.section(s.pod.as_ref())?;
+            let g = &p.plan.model.geometry;
+            let (blocks, tau) = (sec.blocks.clone(), sec.tau);
+            Box::new(PodPress::new(blocks, g, b.sinks, b.recent, tau, c.rope()))
+        }
+    })
+}
+
+/// SnapKV's scorer with a section's window and pooling (SnapKV, PyramidKV, HeadKV).
+fn snapkv<B: Backend>(
+    p: &FromPlan<'_>,
+    window: usize,
+    kernel: usize,
+    pooling: Pooling,
+) -> Box<dyn Press<B>> {
+    p.selection(Box::new(SnapKvScorer::new(p.name, window, kernel, pooling)))
 }
 
 fn selection<B: Backend>(

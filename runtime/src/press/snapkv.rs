@@ -1,4 +1,5 @@
-//! SnapKV (Li et al. 2024) as the authors' scripts run it (KVCache-Factory `SnapKVCluster`,
+//! SnapKV (Li et al. 2024) as the authors' scripts run it (Zefan-Cai/KVCache-Factory @ 5fb995d,
+//! `pyramidkv/pyramidkv_utils.py` `SnapKVCluster`,
 //! PyramidKV §4.2.2): the last α = 8 prompt rows are the observation window; each key before the
 //! window scores the attention those rows give it (softmax over the whole causal row, summed
 //! over the window rows), pooled along the sequence with kernel 7 (max-pool by default, padding
@@ -11,7 +12,7 @@
 
 use kvplan_planner::Pooling;
 
-use super::{observe, window_scores, Scorer, Scores};
+use super::{observe, window_scores, Capabilities, Scorer, Scores};
 use crate::observe::{LayerObservation, ObserveConfig};
 
 /// Observation-window attention, pooled.
@@ -24,6 +25,9 @@ pub struct SnapKvScorer {
 }
 
 impl SnapKvScorer {
+    /// Selects once, after prefill (SnapKV, PyramidKV, HeadKV); decoding only appends.
+    pub const CAPABILITIES: Capabilities = Capabilities::selection(false);
+
     /// Window α, pooling kernel and kind; `name` is the registry name it serves under.
     pub fn new(name: &str, window: usize, kernel: usize, pooling: Pooling) -> Self {
         Self {
@@ -125,6 +129,7 @@ mod tests {
                     ],
                 ],
                 key_positions: vec![(0..6).collect()],
+                kv_of: vec![0, 0],
             }],
             ..Default::default()
         };

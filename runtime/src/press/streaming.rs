@@ -4,7 +4,7 @@
 //! recent. Scores: sinks `∞`, every other entry its position (newer scores higher), so the
 //! top-`B` selection is exactly sinks + recent window.
 
-use super::{Scorer, Scores};
+use super::{Capabilities, Scorer, Scores};
 use crate::observe::{LayerObservation, ObserveConfig};
 
 /// Sinks + recent window.
@@ -14,6 +14,9 @@ pub struct StreamingScorer {
 }
 
 impl StreamingScorer {
+    /// Sinks + recent window after every decode step too.
+    pub const CAPABILITIES: Capabilities = Capabilities::selection(true);
+
     /// Keeps `sinks` initial entries plus recent ones.
     pub fn new(sinks: usize) -> Self {
         Self { sinks }
@@ -41,6 +44,10 @@ impl StreamingScorer {
 impl Scorer for StreamingScorer {
     fn name(&self) -> &str {
         "streaming"
+    }
+
+    fn evicts_while_decoding(&self) -> bool {
+        Self::CAPABILITIES.evicts_while_decoding
     }
 
     fn prefill_observe(&self) -> ObserveConfig {

@@ -10,11 +10,11 @@ use super::pod::PodPress;
 use super::snapkv::SnapKvScorer;
 use super::spindle::SpindlePress;
 use super::streaming::StreamingScorer;
-use super::treekv::{rerotate, TreeKvPress};
+use super::treekv::TreeKvPress;
 use super::*;
 use crate::generate::SplitMix64;
 
-use crate::model::rope::Rope;
+use crate::model::rope::{Rope, RopeSet};
 
 pub(super) type B = Flex;
 
@@ -25,6 +25,11 @@ pub(super) const D: usize = 8;
 const H: usize = 32;
 const V: usize = 50;
 pub(super) const THETA: f64 = 10_000.0;
+
+/// The tiny model's RoPE frequencies.
+pub(super) fn rope() -> RopeSet {
+    RopeSet::uniform(D, THETA, L)
+}
 
 /// A 2-layer Llama with 4 query heads on 2 KV heads, random weights.
 pub(crate) fn tiny_model() -> Model<B> {
@@ -63,14 +68,14 @@ fn presses(alloc: &Allocation) -> Vec<(&'static str, Box<dyn Press<B>>)> {
         ),
         (
             "treekv",
-            Box::new(TreeKvPress::new(alloc.clone(), 2, 3, 2, THETA)),
+            Box::new(TreeKvPress::new(alloc.clone(), 2, 3, 2, rope())),
         ),
     ]
 }
 
 /// SpindleKV under `alloc` with codebooks in every layer at θ_K = θ_V = `theta`.
 fn spindle(alloc: &Allocation, theta: f64) -> SpindlePress {
-    SpindlePress::new(alloc.clone(), 4, vec![true; L], theta, theta, THETA)
+    SpindlePress::new(alloc.clone(), 4, vec![true; L], theta, theta, rope())
 }
 
 pub(super) fn allocations(b: usize) -> Vec<Allocation> {
@@ -105,9 +110,9 @@ pub(super) fn run(
 fn every_press_under_every_wrapper_keeps_at_most_its_budget() {
     let model = tiny_model();
     let ids = prompt(30);
-    let decoding = ["streaming", "h2o", "treekv"];
     for alloc in allocations(12) {
         for (name, mut press) in presses(&alloc) {
+            let decoding = press.evicts_while_decoding();
             let mut s = Session::new(&model, press.as_mut());
             s.prefill(&ids).expect("prefill");
             for step in 0..=4 {
@@ -116,11 +121,7 @@ fn every_press_under_every_wrapper_keeps_at_most_its_budget() {
                         let b = alloc.budget(l, h);
                         // Prefill keeps exactly the budget; only decode-time methods hold it
                         // while decoding, the others grow by one entry a step.
-                        let limit = if decoding.contains(&name) {
-                            b
-                        } else {
-                            b + step
-                        };
+                        let limit = if decoding { b } else { b + step };
                         assert_eq!(
                             layer.len(h),
                             limit,
@@ -217,7 +218,7 @@ fn rerotation_moves_keys_to_their_new_positions() {
         .expect("forward");
     let layer = &mut cache.layers[1];
     layer.retain(&[vec![0, 2, 5], vec![0, 2, 5]]);
-    rerotate(layer, THETA);
+    reassign_layer(layer, rope().layer(1));
     let kv = &obs.layers[1].keys_values[0];
     let rope = Rope::<B>::new(D, THETA, 16, &Default::default());
     for h in 0..NKV {
@@ -233,7 +234,7 @@ fn rerotation_moves_keys_to_their_new_positions() {
             burn::tensor::TensorData::new(vec![0i64, 1, 2], [3]),
             &Default::default(),
         );
-        let want: Vec<f32> = rope.apply(pre, pos).into_data().iter::<f32>().collect();
+        let want: Vec<f32> = rope.apply(1, pre, pos).into_data().iter::<f32>().collect();
         let got: Vec<f32> = layer
             .head(h)
             .expect("keys")
@@ -258,7 +259,7 @@ fn observe_kv() -> crate::observe::ObserveConfig {
 #[test]
 fn treekv_reassigns_positions_and_holds_its_budget_while_decoding() {
     let model = tiny_model();
-    let mut press = TreeKvPress::new(Allocation::Uniform(10), 2, 3, 2, THETA);
+    let mut press = TreeKvPress::new(Allocation::Uniform(10), 2, 3, 2, rope());
     let mut s = Session::new(&model, &mut press);
     s.prefill(&prompt(24)).expect("prefill");
     assert_eq!(s.cache.next_position, 10);
@@ -300,7 +301,12 @@ fn group_mean_averages_query_heads_of_a_kv_head() {
         vec![0.0, 2.0],
         vec![2.0, 2.0],
     ];
-    assert_eq!(group_mean(&per_q, 2), vec![vec![2.0, 4.0], vec![1.0, 2.0]]);
+    // Consecutive query heads per KV head: (1+3)/2, (3+5)/2 and (0+2)/2, (2+2)/2.
+    let consecutive = group_mean(&per_q, &[0, 0, 1, 1], 2);
+    assert_eq!(consecutive, vec![vec![2.0, 4.0], vec![1.0, 2.0]]);
+    // An interleaved map: heads 0, 2 → KV 0: (1+0)/2, (3+2)/2; heads 1, 3: (3+2)/2, (5+2)/2.
+    let interleaved = group_mean(&per_q, &[0, 1, 0, 1], 2);
+    assert_eq!(interleaved, vec![vec![0.5, 2.5], vec![2.5, 3.5]]);
     assert_eq!(top_k(&[0.5, 2.0, 0.5, 1.0], 2), vec![1, 3]);
     // Ties keep the earlier entry.
     assert_eq!(top_k(&[1.0, 1.0, 1.0], 2), vec![0, 1]);
@@ -376,6 +382,31 @@ fn spindle_keeps_its_budget_in_codebooks_and_holds_no_tensors() {
     }
 }
 
+#[test]
+fn capabilities_by_name_are_the_built_presses_and_agree_with_their_hooks() {
+    let model = tiny_model();
+    let ids = prompt(12);
+    let alloc = Allocation::Uniform(8);
+    let mut all = presses(&alloc);
+    all.push(("full", Box::new(FullPress)));
+    all.push(("spindle", Box::new(spindle(&alloc, 0.9))));
+    let blocks = vec![vec![[0, 1]]; NH];
+    all.push((
+        "pod",
+        Box::new(PodPress::new(blocks, &geometry(), 2, 6, 0.7, rope())),
+    ));
+    for (name, mut press) in all {
+        let caps = press.capabilities();
+        assert_eq!(capabilities(name).ok(), Some(caps), "{name}");
+        // Re-assigning positions succeeds exactly for the presses that say they stream.
+        let mut s = Session::new(&model, press.as_mut());
+        s.prefill(&ids).expect("prefill");
+        let moved = s.press.reassign_positions(&mut s.cache, model.rope_set());
+        assert_eq!(moved.is_ok(), caps.streams_past_context, "{name}");
+    }
+    assert!(capabilities("tova2").is_err());
+}
+
 fn geometry() -> kvplan_planner::Geometry {
     kvplan_planner::Geometry::new(L, NH, NKV, D).expect("geometry")
 }
@@ -388,7 +419,7 @@ fn pod_with_every_layer_in_its_own_block_equals_fullkv() {
     let ids = prompt(30);
     let full = run(&model, &mut FullPress, &ids, 5);
     let blocks = vec![vec![[0, 0], [1, 1]]; NH];
-    let mut pod = PodPress::new(blocks, &geometry(), 2, 6, 0.7, THETA);
+    let mut pod = PodPress::new(blocks, &geometry(), 2, 6, 0.7, rope());
     let got = run(&model, &mut pod, &ids, 5);
     for (step, (a, b)) in got.iter().zip(&full).enumerate() {
         let diff = a
@@ -410,7 +441,7 @@ fn pod_shares_distant_keys_once_per_block_and_gates_with_tau() {
     let ids = prompt(30);
     let blocks = vec![vec![[0, 1]]; NH];
     for (tau, all_skipped) in [(0.0, true), (1.0, false)] {
-        let mut pod = PodPress::new(blocks.clone(), &geometry(), 2, 6, tau, THETA);
+        let mut pod = PodPress::new(blocks.clone(), &geometry(), 2, 6, tau, rope());
         let mut s = Session::new(&model, &mut pod);
         s.prefill(&ids).expect("prefill");
         for _ in 0..3 {
@@ -428,7 +459,7 @@ fn pod_shares_distant_keys_once_per_block_and_gates_with_tau() {
     }
     // With a proximal window covering the whole context nothing is distant: FullKV again.
     let full = run(&model, &mut FullPress, &ids, 3);
-    let mut pod = PodPress::new(blocks, &geometry(), 4, 60, 0.7, THETA);
+    let mut pod = PodPress::new(blocks, &geometry(), 4, 60, 0.7, rope());
     let got = run(&model, &mut pod, &ids, 3);
     for (a, b) in got.iter().zip(&full) {
         let diff = a

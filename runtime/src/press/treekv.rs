@@ -30,9 +30,10 @@
 use burn::tensor::backend::Backend;
 use burn::tensor::{Tensor, TensorData};
 
-use super::{group_mean, observe, Allocation, Press};
+use super::{group_mean, observe, Allocation, Capabilities, Press};
 use crate::cache::{KvCache, KvStore, LayerCache};
 use crate::error::Result;
+use crate::model::rope::RopeSet;
 use crate::observe::{AttentionRows, LayerObservation, ObserveConfig, Observer};
 
 /// Algorithm 1's eviction in a tree of `scores.len() == cap + 1` entries: returns the 0-based
@@ -79,7 +80,7 @@ pub struct TreeKvPress {
     sinks: usize,
     recent: usize,
     block: usize,
-    rope_theta: f64,
+    rope: RopeSet,
     /// Re-assign positions after eviction (§4.1); on by default.
     pub reassign_positions: bool,
     state: Vec<Vec<HeadState>>,
@@ -87,21 +88,25 @@ pub struct TreeKvPress {
 }
 
 impl TreeKvPress {
+    /// Evicts one entry per decode step (Algorithm 1) and re-assigns positions (§4.1).
+    pub const CAPABILITIES: Capabilities = Capabilities::selection(true);
+
     /// `budget` entries per head (sinks + tree + recent), `sinks` and `recent` of
-    /// them fixed, prefill blocks of `block` tokens; `rope_theta` for re-rotating keys.
+    /// them fixed, prefill blocks of `block` tokens; `rope`: the model's frequencies, for
+    /// re-rotating keys.
     pub fn new(
         budget: Allocation,
         sinks: usize,
         recent: usize,
         block: usize,
-        rope_theta: f64,
+        rope: RopeSet,
     ) -> Self {
         Self {
             budget,
             sinks,
             recent,
             block: block.max(1),
-            rope_theta,
+            rope,
             reassign_positions: true,
             state: Vec::new(),
             seen: 0,
@@ -237,7 +242,7 @@ fn window_stats<B: Backend>(
                     .collect()
             })
             .collect();
-        sums = group_mean(&per_q, kv);
+        sums = group_mean(&per_q, &rows.kv_of, kv);
         for (h, c) in counts.iter_mut().enumerate() {
             let pos = cache.positions(h);
             for (j, x) in c.iter_mut().enumerate() {
@@ -259,6 +264,7 @@ fn last_rows(rows: &AttentionRows, n: usize) -> AttentionRows {
         query_positions: rows.query_positions[from..].to_vec(),
         probs: rows.probs.iter().map(|r| r[from..].to_vec()).collect(),
         key_positions: rows.key_positions.clone(),
+        kv_of: rows.kv_of.clone(),
     }
 }
 
@@ -267,8 +273,12 @@ impl<B: Backend> Press<B> for TreeKvPress {
         "treekv"
     }
 
-    fn reassign_positions(&mut self, cache: &mut KvCache<B>, rope_theta: f64) -> Result<()> {
-        super::reassign_all(cache, rope_theta);
+    fn capabilities(&self) -> Capabilities {
+        Self::CAPABILITIES
+    }
+
+    fn reassign_positions(&mut self, cache: &mut KvCache<B>, rope: &RopeSet) -> Result<()> {
+        super::reassign_all(cache, rope);
         Ok(())
     }
 
@@ -306,7 +316,7 @@ impl<B: Backend> Press<B> for TreeKvPress {
                         .iter()
                         .map(|r| r.last().cloned().unwrap_or_default())
                         .collect();
-                    group_mean(&last, kv)
+                    group_mean(&last, &a.kv_of, kv)
                 });
             let mut keep = Vec::with_capacity(kv);
             let mut any = false;
@@ -337,52 +347,8 @@ impl TreeKvPress {
         if !self.reassign_positions {
             return;
         }
-        super::reassign_all(cache, self.rope_theta);
+        super::reassign_all(cache, &self.rope);
     }
-}
-
-/// Moves every head's entries to positions `0..len_h`, rotating each key by `new − old`
-/// (rotate-half convention of [`crate::model::rope`], the same f32 frequencies).
-pub fn rerotate<B: Backend>(cache: &mut LayerCache<B>, theta: f64) {
-    let kv = cache.kv_heads();
-    let d = cache.head_dim();
-    let half = d / 2;
-    let inv_freq: Vec<f32> = (0..half)
-        .map(|j| (1.0 / theta.powf(2.0 * j as f64 / d as f64)) as f32)
-        .collect();
-    let moved = (0..kv).any(|h| cache.positions(h).iter().enumerate().any(|(i, &p)| i != p));
-    if !moved {
-        return;
-    }
-    let mut keys = Vec::with_capacity(kv);
-    let mut values = Vec::with_capacity(kv);
-    let mut positions = Vec::with_capacity(kv);
-    for h in 0..kv {
-        let Some((k, v)) = cache.head(h) else { return };
-        let device = k.device();
-        let mut host: Vec<f32> = k.into_data().iter::<f32>().collect();
-        for (i, &old) in cache.positions(h).iter().enumerate() {
-            let delta = i as f32 - old as f32;
-            if delta == 0.0 {
-                continue;
-            }
-            let row = &mut host[i * d..(i + 1) * d];
-            for j in 0..half {
-                let (sin, cos) = (delta * inv_freq[j]).sin_cos();
-                let (a, b) = (row[j], row[j + half]);
-                row[j] = a * cos - b * sin;
-                row[j + half] = b * cos + a * sin;
-            }
-        }
-        let len = cache.len(h);
-        keys.push(Tensor::<B, 2>::from_data(
-            TensorData::new(host, [len, d]),
-            &device,
-        ));
-        values.push(v);
-        positions.push((0..len).collect());
-    }
-    cache.replace(Some(KvStore::from_heads(keys, values)), positions);
 }
 
 #[cfg(test)]
@@ -445,7 +411,7 @@ mod tests {
         // b2 arrives: [b0 b1 b2] idx 1: 3 > 1 → b1 goes; idx 2.
         // b3: [b0 b2 b3] idx 2: 4 > 2 → b3 goes; idx 1.
         // b4: [b0 b2 b4] idx 1: 3 vs 4 → b0 goes. Kept b2 = 6,7 and b4 = 10,11.
-        let press = TreeKvPress::new(Allocation::Uniform(8), 2, 2, 2, 1e4);
+        let press = TreeKvPress::new(Allocation::Uniform(8), 2, 2, 2, RopeSet::uniform(2, 1e4, 1));
         let s_bar = [
             0.0, 0.0, 3.0, 3.0, 1.0, 1.0, 4.0, 4.0, 2.0, 2.0, 5.0, 5.0, 9.0, 9.0,
         ];

@@ -1,4 +1,4 @@
-//! Built-in evaluation of PoD post-training (issue 8): held-out perplexity under FullKV, under
+//! Built-in evaluation of PoD post-training: held-out perplexity under FullKV, under
 //! PoD attention before training and after it, and the run's JSON report.
 
 use burn::tensor::backend::Backend;
@@ -58,7 +58,7 @@ pub fn perplexity<B: Backend>(
     })
 }
 
-/// The three perplexities of issue 8.
+/// The three held-out perplexities: FullKV, PoD before and PoD after training.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Perplexities {
     /// (a) FullKV attention, the model as loaded.

@@ -20,6 +20,7 @@ use burn::tensor::backend::Backend;
 use burn::tensor::{Bool, Int, Tensor, TensorData};
 
 use crate::error::{Error, Result};
+use crate::model::block::Block;
 use crate::model::rope::Rope;
 use crate::model::Transformer;
 
@@ -142,7 +143,35 @@ pub fn forward<B: Backend>(
     layout: &PodLayout,
     ids: &[u32],
 ) -> Result<Tensor<B, 2>> {
+    check_input(tr, rope, layout, ids)?;
     let device = tr.embed.device();
+    let t = ids.len();
+    let idx: Vec<i64> = ids.iter().map(|&i| i as i64).collect();
+    let idx = Tensor::<B, 1, Int>::from_data(TensorData::new(idx, [t]), &device);
+    let n_heads = tr.blocks.first().map_or(0, |b| b.attention.n_heads);
+    let pass = Pass {
+        rope,
+        layout,
+        positions: Tensor::<B, 1, Int>::arange(0..t as i64, &device),
+        masks: Masks::new(layout, n_heads, t, &device),
+    };
+    let mut x = tr.embed.val().select(0, idx); // [t, hidden]
+    let mut lent: Vec<Option<Tensor<B, 3>>> = vec![None; tr.blocks.len()];
+    for (l, block) in tr.blocks.iter().enumerate() {
+        let out = pass.attention(l, block, x.clone(), &mut lent);
+        let h = x + out;
+        x = h.clone() + block.ffn.forward(block.ffn_norm.forward(h));
+    }
+    Ok(tr.norm.forward(x).matmul(tr.output.val()))
+}
+
+/// One clear error for a request the model cannot run.
+fn check_input<B: Backend>(
+    tr: &Transformer<B>,
+    rope: &Rope<B>,
+    layout: &PodLayout,
+    ids: &[u32],
+) -> Result<()> {
     let t = ids.len();
     let vocab = tr.embed.dims()[0];
     if t == 0 || t > rope.max_positions() {
@@ -163,27 +192,46 @@ pub fn forward<B: Backend>(
             tr.blocks.len()
         )));
     }
-    let idx: Vec<i64> = ids.iter().map(|&i| i as i64).collect();
-    let idx = Tensor::<B, 1, Int>::from_data(TensorData::new(idx, [t]), &device);
-    let positions = Tensor::<B, 1, Int>::arange(0..t as i64, &device);
-    let n_heads = tr.blocks.first().map_or(0, |b| b.attention.n_heads);
-    let masks = Masks::new(layout, n_heads, t, &device);
-    let mut x = tr.embed.val().select(0, idx); // [t, hidden]
-    let mut lent: Vec<Option<Tensor<B, 3>>> = vec![None; tr.blocks.len()];
-    for (l, block) in tr.blocks.iter().enumerate() {
+    Ok(())
+}
+
+/// What every layer of one PoD forward pass shares.
+struct Pass<'a, B: Backend> {
+    rope: &'a Rope<B>,
+    layout: &'a PodLayout,
+    /// `[t]`: positions `0..t`.
+    positions: Tensor<B, 1, Int>,
+    masks: Masks<B>,
+}
+
+impl<B: Backend> Pass<'_, B> {
+    /// The attention sub-layer of block `l` under PoD: its own scores for proximal keys, the
+    /// lowest layer's (`lent`) for distant ones; lends its own scores to later layers.
+    ///
+    /// # Shapes
+    /// - x: `[t, hidden]` → `[t, hidden]`
+    fn attention(
+        &self,
+        l: usize,
+        block: &Block<B>,
+        x: Tensor<B, 2>,
+        lent: &mut [Option<Tensor<B, 3>>],
+    ) -> Tensor<B, 2> {
         let a = &block.attention;
         let (nh, nkv, d) = (a.n_heads, a.n_kv_heads, a.head_dim);
-        let qkv = block.attn_norm.forward(x.clone()).matmul(a.wqkv.val()); // [t, (nh+2nkv)·d]
+        let [t, _] = x.dims();
+        let qkv = block.attn_norm.forward(x).matmul(a.wqkv.val()); // [t, (nh+2nkv)·d]
         let split = |start: usize, heads: usize| {
             qkv.clone()
                 .narrow(1, start * d, heads * d)
                 .reshape([t, heads, d])
                 .swap_dims(0, 1) // [heads, t, d]
         };
-        let q = rope
-            .apply(split(0, nh), positions.clone())
+        let q = self
+            .rope
+            .apply(l, split(0, nh), self.positions.clone())
             .mul_scalar(1.0 / (d as f64).sqrt());
-        let k = rope.apply(split(nh, nkv), positions.clone());
+        let k = self.rope.apply(l, split(nh, nkv), self.positions.clone());
         let v = split(nh + nkv, nkv);
         let group = nh / nkv;
         // Query heads g·group.. share KV head g: one batched matmul per KV head.
@@ -191,8 +239,35 @@ pub fn forward<B: Backend>(
             .reshape([nkv, group * t, d])
             .matmul(k.swap_dims(1, 2))
             .reshape([nh, t, t]);
+        let scores = self.with_distant(l, own, lent);
+        let probs = softmax(
+            scores.mask_fill(self.masks.future.clone(), f32::NEG_INFINITY),
+            2,
+        );
+        probs
+            .reshape([nkv, group * t, t])
+            .matmul(v) // [nkv, group·t, d]
+            .reshape([nh, t, d])
+            .swap_dims(0, 1)
+            .reshape([t, nh * d])
+            .matmul(a.wo.val())
+    }
+
+    /// Layer `l`'s scores `own` with each head's distant part taken from its block's lowest
+    /// layer; keeps `own` in `lent` while a later layer borrows it and drops what none will.
+    ///
+    /// # Shapes
+    /// - own: `[heads, t, t]` → `[heads, t, t]`
+    fn with_distant(
+        &self,
+        l: usize,
+        own: Tensor<B, 3>,
+        lent: &mut [Option<Tensor<B, 3>>],
+    ) -> Tensor<B, 3> {
+        let layout = self.layout;
         let mut scores = own.clone();
         if layout.shares(l) {
+            let [nh, _, _] = own.dims();
             let distant: Vec<Tensor<B, 3>> = (0..nh)
                 .map(|h| match layout.lowest(l, h) {
                     lo if lo == l => own.clone().narrow(0, h, 1),
@@ -203,7 +278,7 @@ pub fn forward<B: Backend>(
                         .narrow(0, h, 1),
                 })
                 .collect();
-            scores = scores.mask_where(masks.distant.clone(), Tensor::cat(distant, 0));
+            scores = scores.mask_where(self.masks.distant.clone(), Tensor::cat(distant, 0));
         }
         if layout.lends_after(l, l) {
             lent[l] = Some(own);
@@ -214,18 +289,8 @@ pub fn forward<B: Backend>(
                 *slot = None;
             }
         }
-        let probs = softmax(scores.mask_fill(masks.future.clone(), f32::NEG_INFINITY), 2);
-        let out = probs
-            .reshape([nkv, group * t, t])
-            .matmul(v) // [nkv, group·t, d]
-            .reshape([nh, t, d])
-            .swap_dims(0, 1)
-            .reshape([t, nh * d])
-            .matmul(a.wo.val());
-        let h = x + out;
-        x = h.clone() + block.ffn.forward(block.ffn_norm.forward(h));
+        scores
     }
-    Ok(tr.norm.forward(x).matmul(tr.output.val()))
 }
 
 impl PodLayout {
@@ -237,7 +302,10 @@ impl PodLayout {
     }
 }
 
-/// Mean next-token cross-entropy (nats) of `logits` `[t, vocab]` against `targets` (`t` ids).
+/// Mean next-token cross-entropy (nats) of `logits` against `targets`.
+///
+/// # Shapes
+/// - logits: `[t, vocab]`, targets: `t` ids → `[1]`
 pub fn next_token_loss<B: Backend>(logits: Tensor<B, 2>, targets: &[u32]) -> Tensor<B, 1> {
     let device = logits.device();
     let t = targets.len();

@@ -104,7 +104,14 @@ fn pod_forward_equals_the_inference_press_token_by_token() {
     let got = rows(forward(&model.transformer, &rope, &layout, &ids).expect("pod forward"));
     // τ = 2 > g: the gate never skips, so decoding computes eq. 3–4 exactly, one token a step.
     let geometry = kvplan_planner::Geometry::new(L, NH, NKV, D).expect("geometry");
-    let mut press = PodPress::new(blocks(), &geometry, sinks, recent, 2.0, THETA);
+    let mut press = PodPress::new(
+        blocks(),
+        &geometry,
+        sinks,
+        recent,
+        2.0,
+        model.rope_set().clone(),
+    );
     let mut session = Session::new(&model, &mut press);
     let mut want = vec![rows(session.prefill(&ids[..1]).expect("prefill")).remove(0)];
     for &id in &ids[1..] {

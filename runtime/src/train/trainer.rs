@@ -221,26 +221,7 @@ pub fn train<B: AutodiffBackend>(
             tokens.len()
         )));
     }
-    let device = tr.embed.device();
-    let mut tr = select_trainable(tr, cfg.trainable);
-    let mut optim: Optim<B> = AdamWConfig::new()
-        .with_weight_decay(cfg.weight_decay)
-        .init();
-    let found = match ckpt_dir {
-        Some(dir) => checkpoint::latest::<B>(dir, &device)?,
-        None => None,
-    };
-    let mut state = None;
-    if let Some(ck) = found {
-        ck.state.check_resumable(cfg)?;
-        tr = select_trainable(checkpoint::load_weights(tr, &ck.weights)?, cfg.trainable);
-        // Ids are read after loading: whether the store keeps or restores them, these are the
-        // ids the optimiser will see.
-        let ids: Vec<ParamId> = param_ids(&tr).into_iter().map(|p| p.0).collect();
-        let record = checkpoint::remap_ids(ck.optimizer, &ck.state.param_ids, &ids)?;
-        optim = optim.load_record(record);
-        state = Some(ck.state);
-    }
+    let (mut tr, mut optim, state) = resume(tr, cfg, ckpt_dir)?;
     let ranked = param_ids(&tr);
     let ids: Vec<ParamId> = ranked.iter().map(|p| p.0).collect();
     let mut state = state.unwrap_or_else(|| TrainState::fresh(cfg, &ids));
@@ -289,6 +270,34 @@ pub fn train<B: AutodiffBackend>(
         wall_s: start.elapsed().as_secs_f64(),
         resumed_from,
     })
+}
+
+/// The trainable model, its optimiser and the training state: from the latest checkpoint in
+/// `ckpt_dir` when there is one (checked against `cfg`), else fresh (state `None`).
+fn resume<B: AutodiffBackend>(
+    tr: Transformer<B>,
+    cfg: &TrainConfig,
+    ckpt_dir: Option<&Path>,
+) -> Result<(Transformer<B>, Optim<B>, Option<TrainState>)> {
+    let device = tr.embed.device();
+    let tr = select_trainable(tr, cfg.trainable);
+    let optim: Optim<B> = AdamWConfig::new()
+        .with_weight_decay(cfg.weight_decay)
+        .init();
+    let found = match ckpt_dir {
+        Some(dir) => checkpoint::latest::<B>(dir, &device)?,
+        None => None,
+    };
+    let Some(ck) = found else {
+        return Ok((tr, optim, None));
+    };
+    ck.state.check_resumable(cfg)?;
+    let tr = select_trainable(checkpoint::load_weights(tr, &ck.weights)?, cfg.trainable);
+    // Ids are read after loading: whether the store keeps or restores them, these are the ids
+    // the optimiser will see.
+    let ids: Vec<ParamId> = param_ids(&tr).into_iter().map(|p| p.0).collect();
+    let record = checkpoint::remap_ids(ck.optimizer, &ck.state.param_ids, &ids)?;
+    Ok((tr, optim.load_record(record), Some(ck.state)))
 }
 
 /// The optimiser: AdamW through burn's adaptor.

@@ -41,9 +41,12 @@ mod tests;
 use burn::tensor::backend::Backend;
 use burn::tensor::{Tensor, TensorData};
 
-use super::{observe, window_scores, Allocation, Press, Scorer, Scores, SelectionPress};
+use super::{
+    observe, window_scores, Allocation, Capabilities, Press, Scorer, Scores, SelectionPress,
+};
 use crate::cache::{KvCache, KvStore, LayerCache};
 use crate::error::Result;
+use crate::model::rope::{Frequencies, RopeSet};
 use crate::model::Model;
 use crate::observe::{LayerObservation, ObserveConfig, Observer};
 pub use codebook::{Codebook, Entries, MAX_GROUP};
@@ -121,13 +124,23 @@ pub struct SpindlePress {
     codebook_layers: Vec<bool>,
     theta_k: f32,
     theta_v: f32,
-    rope_theta: f64,
+    rope: RopeSet,
     /// `h_n` when the GQA repeat variant is on.
     repeat: Option<usize>,
     books: Vec<Option<Vec<Book>>>,
 }
 
 impl SpindlePress {
+    /// Its forward pass reconstructs the codebook layers (eq. 14); its prefill is the model's,
+    /// so it can adopt a shared one; decoding merges new entries into codes without evicting;
+    /// codebooks hold pre-RoPE keys by original position, so positions are not re-assigned.
+    pub const CAPABILITIES: Capabilities = Capabilities {
+        changes_forward: true,
+        streams_past_context: false,
+        evicts_while_decoding: false,
+        adopts_shared_prefill: true,
+    };
+
     /// Budgets `alloc` (window `window` inside), codebooks in `codebook_layers` at θ_K, θ_V.
     pub fn new(
         alloc: Allocation,
@@ -135,7 +148,7 @@ impl SpindlePress {
         codebook_layers: Vec<bool>,
         theta_k: f64,
         theta_v: f64,
-        rope_theta: f64,
+        rope: RopeSet,
     ) -> Self {
         Self {
             evict: SelectionPress::new("spindle", Box::new(SpindleScorer { window }), alloc),
@@ -143,7 +156,7 @@ impl SpindlePress {
             codebook_layers,
             theta_k: theta_k as f32,
             theta_v: theta_v as f32,
-            rope_theta,
+            rope,
             repeat: None,
             books: Vec::new(),
         }
@@ -209,7 +222,12 @@ impl SpindlePress {
     /// Moves the layer's entries the codebooks do not hold yet into them (merging or adding
     /// codes), the entries of all heads sharing a book in one call; the layer then holds no
     /// tensor.
-    fn absorb<B: Backend>(&self, layer: &mut LayerCache<B>, books: &mut Vec<Book>) {
+    fn absorb<B: Backend>(
+        &self,
+        layer: &mut LayerCache<B>,
+        freqs: &Frequencies,
+        books: &mut Vec<Book>,
+    ) {
         let heads = layer.kv_heads();
         let d = layer.head_dim();
         let per_book = if self.repeat.is_some() { heads } else { 1 };
@@ -233,7 +251,7 @@ impl SpindlePress {
                 let mut k: Vec<f32> = k.into_data().iter::<f32>().collect();
                 let v: Vec<f32> = v.into_data().iter::<f32>().collect();
                 let k = &mut k[first * d..];
-                rotate_rows(k, &pos, d, self.rope_theta, -1.0);
+                freqs.rotate_rows(k, &pos, -1.0);
                 keys.extend_from_slice(k);
                 values.extend_from_slice(&v[first * d..]);
                 counts.push(pos.len());
@@ -253,7 +271,13 @@ impl SpindlePress {
     }
 
     /// Puts the reconstructed K (RoPE re-applied) and V of every head back into the layer.
-    fn restore<B: Backend>(&self, layer: &mut LayerCache<B>, books: &[Book], device: &B::Device) {
+    fn restore<B: Backend>(
+        &self,
+        layer: &mut LayerCache<B>,
+        freqs: &Frequencies,
+        books: &[Book],
+        device: &B::Device,
+    ) {
         let d = layer.head_dim();
         let mut keys = Vec::new();
         let mut values = Vec::new();
@@ -262,7 +286,7 @@ impl SpindlePress {
             for e in &book.heads {
                 let n = e.positions.len();
                 let mut k = book.keys.reconstruct(&e.keys);
-                rotate_rows(&mut k, &e.positions, d, self.rope_theta, 1.0);
+                freqs.rotate_rows(&mut k, &e.positions, 1.0);
                 keys.push(Tensor::<B, 2>::from_data(
                     TensorData::new(k, [n, d]),
                     device,
@@ -279,27 +303,13 @@ impl SpindlePress {
     }
 }
 
-/// Rotates `[rows][d]` keys by `sign × position` (rotate-half RoPE, the model's f32 frequencies):
-/// `sign = 1` applies RoPE, `−1` removes it.
-pub(crate) fn rotate_rows(rows: &mut [f32], positions: &[usize], d: usize, theta: f64, sign: f32) {
-    let half = d / 2;
-    let inv_freq: Vec<f32> = (0..half)
-        .map(|j| (1.0 / theta.powf(2.0 * j as f64 / d as f64)) as f32)
-        .collect();
-    for (row, &p) in rows.chunks_exact_mut(d).zip(positions) {
-        for j in 0..half {
-            let (sin, cos) = (p as f32 * inv_freq[j]).sin_cos();
-            let sin = sign * sin;
-            let (a, b) = (row[j], row[j + half]);
-            row[j] = a * cos - b * sin;
-            row[j + half] = b * cos + a * sin;
-        }
-    }
-}
-
 impl<B: Backend> Press<B> for SpindlePress {
     fn name(&self) -> &str {
         "spindle"
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Self::CAPABILITIES
     }
 
     fn prefill_observe(&self) -> Option<ObserveConfig> {
@@ -319,7 +329,7 @@ impl<B: Backend> Press<B> for SpindlePress {
         for (l, layer) in cache.layers.iter_mut().enumerate() {
             if self.is_codebook_layer(l) {
                 let mut b = Vec::new();
-                self.absorb(layer, &mut b);
+                self.absorb(layer, self.rope.layer(l), &mut b);
                 books.push(Some(b));
             } else {
                 books.push(None);
@@ -345,13 +355,13 @@ impl<B: Backend> Press<B> for SpindlePress {
         let device = model.device().clone();
         for (l, b) in books.iter().enumerate() {
             if let Some(b) = b {
-                self.restore(&mut cache.layers[l], b, &device);
+                self.restore(&mut cache.layers[l], self.rope.layer(l), b, &device);
             }
         }
         let out = model.forward(ids, cache, obs, crate::model::Logits::Last);
         for (l, b) in books.iter_mut().enumerate() {
             if let Some(b) = b {
-                self.absorb(&mut cache.layers[l], b);
+                self.absorb(&mut cache.layers[l], self.rope.layer(l), b);
             }
         }
         self.books = books;

@@ -6,9 +6,10 @@ use burn::tensor::{Tensor, TensorData};
 
 use super::*;
 use crate::cache::KvCache;
+use crate::model::rope::Frequencies;
 use crate::observe::AttentionRows;
 use crate::press::full::FullPress;
-use crate::press::tests::{allocations, prompt, run, tiny_model, B, D, L, NH, NKV, THETA};
+use crate::press::tests::{allocations, prompt, rope, run, tiny_model, B, D, L, NH, NKV, THETA};
 use crate::press::Session;
 
 /// `[heads][tokens][2]` from degrees (magnitude 1) as a `[heads, tokens, 2]` tensor, each row
@@ -21,7 +22,7 @@ fn at_degrees(deg: &[[f32; 4]; 2], rope: bool) -> Tensor<B, 3> {
             .flat_map(|d| [d.to_radians().cos(), d.to_radians().sin()])
             .collect();
         if rope {
-            rotate_rows(&mut h, &[0, 1, 2, 3], 2, THETA, 1.0);
+            Frequencies::new(2, THETA).rotate_rows(&mut h, &[0, 1, 2, 3], 1.0);
         }
         rows.extend(h);
     }
@@ -52,12 +53,20 @@ fn hand_layer() -> (KvCache<B>, Observer) {
             rows([0.1, 0.5, 0.2, 0.2]),
         ],
         key_positions: vec![vec![0, 1, 2, 3]; 2],
+        kv_of: vec![0, 0, 1, 1],
     });
     (cache, obs)
 }
 
 fn hand_press() -> SpindlePress {
-    SpindlePress::new(Allocation::Uniform(2), 1, vec![true], 0.9, 1.0, THETA)
+    SpindlePress::new(
+        Allocation::Uniform(2),
+        1,
+        vec![true],
+        0.9,
+        1.0,
+        RopeSet::uniform(2, THETA, 1),
+    )
 }
 
 #[test]
@@ -97,7 +106,7 @@ fn repeat_evicts_per_query_head_and_shares_one_codebook_per_layer() {
 
 /// SpindleKV on the tiny model, codebooks everywhere at θ_K = θ_V = `theta`, window 4.
 fn spindle(alloc: &Allocation, theta: f64) -> SpindlePress {
-    SpindlePress::new(alloc.clone(), 4, vec![true; L], theta, theta, THETA)
+    SpindlePress::new(alloc.clone(), 4, vec![true; L], theta, theta, rope())
 }
 
 #[test]
@@ -209,16 +218,5 @@ fn repeat_with_budget_above_the_context_and_theta_one_gives_fullkv_output() {
             assert!(diff <= 1e-4, "{alloc:?} step {step}: {diff}");
             assert_eq!(crate::generate::argmax(a), crate::generate::argmax(b));
         }
-    }
-}
-
-#[test]
-fn rope_round_trip() {
-    let mut rows = vec![0.3, -1.2, 0.5, 2.0, 1.0, 0.1, -0.4, 0.9];
-    let orig = rows.clone();
-    rotate_rows(&mut rows, &[7, 300], 4, 1e4, 1.0);
-    rotate_rows(&mut rows, &[7, 300], 4, 1e4, -1.0);
-    for (a, b) in rows.iter().zip(&orig) {
-        assert!((a - b).abs() < 1e-5);
     }
 }
