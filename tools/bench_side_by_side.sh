@@ -4,7 +4,7 @@
 # (see tools/bench_transformers.py) and a release build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-model=${1:-models/SmolLM2-135M-Instruct.Q4_1.gguf}
+model=${1:-${KVPLAN_MODELS:-${XDG_CACHE_HOME:-$HOME/.cache}/kvplan/models}/SmolLM2-135M-Instruct.Q4_1.gguf}
 py=${PYTHON:-/tmp/ref/bin/python}
 for round in 1 2; do
   echo "== round $round: kvplan"

@@ -7,7 +7,7 @@ only, float32, sdpa attention) and greedy decode steps after a 2K-token prefill.
 Set-up (a debugging environment, ~3 GB of wheels, kept out of the project):
     python3 -m venv /tmp/ref && /tmp/ref/bin/pip install torch transformers gguf accelerate
 Usage:
-    /tmp/ref/bin/python tools/bench_transformers.py models/SmolLM2-135M-Instruct.Q4_1.gguf
+    /tmp/ref/bin/python tools/bench_transformers.py ~/.cache/kvplan/models/SmolLM2-135M-Instruct.Q4_1.gguf
 """
 import json, os, sys, time
 

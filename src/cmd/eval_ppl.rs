@@ -12,11 +12,11 @@
 use std::time::Instant;
 
 use anyhow::{bail, Context};
+use kvplan_common::data::SHAKESPEARE;
 use kvplan_eval::ppl::{curves, PplRecords};
 use kvplan_eval::records::{merge_perplexity, write_atomic};
 use kvplan_eval::runner::{Evaluator, Progress};
 use kvplan_eval::table;
-use kvplan_profiler::data::SHAKESPEARE;
 use kvplan_runtime::press::capabilities;
 
 use super::eval::{Bar, EvalSetup, PplArgs};

@@ -15,10 +15,10 @@
 use std::time::Instant;
 
 use anyhow::bail;
+use kvplan_common::data::LONG_CONTEXT_EVAL;
 use kvplan_eval::records::{merge_results, write_atomic, RecordsFile};
 use kvplan_eval::ruler::{report, RulerRun, Sources, Task};
 use kvplan_eval::runner::{Evaluator, Progress};
-use kvplan_profiler::data::LONG_CONTEXT_EVAL;
 use kvplan_runtime::backend;
 
 use super::eval::{report_skips, Bar, EvalCommon, EvalSetup};

@@ -4,7 +4,7 @@
 //! counts, speed and the memory report go to stderr. The stop token itself is not printed.
 //!
 //! `--method NAME` applies a press from the registry (`full` by default), configured from
-//! `--plan FILE` (default: `plans/<model>.plan.json` when it exists) at the prompt's length,
+//! `--plan FILE` (default: the model's `plans/<slug>.plan.json`) at the prompt's length,
 //! under the plan's target or `--budget N` / `--ratio R`. The memory report gives the KV bytes
 //! held, the bytes the real FullKV cache of the model's KV heads would hold, their ratio and the
 //! plan's own figure.
@@ -17,12 +17,12 @@ use anyhow::{bail, Context};
 use kvplan_planner::{Budgets, Plan, Target};
 use kvplan_runtime::backend::Selected;
 use kvplan_runtime::generate::{GenerateConfig, Sampling};
-use kvplan_runtime::identity::{model_identity, model_name};
+use kvplan_runtime::identity::model_identity;
 use kvplan_runtime::model::Model;
 use kvplan_runtime::press::registry::{build_press_with, PressOptions};
 use kvplan_runtime::press::{generate_pressed, MemoryReport};
 
-use super::model_args::{load_model, ModelArgs, WeightsArg};
+use super::model_args::{self, load_model, plan_file, ModelArgs, WeightsArg};
 
 /// Arguments of `kvplan generate`.
 #[derive(clap::Args, Debug)]
@@ -52,7 +52,7 @@ pub struct GenerateArgs {
     /// spindle, pod.
     #[arg(long, value_name = "NAME", default_value = "full")]
     pub method: String,
-    /// Plan the method's budgets come from [default: plans/<model>.plan.json if present].
+    /// Plan the method's budgets come from [default: plans/<slug>.plan.json].
     #[arg(long, value_name = "FILE")]
     pub plan: Option<PathBuf>,
     /// Re-target the plan: entries per (layer, KV head), observation window included.
@@ -71,7 +71,7 @@ pub struct GenerateArgs {
     pub weights: WeightsArg,
 }
 
-/// The plan for `--method`: `--plan`, else the model's default plan when it exists.
+/// The plan for `--method` (none for `full`): `--plan`, else the model's default plan.
 fn load_plan(
     args: &GenerateArgs,
     path: &Path,
@@ -80,23 +80,9 @@ fn load_plan(
     if args.method == "full" {
         return Ok(None);
     }
-    let default = PathBuf::from(format!(
-        "plans/{}.plan.json",
-        model_name(path).to_lowercase()
-    ));
-    let file = match &args.plan {
-        Some(p) => p.clone(),
-        None if default.is_file() => default,
-        None => bail!(
-            "method `{}` needs a plan: give --plan FILE (no default plan at {})",
-            args.method,
-            default.display()
-        ),
-    };
     let identity = model_identity(path, &model.config)?;
-    let plan = Plan::load(&file, Some(&identity))
-        .with_context(|| format!("cannot use plan {}", file.display()))?;
-    Ok(Some(plan))
+    let file = plan_file(args.plan.as_deref(), &identity);
+    Ok(Some(model_args::load_plan(&file, &identity, path)?.0))
 }
 
 /// Runs `kvplan generate`.

@@ -9,6 +9,7 @@ pub mod fetch;
 pub mod generate;
 pub mod inspect;
 pub mod model_args;
+pub mod models;
 pub mod plan;
 pub mod plot;
 pub mod profile;

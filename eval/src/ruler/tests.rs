@@ -157,11 +157,11 @@ fn run_keys_cover_tasks_examples_and_cells() {
     );
 }
 
-/// The package `kvplan data fetch` puts under `data/` (run with `--ignored` once fetched).
+/// The package `kvplan data fetch` puts in the data folder (run with `--ignored` once fetched).
 #[test]
-#[ignore = "needs data/long_context_eval (kvplan data fetch)"]
+#[ignore = "needs <data folder>/long_context_eval (kvplan data fetch)"]
 fn the_fetched_package_loads_and_every_task_builds() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/long_context_eval");
+    let dir = kvplan_common::paths::data_dir(None).join("long_context_eval");
     let started = std::time::Instant::now();
     let sources = Sources::load(&dir, &Task::ALL).expect("load");
     eprintln!("loaded in {:.1}s", started.elapsed().as_secs_f64());

@@ -16,11 +16,11 @@ use kvplan_runtime::model::Model;
 use kvplan_runtime::tokenizer::Tokenizer;
 
 use crate::config::ProfileConfig;
-use crate::data::Corpus;
 use crate::needles::Example;
 use crate::partial::{Partial, TrialOutcome};
 use crate::progress::Progress;
 use crate::{Error, Result};
+use kvplan_common::data::Corpus;
 
 pub use trial::KEEP_ABOVE;
 
