@@ -6,7 +6,6 @@ use kvplan_planner::Trial;
 use kvplan_runtime::generate::argmax as logits_argmax;
 use kvplan_runtime::model::Logits;
 use kvplan_runtime::observe::{ObserveConfig, Observer};
-use kvplan_runtime::tokenizer::ChatMessage;
 
 use super::{Kind, ProfileInputs, TrialSpec};
 use crate::analysis::metrics::{qa_f1, rouge1_recall};
@@ -27,12 +26,8 @@ fn prompt<B: Backend>(inp: &ProfileInputs<'_, B>, spec: &TrialSpec) -> Result<(P
     let ex = spec.example;
     let needle = tok.encode(&format!(" {}", ex.needle))?;
     let answer = tok.encode(&format!(" {}", ex.answer))?;
-    let render = |m: &str| {
-        tok.render_chat(&[ChatMessage {
-            role: "user".into(),
-            content: m.into(),
-        }])
-    };
+    let (pre, post) = tok.user_frame()?;
+    let render = |m: &str| format!("{pre}{m}{post}");
     let (before, after) = frame_text(inp.config.prompt_style, ex.question, render);
     let prefix = tok.encode(&before)?;
     let suffix = tok.encode(&after)?;
