@@ -51,7 +51,11 @@ fn tokenizer_reproduces_every_fixture_case() {
         );
         if let Some(chat) = case.get("chat") {
             let msgs: Vec<ChatMessage> = serde_json::from_value(chat.clone()).unwrap();
-            assert_eq!(tok.render_chat(&msgs), text, "ChatML rendering");
+            assert_eq!(
+                tok.render_chat(&msgs).unwrap(),
+                text,
+                "chat template rendering"
+            );
         }
     }
 }

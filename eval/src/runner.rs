@@ -225,10 +225,13 @@ impl<'a, B: Backend> Evaluator<'a, B> {
     ) -> Result<Example> {
         const HOLE: &str = "\u{1}HAYSTACK\u{1}";
         let (head, question) = needle.user_frame();
-        let chat = self.tok.render_chat(&[ChatMessage {
-            role: "user".into(),
-            content: format!("{head}{HOLE}{question}"),
-        }]);
+        let chat = self
+            .tok
+            .render_chat(&[ChatMessage {
+                role: "user".into(),
+                content: format!("{head}{HOLE}{question}"),
+            }])
+            .map_err(model_err)?;
         let (pre, post) = chat
             .split_once(HOLE)
             .ok_or_else(|| Error::Request("chat template lost the haystack".into()))?;

@@ -30,7 +30,9 @@ pub struct GenerateArgs {
     /// The prompt.
     #[arg(long)]
     pub prompt: String,
-    /// Wrap the prompt as a user message in the model's chat template.
+    /// Wrap the prompt as a user message in the model's chat template (`tokenizer.chat_template`;
+    /// an error for a model without one). Without it the prompt is plain text, after BOS when the
+    /// model adds one.
     #[arg(long)]
     pub chat: bool,
     /// Most new tokens.
@@ -96,7 +98,7 @@ pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
     let prompt = if args.chat {
         tok.encode_chat(&args.prompt)?
     } else {
-        tok.encode(&args.prompt)?
+        tok.encode_prompt(&args.prompt)?
     };
     let plan = load_plan(&args, &path, &model)?;
     let target = match (args.budget, args.ratio) {

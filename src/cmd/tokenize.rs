@@ -1,4 +1,5 @@
-//! `kvplan tokenize`: print the ids of a text (or of a one-message chat) as a JSON array.
+//! `kvplan tokenize`: print the ids the model is given for a text (BOS first when the model adds
+//! one) or for a one-message chat rendered by the model's template, as a JSON array.
 
 use anyhow::Context;
 use kvplan_runtime::gguf::GgufFile;
@@ -12,7 +13,8 @@ pub struct TokenizeArgs {
     /// Text to tokenize (special tokens written in it are recognised).
     #[arg(long)]
     pub text: String,
-    /// Render the text as a user message in the model's chat template first.
+    /// Render the text as a user message in the model's chat template first (an error for a model
+    /// without one).
     #[arg(long)]
     pub chat: bool,
     #[command(flatten)]
@@ -27,7 +29,7 @@ pub fn run(args: TokenizeArgs) -> anyhow::Result<()> {
     let ids = if args.chat {
         tok.encode_chat(&args.text)?
     } else {
-        tok.encode(&args.text)?
+        tok.encode_prompt(&args.text)?
     };
     println!("{}", serde_json::to_string(&ids)?);
     Ok(())

@@ -4,7 +4,7 @@
 //! (`Evaluator::score_prompt`: one shared prefill for every press but `pod`, greedy decoding).
 
 use burn::tensor::backend::Backend;
-use kvplan_runtime::tokenizer::{ChatMessage, Tokenizer};
+use kvplan_runtime::tokenizer::Tokenizer;
 
 use super::{generate, score, Framer, RulerRun, Sources, Task};
 use crate::records::{Record, RecordsFile};
@@ -16,15 +16,22 @@ use crate::Result;
 pub struct ChatFramer<'a> {
     /// The model's tokenizer.
     pub tok: &'a Tokenizer,
+    /// The rendered chat before and after the user message.
+    frame: (String, String),
+}
+
+impl<'a> ChatFramer<'a> {
+    /// Renders the model's chat template around a user message once.
+    pub fn new(tok: &'a Tokenizer) -> Result<Self> {
+        let frame = tok.user_frame().map_err(model_err)?;
+        Ok(Self { tok, frame })
+    }
 }
 
 impl Framer for ChatFramer<'_> {
     fn frame(&self, user: &str, answer_prefix: &str) -> String {
-        let chat = self.tok.render_chat(&[ChatMessage {
-            role: "user".into(),
-            content: user.to_string(),
-        }]);
-        format!("{chat}{}", answer_prefix.trim_start())
+        let (pre, post) = &self.frame;
+        format!("{pre}{user}{post}{}", answer_prefix.trim_start())
     }
 
     fn count(&self, text: &str) -> Result<usize> {
@@ -45,7 +52,7 @@ impl<B: Backend> Evaluator<'_, B> {
         progress: &mut dyn FnMut(&Progress),
     ) -> Result<Vec<RulerSkip>> {
         let variants = run.variants();
-        let framer = ChatFramer { tok: self.tok };
+        let framer = ChatFramer::new(self.tok)?;
         let mut p = Progress::new(run.cells());
         let mut skips = Vec::new();
         // Every prompt first, so a task that cannot fit the length fails before any model run.

@@ -6,14 +6,13 @@ use kvplan_planner::Trial;
 use kvplan_runtime::generate::argmax as logits_argmax;
 use kvplan_runtime::model::Logits;
 use kvplan_runtime::observe::{ObserveConfig, Observer};
-use kvplan_runtime::tokenizer::ChatMessage;
 
 use super::{Kind, ProfileInputs, TrialSpec};
 use crate::analysis::metrics::{qa_f1, rouge1_recall};
 use crate::analysis::reasoning::mass_on_span;
 use crate::analysis::retrieval::{copies_from_span, denominator};
-use crate::needles::frame_text;
 use crate::needles::placement::{place, Frame, Placed};
+use crate::needles::{frame_text, PromptStyle};
 use crate::partial::TrialOutcome;
 use crate::samples::text_tokens;
 use crate::{Error, Result};
@@ -27,11 +26,14 @@ fn prompt<B: Backend>(inp: &ProfileInputs<'_, B>, spec: &TrialSpec) -> Result<(P
     let ex = &spec.example;
     let needle = tok.encode(&format!(" {}", ex.needle))?;
     let answer = tok.encode(&format!(" {}", ex.answer))?;
-    let render = |m: &str| {
-        tok.render_chat(&[ChatMessage {
-            role: "user".into(),
-            content: m.into(),
-        }])
+    // The chat frame only when the style asks for it: a base model has no chat template.
+    let chat = match inp.config.prompt_style {
+        PromptStyle::Chat => Some(tok.user_frame()?),
+        PromptStyle::Plain => None,
+    };
+    let render = |m: &str| match &chat {
+        Some((pre, post)) => format!("{pre}{m}{post}"),
+        None => m.to_string(),
     };
     let (before, after) = frame_text(inp.config.prompt_style, &ex.question, render);
     let prefix = tok.encode(&before)?;
