@@ -3,6 +3,7 @@
 //! models and data are fetched into ([`paths`]).
 
 pub mod fs;
+pub mod needle;
 pub mod paths;
 pub mod rng;
 
