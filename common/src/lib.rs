@@ -6,5 +6,6 @@ pub mod fs;
 pub mod needle;
 pub mod paths;
 pub mod rng;
+pub mod score;
 
 pub use rng::Rng;
