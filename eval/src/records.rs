@@ -172,19 +172,10 @@ impl RecordsFile {
     }
 }
 
-/// Writes `text` to a temporary file beside `path`, then renames it into place: a reader sees
-/// the old file or the new one, never a part.
+/// Writes `text` to `path` atomically ([`kvplan_common::fs`]), creating its folder: a reader
+/// sees the old file or the new one, never a part.
 pub fn write_atomic(path: &Path, text: &str) -> Result<()> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(io_err(dir))?;
-    }
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
-    std::fs::write(&tmp, text).map_err(io_err(&tmp))?;
-    std::fs::rename(&tmp, path).map_err(io_err(path))
+    kvplan_common::fs::write_atomic_creating_dirs(path, text.as_bytes()).map_err(io_err(path))
 }
 
 fn mean(v: &[f64]) -> f64 {
