@@ -9,7 +9,9 @@ pub mod catalog;
 pub mod data;
 pub mod fetch;
 pub mod fs;
+pub mod needle;
 pub mod paths;
 pub mod rng;
+pub mod score;
 
 pub use rng::Rng;

@@ -1,26 +1,39 @@
-//! kvplan's evaluation (issue 6): the same examples under every method and budget, scored as
-//! RULER scores them, recorded cell by cell so a run resumes, and summarised in the results
-//! schema `kvplan plot` reads (`kvplan_plots::EvalResults`) and a Markdown table.
+//! kvplan's evaluation: the same examples under every method and budget, scored as RULER scores
+//! them, recorded cell by cell so a run resumes, and summarised in the results schema `kvplan
+//! plot` reads ([`results::EvalResults`], owned here, read by the plots crate) and a Markdown
+//! table.
 //!
 //! - [`score`]: RULER's string matching and SQuAD's token F1;
 //! - [`niah`]: RULER-style needles and token-exact placement in a haystack;
 //! - [`records`]: per-cell records, atomic writes, resuming, aggregation into `EvalResults`;
+//! - [`results`]: the results schema (NIAH cells, quality points, perplexity curves);
 //! - [`table`]: the Markdown table;
 //! - [`ruler`]: the RULER subset (niah, variable tracking, common words, QA) ported from
 //!   RULER's generators, sized to a length with the model's tokenizer;
 //! - [`rng`]: the seeded generator examples are drawn with;
+//! - [`task`]: what every task shares apart from the model (cells grouped by prompt, progress,
+//!   skipped cells, the records' base settings, the [`task::Reporter`]);
+//! - `driver` (feature `model`): the one driver every task runs through — set-up, records and
+//!   resume, the per-prompt loop, results, figures and table;
+//! - `tasks` (feature `model`): NIAH, the RULER subset and streaming perplexity over the driver;
 //! - `runner` (feature `model`): runs the model under the runtime's presses, one shared prefill
-//!   per example for every press that keeps the model's own forward pass.
+//!   per prompt for every press that keeps the model's own forward pass.
 
+#[cfg(feature = "model")]
+pub mod driver;
 pub mod niah;
 pub mod ppl;
 pub mod records;
+pub mod results;
 pub use kvplan_common::rng;
 pub mod ruler;
 #[cfg(feature = "model")]
 pub mod runner;
 pub mod score;
 pub mod table;
+pub mod task;
+#[cfg(feature = "model")]
+pub mod tasks;
 
 /// Errors of the evaluation.
 #[derive(Debug, thiserror::Error)]
@@ -35,12 +48,18 @@ pub enum Error {
     /// A records or results file that does not parse or does not match this run.
     #[error("{path}: {message}")]
     Invalid { path: String, message: String },
+    /// A results file that does not parse: where in the JSON text, and what.
+    #[error("results: at `{at}`: {message}")]
+    Results { at: String, message: String },
     /// A bad request (haystack too short, unknown method, …).
     #[error("{0}")]
     Request(String),
     /// The model or a press failed.
     #[error("model: {0}")]
     Model(String),
+    /// The reporter failed (drawing the figures, showing the table).
+    #[error(transparent)]
+    Report(crate::task::ReportError),
 }
 
 /// Result alias of the evaluation.

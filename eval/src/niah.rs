@@ -9,15 +9,12 @@
 //! template with the answer prefix (its leading space dropped) appended after the generation
 //! prompt, as RULER does for chat models. Score: RULER's `string_match_all` of the value.
 //!
-//! **Placement (token-exact).** The haystack is cut to `length − |prefix| − |needle| − |suffix|`
-//! tokens so the prompt has exactly `length` tokens; the needle goes at
-//! `⌊depth · haystack⌋`, moved back to just after the nearest sentence end (a token ending in a
-//! period) so it starts a sentence, as RULER inserts between sentences; at depth 1 it goes after
-//! the whole haystack.
-
-use std::ops::Range;
+//! **Placement (token-exact)** is [`kvplan_common::needle`]'s, shared with the profiler: the
+//! prompt has exactly the requested length and the needle starts a sentence at the requested
+//! depth (a fraction in [0, 1]), as RULER inserts between sentences.
 
 pub use crate::rng::Rng;
+pub use kvplan_common::needle::{insertion_point, place, Frame, Placed};
 
 /// RULER's niah template for one needle (singular), split around the context.
 pub const TEMPLATE_HEAD: &str = "A special magic number is hidden within the following text. \
@@ -91,145 +88,9 @@ impl Needle {
     }
 }
 
-/// A prompt with its needle in place.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Placed {
-    /// The prompt's token ids, exactly the requested length.
-    pub ids: Vec<u32>,
-    /// Where the needle's tokens lie in `ids`.
-    pub needle: Range<usize>,
-}
-
-impl Placed {
-    /// Where the needle starts, as a fraction of the haystack it was placed in.
-    pub fn depth_of(&self, prefix_len: usize, haystack_len: usize) -> f64 {
-        (self.needle.start - prefix_len) as f64 / haystack_len.max(1) as f64
-    }
-}
-
-/// Index in `haystack` where the needle goes at `depth` ∈ [0, 1]: `⌊depth · len⌋`, moved back to
-/// just after the nearest sentence end.
-pub fn insertion_point(
-    haystack: &[u32],
-    depth: f64,
-    is_sentence_end: impl Fn(u32) -> bool,
-) -> usize {
-    if depth >= 1.0 {
-        return haystack.len();
-    }
-    let mut at = (haystack.len() as f64 * depth.max(0.0)).floor() as usize;
-    while at > 0 && !is_sentence_end(haystack[at - 1]) {
-        at -= 1;
-    }
-    at
-}
-
-/// Tokens of a prompt around the haystack.
-#[derive(Debug, Clone, Copy)]
-pub struct Frame<'a> {
-    /// Before the haystack (chat header, template head).
-    pub prefix: &'a [u32],
-    /// The needle.
-    pub needle: &'a [u32],
-    /// After the haystack (question, end of turn, answer prefix).
-    pub suffix: &'a [u32],
-}
-
-/// Builds a prompt of exactly `length` tokens; `None` when `haystack` is too short or `length`
-/// leaves no room for any haystack.
-pub fn place(
-    haystack: &[u32],
-    frame: Frame<'_>,
-    length: usize,
-    depth: f64,
-    is_sentence_end: impl Fn(u32) -> bool,
-) -> Option<Placed> {
-    let fixed = frame.prefix.len() + frame.needle.len() + frame.suffix.len();
-    let room = length.checked_sub(fixed)?;
-    if room == 0 || haystack.len() < room {
-        return None;
-    }
-    let hay = &haystack[..room];
-    let at = insertion_point(hay, depth, is_sentence_end);
-    let mut ids = Vec::with_capacity(length);
-    ids.extend_from_slice(frame.prefix);
-    ids.extend_from_slice(&hay[..at]);
-    let start = ids.len();
-    ids.extend_from_slice(frame.needle);
-    let end = ids.len();
-    ids.extend_from_slice(&hay[at..]);
-    ids.extend_from_slice(frame.suffix);
-    Some(Placed {
-        ids,
-        needle: start..end,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn is_period(t: u32) -> bool {
-        t == 0
-    }
-
-    /// 40 tokens, a period (0) every 5th.
-    fn hay() -> Vec<u32> {
-        (1..=40)
-            .map(|i| if i % 5 == 0 { 0 } else { 100 + i })
-            .collect()
-    }
-
-    #[test]
-    fn needle_sits_at_the_sentence_start_before_the_requested_depth() {
-        let (prefix, needle, suffix) = ([7u32, 7], [9u32, 9, 9], [8u32]);
-        let frame = Frame {
-            prefix: &prefix,
-            needle: &needle,
-            suffix: &suffix,
-        };
-        // Room = 26 − 6 = 20 haystack tokens; 50% → 10, hay[9] is a period → at 10.
-        let p = place(&hay(), frame, 26, 0.5, is_period).expect("fits");
-        assert_eq!(p.ids.len(), 26);
-        assert_eq!(p.needle, 12..15);
-        assert_eq!(&p.ids[12..15], &needle);
-        assert_eq!(&p.ids[..2], &prefix);
-        assert_eq!(p.ids[25], 8);
-        assert_eq!(p.ids[11], 0, "the token before the needle ends a sentence");
-        assert_eq!(p.depth_of(2, 20), 0.5);
-        // 65% of 20 = 13 → back to just after the period at 9 → 10.
-        assert_eq!(
-            place(&hay(), frame, 26, 0.65, is_period)
-                .expect("fits")
-                .needle,
-            12..15
-        );
-        // 0 → start of the haystack; 1 → after all of it.
-        assert_eq!(
-            place(&hay(), frame, 26, 0.0, is_period)
-                .expect("fits")
-                .needle,
-            2..5
-        );
-        let end = place(&hay(), frame, 26, 1.0, is_period).expect("fits");
-        assert_eq!(end.needle, 22..25);
-        // The haystack keeps its order around the needle.
-        let mut rest = end.ids[2..22].to_vec();
-        rest.truncate(20);
-        assert_eq!(rest, hay()[..20]);
-    }
-
-    #[test]
-    fn too_short_haystack_or_length_gives_none() {
-        let frame = Frame {
-            prefix: &[1],
-            needle: &[2],
-            suffix: &[3],
-        };
-        assert!(place(&hay(), frame, 3, 0.5, is_period).is_none());
-        assert!(place(&hay(), frame, 44, 0.5, is_period).is_none());
-        assert!(place(&hay(), frame, 43, 0.5, is_period).is_some());
-    }
 
     #[test]
     fn needles_are_seeded_and_differ_between_examples() {

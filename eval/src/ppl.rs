@@ -5,6 +5,9 @@
 //! This module holds the arithmetic: per-token NLL from logits and the cumulative perplexity
 //! curve `exp(mean NLL of tokens 1..=p)` at chosen positions.
 
+use crate::records::{CellKey, CellRecord, RecordsFile};
+use crate::results::PerplexityCurve;
+
 /// `−log softmax(logits)[target]`, computed stably (log-sum-exp around the maximum).
 pub fn nll(logits: &[f32], target: u32) -> f64 {
     let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max) as f64;
@@ -59,34 +62,27 @@ pub struct PplRecord {
     pub seconds: f64,
 }
 
-/// A perplexity records file: settings and one record per (text, method, budget).
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PplRecords {
-    /// What the records were made under; other settings are not reused.
-    pub settings: std::collections::BTreeMap<String, String>,
-    /// Every streamed (text, method, budget).
-    pub records: Vec<PplRecord>,
-}
+impl CellRecord for PplRecord {
+    const COMPACT: bool = true;
 
-impl PplRecords {
-    /// The record of (text, method, budget, tokens), when streamed.
-    pub fn get(
-        &self,
-        text: &str,
-        method: &str,
-        budget: Option<usize>,
-        tokens: usize,
-    ) -> Option<&PplRecord> {
-        self.records.iter().find(|r| {
-            r.text == text && r.method == method && r.budget == budget && r.tokens == tokens
-        })
+    fn key(&self) -> CellKey {
+        CellKey::stream(&self.text, self.tokens, &self.method, self.budget)
+    }
+
+    fn progress_line(&self, what: &str) -> String {
+        format!(
+            "{what} {} {:?}: {:.1}s",
+            self.method, self.budget, self.seconds
+        )
     }
 }
 
+/// A perplexity records file: settings and one record per (text, length, method, budget).
+pub type PplRecords = RecordsFile<PplRecord>;
+
 /// One curve per (method, budget): the perplexity over all texts' tokens up to each checkpoint
 /// (NLLs averaged over the texts position by position, then accumulated).
-pub fn curves(records: &[&PplRecord], every: usize) -> Vec<kvplan_plots::PerplexityCurve> {
+pub fn curves(records: &[&PplRecord], every: usize) -> Vec<PerplexityCurve> {
     let mut keys: Vec<(String, Option<usize>)> = Vec::new();
     for r in records {
         let k = (r.method.clone(), r.budget);
@@ -109,7 +105,7 @@ pub fn curves(records: &[&PplRecord], every: usize) -> Vec<kvplan_plots::Perplex
                 .collect();
             let positions = checkpoints(n, every);
             let perplexity = curve(&mean, &positions);
-            Some(kvplan_plots::PerplexityCurve {
+            Some(PerplexityCurve {
                 method,
                 budget,
                 positions,

@@ -1,9 +1,10 @@
 //! Per-cell records and the results file, written atomically; a run resumes from its records.
 //!
 //! A records file (`results/<model>.<task>.records.json`) holds the run's settings and one
-//! [`Record`] per scored (example, context length, depth, method, budget). It is rewritten
-//! (temporary file, then rename) after every example, so an interrupted run loses at most the
-//! example in flight and a re-run skips every cell already scored. Records made under other
+//! record per scored cell: a [`Record`] per (example, context length, depth, method, budget) for
+//! the prompt tasks, a [`crate::ppl::PplRecord`] per streamed (text, length, method, budget). It
+//! is rewritten (temporary file, then rename) after every cell, so an interrupted run loses at
+//! most the cell in flight and a re-run skips every cell already scored. Records made under other
 //! settings (model, plan, seed, prompt form) are refused rather than mixed.
 //!
 //! [`aggregate_niah`] turns records into the results schema: one `NiahCell` per (method, budget,
@@ -13,7 +14,10 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use kvplan_plots::results::{EvalResults, NiahCell, QualityPoint, RESULTS_SCHEMA_VERSION};
+use crate::results::{
+    label, EvalResults, NiahCell, PerplexityCurve, QualityPoint, RESULTS_SCHEMA_VERSION,
+};
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use crate::{io_err, Error, Result};
@@ -51,9 +55,21 @@ pub struct Record {
     pub seconds: f64,
 }
 
-impl Record {
+/// What a records file holds per cell.
+pub trait CellRecord: Serialize + DeserializeOwned + Clone {
+    /// Records written on one line rather than pretty-printed: per-token arrays would otherwise
+    /// take a line per number.
+    const COMPACT: bool = false;
+
     /// The cell's identity: what a re-run must not score again.
-    pub fn key(&self) -> CellKey {
+    fn key(&self) -> CellKey;
+
+    /// The progress line of this cell, scored on the prompt described by `what`.
+    fn progress_line(&self, what: &str) -> String;
+}
+
+impl CellRecord for Record {
+    fn key(&self) -> CellKey {
         CellKey::new(
             &self.task,
             self.context_len,
@@ -61,6 +77,14 @@ impl Record {
             self.example,
             &self.method,
             self.budget,
+        )
+    }
+
+    fn progress_line(&self, what: &str) -> String {
+        format!(
+            "{} {what}: {:.0}",
+            label(&self.method, self.budget),
+            100.0 * self.score
         )
     }
 }
@@ -98,20 +122,26 @@ impl CellKey {
             "{task}/{context_len}/{depth:.4}/{example}/{method}/{b}"
         ))
     }
+
+    /// The key of a stream of `text`'s first `tokens` tokens under (method, budget).
+    pub fn stream(text: &str, tokens: usize, method: &str, budget: Option<usize>) -> Self {
+        let b = budget.map_or("full".to_string(), |b| b.to_string());
+        Self(format!("stream/{text}/{tokens}/{method}/{b}"))
+    }
 }
 
 /// A records file: settings and records.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RecordsFile {
+pub struct RecordsFile<R = Record> {
     /// What the records were made under (model, plan hash, seed, prompt form …); a run with
     /// other settings does not reuse them.
     pub settings: BTreeMap<String, String>,
     /// Every scored cell.
-    pub records: Vec<Record>,
+    pub records: Vec<R>,
 }
 
-impl RecordsFile {
+impl<R: CellRecord> RecordsFile<R> {
     /// Empty records under `settings`.
     pub fn new(settings: BTreeMap<String, String>) -> Self {
         Self {
@@ -126,7 +156,7 @@ impl RecordsFile {
             return Ok(Self::new(settings));
         }
         let text = std::fs::read_to_string(path).map_err(io_err(path))?;
-        let file: RecordsFile = serde_json::from_str(&text).map_err(|e| Error::Invalid {
+        let file: RecordsFile<R> = serde_json::from_str(&text).map_err(|e| Error::Invalid {
             path: path.display().to_string(),
             message: e.to_string(),
         })?;
@@ -151,12 +181,12 @@ impl RecordsFile {
     }
 
     /// The record of `key`, when scored.
-    pub fn get(&self, key: &CellKey) -> Option<&Record> {
+    pub fn get(&self, key: &CellKey) -> Option<&R> {
         self.records.iter().find(|r| &r.key() == key)
     }
 
     /// Adds `record`, replacing one with the same key.
-    pub fn insert(&mut self, record: Record) {
+    pub fn insert(&mut self, record: R) {
         let key = record.key();
         self.records.retain(|r| r.key() != key);
         self.records.push(record);
@@ -164,7 +194,12 @@ impl RecordsFile {
 
     /// Writes the records atomically.
     pub fn save(&self, path: &Path) -> Result<()> {
-        let text = serde_json::to_string_pretty(self).map_err(|e| Error::Invalid {
+        let text = if R::COMPACT {
+            serde_json::to_string(self)
+        } else {
+            serde_json::to_string_pretty(self)
+        };
+        let text = text.map_err(|e| Error::Invalid {
             path: path.display().to_string(),
             message: e.to_string(),
         })?;
@@ -172,19 +207,10 @@ impl RecordsFile {
     }
 }
 
-/// Writes `text` to a temporary file beside `path`, then renames it into place: a reader sees
-/// the old file or the new one, never a part.
+/// Writes `text` to `path` atomically ([`kvplan_common::fs`]), creating its folder: a reader
+/// sees the old file or the new one, never a part.
 pub fn write_atomic(path: &Path, text: &str) -> Result<()> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(io_err(dir))?;
-    }
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
-    std::fs::write(&tmp, text).map_err(io_err(&tmp))?;
-    std::fs::rename(&tmp, path).map_err(io_err(path))
+    kvplan_common::fs::write_atomic_creating_dirs(path, text.as_bytes()).map_err(io_err(path))
 }
 
 fn mean(v: &[f64]) -> f64 {
@@ -264,7 +290,7 @@ pub fn merge_results(
 pub fn merge_perplexity(
     path: &Path,
     model: &str,
-    curves: Vec<kvplan_plots::PerplexityCurve>,
+    curves: Vec<PerplexityCurve>,
 ) -> Result<EvalResults> {
     let mut results = load_or_new(path, model)?;
     results.perplexity = curves;
@@ -290,11 +316,7 @@ fn load_or_new(path: &Path, model: &str) -> Result<EvalResults> {
 }
 
 fn save_results(path: &Path, results: &EvalResults) -> Result<()> {
-    let text = serde_json::to_string_pretty(results).map_err(|e| Error::Invalid {
-        path: path.display().to_string(),
-        message: e.to_string(),
-    })?;
-    write_atomic(path, &format!("{text}\n"))
+    write_atomic(path, &results.to_json()?)
 }
 
 #[cfg(test)]
@@ -333,12 +355,12 @@ mod tests {
     fn records_round_trip_and_resume_by_key() {
         let dir = temp_dir("resume");
         let path = dir.join("m.niah.records.json");
-        let mut f = RecordsFile::open(&path, settings("0")).expect("new");
+        let mut f = RecordsFile::<Record>::open(&path, settings("0")).expect("new");
         f.insert(rec("full", None, 512, 0, 1.0));
         f.insert(rec("snapkv", Some(64), 512, 0, 0.0));
         f.insert(rec("snapkv", Some(64), 512, 0, 1.0)); // replaces
         f.save(&path).expect("save");
-        let back = RecordsFile::open(&path, settings("0")).expect("reopen");
+        let back = RecordsFile::<Record>::open(&path, settings("0")).expect("reopen");
         assert_eq!(back.records.len(), 2);
         let key = CellKey::new("niah", 512, 0.5, 0, "snapkv", Some(64));
         assert_eq!(back.get(&key).map(|r| r.score), Some(1.0));
@@ -346,7 +368,7 @@ mod tests {
             .get(&CellKey::new("niah", 512, 0.5, 1, "snapkv", Some(64)))
             .is_none());
         // Other settings: refused, naming what changed.
-        let err = RecordsFile::open(&path, settings("1")).expect_err("other seed");
+        let err = RecordsFile::<Record>::open(&path, settings("1")).expect_err("other seed");
         assert!(err.to_string().contains("seed: 0 → 1"), "{err}");
         let names: Vec<_> = std::fs::read_dir(&dir).expect("dir").flatten().collect();
         assert_eq!(names.len(), 1, "no temporary file left behind");

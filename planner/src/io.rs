@@ -2,7 +2,6 @@
 
 use crate::{Error, Result};
 use std::fs;
-use std::io::Write;
 use std::path::Path;
 
 /// Reads a UTF-8 file.
@@ -16,30 +15,10 @@ pub fn read(path: &Path) -> Result<String> {
 /// Writes `text` to `path` atomically: a reader sees the old file or the new one, never a part.
 /// The temp file lives in the same directory so that the rename stays on one file system.
 pub fn write_atomic(path: &Path, text: &str) -> Result<()> {
-    let io_err = |error| Error::Io {
+    kvplan_common::fs::write_atomic(path, text.as_bytes()).map_err(|error| Error::Io {
         path: path.to_path_buf(),
         error,
-    };
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| String::from("plan"));
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    let result = (|| {
-        let mut f = fs::File::create(&tmp)?;
-        f.write_all(text.as_bytes())?;
-        f.sync_all()?;
-        fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        // Best effort: the temp file is ours and useless after a failure.
-        let _ = fs::remove_file(&tmp);
-    }
-    result.map_err(io_err)
+    })
 }
 
 #[cfg(test)]

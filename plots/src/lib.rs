@@ -1,9 +1,9 @@
 //! kvplan plots: figures of profiles, plans and evaluation results (plotters, PNG and SVG).
 //!
 //! One file per figure kind under [`figures`]; [`sets`] chooses the figures a file implies and
-//! names them (`heads-r2.png`, `plan-pyramid.png`, `niah-snapkv-128.png`, …); [`results`] is the
-//! evaluation results schema that `kvplan eval` writes and these plots read. Text is drawn with a
-//! bundled font ([`font`]), so rendering never depends on the machine's fonts.
+//! names them (`heads-r2.png`, `plan-pyramid.png`, `niah-snapkv-128.png`, …); [`results`]
+//! re-exports the evaluation results schema, which belongs to `kvplan-eval` (its producer). Text
+//! is drawn with a bundled font ([`font`]), so rendering never depends on the machine's fonts.
 
 pub mod colour;
 pub mod figures;
@@ -39,9 +39,6 @@ pub enum Error {
         expected: String,
         found: String,
     },
-    /// A results file does not parse into [`EvalResults`].
-    #[error("results: at `{path}`: {message}")]
-    Parse { path: String, message: String },
     /// The file is not a profile, plan or results file.
     #[error("{0}")]
     UnknownKind(String),

@@ -9,7 +9,6 @@ use plotters::coord::Shift;
 use plotters::drawing::DrawingAreaErrorKind;
 use plotters::prelude::*;
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// A figure that can be drawn on any plotters backend.
@@ -172,26 +171,7 @@ pub fn write_figures(dir: &Path, figures: &[Rendered]) -> Result<Vec<PathBuf>> {
 /// Writes `bytes` to `path` through a temp file in the same directory and a rename, so a reader
 /// sees the old file or the new one, never a part.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| String::from("figure"));
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    let result = (|| {
-        let mut f = fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        // Best effort: the temp file is ours and useless after a failure.
-        let _ = fs::remove_file(&tmp);
-    }
-    result.map_err(|error| Error::Io {
+    kvplan_common::fs::write_atomic(path, bytes).map_err(|error| Error::Io {
         path: path.to_path_buf(),
         error,
     })

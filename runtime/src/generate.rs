@@ -61,31 +61,9 @@ pub struct GenerateConfig {
     pub stop_ids: Vec<u32>,
 }
 
-/// SplitMix64: a tiny, well-known seeded generator — enough for reproducible sampling, and it
-/// keeps the draw independent of any crate's changing defaults.
-#[derive(Debug, Clone)]
-pub struct SplitMix64(u64);
-
-impl SplitMix64 {
-    /// A generator with `seed`.
-    pub fn new(seed: u64) -> Self {
-        Self(seed)
-    }
-
-    /// Next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `[0, 1)`.
-    pub fn next_f64(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
+/// The seeded generator of top-p sampling: kvplan's one SplitMix64 ([`kvplan_common::Rng`]),
+/// under the name this crate's callers use.
+pub use kvplan_common::Rng as SplitMix64;
 
 /// Index of the largest value (ties: lowest index).
 pub fn argmax(logits: &[f32]) -> u32 {

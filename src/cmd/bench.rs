@@ -129,9 +129,8 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         let body = serde_json::to_string_pretty(
             &serde_json::json!({"model": model.config.name, "backend": backend::name(), "results": results}),
         )?;
-        let tmp = out.with_extension("json.tmp");
-        std::fs::write(&tmp, body).with_context(|| format!("writing {}", tmp.display()))?;
-        std::fs::rename(&tmp, &out).with_context(|| format!("writing {}", out.display()))?;
+        kvplan_common::fs::write_atomic(&out, body.as_bytes())
+            .with_context(|| format!("writing {}", out.display()))?;
     }
     Ok(())
 }

@@ -269,10 +269,9 @@ pub fn run(args: TrainPodArgs) -> anyhow::Result<()> {
         weights: weights.display().to_string(),
     };
     let out = args.report.unwrap_or_else(|| args.out.join("report.json"));
-    let tmp = out.with_extension("tmp");
-    std::fs::write(&tmp, serde_json::to_string_pretty(&report)? + "\n")
-        .with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, &out).with_context(|| format!("writing {}", out.display()))?;
+    let text = serde_json::to_string_pretty(&report)? + "\n";
+    kvplan_common::fs::write_atomic(&out, text.as_bytes())
+        .with_context(|| format!("writing {}", out.display()))?;
     eprintln!(
         "kvplan: report {}, weights {}",
         out.display(),

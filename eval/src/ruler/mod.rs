@@ -1,4 +1,4 @@
-//! The RULER subset at a fixed length (issue 6, item 2), ported from the generators of
+//! The RULER subset at a fixed length, ported from the generators of
 //! `nvidia-long-context-eval==26.3` (RULER): `data/synthetic/niah.py`,
 //! `data/synthetic/variable_tracking.py`, `data/synthetic/common_words_extraction.py`,
 //! `data/synthetic/qa.py`, the task templates of `data/synthetic/constants.py`, the task
@@ -29,8 +29,6 @@ pub mod data;
 pub mod niah;
 pub mod qa;
 pub mod report;
-#[cfg(feature = "model")]
-pub mod run;
 pub mod vt;
 
 pub use data::Sources;

@@ -5,7 +5,8 @@
 //! mean over the records it covers. The table has one row per method @ budget and one column per
 //! task, then the average, the KV fraction and the share of FullKV's average.
 
-use kvplan_plots::results::QualityPoint;
+use crate::results::QualityPoint;
+use crate::table::{score_table, ScoreRow};
 
 use super::Task;
 use crate::records::Record;
@@ -103,43 +104,25 @@ pub fn quality(records: &[Record], tasks: &[Task]) -> Vec<QualityPoint> {
     out
 }
 
-/// The table of `tasks`' records, scores in percent.
+/// The table of `tasks`' records, scores in percent: a column per task, then the average.
 pub fn markdown(records: &[Record], tasks: &[Task]) -> String {
     let rows = rows(records, tasks);
     let full = rows
         .iter()
         .find(|r| r.method == "full" && r.budget.is_none())
         .map(Row::average);
-    let mut out = String::from("| method @ budget |");
-    for t in tasks {
-        out.push_str(&format!(" {} |", t.name()));
-    }
-    out.push_str(" average | KV fraction | of FullKV |\n|---|");
-    out.push_str(&"---:|".repeat(tasks.len() + 3));
-    out.push('\n');
-    for row in &rows {
-        let label = match row.budget {
-            Some(b) => format!("{} @ {b}", row.method),
-            None => row.method.clone(),
-        };
-        out.push_str(&format!("| {label} |"));
-        for i in 0..tasks.len() {
-            match row.task_mean(i) {
-                Some(s) => out.push_str(&format!(" {:.1} |", 100.0 * s)),
-                None => out.push_str(" – |"),
-            }
-        }
-        let share = match full {
-            Some(f) if f > 0.0 => format!("{:.0}%", 100.0 * row.average() / f),
-            _ => "–".to_string(),
-        };
-        out.push_str(&format!(
-            " {:.1} | {:.3} | {share} |\n",
-            100.0 * row.average(),
-            row.kv_fraction()
-        ));
-    }
-    out
+    let rows: Vec<ScoreRow> = rows
+        .iter()
+        .map(|row| ScoreRow {
+            method: row.method.clone(),
+            budget: row.budget,
+            columns: (0..tasks.len()).map(|i| row.task_mean(i)).collect(),
+            overall: row.average(),
+            kv_fraction: row.kv_fraction(),
+        })
+        .collect();
+    let columns: Vec<String> = tasks.iter().map(|t| t.name().to_string()).collect();
+    score_table(&columns, "average", &rows, full)
 }
 
 #[cfg(test)]

@@ -1,14 +1,14 @@
-//! Needle placement, as Wu et al.'s and HeadKV's `insert_needle` do it, on token ids.
-//!
-//! The haystack is cut to `length − |needle| − |question|` tokens so that the prompt has exactly
-//! the requested length. The needle goes at `⌊depth% · haystack⌋` tokens, moved back to just after
-//! the nearest sentence end (a token ending in "."), so it starts a sentence; at depth 100 it goes
-//! after the whole haystack. The answer span is located inside the needle's tokens (exactly when
+//! Needle placement, as Wu et al.'s and HeadKV's `insert_needle` do it, on token ids: the
+//! placement itself is [`kvplan_common::needle`]'s (shared with the evaluation; depth a fraction
+//! in [0, 1]); this module adds the answer span, located inside the needle's tokens (exactly when
 //! the answer tokenises the same there, else the window of best token overlap, as the authors'
-//! `find_needle_idx` does).
+//! `find_needle_idx` does). The profile's settings give depths in percent, as the papers do;
+//! callers divide by 100.
 
 use std::collections::HashSet;
 use std::ops::Range;
+
+use kvplan_common::needle;
 
 /// A needle prompt ready to run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -19,22 +19,6 @@ pub struct Placed {
     pub needle_start: usize,
     /// The answer's tokens inside the prompt (the scored span).
     pub answer_span: Range<usize>,
-}
-
-/// Index in `haystack` where the needle goes for `depth_percent`.
-pub fn insertion_point(
-    haystack: &[u32],
-    depth_percent: f64,
-    is_sentence_end: impl Fn(u32) -> bool,
-) -> usize {
-    if depth_percent >= 100.0 {
-        return haystack.len();
-    }
-    let mut at = (haystack.len() as f64 * depth_percent / 100.0).floor() as usize;
-    while at > 0 && !is_sentence_end(haystack[at - 1]) {
-        at -= 1;
-    }
-    at
 }
 
 /// Where `answer` lies inside `needle`: an exact match, else the first window of `answer`'s
@@ -68,34 +52,27 @@ pub struct Frame<'a> {
     pub suffix: &'a [u32],
 }
 
-/// Builds the prompt: prefix, haystack (cut to fit) with the needle at the depth, suffix; `None`
-/// when the haystack is too short or the length leaves no room for it.
+/// Builds the prompt: prefix, haystack (cut to fit) with the needle at `depth` ∈ [0, 1], suffix;
+/// `None` when the haystack is too short or the length leaves no room for it.
 pub fn place(
     haystack: &[u32],
     needle: &[u32],
     answer: &[u32],
     frame: Frame<'_>,
     length: usize,
-    depth_percent: f64,
+    depth: f64,
     is_sentence_end: impl Fn(u32) -> bool,
 ) -> Option<Placed> {
-    let (prefix, question) = (frame.prefix, frame.suffix);
-    let budget = length.checked_sub(prefix.len() + needle.len() + question.len())?;
-    if budget == 0 || haystack.len() < budget {
-        return None;
-    }
-    let hay = &haystack[..budget];
-    let at = insertion_point(hay, depth_percent, is_sentence_end);
-    let mut ids = Vec::with_capacity(length);
-    ids.extend_from_slice(prefix);
-    ids.extend_from_slice(&hay[..at]);
-    ids.extend_from_slice(needle);
-    ids.extend_from_slice(&hay[at..]);
-    ids.extend_from_slice(question);
+    let shared = needle::Frame {
+        prefix: frame.prefix,
+        needle,
+        suffix: frame.suffix,
+    };
+    let placed = needle::place(haystack, shared, length, depth, is_sentence_end)?;
     let span = find_span(needle, answer);
-    let start = prefix.len() + at;
+    let start = placed.needle.start;
     Some(Placed {
-        ids,
+        ids: placed.ids,
         needle_start: start,
         answer_span: start + span.start..start + span.end,
     })
@@ -111,18 +88,26 @@ mod tests {
     }
 
     #[test]
-    fn needle_lands_after_the_sentence_end_before_the_requested_depth() {
-        // Haystack of 20 tokens with periods at indices 4, 9, 14, 19.
-        let hay: Vec<u32> = (1..=20).map(|i| if i % 5 == 0 { 0 } else { i }).collect();
-        // 50% of 20 = 10: hay[9] is a period, so the needle goes right at 10.
-        assert_eq!(insertion_point(&hay, 50.0, is_period), 10);
-        // 60% = 12: walk back to just after the period at 9 → 10.
-        assert_eq!(insertion_point(&hay, 60.0, is_period), 10);
-        // 0% → 0; 100% → the end.
-        assert_eq!(insertion_point(&hay, 0.0, is_period), 0);
-        assert_eq!(insertion_point(&hay, 100.0, is_period), 20);
-        // 20% = 4: hay[3] is not a period and none before it → start.
-        assert_eq!(insertion_point(&hay, 20.0, is_period), 0);
+    fn percent_depths_of_the_profiles_place_as_the_percent_formula_did() {
+        // The profiles' depths (round(linspace(0, 100, 10)), the quick profile's 25 and 75)
+        // divided by 100 must give ⌊len · d / 100⌋, the formula profiles were made with, for
+        // every haystack up to 70K tokens (float rounding could otherwise move a needle).
+        let depths = [
+            0.0, 11.0, 22.0, 33.0, 44.0, 56.0, 67.0, 78.0, 89.0, 100.0, 25.0, 75.0,
+        ];
+        // Every token ends a sentence, so the insertion point is the floor itself.
+        let hay = vec![1u32; 70_000];
+        for d in depths {
+            for len in 1..hay.len() {
+                let old = if d >= 100.0 {
+                    len
+                } else {
+                    (len as f64 * d / 100.0).floor() as usize
+                };
+                let at = needle::insertion_point(&hay[..len], d / 100.0, |_| true);
+                assert_eq!(at, old, "depth {d}%, {len} tokens");
+            }
+        }
     }
 
     #[test]
@@ -137,8 +122,8 @@ mod tests {
             prefix: &[],
             suffix: &question,
         };
-        // Length 30: haystack budget 30 − 4 − 2 = 24; 50% = 12 → back to 10 (after hay[9]).
-        let p = place(&hay, &needle, &answer, frame, 30, 50.0, is_period).unwrap();
+        // Length 30: haystack budget 30 − 4 − 2 = 24; 0.5 · 24 = 12 → back to 10 (after hay[9]).
+        let p = place(&hay, &needle, &answer, frame, 30, 0.5, is_period).unwrap();
         assert_eq!(p.ids.len(), 30);
         assert_eq!(p.needle_start, 10);
         assert_eq!(&p.ids[10..14], &needle);
@@ -148,17 +133,17 @@ mod tests {
         assert_eq!(&p.ids[..10], &hay[..10]);
         assert_eq!(&p.ids[14..28], &hay[10..24]);
         // Too short a haystack or length: no prompt.
-        assert!(place(&hay[..5], &needle, &answer, frame, 30, 50.0, is_period).is_none());
-        assert!(place(&hay, &needle, &answer, frame, 6, 50.0, is_period).is_none());
+        assert!(place(&hay[..5], &needle, &answer, frame, 30, 0.5, is_period).is_none());
+        assert!(place(&hay, &needle, &answer, frame, 6, 0.5, is_period).is_none());
         // A prefix shifts the needle and the span; the length still holds.
         let framed = Frame {
             prefix: &[1, 2],
             suffix: &question,
         };
-        let p = place(&hay, &needle, &answer, framed, 30, 50.0, is_period).unwrap();
+        let p = place(&hay, &needle, &answer, framed, 30, 0.5, is_period).unwrap();
         assert_eq!(p.ids.len(), 30);
         assert_eq!(&p.ids[..2], &[1, 2]);
-        // Budget 22; 50% = 11 → back to 10; needle at 2 + 10.
+        // Budget 22; 0.5 · 22 = 11 → back to 10; needle at 2 + 10.
         assert_eq!(p.needle_start, 12);
         assert_eq!(p.answer_span, 14..16);
     }

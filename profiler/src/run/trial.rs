@@ -50,7 +50,7 @@ fn prompt<B: Backend>(inp: &ProfileInputs<'_, B>, spec: &TrialSpec) -> Result<(P
         &answer,
         frame,
         spec.length,
-        spec.depth,
+        spec.depth / 100.0,
         is_end,
     )
     .ok_or_else(|| {

@@ -102,9 +102,7 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
 
 /// Writes `bytes` to `path` through a temporary file and a rename.
 fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let tmp = path.with_extension("tmp");
-    fs::write(&tmp, bytes).map_err(io(&tmp))?;
-    fs::rename(&tmp, path).map_err(io(path))
+    kvplan_common::fs::write_atomic(path, bytes).map_err(io(path))
 }
 
 /// Saves the weights of `tr` to `path` as burnpack, atomically.

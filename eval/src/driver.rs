@@ -1,0 +1,222 @@
+//! The one driver every evaluation task runs through (feature `model`): check the request, open
+//! the records (resuming a run made under the same settings), build every prompt first so a
+//! prompt that cannot be built fails before any model run, score each prompt's pending cells
+//! (saving the records after every cell), then aggregate the run's records into the results
+//! file, draw the figures, write and show the table.
+//!
+//! A task ([`Task`]: NIAH, the RULER subset, streaming perplexity under `crate::tasks`) says only
+//! what is its own: its settings, its prompts and their cells, how a prompt is built and scored,
+//! and how its records are summarised.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use burn::tensor::backend::Backend;
+
+use crate::records::{write_atomic, CellKey, CellRecord, RecordsFile};
+use crate::runner::Evaluator;
+use crate::task::{skip_lines, Cell, Identity, Progress, Reporter, Skipped, Unit};
+use crate::{Error, Result};
+
+/// A prompt (or text) built for scoring.
+pub struct Prepared<I> {
+    /// What the task scores its cells on (token ids and what it needs to score).
+    pub input: I,
+    /// The prompt, for progress lines (`1024 tokens, depth 0.5`).
+    pub what: String,
+}
+
+/// An evaluation task run by [`run`].
+pub trait Task<B: Backend> {
+    /// What one cell records.
+    type Record: CellRecord;
+    /// A built prompt.
+    type Input;
+
+    /// The task's name: records `<model>.<name>.records.json`, table `<model>.<name>.md`.
+    fn name(&self) -> &'static str;
+    /// Refuses what the model or the plan cannot run, before anything is read.
+    fn check(&self, ev: &Evaluator<'_, B>) -> Result<()>;
+    /// Settings beside the [`Identity`]'s that a records file must match.
+    fn settings(&self) -> Vec<(String, String)>;
+    /// Reads what the prompts are built from (haystack, data sets); `reporter` may be told.
+    fn load(&mut self, ev: &Evaluator<'_, B>, reporter: &mut dyn Reporter) -> Result<()>;
+    /// The line announcing the run, if any.
+    fn describe(&self, model: &str, backend: &str) -> Option<String>;
+    /// Every prompt of the run with its cells, in run order.
+    fn units(&self) -> Vec<Unit>;
+    /// Builds prompt `unit` (an index into [`Task::units`]).
+    fn prepare(&mut self, ev: &Evaluator<'_, B>, unit: usize) -> Result<Prepared<Self::Input>>;
+    /// Scores the `pending` cells of a built prompt, each record or skipped cell into `sink`.
+    fn score(
+        &mut self,
+        ev: &Evaluator<'_, B>,
+        input: &Self::Input,
+        pending: &[Cell],
+        sink: &mut Sink<'_, Self::Record>,
+    ) -> Result<()>;
+    /// Puts the run's records (`records`, in file order) into the results file at `results`
+    /// (model `model`) and returns the Markdown table.
+    fn summarise(&self, records: &[&Self::Record], results: &Path, model: &str) -> Result<String>;
+    /// What the run made, for the closing line (`12 cells`).
+    fn made(&self, records: usize) -> String;
+}
+
+/// Where a task's scoring puts each record and skipped cell: the records file (saved after
+/// every record) and the progress.
+pub struct Sink<'s, R: CellRecord> {
+    records: &'s mut Records<R>,
+    progress: &'s mut Progress,
+    reporter: &'s mut dyn Reporter,
+    what: &'s str,
+    recorded: usize,
+    skipped: Vec<Skipped>,
+}
+
+impl<R: CellRecord> Sink<'_, R> {
+    /// Records a scored cell, saves the records and reports progress.
+    pub fn record(&mut self, r: R) -> Result<()> {
+        self.progress.done += 1;
+        self.progress.last = r.progress_line(self.what);
+        self.records.file.insert(r);
+        self.records.file.save(&self.records.path)?;
+        self.recorded += 1;
+        self.reporter.progress(self.progress);
+        Ok(())
+    }
+
+    /// A cell not run (not recorded, so a re-run tries again): counted as done.
+    pub fn skip(&mut self, cell: Skipped) {
+        self.progress.done += 1;
+        self.skipped.push(cell);
+    }
+}
+
+/// A records file and where it is saved.
+struct Records<R> {
+    file: RecordsFile<R>,
+    path: PathBuf,
+}
+
+/// Runs `task` with the model of `ev` into the folder `out`; `identity` names the model and what
+/// the records are made under.
+pub fn run<B: Backend, T: Task<B>>(
+    ev: &Evaluator<'_, B>,
+    identity: &Identity,
+    out: &Path,
+    task: &mut T,
+    reporter: &mut dyn Reporter,
+) -> Result<()> {
+    task.check(ev)?;
+    let model = &identity.model;
+    let mut settings = identity.settings();
+    settings.extend(task.settings());
+    let path = out.join(format!("{model}.{}.records.json", task.name()));
+    let file = RecordsFile::<T::Record>::open(&path, settings)?;
+    let mut records = Records { file, path };
+    task.load(ev, reporter)?;
+    if let Some(line) = task.describe(model, &identity.backend) {
+        reporter.note(&line);
+    }
+    let started = Instant::now();
+    let units = task.units();
+    let skipped = score_units(ev, task, &units, &mut records, reporter)?;
+    for line in skip_lines(&skipped) {
+        reporter.note(&line);
+    }
+    let results = out.join(format!("{model}.results.json"));
+    let table = out.join(format!("{model}.{}.md", task.name()));
+    let wanted = of_units(&records.file, &units);
+    let md = task.summarise(&wanted, &results, model)?;
+    reporter.figures(&results, out).map_err(Error::Report)?;
+    write_atomic(&table, &md)?;
+    reporter.table(&md).map_err(Error::Report)?;
+    let line = format!(
+        "{} in {:.1}s; records {}, results {}, table {}",
+        task.made(wanted.len()),
+        started.elapsed().as_secs_f64(),
+        records.path.display(),
+        results.display(),
+        table.display()
+    );
+    reporter.note(&line);
+    Ok(())
+}
+
+/// Scores every cell of `units` not yet in `records`; returns the cells not run, each with
+/// where.
+fn score_units<B: Backend, T: Task<B>>(
+    ev: &Evaluator<'_, B>,
+    task: &mut T,
+    units: &[Unit],
+    records: &mut Records<T::Record>,
+    reporter: &mut dyn Reporter,
+) -> Result<Vec<(String, Skipped)>> {
+    let total = units.iter().map(|u| u.cells.len()).sum();
+    reporter.start(task.name(), total);
+    let mut progress = Progress::new(total);
+    let work = prepare_all(ev, task, units, &records.file, &mut progress)?;
+    if progress.done > 0 {
+        reporter.progress(&progress);
+    }
+    let mut skipped = Vec::new();
+    for (i, pending, prepared) in work {
+        let mut sink = Sink {
+            records: &mut *records,
+            progress: &mut progress,
+            reporter: &mut *reporter,
+            what: &prepared.what,
+            recorded: 0,
+            skipped: Vec::new(),
+        };
+        task.score(ev, &prepared.input, &pending, &mut sink)?;
+        let (recorded, cells) = (sink.recorded, sink.skipped);
+        if recorded == 0 && !cells.is_empty() {
+            reporter.progress(&progress);
+        }
+        skipped.extend(cells.into_iter().map(|c| (units[i].at.clone(), c)));
+    }
+    reporter.finish();
+    Ok(skipped)
+}
+
+/// A unit index, its cells not yet recorded, and its built prompt.
+type Work<I> = (usize, Vec<Cell>, Prepared<I>);
+
+/// Builds every unit with pending cells, counting the others' cells as reused.
+fn prepare_all<B: Backend, T: Task<B>>(
+    ev: &Evaluator<'_, B>,
+    task: &mut T,
+    units: &[Unit],
+    records: &RecordsFile<T::Record>,
+    progress: &mut Progress,
+) -> Result<Vec<Work<T::Input>>> {
+    let mut work = Vec::new();
+    for (i, u) in units.iter().enumerate() {
+        let pending: Vec<Cell> = u
+            .cells
+            .iter()
+            .filter(|c| records.get(&c.key).is_none())
+            .cloned()
+            .collect();
+        progress.reuse(u.cells.len() - pending.len());
+        if !pending.is_empty() {
+            work.push((i, pending, task.prepare(ev, i)?));
+        }
+    }
+    Ok(work)
+}
+
+/// The records of `units`' cells, in file order: records of other lengths, budgets or tasks stay
+/// on file unused.
+fn of_units<'r, R: CellRecord>(records: &'r RecordsFile<R>, units: &[Unit]) -> Vec<&'r R> {
+    let keys: std::collections::HashSet<&CellKey> = units
+        .iter()
+        .flat_map(|u| u.cells.iter().map(|c| &c.key))
+        .collect();
+    records
+        .records
+        .iter()
+        .filter(|r| keys.contains(&r.key()))
+        .collect()
+}

@@ -1,0 +1,300 @@
+//! Evaluation results: the file `kvplan eval` writes and `kvplan plot` reads
+//! (`results/<model>.results.json`). The schema belongs to the evaluation, which produces it;
+//! the plots crate reads it from here. One model per file; every list may be empty.
+//!
+//! ```json
+//! {
+//!   "schema_version": 1,
+//!   "model": "SmolLM2-135M-Instruct",
+//!   "niah": [
+//!     {"method": "snapkv", "budget": 128, "context_len": 2048, "depth": 0.25, "score": 1.0}
+//!   ],
+//!   "quality": [
+//!     {"task": "niah", "method": "snapkv", "budget": 128, "kv_fraction": 0.0625, "score": 0.91}
+//!   ],
+//!   "perplexity": [
+//!     {"method": "full", "budget": null, "positions": [512, 1024], "perplexity": [9.1, 8.7]}
+//!   ]
+//! }
+//! ```
+//!
+//! - `method` uses DESIGN.md's names (`full`, `streaming`, `h2o`, `snapkv`, `pyramid`, `headkv`,
+//!   `headkv-r`, `treekv`, `spindle`, `pod`); `budget` is the `--budget N` target (entries per
+//!   layer and KV head, observation window included), `null` for `full`.
+//! - `niah`: one cell per (method, budget, context_len, depth); `depth` is where the needle
+//!   sits, as a fraction of the context in [0, 1]; `score` in [0, 1] (mean over trials).
+//! - `quality`: one point per (task, method, budget); `kv_fraction` = the method's KV bytes over
+//!   the real FullKV bytes of the same prompts (DESIGN.md "Equal KV size"), in (0, 1];
+//!   `score` is the task's own metric, higher is better.
+//! - `perplexity`: one curve per (method, budget); `perplexity[i]` is the perplexity of the
+//!   tokens up to `positions[i]` (strictly increasing), each ≥ 1.
+//!
+//! Other top-level fields (settings, dates, timings) are allowed and ignored here; fields inside
+//! the entries are checked strictly, so a misspelt one is an error.
+
+use crate::{io_err, Error, Result};
+use serde::{Deserialize, Serialize};
+use std::fmt::Display;
+use std::path::Path;
+
+/// Version of the results schema this build reads and writes.
+pub const RESULTS_SCHEMA_VERSION: u32 = 1;
+
+/// A results file.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct EvalResults {
+    /// Always [`RESULTS_SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// Model name, as in its profile and plan (`SmolLM2-135M-Instruct`).
+    pub model: String,
+    #[serde(default)]
+    pub niah: Vec<NiahCell>,
+    #[serde(default)]
+    pub quality: Vec<QualityPoint>,
+    #[serde(default)]
+    pub perplexity: Vec<PerplexityCurve>,
+}
+
+/// One needle-in-a-haystack cell.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct NiahCell {
+    pub method: String,
+    /// Entries per (layer, KV head); `None` (JSON null) for `full`.
+    pub budget: Option<usize>,
+    /// Prompt length in tokens.
+    pub context_len: usize,
+    /// Needle position as a fraction of the context, in [0, 1].
+    pub depth: f64,
+    /// Mean score over trials, in [0, 1].
+    pub score: f64,
+}
+
+/// One point of a quality-vs-KV-size curve.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct QualityPoint {
+    /// Task name (`niah`, a LongBench task, …); one panel per task.
+    pub task: String,
+    pub method: String,
+    pub budget: Option<usize>,
+    /// KV bytes over FullKV bytes, in (0, 1].
+    pub kv_fraction: f64,
+    /// The task's metric, higher is better.
+    pub score: f64,
+}
+
+/// Perplexity by position for one method and budget.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PerplexityCurve {
+    pub method: String,
+    pub budget: Option<usize>,
+    /// Token positions, strictly increasing.
+    pub positions: Vec<usize>,
+    /// Perplexity of the tokens up to each position, each ≥ 1.
+    pub perplexity: Vec<f64>,
+}
+
+/// `method` alone for `full`, else `method @ budget` (table rows, progress, legends and titles).
+pub fn label(method: &str, budget: Option<usize>) -> String {
+    match budget {
+        Some(b) => format!("{method} @ {b}"),
+        None => method.to_string(),
+    }
+}
+
+fn in_range(path: String, v: f64, lo: f64, hi: f64, lo_open: bool) -> Result<()> {
+    let ok = v.is_finite() && (if lo_open { v > lo } else { v >= lo }) && v <= hi;
+    if ok {
+        Ok(())
+    } else {
+        let open = if lo_open { "(" } else { "[" };
+        Err(invalid(path, format!("a number in {open}{lo}, {hi}]"), v))
+    }
+}
+
+impl EvalResults {
+    /// Parses and validates results from JSON text.
+    pub fn from_json(text: &str) -> Result<Self> {
+        let r: EvalResults = serde_json::from_str(text).map_err(|e| Error::Results {
+            at: format!("line {} column {}", e.line(), e.column()),
+            message: e.to_string(),
+        })?;
+        r.validate()?;
+        Ok(r)
+    }
+
+    /// Reads, parses and validates a results file.
+    pub fn load(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path).map_err(io_err(path))?;
+        Self::from_json(&text)
+    }
+
+    /// Pretty JSON with a final newline.
+    pub fn to_json(&self) -> Result<String> {
+        let mut s = serde_json::to_string_pretty(self).map_err(|e| Error::Results {
+            at: String::from("."),
+            message: e.to_string(),
+        })?;
+        s.push('\n');
+        Ok(s)
+    }
+
+    /// Validates, then writes atomically (creating the folder).
+    pub fn save(&self, path: &Path) -> Result<()> {
+        self.validate()?;
+        crate::records::write_atomic(path, &self.to_json()?)
+    }
+
+    /// Checks version, ranges and curve lengths; errors name the JSON path.
+    pub fn validate(&self) -> Result<()> {
+        if self.schema_version != RESULTS_SCHEMA_VERSION {
+            return Err(invalid(
+                "schema_version",
+                RESULTS_SCHEMA_VERSION,
+                self.schema_version,
+            ));
+        }
+        for (i, c) in self.niah.iter().enumerate() {
+            in_range(format!("niah[{i}].depth"), c.depth, 0.0, 1.0, false)?;
+            in_range(format!("niah[{i}].score"), c.score, 0.0, 1.0, false)?;
+            if c.context_len == 0 {
+                return Err(invalid(format!("niah[{i}].context_len"), "at least 1", 0));
+            }
+        }
+        for (i, q) in self.quality.iter().enumerate() {
+            in_range(
+                format!("quality[{i}].kv_fraction"),
+                q.kv_fraction,
+                0.0,
+                1.0,
+                true,
+            )?;
+            in_range(
+                format!("quality[{i}].score"),
+                q.score,
+                f64::MIN,
+                f64::MAX,
+                false,
+            )?;
+        }
+        for (i, c) in self.perplexity.iter().enumerate() {
+            validate_curve(i, c)?;
+        }
+        Ok(())
+    }
+}
+
+/// An [`Error::Invalid`] at JSON path `path`: expected this, found that.
+fn invalid(path: impl Into<String>, expected: impl Display, found: impl Display) -> Error {
+    Error::Invalid {
+        path: path.into(),
+        message: format!("expected {expected}, found {found}"),
+    }
+}
+
+fn validate_curve(i: usize, c: &PerplexityCurve) -> Result<()> {
+    let p = format!("perplexity[{i}]");
+    if c.positions.len() != c.perplexity.len() || c.positions.is_empty() {
+        return Err(invalid(
+            format!("{p}.perplexity"),
+            format!("one value per position ({})", c.positions.len()),
+            format!("{} values", c.perplexity.len()),
+        ));
+    }
+    for (j, w) in c.positions.windows(2).enumerate() {
+        if w[1] <= w[0] {
+            return Err(invalid(
+                format!("{p}.positions[{}]", j + 1),
+                format!("more than {}", w[0]),
+                w[1],
+            ));
+        }
+    }
+    for (j, &v) in c.perplexity.iter().enumerate() {
+        in_range(format!("{p}.perplexity[{j}]"), v, 1.0, f64::MAX, false)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const EXAMPLE: &str = r#"{
+      "schema_version": 1,
+      "model": "SmolLM2-135M-Instruct",
+      "settings": {"trials": 10},
+      "niah": [
+        {"method": "snapkv", "budget": 128, "context_len": 2048, "depth": 0.25, "score": 1.0},
+        {"method": "full", "budget": null, "context_len": 2048, "depth": 0.25, "score": 1.0}
+      ],
+      "quality": [
+        {"task": "niah", "method": "snapkv", "budget": 128, "kv_fraction": 0.0625, "score": 0.91}
+      ],
+      "perplexity": [
+        {"method": "full", "budget": null, "positions": [512, 1024], "perplexity": [9.1, 8.7]}
+      ]
+    }"#;
+
+    fn err(text: &str) -> String {
+        EvalResults::from_json(text)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn documented_example_parses_and_round_trips() {
+        let r = EvalResults::from_json(EXAMPLE).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(r.niah.len(), 2);
+        assert_eq!(r.niah[1].budget, None);
+        assert_eq!(r.quality[0].kv_fraction, 0.0625);
+        let again = r
+            .to_json()
+            .and_then(|t| EvalResults::from_json(&t))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(again, r);
+    }
+
+    #[test]
+    fn lists_may_be_missing() {
+        let r = EvalResults::from_json(r#"{"schema_version": 1, "model": "m"}"#);
+        assert!(r.is_ok_and(|r| r.niah.is_empty() && r.perplexity.is_empty()));
+    }
+
+    #[test]
+    fn rejections_name_the_path() {
+        let bad_depth = EXAMPLE.replace(
+            r#""depth": 0.25, "score": 1.0},"#,
+            r#""depth": 1.5, "score": 1.0},"#,
+        );
+        assert_eq!(
+            err(&bad_depth),
+            "niah[0].depth: expected a number in [0, 1], found 1.5"
+        );
+        let short = EXAMPLE.replace("[9.1, 8.7]", "[9.1]");
+        assert_eq!(
+            err(&short),
+            "perplexity[0].perplexity: expected one value per position (2), found 1 values"
+        );
+        let unsorted = EXAMPLE.replace("[512, 1024]", "[1024, 512]");
+        assert_eq!(
+            err(&unsorted),
+            "perplexity[0].positions[1]: expected more than 1024, found 512"
+        );
+        let zero_kv = EXAMPLE.replace("0.0625", "0.0");
+        assert!(err(&zero_kv).starts_with("quality[0].kv_fraction: expected a number in (0, 1]"));
+        let typo = EXAMPLE.replace(r#""task": "niah""#, r#""tsk": "niah""#);
+        assert!(err(&typo).contains("unknown field `tsk`"));
+        let version = EXAMPLE.replace(r#""schema_version": 1"#, r#""schema_version": 2"#);
+        assert_eq!(err(&version), "schema_version: expected 1, found 2");
+    }
+
+    #[test]
+    fn labels_name_the_budget_unless_full() {
+        assert_eq!(label("snapkv", Some(128)), "snapkv @ 128");
+        assert_eq!(label("full", None), "full");
+    }
+}

@@ -1,0 +1,216 @@
+//! What every evaluation task shares, apart from the model: the cells of a run grouped by the
+//! prompt (or text) they are scored on, progress, skipped cells, the settings every records file
+//! holds, and the [`Reporter`] the driver (`crate::driver`, feature `model`) tells what happens.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::records::CellKey;
+use crate::results::label;
+
+/// One (method, budget) cell of a prompt, with its record's key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cell {
+    /// Method (registry name).
+    pub method: String,
+    /// `--budget` target; `None` for `full`.
+    pub budget: Option<usize>,
+    /// Identity of its record.
+    pub key: CellKey,
+}
+
+/// One prompt (or streamed text) of a run and its cells: the driver builds its input once and
+/// scores every cell not yet recorded on it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unit {
+    /// Where it is, for messages (`1024 tokens, depth 0.5, example 0`).
+    pub at: String,
+    /// Its cells, in run order.
+    pub cells: Vec<Cell>,
+}
+
+impl Unit {
+    /// A unit at `at` with one cell per (method, budget) of `variants`, keyed by `key`.
+    pub fn new(
+        at: String,
+        variants: &[(String, Option<usize>)],
+        key: impl Fn(&str, Option<usize>) -> CellKey,
+    ) -> Self {
+        let cells = variants
+            .iter()
+            .map(|(m, b)| Cell {
+                method: m.clone(),
+                budget: *b,
+                key: key(m, *b),
+            })
+            .collect();
+        Self { at, cells }
+    }
+}
+
+/// Progress of a run, after each cell.
+#[derive(Debug, Clone)]
+pub struct Progress {
+    /// Cells done (reused and skipped included).
+    pub done: usize,
+    /// Cells reused from earlier records.
+    pub reused: usize,
+    /// Cells in the run.
+    pub total: usize,
+    /// The last cell, `method @ budget where: score`.
+    pub last: String,
+}
+
+impl Progress {
+    /// A run of `total` cells.
+    pub fn new(total: usize) -> Self {
+        Self {
+            done: 0,
+            reused: 0,
+            total,
+            last: String::new(),
+        }
+    }
+
+    /// Counts `reused` cells taken from earlier records.
+    pub fn reuse(&mut self, reused: usize) {
+        self.done += reused;
+        self.reused += reused;
+    }
+}
+
+/// A cell not run: its press could not be built for the prompt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skipped {
+    /// Method (registry name).
+    pub method: String,
+    /// `--budget` target.
+    pub budget: Option<usize>,
+    /// Why, as the press registry says.
+    pub reason: String,
+}
+
+/// One line per (method, budget) of `skipped` (`(where, cell)` pairs): on how many prompts it was
+/// not run, where, and why.
+pub fn skip_lines(skipped: &[(String, Skipped)]) -> Vec<String> {
+    let mut lines: Vec<(String, Vec<&str>, &str)> = Vec::new();
+    for (at, cell) in skipped {
+        let name = label(&cell.method, cell.budget);
+        match lines.iter_mut().find(|(l, _, _)| *l == name) {
+            Some((_, ats, _)) => ats.push(at),
+            None => lines.push((name, vec![at], &cell.reason)),
+        }
+    }
+    lines
+        .into_iter()
+        .map(|(name, ats, reason)| {
+            format!(
+                "{name} not run on {} prompt(s) ({}): {reason}",
+                ats.len(),
+                ats.join("; ")
+            )
+        })
+        .collect()
+}
+
+/// What every records file is made under: a run with other values does not reuse its records.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    /// Model name (records, file names).
+    pub model: String,
+    /// SHA-256 of the model file.
+    pub model_sha256: String,
+    /// SHA-256 of the plan file, when there is a plan.
+    pub plan_sha256: Option<String>,
+    /// The burn backend's name.
+    pub backend: String,
+    /// SHA-256 of the weights file applied over the model's (`--weights`), when given.
+    pub weights_sha256: Option<String>,
+}
+
+impl Identity {
+    /// The base settings of every records file; tasks add their own.
+    pub fn settings(&self) -> BTreeMap<String, String> {
+        let mut s = BTreeMap::from([
+            ("model".to_string(), self.model.clone()),
+            ("model_sha256".to_string(), self.model_sha256.clone()),
+            (
+                "plan_sha256".to_string(),
+                self.plan_sha256.clone().unwrap_or_else(|| "none".into()),
+            ),
+            ("backend".to_string(), self.backend.clone()),
+        ]);
+        if let Some(w) = &self.weights_sha256 {
+            s.insert("weights_sha256".to_string(), w.clone());
+        }
+        s
+    }
+}
+
+/// A failure of the [`Reporter`] (drawing figures, writing the table out).
+pub type ReportError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Where a run says what happens: the command line shows a progress bar, lines on stderr, the
+/// table on stdout, and draws the figures.
+pub trait Reporter {
+    /// A line for the user.
+    fn note(&mut self, line: &str);
+    /// The run of `task` starts, `total` cells.
+    fn start(&mut self, task: &str, total: usize);
+    /// Progress after a cell (or a prompt's reused or skipped cells).
+    fn progress(&mut self, p: &Progress);
+    /// The loop is over.
+    fn finish(&mut self);
+    /// Draws the figures of the results file at `results` for the output folder `out`.
+    fn figures(&mut self, results: &Path, out: &Path) -> std::result::Result<(), ReportError>;
+    /// Shows the Markdown table of the run.
+    fn table(&mut self, markdown: &str) -> std::result::Result<(), ReportError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn skip(method: &str, budget: Option<usize>, reason: &str) -> Skipped {
+        Skipped {
+            method: method.into(),
+            budget,
+            reason: reason.into(),
+        }
+    }
+
+    #[test]
+    fn skips_are_grouped_per_method_and_budget() {
+        let skipped = vec![
+            ("a".to_string(), skip("spindle", Some(64), "below β")),
+            ("b".to_string(), skip("pod", None, "no plan")),
+            ("c".to_string(), skip("spindle", Some(64), "below β")),
+        ];
+        assert_eq!(
+            skip_lines(&skipped),
+            [
+                "spindle @ 64 not run on 2 prompt(s) (a; c): below β",
+                "pod not run on 1 prompt(s) (b): no plan",
+            ]
+        );
+    }
+
+    #[test]
+    fn settings_name_the_plan_or_none_and_the_weights_when_given() {
+        let mut id = Identity {
+            model: "m".into(),
+            model_sha256: "aa".into(),
+            plan_sha256: None,
+            backend: "flex".into(),
+            weights_sha256: None,
+        };
+        let s = id.settings();
+        assert_eq!(s.get("plan_sha256").map(String::as_str), Some("none"));
+        assert_eq!(s.len(), 4);
+        id.weights_sha256 = Some("bb".into());
+        assert_eq!(
+            id.settings().get("weights_sha256").map(String::as_str),
+            Some("bb")
+        );
+    }
+}

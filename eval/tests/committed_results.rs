@@ -1,0 +1,75 @@
+//! The committed evaluation (`results/` at the repository root) is what its records imply: the
+//! aggregation into the results file and the Markdown tables, run on the committed records,
+//! reproduce the committed `results.json`, `niah.md`, `ruler.md` and `ppl.md` byte for byte. This
+//! pins the summarising half of the eval driver (the model half is pinned by the end-to-end
+//! `eval_quick` test) and holds for any consistent regeneration of `results/`.
+
+use std::path::{Path, PathBuf};
+
+use kvplan_eval::ppl::{curves, PplRecord};
+use kvplan_eval::records::{aggregate_niah, Record, RecordsFile};
+use kvplan_eval::results::{EvalResults, RESULTS_SCHEMA_VERSION};
+use kvplan_eval::ruler::{report, Task};
+use kvplan_eval::table;
+use serde::de::DeserializeOwned;
+
+const MODEL: &str = "SmolLM2-135M-Instruct";
+
+fn results_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../results")
+}
+
+fn read(name: &str) -> String {
+    let path = results_dir().join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn records<R: DeserializeOwned>(task: &str) -> Vec<R> {
+    let text = read(&format!("{MODEL}.{task}.records.json"));
+    let file: RecordsFile<R> = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}"));
+    file.records
+}
+
+/// The positions of the committed perplexity table: those of the table below the streamed length.
+fn ppl_positions(tokens: usize) -> Vec<usize> {
+    [256, 512, 1024, 2048, 4096]
+        .into_iter()
+        .filter(|&p| p < tokens)
+        .collect()
+}
+
+#[test]
+fn committed_results_and_tables_are_what_the_records_imply() {
+    let niah: Vec<Record> = records("niah");
+    let ruler: Vec<Record> = records("ruler");
+    let ppl: Vec<PplRecord> = records("ppl");
+    let (cells, mut quality) = aggregate_niah("niah", &niah);
+    quality.extend(report::quality(&ruler, &Task::ALL));
+    let streams: Vec<&PplRecord> = ppl.iter().collect();
+    let perplexity = curves(&streams, 128);
+    let results = EvalResults {
+        schema_version: RESULTS_SCHEMA_VERSION,
+        model: MODEL.to_string(),
+        niah: cells,
+        quality,
+        perplexity,
+    };
+    let json = results.to_json().unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        json == read(&format!("{MODEL}.results.json")),
+        "results.json differs"
+    );
+    assert_eq!(
+        table::markdown("niah", &niah),
+        read(&format!("{MODEL}.niah.md"))
+    );
+    assert_eq!(
+        report::markdown(&ruler, &Task::ALL),
+        read(&format!("{MODEL}.ruler.md"))
+    );
+    let tokens = ppl.first().map_or(0, |r| r.tokens);
+    assert_eq!(
+        table::ppl_markdown(&results.perplexity, &ppl_positions(tokens)),
+        read(&format!("{MODEL}.ppl.md"))
+    );
+}
