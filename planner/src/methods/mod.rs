@@ -26,6 +26,7 @@ pub mod pyramid;
 pub mod snapkv;
 pub mod spindle;
 pub mod streaming;
+pub mod tova;
 pub mod treekv;
 
 pub use snapkv::Pooling;
@@ -249,6 +250,9 @@ method_table! {
     /// TreeKV.
     TreeKv = "treekv" => treekv::TreeKvSection, [127, 127, 127],
         "TreeKV: tree-structured eviction (sinks, selected, recent); uniform budgets";
+    /// TOVA.
+    Tova = "tova" => tova::TovaSection, [57, 59, 121],
+        "TOVA: the newest query's attention, averaged over the layer's heads; uniform budgets";
 }
 
 impl Method {

@@ -148,6 +148,11 @@ pub fn build_press_with<B: Backend>(
             sec.tau,
             config.rope_theta,
         )),
+        Section::Tova(_) => {
+            return Err(Error::Request(format!(
+                "method `{name}` has no runtime press yet"
+            )))
+        }
     };
     Ok(PressSpec {
         press,
