@@ -21,6 +21,7 @@ use std::str::FromStr;
 
 pub mod h2o;
 pub mod headkv;
+pub mod knorm;
 pub mod pod;
 pub mod pyramid;
 pub mod snapkv;
@@ -253,6 +254,9 @@ method_table! {
     /// TOVA.
     Tova = "tova" => tova::TovaSection, [57, 59, 121],
         "TOVA: the newest query's attention, averaged over the layer's heads; uniform budgets";
+    /// KNorm.
+    KNorm = "knorm" => knorm::KNormSection, [140, 162, 82],
+        "KNorm: keep the keys of lowest L2 norm in each KV head; uniform budgets";
 }
 
 impl Method {

@@ -148,7 +148,7 @@ pub fn build_press_with<B: Backend>(
             sec.tau,
             config.rope_theta,
         )),
-        Section::Tova(_) => {
+        Section::Tova(_) | Section::KNorm(_) => {
             return Err(Error::Request(format!(
                 "method `{name}` has no runtime press yet"
             )))
