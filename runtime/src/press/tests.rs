@@ -315,7 +315,10 @@ fn the_registry_lists_its_names_on_a_bad_one() {
         .unwrap_or_default();
     assert!(err.contains("unknown method `snapkv2`"), "{err}");
     assert!(
-        err.contains("full, streaming, h2o, snapkv, pyramid, headkv, headkv-r, treekv, spindle")
+        err.contains(
+            "full, snapkv, h2o, streaming, pyramid, headkv, headkv-r, spindle, pod, treekv"
+        ),
+        "{err}"
     );
     let err = build_press::<B>("snapkv", None, 10, None, &model.config)
         .err()
