@@ -21,11 +21,13 @@ use std::str::FromStr;
 
 pub mod h2o;
 pub mod headkv;
+pub mod knorm;
 pub mod pod;
 pub mod pyramid;
 pub mod snapkv;
 pub mod spindle;
 pub mod streaming;
+pub mod tova;
 pub mod treekv;
 
 pub use snapkv::Pooling;
@@ -249,6 +251,12 @@ method_table! {
     /// TreeKV.
     TreeKv = "treekv" => treekv::TreeKvSection, [127, 127, 127],
         "TreeKV: tree-structured eviction (sinks, selected, recent); uniform budgets";
+    /// TOVA.
+    Tova = "tova" => tova::TovaSection, [57, 59, 121],
+        "TOVA: the newest query's attention, averaged over the layer's heads; uniform budgets";
+    /// KNorm.
+    KNorm = "knorm" => knorm::KNormSection, [140, 162, 82],
+        "KNorm: keep the keys of lowest L2 norm in each KV head; uniform budgets";
 }
 
 impl Method {
