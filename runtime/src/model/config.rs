@@ -77,7 +77,9 @@ impl ModelConfig {
             hidden,
             ffn: get("feed_forward_length")?,
             vocab,
-            rope_theta: gguf.meta_f64(&key("rope.freq_base")).unwrap_or(DEFAULT_ROPE_BASE),
+            rope_theta: gguf
+                .meta_f64(&key("rope.freq_base"))
+                .unwrap_or(DEFAULT_ROPE_BASE),
             rms_eps: gguf.meta_f64(&key("attention.layer_norm_rms_epsilon"))?,
             context_len: get("context_length")?,
             architecture: arch,

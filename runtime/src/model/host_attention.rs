@@ -348,7 +348,13 @@ fn run_task(
     let v_h = &v[kvh * l * d..(kvh * l + cols) * d];
     let mut s = vec![0f32; m * cols];
     // S[m × cols] = Q_b[m × d] · K[cols × d]ᵀ: K read with column stride d, row stride 1.
-    gemm_row_major(Gemm { m, n: cols, k: d }, &mut s, q_blk, k_h, (d as isize, 1));
+    gemm_row_major(
+        Gemm { m, n: cols, k: d },
+        &mut s,
+        q_blk,
+        k_h,
+        (d as isize, 1),
+    );
     let mut rows = Vec::new();
     let mut sums = if colsum { vec![0f32; l] } else { Vec::new() };
     for (i, row) in s.chunks_exact_mut(cols).enumerate() {
@@ -368,7 +374,13 @@ fn run_task(
     }
     let mut out = vec![0f32; m * d];
     // O[m × d] = P[m × cols] · V[cols × d].
-    gemm_row_major(Gemm { m, n: d, k: cols }, &mut out, &s, v_h, (1, d as isize));
+    gemm_row_major(
+        Gemm { m, n: d, k: cols },
+        &mut out,
+        &s,
+        v_h,
+        (1, d as isize),
+    );
     TaskOut {
         out,
         rows,

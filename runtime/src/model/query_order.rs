@@ -117,6 +117,9 @@ mod tests {
         assert_eq!(order.cache_heads_of(2), vec![0, 1, 0, 1]);
         // Two copies per KV head (cache heads 0, 1 of KV 0; 2, 3 of KV 1).
         assert_eq!(order.cache_heads_of(4), vec![0, 2, 1, 3]);
-        assert_eq!(order.to_heads(vec!['a', 'b', 'c', 'd']), vec!['a', 'c', 'b', 'd']);
+        assert_eq!(
+            order.to_heads(vec!['a', 'b', 'c', 'd']),
+            vec!['a', 'c', 'b', 'd']
+        );
     }
 }

@@ -128,7 +128,10 @@ impl RopeSet {
     /// One layer per entry of `bases`, each rotating at its own base.
     pub fn per_layer(head_dim: usize, bases: &[f64]) -> Self {
         Self {
-            layers: bases.iter().map(|&b| Frequencies::new(head_dim, b)).collect(),
+            layers: bases
+                .iter()
+                .map(|&b| Frequencies::new(head_dim, b))
+                .collect(),
         }
     }
 

@@ -610,7 +610,11 @@ fn renumber_query_heads(m: &Model<B>, pi: &[usize], q_to_kv: Vec<usize>) -> Mode
         Tensor::<B, 1, Int>::from_data(TensorData::new(v, [n]), &device)
     };
     let head_rows: Vec<usize> = pi.iter().flat_map(|&p| p * D..(p + 1) * D).collect();
-    let qkv_cols: Vec<usize> = head_rows.iter().copied().chain(NH * D..(NH + 2 * NKV) * D).collect();
+    let qkv_cols: Vec<usize> = head_rows
+        .iter()
+        .copied()
+        .chain(NH * D..(NH + 2 * NKV) * D)
+        .collect();
     let mut config = m.config.clone();
     config.geometry.q_to_kv = q_to_kv;
     let mut tr = m.transformer.clone();
@@ -648,17 +652,28 @@ fn an_interleaved_query_to_kv_map_is_honoured() {
         };
         let ((a, obs_a), (b, obs_b)) = (run(&old), run(&new));
         for (ra, rb) in a.iter().zip(&b) {
-            let diff = ra.iter().zip(rb).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max);
+            let diff = ra
+                .iter()
+                .zip(rb)
+                .map(|(x, y)| (x - y).abs())
+                .fold(0.0, f32::max);
             assert!(diff < 1e-5, "generic {generic}: {diff}");
         }
         for l in 0..L {
             let (ra, rb) = (&obs_a.layers[l].attention[0], &obs_b.layers[l].attention[0]);
             assert_eq!(ra.kv_of, vec![0, 0, 1, 1]);
             assert_eq!(rb.kv_of, vec![0, 1, 0, 1]);
-            let (ca, cb) = (&obs_a.layers[l].column_sums[0], &obs_b.layers[l].column_sums[0]);
+            let (ca, cb) = (
+                &obs_a.layers[l].column_sums[0],
+                &obs_b.layers[l].column_sums[0],
+            );
             assert_eq!(cb.kv_of, vec![0, 1, 0, 1]);
             for (h, &p) in pi.iter().enumerate() {
-                for (x, y) in rb.probs[h].iter().flatten().zip(ra.probs[p].iter().flatten()) {
+                for (x, y) in rb.probs[h]
+                    .iter()
+                    .flatten()
+                    .zip(ra.probs[p].iter().flatten())
+                {
                     assert!((x - y).abs() < 1e-6, "generic {generic} l{l} h{h}");
                 }
                 for (x, y) in cb.sums[h].iter().zip(&ca.sums[p]) {

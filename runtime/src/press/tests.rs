@@ -121,11 +121,7 @@ fn every_press_under_every_wrapper_keeps_at_most_its_budget() {
                         let b = alloc.budget(l, h);
                         // Prefill keeps exactly the budget; only decode-time methods hold it
                         // while decoding, the others grow by one entry a step.
-                        let limit = if decoding {
-                            b
-                        } else {
-                            b + step
-                        };
+                        let limit = if decoding { b } else { b + step };
                         assert_eq!(
                             layer.len(h),
                             limit,

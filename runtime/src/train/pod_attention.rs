@@ -20,8 +20,8 @@ use burn::tensor::backend::Backend;
 use burn::tensor::{Bool, Int, Tensor, TensorData};
 
 use crate::error::{Error, Result};
-use crate::model::rope::Rope;
 use crate::model::block::Block;
+use crate::model::rope::Rope;
 use crate::model::Transformer;
 
 /// Which layer each (layer, query head) takes its distant scores from, and the proximal window.

@@ -6,9 +6,9 @@ use burn::tensor::{Tensor, TensorData};
 
 use super::*;
 use crate::cache::KvCache;
+use crate::model::rope::Frequencies;
 use crate::observe::AttentionRows;
 use crate::press::full::FullPress;
-use crate::model::rope::Frequencies;
 use crate::press::tests::{allocations, prompt, rope, run, tiny_model, B, D, L, NH, NKV, THETA};
 use crate::press::Session;
 
