@@ -20,11 +20,13 @@
 pub mod driver;
 pub mod full;
 pub mod h2o;
+pub mod knorm;
 pub mod pod;
 pub mod registry;
 pub mod snapkv;
 pub mod spindle;
 pub mod streaming;
+pub mod tova;
 pub mod treekv;
 
 #[cfg(test)]

@@ -9,10 +9,12 @@ use kvplan_planner::{Budgets, Method, Plan, Pooling, Section, Target};
 
 use super::full::FullPress;
 use super::h2o::H2oScorer;
+use super::knorm::KnormScorer;
 use super::pod::PodPress;
 use super::snapkv::SnapKvScorer;
 use super::spindle::SpindlePress;
 use super::streaming::StreamingScorer;
+use super::tova::TovaScorer;
 use super::treekv::TreeKvPress;
 use super::{Allocation, Capabilities, Press, SelectionPress};
 use crate::error::{Error, Result};
@@ -66,6 +68,8 @@ pub fn capabilities(name: &str) -> Result<Capabilities> {
         Method::TreeKv => TreeKvPress::CAPABILITIES,
         Method::Spindle => SpindlePress::CAPABILITIES,
         Method::Pod => PodPress::CAPABILITIES,
+        Method::Tova => TovaScorer::CAPABILITIES,
+        Method::KNorm => KnormScorer::CAPABILITIES,
     })
 }
 
@@ -189,6 +193,8 @@ fn press_for<B: Backend>(p: &FromPlan<'_>) -> Result<Box<dyn Press<B>>> {
             let (blocks, tau) = (x.blocks.clone(), x.tau);
             Box::new(PodPress::new(blocks, g, b.sinks, b.recent, tau, c.rope()))
         }
+        Section::Tova(_) => p.selection(Box::new(TovaScorer::new())),
+        Section::KNorm(_) => p.selection(Box::new(KnormScorer::new())),
     })
 }
 

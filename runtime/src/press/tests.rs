@@ -70,6 +70,8 @@ fn presses(alloc: &Allocation) -> Vec<(&'static str, Box<dyn Press<B>>)> {
             "treekv",
             Box::new(TreeKvPress::new(alloc.clone(), 2, 3, 2, rope())),
         ),
+        sel("tova", Box::new(super::tova::TovaScorer::new())),
+        sel("knorm", Box::new(super::knorm::KnormScorer::new())),
     ]
 }
 
