@@ -117,45 +117,18 @@ pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
         &model.config,
         options,
     )?;
-    let sampling = if args.greedy {
-        Sampling::Greedy
-    } else {
-        Sampling::TopP {
-            temperature: args.temperature,
-            top_p: args.top_p,
-            seed: args.seed,
-        }
-    };
     let config = GenerateConfig {
         max_new_tokens: args.max_new_tokens,
-        sampling,
+        sampling: sampling_of(&args),
         stop_ids: tok.stop_ids.clone(),
     };
-    let mut shown = String::new();
-    let mut text_ids = Vec::new();
-    let mut stdout = std::io::stdout().lock();
-    let mut write_err = None;
+    let mut out = StreamedText::default();
     let run = generate_pressed(&model, &prompt, &config, spec.press.as_mut(), |id| {
-        if config.stop_ids.contains(&id) || write_err.is_some() {
-            return;
-        }
-        text_ids.push(id);
-        // Decode everything so far and print what is new, holding back an incomplete
-        // UTF-8 sequence (shown as U+FFFD) until the next token completes it.
-        if let Ok(text) = tok.decode(&text_ids) {
-            if !text.ends_with('\u{FFFD}') && text.len() > shown.len() && text.starts_with(&shown) {
-                let new = &text[shown.len()..];
-                if let Err(e) = stdout
-                    .write_all(new.as_bytes())
-                    .and_then(|()| stdout.flush())
-                {
-                    write_err = Some(e);
-                }
-                shown = text;
-            }
+        if !config.stop_ids.contains(&id) {
+            out.push(&tok, id);
         }
     })?;
-    if let Some(e) = write_err {
+    if let Some(e) = out.write_err {
         return Err(e).context("writing to stdout");
     }
     eprintln!(
@@ -179,6 +152,57 @@ pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
     );
     report(&args.method, &run.at_end, "at the end", None, &model);
     Ok(())
+}
+
+/// Greedy, or top-p sampling with the given temperature and seed.
+fn sampling_of(args: &GenerateArgs) -> Sampling {
+    if args.greedy {
+        Sampling::Greedy
+    } else {
+        Sampling::TopP {
+            temperature: args.temperature,
+            top_p: args.top_p,
+            seed: args.seed,
+        }
+    }
+}
+
+/// The continuation streamed to stdout as it grows.
+#[derive(Default)]
+struct StreamedText {
+    ids: Vec<u32>,
+    shown: String,
+    /// The first write error; nothing more is written after it.
+    write_err: Option<std::io::Error>,
+}
+
+impl StreamedText {
+    /// Adds `id`, decodes everything so far and prints what is new, holding back an incomplete
+    /// UTF-8 sequence (shown as U+FFFD) until the next token completes it.
+    fn push(&mut self, tok: &kvplan_runtime::tokenizer::Tokenizer, id: u32) {
+        if self.write_err.is_some() {
+            return;
+        }
+        self.ids.push(id);
+        let Ok(text) = tok.decode(&self.ids) else {
+            return;
+        };
+        if text.ends_with('\u{FFFD}')
+            || text.len() <= self.shown.len()
+            || !text.starts_with(&self.shown)
+        {
+            return;
+        }
+        let mut stdout = std::io::stdout().lock();
+        let new = &text[self.shown.len()..];
+        if let Err(e) = stdout
+            .write_all(new.as_bytes())
+            .and_then(|()| stdout.flush())
+        {
+            self.write_err = Some(e);
+        }
+        self.shown = text;
+    }
 }
 
 /// One memory line on stderr; after prefill, the plan's figure beside it.

@@ -15,9 +15,9 @@ use indicatif::{ProgressBar, ProgressStyle};
 use kvplan_common::catalog::slug;
 use kvplan_common::fetch::Pip;
 use kvplan_common::{data, paths};
-use kvplan_planner::{build_plan, Method, PlanOptions, Target};
+use kvplan_planner::{build_plan, Method, PlanOptions, Profile, Target};
 use kvplan_profiler::needles::PromptStyle;
-use kvplan_profiler::{profile, ProfileConfig, ProfileInputs, Progress};
+use kvplan_profiler::{profile, ProfileConfig, ProfileInputs, Progress, StageTiming};
 use kvplan_runtime::backend::{self, Selected};
 use kvplan_runtime::gguf::GgufFile;
 use kvplan_runtime::identity::model_identity;
@@ -208,35 +208,15 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<()> {
     let cfg = &model.config;
     let identity = model_identity(&path, cfg)?;
     let name = identity.name.clone();
-    let slug = slug(&name);
-    let out = args
-        .out
-        .clone()
-        .unwrap_or_else(|| default_profile_path(&slug));
-    let plan_out = args
-        .plan_out
-        .clone()
-        .unwrap_or_else(|| out.with_file_name(format!("{slug}.plan.json")));
-    if out == plan_out {
-        bail!("--out and --plan-out name the same file {}", out.display());
-    }
-    if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    }
+    let files = Outputs::of(&args, &slug(&name))?;
     let data_dir = paths::data_dir(args.data_dir.as_deref());
     let (essays, plays) = data::corpora(&data_dir, &Pip::default(), &mut |l| {
         eprintln!("kvplan: {l}")
     })
     .with_context(|| format!("preparing the text in {}", data_dir.display()))?;
     let config = config_of(&args, cfg.context_len);
-    let partial_path = out.with_file_name(format!(
-        "{}.partial.json",
-        out.file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default()
-    ));
     if args.restart {
-        let _ = std::fs::remove_file(&partial_path);
+        let _ = std::fs::remove_file(&files.partial);
     }
     let load_s = t_load.elapsed().as_secs_f64();
     eprintln!(
@@ -255,7 +235,7 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<()> {
         texts: vec![&essays, &plays],
         config,
         date: date(&args),
-        partial_path: Some(partial_path.clone()),
+        partial_path: Some(files.partial.clone()),
     };
     let mut bars = Bars {
         bar: None,
@@ -267,53 +247,126 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<()> {
     };
     let (profile, timings) = profile(&inputs, &mut bars)?;
     profile
-        .save(&out)
-        .with_context(|| format!("writing {}", out.display()))?;
+        .save(&files.profile)
+        .with_context(|| format!("writing {}", files.profile.display()))?;
     let t_plan = Instant::now();
+    write_plan(&args, &profile, &files)?;
+    let seconds = Seconds {
+        load: load_s,
+        plan: t_plan.elapsed().as_secs_f64(),
+        total: t_all.elapsed().as_secs_f64(),
+    };
+    report(&profile, &timings, &seconds);
+    eprintln!(
+        "wrote {} and {} (budget {} per head; dated {date}, which `--date {date}` repeats in a rerun)",
+        files.profile.display(),
+        files.plan.display(),
+        args.budget,
+        date = profile.settings.date,
+    );
+    if !args.no_figures {
+        draw_figures(&args, &files)?;
+    }
+    Ok(())
+}
+
+/// The files a profile run writes.
+struct Outputs {
+    profile: PathBuf,
+    plan: PathBuf,
+    /// Finished work, reused by a rerun; removed once the plan is written.
+    partial: PathBuf,
+}
+
+impl Outputs {
+    /// `--out` / `--plan-out`, else `plans/<slug>.profile.json` and its `.plan.json` sibling; the
+    /// profile's folder is created.
+    fn of(args: &ProfileArgs, slug: &str) -> anyhow::Result<Self> {
+        let profile = args
+            .out
+            .clone()
+            .unwrap_or_else(|| default_profile_path(slug));
+        let plan = args
+            .plan_out
+            .clone()
+            .unwrap_or_else(|| profile.with_file_name(format!("{slug}.plan.json")));
+        if profile == plan {
+            bail!(
+                "--out and --plan-out name the same file {}",
+                profile.display()
+            );
+        }
+        if let Some(dir) = profile.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        }
+        let stem = profile
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let partial = profile.with_file_name(format!("{stem}.partial.json"));
+        Ok(Outputs {
+            profile,
+            plan,
+            partial,
+        })
+    }
+}
+
+/// The plan of every method at `--budget`, from the profile just written; the partial results
+/// go once it is saved.
+fn write_plan(args: &ProfileArgs, profile: &Profile, files: &Outputs) -> anyhow::Result<()> {
     let opts = PlanOptions {
         kvplan_version: String::from(env!("CARGO_PKG_VERSION")),
         date: profile.settings.date.clone(),
         preview_context_len: Some(args.context_len),
         ..PlanOptions::default()
     };
-    let plan = build_plan(&profile, &Method::ALL, Target::Tokens(args.budget), &opts)
-        .with_context(|| format!("planning from {}", out.display()))?;
-    plan.save(&plan_out)
-        .with_context(|| format!("writing {}", plan_out.display()))?;
-    let _ = std::fs::remove_file(&partial_path);
-    let plan_s = t_plan.elapsed().as_secs_f64();
+    let plan = build_plan(profile, &Method::ALL, Target::Tokens(args.budget), &opts)
+        .with_context(|| format!("planning from {}", files.profile.display()))?;
+    plan.save(&files.plan)
+        .with_context(|| format!("writing {}", files.plan.display()))?;
+    let _ = std::fs::remove_file(&files.partial);
+    Ok(())
+}
+
+/// Wall-clock seconds of the stages around the profile's own.
+struct Seconds {
+    load: f64,
+    plan: f64,
+    total: f64,
+}
+
+/// The profile's notes and the wall-clock time of every stage, on stderr.
+fn report(profile: &Profile, timings: &[StageTiming], seconds: &Seconds) {
     if let Some(d) = &profile.details {
         for n in &d.notes {
             eprintln!("note: {n}");
         }
     }
     eprintln!("timings (wall clock):");
-    eprintln!("  {:<20} {:>8.1} s", "load model and data", load_s);
-    for t in &timings {
+    eprintln!("  {:<20} {:>8.1} s", "load model and data", seconds.load);
+    for t in timings {
         eprintln!(
             "  {:<20} {:>8.1} s  ({} run, {} restored)",
             t.stage, t.seconds, t.run, t.restored
         );
     }
-    eprintln!("  {:<20} {:>8.1} s", "plan", plan_s);
-    eprintln!("  {:<20} {:>8.1} s", "total", t_all.elapsed().as_secs_f64());
-    eprintln!(
-        "wrote {} and {} (budget {} per head; dated {date}, which `--date {date}` repeats in a rerun)",
-        out.display(),
-        plan_out.display(),
-        args.budget,
-        date = profile.settings.date,
-    );
-    if !args.no_figures {
-        let dir = args.figures.clone().unwrap_or_else(|| {
-            out.parent()
-                .unwrap_or_else(|| std::path::Path::new("."))
-                .join("figures")
-        });
-        let files = [out.clone(), plan_out.clone()];
-        let written = super::plot::plot_files(&files, &dir, kvplan_plots::Format::Both, None)
-            .context("drawing the profile's figures")?;
-        eprintln!("wrote {} figures into {}", written.len(), dir.display());
-    }
+    eprintln!("  {:<20} {:>8.1} s", "plan", seconds.plan);
+    eprintln!("  {:<20} {:>8.1} s", "total", seconds.total);
+}
+
+/// The figures of the profile and plan, into `--figures` or `<profile's folder>/figures`.
+fn draw_figures(args: &ProfileArgs, files: &Outputs) -> anyhow::Result<()> {
+    let dir = args.figures.clone().unwrap_or_else(|| {
+        files
+            .profile
+            .parent()
+            .unwrap_or_else(|| std::path::Path::new("."))
+            .join("figures")
+    });
+    let inputs = [files.profile.clone(), files.plan.clone()];
+    let written = super::plot::plot_files(&inputs, &dir, kvplan_plots::Format::Both, None)
+        .context("drawing the profile's figures")?;
+    eprintln!("wrote {} figures into {}", written.len(), dir.display());
     Ok(())
 }

@@ -18,7 +18,8 @@ use kvplan_runtime::model::rope::Rope;
 use kvplan_runtime::model::Model;
 use kvplan_runtime::tokenizer::Tokenizer;
 use kvplan_runtime::train::{
-    self, perplexity, Perplexities, PodLayout, TrainBackend, TrainConfig, TrainReport, Trainable,
+    self, perplexity, Perplexities, PodLayout, StepReport, TrainBackend, TrainConfig, TrainReport,
+    Trainable,
 };
 
 use super::model_args::{self, plan_file, ModelArgs};
@@ -155,20 +156,56 @@ fn progress(steps: usize) -> ProgressBar {
     ProgressBar::new(steps as u64).with_style(style)
 }
 
-/// Runs `kvplan train-pod`.
-pub fn run(args: TrainPodArgs) -> anyhow::Result<()> {
-    let path = args.model.resolve()?;
-    let gguf = GgufFile::open(&path).with_context(|| format!("reading {}", path.display()))?;
+/// One training step on the progress bar; without a terminal (a log file, CI) one plain line per
+/// step with the ETA. Never stops the run.
+fn show_step(bar: &ProgressBar, cfg: &TrainConfig, r: &StepReport) -> bool {
+    let msg = format!(
+        "loss {:.4} lr {:.2e} |g| {:.2} {:.0} tok/s",
+        r.loss,
+        r.lr,
+        r.grad_norm,
+        r.tokens as f64 / r.elapsed_s.max(1e-9)
+    );
+    if bar.is_hidden() {
+        let done = (r.tokens / (cfg.seq_len * cfg.accum)).max(1) as f64;
+        let eta = r.elapsed_s / done * (r.steps - r.step) as f64;
+        eprintln!("  step {}/{} {msg} ETA {eta:.0}s", r.step, cfg.steps);
+    }
+    bar.set_position(r.step as u64);
+    bar.set_message(msg);
+    true
+}
+
+/// Writes the training report (JSON) atomically to `out`.
+fn write_report(report: &TrainReport, out: PathBuf) -> anyhow::Result<()> {
+    let text = serde_json::to_string_pretty(report)? + "\n";
+    kvplan_common::fs::write_atomic(&out, text.as_bytes())
+        .with_context(|| format!("writing {}", out.display()))?;
+    eprintln!(
+        "kvplan: report {}, weights {}",
+        out.display(),
+        report.weights
+    );
+    Ok(())
+}
+
+/// The tokenizer and the trainable model of the GGUF at `path` (PoD runs on `llama` only).
+fn load_trainable(path: &Path) -> anyhow::Result<(Tokenizer, Model<TrainBackend>)> {
+    let device = &backend::device();
+    let gguf = GgufFile::open(path).with_context(|| format!("reading {}", path.display()))?;
     let tok = Tokenizer::from_gguf(&gguf)?;
-    let device = backend::device();
-    let model = Model::<TrainBackend>::from_gguf(&gguf, &device)
+    let model = Model::<TrainBackend>::from_gguf(&gguf, device)
         .with_context(|| format!("loading {}", path.display()))?;
-    drop(gguf);
-    let plan = plan_for(&args, &path, &model)?;
-    let Some(pod) = plan.sections.get::<PodSection>(Method::Pod) else {
-        bail!("the plan has no PoD section");
-    };
-    let c = &model.config;
+    kvplan_runtime::press::registry::refuse_pod_on(&model.config.architecture)?;
+    Ok((tok, model))
+}
+
+/// PoD's layout under the plan's blocks, FullKV's layout (the control) and n_s.
+fn layouts(
+    args: &TrainPodArgs,
+    pod: &PodSection,
+    c: &kvplan_runtime::model::ModelConfig,
+) -> anyhow::Result<(PodLayout, PodLayout, usize)> {
     let sinks = args.sinks.unwrap_or(pod.sinks);
     if args.seq_len <= 2 * (sinks + args.recent) {
         bail!(
@@ -179,25 +216,29 @@ pub fn run(args: TrainPodArgs) -> anyhow::Result<()> {
     }
     let layout = PodLayout::new(&pod.blocks, c.n_layers, sinks, args.recent)?;
     let full = PodLayout::full_kv(c.n_layers, c.n_heads);
+    Ok((layout, full, sinks))
+}
+
+/// Runs `kvplan train-pod`.
+pub fn run(args: TrainPodArgs) -> anyhow::Result<()> {
+    let path = args.model.resolve()?;
+    let (tok, model) = load_trainable(&path)?;
+    let device = model.device().clone();
+    let plan = plan_for(&args, &path, &model)?;
+    let Some(pod) = plan.sections.get::<PodSection>(Method::Pod) else {
+        bail!("the plan has no PoD section");
+    };
+    let c = &model.config;
+    let (layout, full, sinks) = layouts(&args, pod, c)?;
     let (train_ids, held) = tokens(&args, &tok)?;
-    eprintln!(
-        "kvplan: {} training tokens, {} held out; n_s = {sinks}, n_r = {}",
-        train_ids.len(),
-        held.len(),
-        args.recent
-    );
+    let (n_train, n_held, n_r) = (train_ids.len(), held.len(), args.recent);
+    eprintln!("kvplan: {n_train} training tokens, {n_held} held out; n_s = {sinks}, n_r = {n_r}");
     let cfg = args.config();
     let rope_eval = Rope::<Selected>::new(c.head_dim, c.rope_theta, args.seq_len, &device);
     let rope_train = Rope::<TrainBackend>::new(c.head_dim, c.rope_theta, args.seq_len, &device);
+    let (seq, windows) = (args.seq_len, args.eval_windows);
     let eval = |tr: &kvplan_runtime::model::Transformer<Selected>, layout: &PodLayout| {
-        perplexity(
-            tr,
-            &rope_eval,
-            layout,
-            &held,
-            args.seq_len,
-            args.eval_windows,
-        )
+        perplexity(tr, &rope_eval, layout, &held, seq, windows)
     };
     let before = train::inference(&model.transformer);
     let full_kv = eval(&before, &full)?;
@@ -215,24 +256,7 @@ pub fn run(args: TrainPodArgs) -> anyhow::Result<()> {
         &train_ids,
         &cfg,
         Some(&args.out),
-        &mut |r| {
-            let msg = format!(
-                "loss {:.4} lr {:.2e} |g| {:.2} {:.0} tok/s",
-                r.loss,
-                r.lr,
-                r.grad_norm,
-                r.tokens as f64 / r.elapsed_s.max(1e-9)
-            );
-            if bar.is_hidden() {
-                // Not a terminal (a log file, CI): one plain line per step, with the ETA.
-                let done = (r.tokens / (cfg.seq_len * cfg.accum)).max(1) as f64;
-                let eta = r.elapsed_s / done * (r.steps - r.step) as f64;
-                eprintln!("  step {}/{} {msg} ETA {eta:.0}s", r.step, cfg.steps);
-            }
-            bar.set_position(r.step as u64);
-            bar.set_message(msg);
-            true
-        },
+        &mut |r| show_step(&bar, &cfg, r),
     )?;
     bar.finish();
     let after = train::inference(&outcome.transformer);
@@ -268,14 +292,9 @@ pub fn run(args: TrainPodArgs) -> anyhow::Result<()> {
         },
         weights: weights.display().to_string(),
     };
-    let out = args.report.unwrap_or_else(|| args.out.join("report.json"));
-    let text = serde_json::to_string_pretty(&report)? + "\n";
-    kvplan_common::fs::write_atomic(&out, text.as_bytes())
-        .with_context(|| format!("writing {}", out.display()))?;
-    eprintln!(
-        "kvplan: report {}, weights {}",
-        out.display(),
-        weights.display()
-    );
+    write_report(
+        &report,
+        args.report.unwrap_or_else(|| args.out.join("report.json")),
+    )?;
     Ok(())
 }

@@ -189,6 +189,7 @@ fn press_for<B: Backend>(p: &FromPlan<'_>) -> Result<Box<dyn Press<B>>> {
             })
         }
         Section::Pod(x) => {
+            refuse_pod_on(&c.architecture)?;
             let g = &p.plan.model.geometry;
             let (blocks, tau) = (x.blocks.clone(), x.tau);
             Box::new(PodPress::new(blocks, g, b.sinks, b.recent, tau, c.rope()))
@@ -196,6 +197,19 @@ fn press_for<B: Backend>(p: &FromPlan<'_>) -> Result<Box<dyn Press<B>>> {
         Section::Tova(_) => p.selection(Box::new(TovaScorer::new())),
         Section::KNorm(_) => p.selection(Box::new(KnormScorer::new())),
     })
+}
+
+/// PoD's press and its training run their own attention forward pass, written for the `llama`
+/// block: no Q/K/V biases (qwen2), Q/K norms, post-norms or sliding windows (gemma3). Another
+/// architecture would run wrongly, so it is refused.
+pub fn refuse_pod_on(architecture: &str) -> Result<()> {
+    if architecture == "llama" {
+        return Ok(());
+    }
+    Err(Error::Request(format!(
+        "pod: its shared-attention forward pass supports general.architecture = \"llama\" only, \
+         not {architecture:?} (biases, Q/K norms and sliding windows are not applied there)"
+    )))
 }
 
 /// SnapKV's scorer with a section's window and pooling (SnapKV, PyramidKV, HeadKV).
