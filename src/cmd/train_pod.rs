@@ -223,7 +223,7 @@ fn layouts(
 pub fn run(args: TrainPodArgs) -> anyhow::Result<()> {
     let path = args.model.resolve()?;
     let (tok, model) = load_trainable(&path)?;
-    let device = model.device().clone();
+    let device = backend::device();
     let plan = plan_for(&args, &path, &model)?;
     let Some(pod) = plan.sections.get::<PodSection>(Method::Pod) else {
         bail!("the plan has no PoD section");
