@@ -4,6 +4,7 @@
 //! `long_context.json` is longer than the 512-token window, so it fails unless the local layers
 //! mask older keys; it runs in both attention kernels. The model is loaded once for the binary.
 
+mod common;
 mod parity_common;
 
 use std::sync::{Mutex, MutexGuard, OnceLock};
@@ -19,7 +20,7 @@ fn model() -> MutexGuard<'static, Model<B>> {
     static MODEL_ONCE: OnceLock<Mutex<Model<B>>> = OnceLock::new();
     MODEL_ONCE
         .get_or_init(|| {
-            let path = parity_common::model_file(&format!("{MODEL}.gguf"));
+            let path = common::catalog_model(MODEL);
             Mutex::new(parity_common::load(&path))
         })
         .lock()

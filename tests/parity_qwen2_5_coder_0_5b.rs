@@ -2,6 +2,7 @@
 //! (`qwen2`: NEOX RoPE rows, Q/K/V biases, separate output, GQA 7:1), fixtures in
 //! `tests/fixtures/qwen2.5-coder-0.5b-instruct/`. The model is loaded once for the binary.
 
+mod common;
 mod parity_common;
 
 use std::sync::OnceLock;
@@ -13,8 +14,7 @@ const MODEL: &str = "qwen2.5-coder-0.5b-instruct";
 
 fn model() -> &'static Model<B> {
     static MODEL_ONCE: OnceLock<Model<B>> = OnceLock::new();
-    MODEL_ONCE
-        .get_or_init(|| parity_common::load(&parity_common::model_file(&format!("{MODEL}.gguf"))))
+    MODEL_ONCE.get_or_init(|| parity_common::load(&common::catalog_model(MODEL)))
 }
 
 #[test]

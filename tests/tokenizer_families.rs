@@ -4,8 +4,8 @@
 //! no GGUF in the registry carries — so its `tokenizer.json` is written into an in-memory GGUF
 //! (`pre = llama-bpe`) and read back through the same path as a model file.
 //!
-//! The Qwen and Gemma files are read from the per-user models cache (`kvplan fetch --model NAME`
-//! puts them there); SmolLM2 is fetched as the other real-model tests fetch it.
+//! The Qwen and Gemma files are fetched into the per-user models cache when missing, as every
+//! real-model test fetches its model (`tests/common`).
 
 mod common;
 
@@ -16,17 +16,6 @@ use kvplan_common::fetch::{self, ArchiveKind, Download, Pip};
 use kvplan_runtime::gguf::{GgufFile, GgufWriter, MetaValue};
 use kvplan_runtime::tokenizer::{ChatMessage, Tokenizer};
 use serde_json::Value;
-
-/// A catalog model's GGUF in the per-user cache.
-fn cached_model(name: &str) -> PathBuf {
-    let path = kvplan_common::paths::models_dir(None).join(format!("{name}.gguf"));
-    assert!(
-        path.is_file(),
-        "{} is missing: run `kvplan fetch --model {name}` first",
-        path.display()
-    );
-    path
-}
 
 fn tokenizer_of(path: &Path) -> Tokenizer {
     let gguf = GgufFile::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
@@ -74,7 +63,7 @@ fn check_cases(tok: &Tokenizer, model: &str) {
 
 #[test]
 fn qwen_tokenizer_reproduces_every_fixture_case() {
-    let tok = tokenizer_of(&cached_model("qwen2.5-coder-0.5b-instruct"));
+    let tok = tokenizer_of(&common::catalog_model("qwen2.5-coder-0.5b-instruct"));
     check_cases(&tok, "qwen2.5-coder-0.5b-instruct");
     // README: no BOS; <|endoftext|> = 151643, <|im_end|> = 151645 end a turn.
     assert_eq!(tok.bos_id(), None);
@@ -84,7 +73,7 @@ fn qwen_tokenizer_reproduces_every_fixture_case() {
 
 #[test]
 fn gemma_tokenizer_reproduces_every_fixture_case() {
-    let tok = tokenizer_of(&cached_model("gemma-3-270m"));
+    let tok = tokenizer_of(&common::catalog_model("gemma-3-270m"));
     check_cases(&tok, "gemma-3-270m");
     // README: BOS (= 2) is put before plain prompts; the base model has no chat template.
     let question = "What is the capital of France?";

@@ -21,26 +21,6 @@ pub const LOGITS_TOL: f32 = 1e-2;
 /// Keys, values and attention probabilities tolerance (absolute).
 pub const KV_TOL: f32 = 1e-3;
 
-/// A catalog model's GGUF in the per-user models folder (`$KVPLAN_MODELS`, else
-/// `~/.cache/kvplan/models`), where `kvplan fetch` puts it.
-pub fn model_file(file: &str) -> PathBuf {
-    let dir = std::env::var_os("KVPLAN_MODELS")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| {
-            let home = std::env::var_os("HOME").map(PathBuf::from)?;
-            Some(home.join(".cache/kvplan/models"))
-        })
-        .expect("neither KVPLAN_MODELS nor HOME is set");
-    let path = dir.join(file);
-    assert!(
-        path.is_file(),
-        "{} is missing: the parity tests need the catalog model (kvplan fetch)",
-        path.display()
-    );
-    path
-}
-
 /// Loads the model at `path` on the default device.
 pub fn load(path: &PathBuf) -> Model<B> {
     Model::load(path, &kvplan_runtime::backend::device())
