@@ -21,13 +21,12 @@ use std::str::FromStr;
 
 pub mod h2o;
 pub mod headkv;
-pub mod knorm;
+pub mod plain;
 pub mod pod;
 pub mod pyramid;
 pub mod snapkv;
 pub mod spindle;
 pub mod streaming;
-pub mod tova;
 pub mod treekv;
 
 pub use snapkv::Pooling;
@@ -252,10 +251,10 @@ method_table! {
     TreeKv = "treekv" => treekv::TreeKvSection, [127, 127, 127],
         "TreeKV: tree-structured eviction (sinks, selected, recent); uniform budgets";
     /// TOVA.
-    Tova = "tova" => tova::TovaSection, [57, 59, 121],
+    Tova = "tova" => plain::PlainSection, [57, 59, 121],
         "TOVA: the newest query's attention, averaged over the layer's heads; uniform budgets";
     /// KNorm.
-    KNorm = "knorm" => knorm::KNormSection, [140, 162, 82],
+    KNorm = "knorm" => plain::PlainSection, [140, 162, 82],
         "KNorm: keep the keys of lowest L2 norm in each KV head; uniform budgets";
 }
 
