@@ -115,19 +115,29 @@ pub(super) fn string_array<'a>(gguf: &'a GgufFile, key: &str) -> Result<Vec<&'a 
         .collect()
 }
 
-/// `tokenizer.ggml.scores`: one finite float per token.
-pub(super) fn scores(gguf: &GgufFile, n_tokens: usize) -> Result<Vec<f32>> {
-    const KEY: &str = "tokenizer.ggml.scores";
-    let arr = gguf
-        .meta(KEY)?
+/// `v` (metadata `key`) as an array of `what` with one entry per token.
+fn per_token<'a>(
+    v: &'a MetaValue,
+    key: &str,
+    what: &str,
+    n_tokens: usize,
+) -> Result<&'a [MetaValue]> {
+    let arr = v
         .as_array()
-        .ok_or_else(|| Error::Metadata(format!("{KEY}: expected an array of numbers")))?;
+        .ok_or_else(|| Error::Metadata(format!("{key}: expected an array of {what}")))?;
     if arr.len() != n_tokens {
         return Err(Error::Metadata(format!(
-            "{KEY} has {} entries, tokenizer.ggml.tokens has {n_tokens}",
+            "{key} has {} entries, tokenizer.ggml.tokens has {n_tokens}",
             arr.len()
         )));
     }
+    Ok(arr)
+}
+
+/// `tokenizer.ggml.scores`: one finite float per token.
+pub(super) fn scores(gguf: &GgufFile, n_tokens: usize) -> Result<Vec<f32>> {
+    const KEY: &str = "tokenizer.ggml.scores";
+    let arr = per_token(gguf.meta(KEY)?, KEY, "numbers", n_tokens)?;
     arr.iter()
         .enumerate()
         .map(|(i, v)| match v.as_f64() {
@@ -152,15 +162,7 @@ pub(super) fn flag(gguf: &GgufFile, key: &str) -> Result<Option<bool>> {
 
 fn token_types(v: &MetaValue, n_tokens: usize) -> Result<Vec<TokenType>> {
     const KEY: &str = "tokenizer.ggml.token_type";
-    let arr = v
-        .as_array()
-        .ok_or_else(|| Error::Metadata(format!("{KEY}: expected an array of integers")))?;
-    if arr.len() != n_tokens {
-        return Err(Error::Metadata(format!(
-            "{KEY} has {} entries, tokenizer.ggml.tokens has {n_tokens}",
-            arr.len()
-        )));
-    }
+    let arr = per_token(v, KEY, "integers", n_tokens)?;
     arr.iter()
         .enumerate()
         .map(|(i, t)| {
