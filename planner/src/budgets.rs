@@ -1,13 +1,24 @@
 //! The budget target and the budgets a plan's rules give for one context length.
 //!
 //! The runtime asks [`crate::Plan::budgets`] (or [`compute`]) and never invents budgets.
-//! Every method but PoD spends exactly `layers × kv_heads × B` entries, with
-//! `B = target.per_head(n)` (≤ n), and no head keeps more than the context `n`.
+//!
+//! **Windowed layers.** A layer that attends over a sliding window of `W` tokens holds exactly
+//! `min(W, n)` entries per KV head, as the model's mask does, under every method: no method gives
+//! it a budget (nor evicts, shares keys or applies a codebook there). The target's per-head
+//! average `B = target.per_head(n)` (≤ n) applies to the *global* layers only: every method but
+//! PoD spends exactly `G × kv_heads × B` entries over the `G` global layers, and no head keeps
+//! more than the context `n`. Every method holds the same windowed layers, so comparisons at equal
+//! KV bytes between methods still hold. [`compute`] enforces both (a rule's windowed rows are
+//! replaced by the spans) and the floor of one entry per (layer, KV head).
 
 use crate::geometry::Geometry;
 use crate::sections::Sections;
 use crate::{validate, Error, Method, Result};
 use serde::{Deserialize, Serialize};
+
+/// The fewest entries any (layer, KV head) keeps under any method (the plan's
+/// `budget_semantics.min_entries_per_kv_head`).
+pub const MIN_ENTRIES_PER_KV_HEAD: usize = 1;
 
 /// Budget target: absolute entries per head (`{"tokens": N}`) or a ratio of the context
 /// (`{"ratio": R}`), the observation window included either way.
@@ -64,11 +75,13 @@ pub struct Budgets {
     pub method: Method,
     /// Prompt length n the budgets are for.
     pub context_len: usize,
-    /// Average entries per head B = target.per_head(n).
+    /// Average entries per head of the global layers, B = target.per_head(n).
     pub per_head: usize,
-    /// False when nothing is evicted (the prompt fits every head's budget).
+    /// False when the method evicts nothing (the prompt fits every global head's budget;
+    /// windowed layers hold their span whatever the method).
     pub compress: bool,
-    /// Tokens kept `[layer][kv_head]` (their values, and keys unless shared), window included.
+    /// Tokens kept `[layer][kv_head]` (their values, and keys unless shared), window included;
+    /// `min(W, n)` in a layer with a sliding window of `W`.
     pub per_layer_per_kv_head: Vec<Vec<usize>>,
     /// Key entries stored `[layer][kv_head]`: as above, except PoD's shared distant keys.
     pub keys_per_layer_per_kv_head: Vec<Vec<usize>>,
@@ -101,9 +114,41 @@ impl Budgets {
     }
 }
 
-/// Bytes of the full cache at context `n`: 2 × n × head_dim × bytes × layers × KV heads.
+/// Bytes of the full cache at context `n`: 2 × head_dim × bytes × KV heads × Σ_layers span,
+/// where a global layer's span is `n` and a windowed layer's `min(W, n)` ([`Geometry::span`]).
+/// The one FullKV figure every report compares with.
 pub fn full_kv_bytes(g: &Geometry, n: usize, bytes_per_element: usize) -> u64 {
-    (2 * n * g.head_dim * bytes_per_element * g.layers * g.kv_heads) as u64
+    let entries: usize = (0..g.layers).map(|l| g.span(l, n)).sum();
+    (2 * entries * g.head_dim * bytes_per_element * g.kv_heads) as u64
+}
+
+/// Replaces the rows of windowed layers by their span at context `n` (see the module header).
+fn hold_windows(g: &Geometry, n: usize, grid: &mut [Vec<usize>]) {
+    for (l, row) in grid.iter_mut().enumerate() {
+        if g.is_windowed(l) {
+            *row = vec![g.span(l, n); g.kv_heads];
+        }
+    }
+}
+
+/// The floor: every (layer, KV head) keeps at least one entry (values and keys).
+fn check_floor(out: &Budgets) -> Result<()> {
+    let grids = [&out.per_layer_per_kv_head, &out.keys_per_layer_per_kv_head];
+    for grid in grids {
+        for (l, row) in grid.iter().enumerate() {
+            if let Some(h) = row.iter().position(|&x| x < MIN_ENTRIES_PER_KV_HEAD) {
+                return Err(Error::budget(
+                    out.method,
+                    format!(
+                        "layer {l}, KV head {h} would keep {} entries at context {}; every \
+                         (layer, KV head) keeps at least {MIN_ENTRIES_PER_KV_HEAD}",
+                        row[h], out.context_len
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Applies `method`'s rule from `sections` at context `n` under `target`: the per-head average
@@ -144,15 +189,16 @@ pub fn compute(
         codebook_layers: vec![false; g.layers],
     };
     section.budgets(g, &mut out)?;
+    hold_windows(g, n, &mut out.per_layer_per_kv_head);
     if out.keys_per_layer_per_kv_head.is_empty() {
         out.keys_per_layer_per_kv_head = out.per_layer_per_kv_head.clone();
     }
-    out.compress = out
-        .per_layer_per_kv_head
-        .iter()
-        .chain(&out.keys_per_layer_per_kv_head)
-        .flatten()
-        .any(|&x| x < n);
+    hold_windows(g, n, &mut out.keys_per_layer_per_kv_head);
+    check_floor(&out)?;
+    out.compress = g.global_layers().into_iter().any(|l| {
+        let evicts = |grid: &[Vec<usize>]| grid.get(l).is_some_and(|r| r.iter().any(|&x| x < n));
+        evicts(&out.per_layer_per_kv_head) || evicts(&out.keys_per_layer_per_kv_head)
+    });
     Ok(out)
 }
 
@@ -190,5 +236,13 @@ mod tests {
         // SmolLM2 at n = 1000, f32: 2 × 1000 × 64 × 4 × 30 × 3 = 46,080,000 bytes.
         let g = Geometry::new(30, 9, 3, 64).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(full_kv_bytes(&g, 1000, 4), 46_080_000);
+        // 4 layers (0 and 2 windowed, W = 512), 1 KV head, head_dim 8, f32, n = 2000:
+        // spans 512 + 2000 + 512 + 2000 = 5024 entries → 2 × 5024 × 8 × 4 = 321,536 bytes;
+        // at n = 300 every span is 300: 2 × 1200 × 32 = 76,800.
+        let w = Geometry::new(4, 2, 1, 8)
+            .and_then(|g| g.with_windows(vec![Some(512), None, Some(512), None]))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(full_kv_bytes(&w, 2000, 4), 321_536);
+        assert_eq!(full_kv_bytes(&w, 300, 4), 76_800);
     }
 }

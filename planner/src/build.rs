@@ -21,6 +21,7 @@ use crate::methods::Section;
 use crate::plan::{Plan, Provenance, PLAN_SCHEMA_VERSION};
 use crate::profile::Profile;
 use crate::sections::Sections;
+use crate::semantics::{self, BudgetSemantics};
 use crate::{Error, Method, Result};
 
 /// Significant digits of the measurements a plan carries for readers (see the module header).
@@ -100,6 +101,8 @@ pub fn build_plan(
             profile: profile.settings.clone(),
         },
         target,
+        budget_semantics: BudgetSemantics::of(&sections.methods()),
+        notes: semantics::notes(&profile.model.geometry, &sections.methods()),
         sections,
         preview: None,
     };

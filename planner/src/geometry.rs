@@ -1,5 +1,10 @@
-//! Model identity and attention geometry: layers, query heads, KV heads, head_dim and the
-//! query→KV head map (grouped-query attention).
+//! Model identity and attention geometry: layers, query heads, KV heads, head_dim, the
+//! query→KV head map (grouped-query attention) and each layer's attention span.
+//!
+//! `layer_windows[l]` is `null` for a layer that attends globally (over the whole context) and
+//! `W` for one that attends over a sliding window of the last `W` tokens (Gemma 3's local
+//! layers). A windowed layer never needs more than `min(W, n)` entries per KV head at context `n`
+//! ([`Geometry::span`]): that is its FullKV size, and every method holds exactly that there.
 //!
 //! The GQA map default is the Llama one: query head `h` reads KV head `h / (q_heads / kv_heads)`
 //! (SmolLM2: 9 query heads, 3 KV heads, so heads 0–2 → 0, 3–5 → 1, 6–8 → 2).
@@ -22,10 +27,14 @@ pub struct Geometry {
     pub head_dim: usize,
     /// `q_to_kv[h]` is the KV head that query head `h` reads.
     pub q_to_kv: Vec<usize>,
+    /// Attention span of each layer: `None` (JSON `null`) attends over the whole context,
+    /// `Some(W)` over a sliding window of the last `W` tokens (W ≥ 1). One per layer.
+    pub layer_windows: Vec<Option<usize>>,
 }
 
 impl Geometry {
-    /// A geometry with the default GQA map `h → h / (q_heads / kv_heads)`.
+    /// A geometry with the default GQA map `h → h / (q_heads / kv_heads)`, every layer global
+    /// (see [`Geometry::with_windows`]).
     pub fn new(layers: usize, q_heads: usize, kv_heads: usize, head_dim: usize) -> Result<Self> {
         if kv_heads == 0 || q_heads % kv_heads != 0 {
             return Err(Error::invalid(
@@ -41,9 +50,51 @@ impl Geometry {
             kv_heads,
             head_dim,
             q_to_kv: (0..q_heads).map(|h| h / group).collect(),
+            layer_windows: vec![None; layers],
         };
         g.validate("geometry")?;
         Ok(g)
+    }
+
+    /// The same geometry with each layer's attention span (`None`: global; `Some(W)`: a sliding
+    /// window of `W` tokens), validated: one per layer, every window at least 1.
+    pub fn with_windows(mut self, layer_windows: Vec<Option<usize>>) -> Result<Self> {
+        self.layer_windows = layer_windows;
+        self.validate("geometry")?;
+        Ok(self)
+    }
+
+    /// The sliding window of `layer`; `None` for a global layer.
+    pub fn window(&self, layer: usize) -> Option<usize> {
+        self.layer_windows.get(layer).copied().flatten()
+    }
+
+    /// Whether `layer` attends over a sliding window.
+    pub fn is_windowed(&self, layer: usize) -> bool {
+        self.window(layer).is_some()
+    }
+
+    /// The layers that attend globally, in increasing order: the only ones a method budgets.
+    pub fn global_layers(&self) -> Vec<usize> {
+        (0..self.layers).filter(|&l| !self.is_windowed(l)).collect()
+    }
+
+    /// Entries one KV head of `layer` needs at context `n`: `min(W, n)` for a window of `W`,
+    /// `n` for a global layer.
+    pub fn span(&self, layer: usize, n: usize) -> usize {
+        self.window(layer).map_or(n, |w| w.min(n))
+    }
+
+    /// A full `[layer][kv_head]` grid from one row per global layer (`global_rows[i]` for the
+    /// `i`-th global layer): windowed layers get their span at context `n` in every KV head.
+    pub fn scatter_global(&self, global_rows: Vec<Vec<usize>>, n: usize) -> Vec<Vec<usize>> {
+        let mut rows = global_rows.into_iter();
+        (0..self.layers)
+            .map(|l| match self.window(l) {
+                Some(_) => vec![self.span(l, n); self.kv_heads],
+                None => rows.next().unwrap_or_else(|| vec![n; self.kv_heads]),
+            })
+            .collect()
     }
 
     /// Query heads per KV head.
@@ -89,6 +140,7 @@ impl Geometry {
                 ));
             }
         }
+        self.validate_windows(path)?;
         let group = self.group_size();
         for kv in 0..self.kv_heads {
             let n = self.q_heads_of(kv).count();
@@ -97,6 +149,25 @@ impl Geometry {
                     format!("{path}.q_to_kv"),
                     format!("{group} query heads reading KV head {kv}"),
                     n,
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn validate_windows(&self, path: &str) -> Result<()> {
+        validate::len(
+            &format!("{path}.layer_windows"),
+            self.layer_windows.len(),
+            self.layers,
+            "one per layer: null for global attention or a window W >= 1",
+        )?;
+        for (l, w) in self.layer_windows.iter().enumerate() {
+            if *w == Some(0) {
+                return Err(Error::invalid(
+                    format!("{path}.layer_windows[{l}]"),
+                    "null (global attention) or a window of at least 1 token",
+                    0,
                 ));
             }
         }
@@ -193,8 +264,24 @@ impl ModelIdentity {
                 format!("{:?}", a.q_to_kv),
             );
         }
+        if a.layer_windows != b.layer_windows {
+            return mismatch(
+                "geometry.layer_windows",
+                windows_text(&b.layer_windows),
+                windows_text(&a.layer_windows),
+            );
+        }
         Ok(())
     }
+}
+
+/// `[null, 512, …]`, as the JSON writes it.
+fn windows_text(w: &[Option<usize>]) -> String {
+    let items: Vec<String> = w
+        .iter()
+        .map(|x| x.map_or_else(|| String::from("null"), |w| w.to_string()))
+        .collect();
+    format!("[{}]", items.join(", "))
 }
 
 #[cfg(test)]
@@ -234,6 +321,71 @@ mod tests {
         assert_eq!(
             err.as_deref(),
             Some("g.q_to_kv[3]: expected a KV head below 2, found 2")
+        );
+    }
+
+    /// 4 layers, 2 query heads on 1 KV head; layers 0 and 2 windowed (W = 512).
+    fn windowed() -> Geometry {
+        Geometry::new(4, 2, 1, 8)
+            .and_then(|g| g.with_windows(vec![Some(512), None, Some(512), None]))
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn spans_and_global_layers() {
+        let g = windowed();
+        assert_eq!(g.global_layers(), vec![1, 3]);
+        // At n = 300 a window of 512 holds the whole prompt; at n = 2000, its 512 tokens.
+        assert_eq!(
+            (g.span(0, 300), g.span(0, 2000), g.span(1, 2000)),
+            (300, 512, 2000)
+        );
+        assert_eq!(
+            g.scatter_global(vec![vec![7], vec![9]], 2000),
+            vec![vec![512], vec![7], vec![512], vec![9]]
+        );
+    }
+
+    #[test]
+    fn windows_are_checked_and_compared() {
+        let err = |w: Vec<Option<usize>>| {
+            Geometry::new(2, 2, 1, 8)
+                .and_then(|g| g.with_windows(w))
+                .err()
+                .map(|e| e.to_string())
+        };
+        assert_eq!(
+            err(vec![None]).as_deref(),
+            Some(
+                "geometry.layer_windows: expected 2 entries (one per layer: null for global \
+                 attention or a window W >= 1), found 1 entries"
+            )
+        );
+        assert_eq!(
+            err(vec![None, Some(0)]).as_deref(),
+            Some(
+                "geometry.layer_windows[1]: expected null (global attention) or a window of at \
+                 least 1 token, found 0"
+            )
+        );
+        let model = ModelIdentity {
+            name: "m".into(),
+            architecture: "gemma3".into(),
+            gguf_sha256: "0".repeat(64),
+            geometry: windowed(),
+        };
+        let mut plan = model.clone();
+        plan.geometry.layer_windows[2] = None;
+        let e = plan
+            .check_matches(&model, "model")
+            .err()
+            .map(|e| e.to_string());
+        assert_eq!(
+            e.as_deref(),
+            Some(
+                "model.geometry.layer_windows: expected [512, null, 512, null] (the model in \
+                 use), found [512, null, null, null]"
+            )
         );
     }
 }

@@ -11,9 +11,11 @@ pub mod export;
 pub mod geometry;
 pub mod io;
 pub mod methods;
+pub mod migrate;
 pub mod plan;
 pub mod profile;
 pub mod sections;
+pub mod semantics;
 mod validate;
 
 pub use budgets::{Budgets, Target};
@@ -34,6 +36,7 @@ pub use profile::{
     ProfileSettings, Trial, Wavelet, PROFILE_SCHEMA_VERSION,
 };
 pub use sections::Sections;
+pub use semantics::{BudgetSemantics, DecodePolicy, Gqa, MethodSemantics};
 
 use std::path::PathBuf;
 
@@ -70,6 +73,16 @@ pub enum Error {
     /// A method with no plan section (FullKV) was asked to be planned.
     #[error("`{0}` keeps every entry and has no plan section")]
     NoSection(Method),
+    /// A file of an older schema version: `kvplan migrate` upgrades it.
+    #[error(
+        "schema_version: expected {expected}, found {found} (a version-{found} {what}: upgrade \
+         it with `kvplan migrate FILE`)"
+    )]
+    OldSchema {
+        what: &'static str,
+        found: u64,
+        expected: u32,
+    },
     /// An unknown method name.
     #[error("unknown method `{0}` (expected one of {names})", names = methods::NAMES.join(", "))]
     UnknownMethod(String),

@@ -4,19 +4,26 @@
 //! A plan stores each method's parameters and measurements and, through `alloc/`, the rule that
 //! turns them into budgets for any context length and target, so one plan serves every budget and
 //! prompt length. `preview` holds the budgets at one context length for readers (and plots); on
-//! load it must equal what the rules give.
+//! load it must equal what the rules give. `budget_semantics` states what a budget means
+//! (`semantics`; checked on load), `notes` how the model's geometry changes the rules (for
+//! readers; not read back).
+//!
+//! Version 2 added each layer's attention span (`model.geometry.layer_windows`),
+//! `budget_semantics` and `notes`. A version-1 file is refused with the command that upgrades it
+//! (`kvplan migrate FILE`, `migrate`).
 
 use crate::budgets::{self, Budgets, Target};
 use crate::geometry::ModelIdentity;
 use crate::profile::ProfileSettings;
 use crate::sections::Sections;
+use crate::semantics::BudgetSemantics;
 use crate::{io, validate, Error, Method, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
 
 /// Version of the plan schema this build reads and writes.
-pub const PLAN_SCHEMA_VERSION: u32 = 1;
+pub const PLAN_SCHEMA_VERSION: u32 = 2;
 
 /// A KV-cache budget plan.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -30,6 +37,10 @@ pub struct Plan {
     pub provenance: Provenance,
     /// Default budget target (the runtime's `--budget` may re-target through the same rules).
     pub target: Target,
+    /// What a budget means (unit, what counts inside it, GQA, decode policy per method).
+    pub budget_semantics: BudgetSemantics,
+    /// How the model's geometry changes the rules (windowed layers, one KV head), for readers.
+    pub notes: Vec<String>,
     /// One section per method.
     pub sections: Sections,
     /// Budgets at one context length, for readers; checked against the rules on load.
@@ -172,6 +183,7 @@ impl Plan {
         }
         self.model.validate("model")?;
         self.target.validate("target")?;
+        self.budget_semantics.validate(&self.methods())?;
         self.sections.validate(&self.model.geometry)?;
         if let Some(p) = &self.preview {
             self.validate_preview(p)?;

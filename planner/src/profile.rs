@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use std::path::Path;
 
 /// Version of the profile schema this build reads and writes.
-pub const PROFILE_SCHEMA_VERSION: u32 = 1;
+pub const PROFILE_SCHEMA_VERSION: u32 = 2;
 
 /// A model's attention profile.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]

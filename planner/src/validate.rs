@@ -27,6 +27,16 @@ pub(crate) fn schema_version(what: &'static str, text: &str, expected: u32) -> R
     match value.get("schema_version") {
         None => Err(Error::invalid("schema_version", expected, "nothing")),
         Some(v) if v.as_u64() == Some(u64::from(expected)) => Ok(()),
+        Some(v)
+            if v.as_u64()
+                .is_some_and(|f| f >= 1 && f < u64::from(expected)) =>
+        {
+            Err(Error::OldSchema {
+                what,
+                found: v.as_u64().unwrap_or_default(),
+                expected,
+            })
+        }
         Some(v) => Err(Error::invalid("schema_version", expected, v)),
     }
 }

@@ -4,6 +4,7 @@ use kvplan_planner::alloc::pod;
 use kvplan_planner::{
     build_plan, Geometry, HeadScores, LayerFunnel, LayerRedundancy, LayerSimilarity, Method,
     ModelIdentity, Plan, PlanOptions, Profile, ProfileSettings, Target, Wavelet,
+    PROFILE_SCHEMA_VERSION,
 };
 use proptest::prelude::*;
 
@@ -41,7 +42,7 @@ fn profile(layers: usize, kv: usize, group: usize, scores: &[f64], sims: &[f64])
         })
         .collect();
     Profile {
-        schema_version: 1,
+        schema_version: PROFILE_SCHEMA_VERSION,
         model: ModelIdentity {
             name: String::from("random"),
             architecture: String::from("llama"),
@@ -170,7 +171,7 @@ proptest! {
     ) {
         let p = profile(l, kv, g, &scores, &sims);
         let per_head = &p.layer_similarity.per_head;
-        for (h, blocks) in pod::blocks(per_head, delta).iter().enumerate() {
+        for (h, blocks) in pod::blocks(per_head, delta, &p.model.geometry).iter().enumerate() {
             let mut next = 0;
             for b in blocks {
                 prop_assert_eq!(b[0], next);

@@ -36,8 +36,76 @@ fn good_plan_loads() {
 #[test]
 fn unknown_schema_version() {
     let mut v = plan_value();
-    v["schema_version"] = json!(2);
-    assert_eq!(plan_error(&v), "schema_version: expected 1, found 2");
+    v["schema_version"] = json!(3);
+    assert_eq!(plan_error(&v), "schema_version: expected 2, found 3");
+    v["schema_version"] = json!(1);
+    assert_eq!(
+        plan_error(&v),
+        "schema_version: expected 2, found 1 (a version-1 plan: upgrade it with `kvplan migrate \
+         FILE`)"
+    );
+}
+
+#[test]
+fn bad_layer_windows() {
+    let mut v = plan_value();
+    v["model"]["geometry"]["layer_windows"][4] = json!(0);
+    assert_eq!(
+        plan_error(&v),
+        "model.geometry.layer_windows[4]: expected null (global attention) or a window of at \
+         least 1 token, found 0"
+    );
+    let mut v = plan_value();
+    if let Some(w) = v["model"]["geometry"]["layer_windows"].as_array_mut() {
+        w.pop();
+    }
+    assert_eq!(
+        plan_error(&v),
+        "model.geometry.layer_windows: expected 30 entries (one per layer: null for global \
+         attention or a window W >= 1), found 29 entries"
+    );
+    let mut v = plan_value();
+    v["model"]["geometry"]["layer_windows"][4] = json!("global");
+    let e = plan_error(&v);
+    assert!(
+        e.starts_with("plan: at `model.geometry.layer_windows[4]`: invalid type: string"),
+        "{e}"
+    );
+    let mut v = plan_value();
+    if let Some(g) = v["model"]["geometry"].as_object_mut() {
+        g.remove("layer_windows");
+    }
+    let e = plan_error(&v);
+    assert!(
+        e.starts_with("plan: at `model.geometry`: missing field `layer_windows`"),
+        "{e}"
+    );
+}
+
+#[test]
+fn budget_semantics_must_be_this_builds() {
+    let mut v = plan_value();
+    v["budget_semantics"]["observation_window_inside_budget"] = json!(false);
+    assert_eq!(
+        plan_error(&v),
+        "budget_semantics.observation_window_inside_budget: expected true (what this build \
+         does), found false"
+    );
+    let mut v = plan_value();
+    v["budget_semantics"]["granularity"] = json!("query_head");
+    let e = plan_error(&v);
+    assert!(
+        e.starts_with("plan: at `budget_semantics.granularity`: unknown variant `query_head`"),
+        "{e}"
+    );
+    let mut v = plan_value();
+    v["budget_semantics"]["methods"]["snapkv"]["decode"] =
+        json!({"cache": "held_at_budget", "compress_every": 1});
+    assert_eq!(
+        plan_error(&v),
+        "budget_semantics.methods.snapkv.decode: expected Grows (what this build does), found \
+         HeldAtBudget { compress_every: 1 }"
+    );
 }
 
 #[test]

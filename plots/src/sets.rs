@@ -92,7 +92,11 @@ pub fn profile_figures(
             source: format!("from the plan, δ = {}", s.delta),
         },
         None => Blocks {
-            blocks: pod::blocks(&p.layer_similarity.per_head, DEFAULT_POD_DELTA),
+            blocks: pod::blocks(
+                &p.layer_similarity.per_head,
+                DEFAULT_POD_DELTA,
+                &p.model.geometry,
+            ),
             source: format!("greedy rule at δ = {DEFAULT_POD_DELTA}"),
         },
     };

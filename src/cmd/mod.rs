@@ -8,6 +8,7 @@ pub mod eval_ruler;
 pub mod fetch;
 pub mod generate;
 pub mod inspect;
+pub mod migrate;
 pub mod model_args;
 pub mod models;
 pub mod plan;

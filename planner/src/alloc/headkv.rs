@@ -14,11 +14,18 @@
 //! `(b − b/β) + S_h·(b/β)·L·H_q` is `(b − b/β) + (Σ_group S_h)·(b/β)·L·H_kv`, so totals stay
 //! `L·H_kv·B` and memory matches FullKV's KV heads.
 //!
+//! **Layers.** `kv_scores` has one row per layer that takes a budget: the model's global layers
+//! (windowed layers hold their window). With one KV head per layer (Gemma 3) the per-head
+//! budgets are per-layer budgets.
+//!
+//! **Floor.** At β = 1 the basic budget is 0 and a zero-score head gets no share of the pool; it
+//! still keeps the α window, so α ≥ 1 is required and every head keeps at least one entry.
+//!
 //! **Integers.** The pool is split by largest remainder (not the code's `round`) so the total is
 //! exactly `L·H_kv·B`; no head keeps more than the context (water-filling hands the surplus of a
 //! capped head to the others). All-zero scores share the pool evenly.
 
-use super::distribute;
+use super::{check_window, distribute};
 use crate::geometry::Geometry;
 use crate::{Error, Method, Result};
 
@@ -74,6 +81,7 @@ pub fn budgets(
     let layers = kv_scores.len();
     let kv_heads = kv_scores.first().map_or(0, Vec::len);
     let n = context_len;
+    check_window(method, window)?;
     if n <= per_head {
         return Ok(vec![vec![n; kv_heads]; layers]);
     }
@@ -163,6 +171,16 @@ mod tests {
                 assert!((mean - kv[l][g] * 19.0 * 4.0).abs() < 1e-9);
             }
         }
+    }
+
+    #[test]
+    fn zero_score_head_keeps_the_floor_at_beta_one() {
+        // 1 layer, 2 KV heads, scores 1 and 0; n = 1000, B = 11, α = 1, β = 1: b = 10, pool per
+        // head ⌊10/1⌋ = 10, basic 0; pool 20 all to head 0 → 0 + 20 + 1 = 21 and 0 + 0 + 1 = 1.
+        let s = vec![vec![1.0, 0.0]];
+        let b = budgets(Method::HeadKv, &s, 1000, 11, 1, 1.0).ok();
+        assert_eq!(b, Some(vec![vec![21, 1]]));
+        assert!(budgets(Method::HeadKv, &s, 1000, 10, 0, 1.0).is_err());
     }
 
     #[test]

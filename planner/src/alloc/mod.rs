@@ -1,7 +1,9 @@
 //! Budget allocators, one pure function per file, and the integer rounding they share.
 //!
 //! Every allocator works in entries (tokens) per layer and KV head, the observation window
-//! included (DESIGN.md "Equal KV size"). Where a paper's rule yields fractions, the floor
+//! included (DESIGN.md "Equal KV size"), over the layers it is given: the model's global layers
+//! (windowed layers hold their window and take no budget, `budgets`). No allocator gives a head
+//! fewer than one entry ([`check_window`]). Where a paper's rule yields fractions, the floor
 //! remainder is handed out by largest remainder ([`round_to_total`]) so that totals equal the
 //! target exactly: the entries with the largest fractional parts get one more, ties going to the
 //! lower index (lower layer, then lower head), which keeps the result deterministic.
@@ -12,6 +14,26 @@ pub mod pyramid;
 pub mod spindle;
 pub mod treekv;
 pub mod uniform;
+
+use crate::budgets::MIN_ENTRIES_PER_KV_HEAD;
+use crate::{Error, Method, Result};
+
+/// The observation window every head keeps on top of its selected entries must hold at least
+/// [`MIN_ENTRIES_PER_KV_HEAD`]: it is what keeps each (layer, KV head) at or above the floor
+/// when a schedule gives a head no selected entry (PyramidKV's top layer, a zero-score HeadKV
+/// head at β = 1, SpindleKV's top layer on a short prompt).
+pub fn check_window(method: Method, window: usize) -> Result<()> {
+    if window >= MIN_ENTRIES_PER_KV_HEAD {
+        return Ok(());
+    }
+    Err(Error::budget(
+        method,
+        format!(
+            "the observation window α must hold at least {MIN_ENTRIES_PER_KV_HEAD} entry (every \
+             (layer, KV head) keeps it: the floor of one entry), found {window}"
+        ),
+    ))
+}
 
 /// Values this close to an integer are that integer: `0.35 * 1000.0` must give 350, not 349.
 const SNAP: f64 = 1e-9;

@@ -9,6 +9,11 @@
 //! **Algorithm 1** (per query head, bottom-up greedy): start with block {0}; layer ℓ joins the
 //! last block if its similarity with *every* layer already in it is ≥ δ, else opens a new block.
 //!
+//! **Windowed layers** (kvplan's rule; the paper's models have none): a layer with a sliding
+//! window holds its window whatever the method, so it shares no keys — it is a block of its own —
+//! and a block never mixes windowed and global layers. Blocks group adjacent global layers only
+//! (Gemma 3's global layers 5, 11, 17 are never adjacent, so PoD shares nothing there).
+//!
 //! **Saving, per KV head.** Within a block, distant keys are stored only at its lowest layer. The
 //! cache stores KV heads, shared by several query heads that may be grouped differently, so a KV
 //! head's distant keys at layer ℓ can be dropped only if ℓ is not the lowest layer of a block for
@@ -25,21 +30,34 @@
 use crate::geometry::Geometry;
 use crate::{Error, Method, Result};
 
-/// Algorithm 1 for one head: `sim[a][b]` (layers × layers) → blocks `[first, last]`, bottom-up.
-pub fn group_layers(sim: &[Vec<f64>], delta: f64) -> Vec<[usize; 2]> {
+/// Algorithm 1 for one head: `sim[a][b]` (layers × layers) → blocks `[first, last]`, bottom-up;
+/// `windowed[l]` marks layers with a sliding window, each a block of its own.
+pub fn group_layers(sim: &[Vec<f64>], delta: f64, windowed: &[bool]) -> Vec<[usize; 2]> {
+    let own = |l: usize| windowed.get(l).copied().unwrap_or(false);
     let mut blocks: Vec<[usize; 2]> = Vec::new();
     for (l, row) in sim.iter().enumerate() {
         match blocks.last_mut() {
-            Some(block) if (block[0]..=block[1]).all(|m| row[m] >= delta) => block[1] = l,
+            Some(block)
+                if !own(l) && !own(block[0]) && (block[0]..=block[1]).all(|m| row[m] >= delta) =>
+            {
+                block[1] = l
+            }
             _ => blocks.push([l, l]),
         }
     }
     blocks
 }
 
-/// Blocks of every query head: `per_head[q_head][layer][layer]` → `[q_head][block]`.
-pub fn blocks(per_head: &[Vec<Vec<f64>>], delta: f64) -> Vec<Vec<[usize; 2]>> {
-    per_head.iter().map(|s| group_layers(s, delta)).collect()
+/// Blocks of every query head: `per_head[q_head][layer][layer]` → `[q_head][block]`, windowed
+/// layers of `geometry` alone in their blocks.
+pub fn blocks(per_head: &[Vec<Vec<f64>>], delta: f64, geometry: &Geometry) -> Vec<Vec<[usize; 2]>> {
+    let windowed: Vec<bool> = (0..geometry.layers)
+        .map(|l| geometry.is_windowed(l))
+        .collect();
+    per_head
+        .iter()
+        .map(|s| group_layers(s, delta, &windowed))
+        .collect()
 }
 
 /// `[layer][kv_head]`: true when the KV head's distant keys at that layer are shared (dropped),
@@ -74,7 +92,7 @@ pub fn choose_delta(per_head: &[Vec<Vec<f64>>], geometry: &Geometry, target: f64
     candidates.dedup();
     let mut best = 0.0_f64;
     for &delta in &candidates {
-        let s = saving(&blocks(per_head, delta), geometry);
+        let s = saving(&blocks(per_head, delta, geometry), geometry);
         if s >= target {
             return Ok(delta);
         }
@@ -132,11 +150,39 @@ mod tests {
     fn greedy_grouping_needs_every_pair_in_the_block() {
         // δ = 0.5, head A: {0}; 1 vs 0: 0.9 ≥ .5 → {0,1}; 2 vs 0: 0.3 < .5 → new {2};
         // 3 vs 2: 0.4 < .5 → {3}. Blocks [0,1], [2,2], [3,3].
-        assert_eq!(group_layers(&head_a(), 0.5), vec![[0, 1], [2, 2], [3, 3]]);
+        let global = [false; 4];
+        assert_eq!(
+            group_layers(&head_a(), 0.5, &global),
+            vec![[0, 1], [2, 2], [3, 3]]
+        );
         // δ = 0.25: 2 vs 0 (0.3) and 1 (0.8) pass → {0,1,2}; 3 vs 0: 0.1 fails → {3}.
-        assert_eq!(group_layers(&head_a(), 0.25), vec![[0, 2], [3, 3]]);
+        assert_eq!(group_layers(&head_a(), 0.25, &global), vec![[0, 2], [3, 3]]);
         // Head B at δ = 0.5: one block.
-        assert_eq!(group_layers(&head_b(), 0.5), vec![[0, 3]]);
+        assert_eq!(group_layers(&head_b(), 0.5, &global), vec![[0, 3]]);
+    }
+
+    #[test]
+    fn windowed_layers_are_blocks_of_their_own() {
+        // Head B (every pair 0.6) at δ = 0.5 is one block [0, 3] when all layers are global.
+        // Windows on 0 and 2: each windowed layer opens its own block and no layer joins it
+        // → four single-layer blocks; the same with windows on 1 and 3. Windows on 2 and 3:
+        // 0 and 1 (global, 0.6 ≥ 0.5) share [0, 1]; 2 and 3 stand alone.
+        let one = |w: [bool; 4]| group_layers(&head_b(), 0.5, &w);
+        let singles = vec![[0, 0], [1, 1], [2, 2], [3, 3]];
+        assert_eq!(one([true, false, true, false]), singles);
+        assert_eq!(one([false, true, false, true]), singles);
+        assert_eq!(
+            one([false, false, true, true]),
+            vec![[0, 1], [2, 2], [3, 3]]
+        );
+        // The geometry's windows: layers 0 and 2 windowed, 2 query heads on 1 KV head.
+        // Both heads' blocks are singletons: every layer keeps its keys, saving 0.
+        let g = Geometry::new(4, 2, 1, 8)
+            .and_then(|g| g.with_windows(vec![Some(512), None, Some(512), None]))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let bl = blocks(&[head_b(), head_b()], 0.5, &g);
+        assert_eq!(bl, vec![singles.clone(), singles]);
+        assert_eq!(saving(&bl, &g), 0.0);
     }
 
     #[test]
@@ -144,7 +190,7 @@ mod tests {
         // 2 query heads on 1 KV head. δ = 0.5: A starts blocks at 0, 2, 3; B at 0.
         // Union of lowest layers {0, 2, 3}: only layer 1 drops its distant keys → saving 1/4.
         let g = Geometry::new(4, 2, 1, 8).unwrap_or_else(|e| panic!("{e}"));
-        let bl = blocks(&[head_a(), head_b()], 0.5);
+        let bl = blocks(&[head_a(), head_b()], 0.5, &g);
         assert_eq!(
             shared_keys(&bl, &g),
             vec![vec![false], vec![true], vec![false], vec![false]]

@@ -12,12 +12,19 @@
 //! Short prompts fall back as that code does: n < B keeps the whole prompt in every layer;
 //! n < 2c gives every layer c selected entries plus α (SnapKV).
 //!
+//! **Floor.** The top layer may select 0 entries (top = ⌊c/β⌋ = 0 when c < β); it still keeps
+//! the α window, so α ≥ 1 is required: every (layer, KV head) then keeps at least one entry.
+//!
+//! `layers` are the layers the schedule runs over — the model's *global* layers, in order
+//! (windowed layers hold their window and take no budget; see `budgets`).
+//!
 //! **Our resolution of the floor remainder.** Flooring the step makes the layers sum to *more*
 //! than m·c (the code overshoots): the excess is E = m·r/2 with r = (bottom − top) mod (m − 1).
 //! We take it back one entry per layer from the top layer downwards (⌊E/m⌋ from every layer, then
 //! one more from the top E mod m layers), which keeps the schedule non-increasing from bottom to
 //! top and the total exactly m·B.
 
+use super::check_window;
 use crate::{Error, Method, Result};
 
 /// Per-layer budgets (entries per KV head, window included), bottom layer first.
@@ -37,6 +44,7 @@ pub fn layer_budgets(
             format!("β must be a finite number >= 1, found {beta}"),
         ));
     }
+    check_window(Method::Pyramid, window)?;
     if n < per_head {
         return Ok(vec![n; layers]);
     }
@@ -111,6 +119,25 @@ mod tests {
     #[test]
     fn prompt_shorter_than_the_budget_is_kept_whole() {
         assert_eq!(run(4, 50, 72), vec![50; 4]);
+    }
+
+    #[test]
+    fn top_layer_keeps_the_floor_of_one_entry() {
+        // 2 layers, B = 11, α = 1, β = 20, n = 1000: c = 10, top = ⌊10/20⌋ = 0, bottom = 20,
+        // step = 20 → selected 20, 0 (sum 20 = 2·10); plus α: 21, 1 — the top layer at the floor.
+        let b = layer_budgets(2, 1000, 11, 1, 20.0).ok();
+        assert_eq!(b, Some(vec![21, 1]));
+        // With α = 0 the top layer would keep nothing: refused.
+        let err = layer_budgets(2, 1000, 10, 0, 20.0)
+            .err()
+            .map(|e| e.to_string());
+        assert_eq!(
+            err.as_deref(),
+            Some(
+                "pyramid: the observation window α must hold at least 1 entry (every (layer, \
+                 KV head) keeps it: the floor of one entry), found 0"
+            )
+        );
     }
 
     #[test]

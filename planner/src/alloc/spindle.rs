@@ -16,11 +16,16 @@
 //! Layer λ keeps ⌊r_c(λ)·l_c⌋ context entries (eq. 7) plus the l_w window; the floor remainder is
 //! handed out by largest remainder so the layers sum to exactly m·B.
 //!
+//! **Layers and floor.** `layers` are the layers the schedule runs over: the model's global
+//! layers (windowed layers hold their window). A layer may select 0 context entries (β·l_c < 1
+//! on a short prompt); it keeps the l_w window, so l_w ≥ 1 is required and every head keeps at
+//! least one entry.
+//!
 //! By the paper (eq. 15, r₁·r₂ in every layer) eviction and the codebook both apply to every
 //! layer. kvplan's optional shallow/deep split (off by default) only limits where the codebook
 //! applies (`codebook_layers`); the eviction schedule stays the paper's.
 
-use super::round_to_total;
+use super::{check_window, round_to_total};
 use crate::{Error, Method, Result};
 
 /// Eq. 5–6: the context retain ratio of every layer, bottom first. Needs β < r_c ≤ 1.
@@ -47,6 +52,7 @@ pub fn layer_budgets(
     alpha: f64,
 ) -> Result<Vec<usize>> {
     let n = context_len;
+    check_window(Method::Spindle, window)?;
     if n <= per_head {
         return Ok(vec![n; layers]);
     }
@@ -110,6 +116,15 @@ mod tests {
         // n = 18, l_c = 10, B = 11 → r_c = 0.3: r = 0.55, 0.30, 0.05 → 5.5, 3.0, 0.5;
         // floors 5 + 3 + 0 = 8, target 3·3 = 9: the tie .5/.5 goes to layer 0 → 6, 3, 0; plus 8.
         assert_eq!(run(3, 18, 11).ok(), Some(vec![14, 11, 8]));
+    }
+
+    #[test]
+    fn top_layer_keeps_the_floor_of_one_entry() {
+        // n = 11, l_w = 1 → l_c = 10; B = 3 → r_c = 2/10 = 0.2: r = 0.35, 0.05 → 3.5, 0.5;
+        // floors 3 + 0, target 2·2 = 4: the tie .5/.5 goes to layer 0 → 4, 0; plus l_w: 5, 1.
+        let b = layer_budgets(2, 11, 3, 1, 0.05, 0.525).ok();
+        assert_eq!(b, Some(vec![5, 1]));
+        assert!(layer_budgets(2, 11, 3, 0, 0.05, 0.525).is_err());
     }
 
     #[test]

@@ -8,6 +8,7 @@ use crate::budgets::Budgets;
 use crate::build::PlanOptions;
 use crate::geometry::Geometry;
 use crate::profile::Profile;
+use crate::semantics::DecodePolicy;
 use crate::{validate, Result};
 use serde::{Deserialize, Serialize};
 
@@ -46,5 +47,10 @@ impl MethodSection for H2oSection {
 
     fn parameters(&self) -> String {
         format!("heavy {}", self.heavy_fraction)
+    }
+
+    /// The press re-chooses heavy hitters and recent tokens after every generated token.
+    fn decode(_: Method) -> DecodePolicy {
+        DecodePolicy::HeldAtBudget { compress_every: 1 }
     }
 }

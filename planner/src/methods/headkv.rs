@@ -2,6 +2,8 @@
 //! pool handed out in proportion to each KV head's score (eq. 4, β; `alloc::headkv`), SnapKV
 //! selection inside each head. One section type serves both table entries: `headkv` uses the
 //! retrieval-reasoning scores (HeadKV-R2, eq. 2), `headkv-r` the retrieval scores (eq. 1).
+//! Only the global layers' heads share the pool (windowed layers hold their window); with one KV
+//! head per layer (Gemma 3) the per-head budgets are per-layer budgets.
 
 use super::snapkv::{DEFAULT_KERNEL, DEFAULT_POOLING};
 use super::{Method, MethodSection, Pooling};
@@ -83,6 +85,7 @@ impl MethodSection for HeadKvSection {
     }
 
     fn validate(&self, p: &str, g: &Geometry) -> Result<()> {
+        validate::at_least(&format!("{p}.window"), self.window, 1)?;
         validate::in_range(&format!("{p}.beta"), self.beta, 1.0, f64::MAX)?;
         validate::above(&format!("{p}.temperature"), self.temperature, 0.0)?;
         validate::at_least(&format!("{p}.kernel_size"), self.kernel_size, 1)?;
@@ -105,9 +108,16 @@ impl MethodSection for HeadKvSection {
 
     fn budgets(&self, g: &Geometry, out: &mut Budgets) -> Result<()> {
         let (n, b) = (out.context_len, out.per_head);
-        let kv = headkv::kv_head_scores(&self.scores, g, self.temperature);
+        // Only the global layers' heads share the pool; windowed layers hold their window.
+        let global: Vec<Vec<f64>> = g
+            .global_layers()
+            .into_iter()
+            .map(|l| self.scores[l].clone())
+            .collect();
+        let kv = headkv::kv_head_scores(&global, g, self.temperature);
         out.window = self.window.min(b);
-        out.per_layer_per_kv_head = headkv::budgets(out.method, &kv, n, b, self.window, self.beta)?;
+        let grid = headkv::budgets(out.method, &kv, n, b, self.window, self.beta)?;
+        out.per_layer_per_kv_head = g.scatter_global(grid, n);
         Ok(())
     }
 

@@ -12,6 +12,7 @@ use crate::budgets::Budgets;
 use crate::build::PlanOptions;
 use crate::geometry::Geometry;
 use crate::profile::Profile;
+use crate::semantics::{DecodePolicy, Gqa, MethodSemantics};
 use crate::{Error, Result};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -54,6 +55,19 @@ pub trait MethodSection:
 
     /// The parameters the summary prints after the method's name (`β 20, α 8`).
     fn parameters(&self) -> String;
+
+    /// How the runtime's press for `method` combines a KV head's query heads (default: the
+    /// mean of their scores, [`Gqa::MeanOfGroup`]). A fact about the press, stated in the plan.
+    fn gqa(_method: Method) -> Gqa {
+        Gqa::MeanOfGroup
+    }
+
+    /// What the runtime's press for `method` does while generating (default: nothing after the
+    /// prompt's compression, [`DecodePolicy::Grows`]). A fact about the press, stated in the
+    /// plan and checked against the press's capabilities by the CLI tests.
+    fn decode(_method: Method) -> DecodePolicy {
+        DecodePolicy::Grows
+    }
 }
 
 /// One line of the method table.
@@ -133,6 +147,17 @@ macro_rules! method_table {
                 match self {
                     Method::$full => false,
                     $(Method::$variant => <$section as MethodSection>::FOLLOWS_TARGET,)+
+                }
+            }
+
+            /// The GQA aggregation and decode policy of the method's press (`None` for FullKV).
+            pub fn semantics(self) -> Option<MethodSemantics> {
+                match self {
+                    Method::$full => None,
+                    $(Method::$variant => Some(MethodSemantics {
+                        gqa: <$section as MethodSection>::gqa(self),
+                        decode: <$section as MethodSection>::decode(self),
+                    }),)+
                 }
             }
         }

@@ -10,6 +10,7 @@ use crate::budgets::Budgets;
 use crate::build::PlanOptions;
 use crate::geometry::Geometry;
 use crate::profile::Profile;
+use crate::semantics::{DecodePolicy, Gqa};
 use crate::Result;
 use serde::{Deserialize, Serialize};
 
@@ -35,6 +36,23 @@ impl MethodSection for PlainSection {
 
     fn parameters(&self) -> String {
         String::from("no parameters; uniform budgets")
+    }
+
+    /// TOVA: the newest query's attention averaged over all the layer's query heads; KNorm:
+    /// each KV head's own key norms.
+    fn gqa(method: Method) -> Gqa {
+        match method {
+            Method::KNorm => Gqa::KeyNorm,
+            _ => Gqa::MeanOfLayer,
+        }
+    }
+
+    /// TOVA re-selects after every generated token; KNorm selects once, after the prompt.
+    fn decode(method: Method) -> DecodePolicy {
+        match method {
+            Method::KNorm => DecodePolicy::Grows,
+            _ => DecodePolicy::HeldAtBudget { compress_every: 1 },
+        }
     }
 }
 

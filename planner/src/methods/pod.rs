@@ -2,6 +2,8 @@
 //! distant keys stored at a block's lowest layer (Algorithm 1, δ; `alloc::pod`); every head keeps
 //! its n_s initial and n_r recent tokens, and τ gates the shared distant attention (eq. 3–4).
 //! PoD does not follow the budget target: it keeps every token's value and saves key slots.
+//! A windowed layer is a block of its own (it shares no keys): blocks never mix windowed and
+//! global layers (`alloc::pod`).
 
 use super::{Method, MethodSection};
 use crate::alloc::pod;
@@ -9,6 +11,7 @@ use crate::budgets::Budgets;
 use crate::build::PlanOptions;
 use crate::geometry::Geometry;
 use crate::profile::Profile;
+use crate::semantics::{DecodePolicy, Gqa};
 use crate::{validate, Error, Result};
 use serde::{Deserialize, Serialize};
 
@@ -69,7 +72,7 @@ impl MethodSection for PodSection {
             Some(t) => pod::choose_delta(sims, g, t)?,
             None => o.delta,
         };
-        let blocks = pod::blocks(sims, delta);
+        let blocks = pod::blocks(sims, delta, g);
         Ok(PodSection {
             delta,
             target_saving: o.target_saving,
@@ -112,6 +115,16 @@ impl MethodSection for PodSection {
             self.delta, self.tau, self.saving
         )
     }
+
+    /// A KV head keeps its distant keys where any of its query heads starts a block.
+    fn gqa(_: Method) -> Gqa {
+        Gqa::AnyQueryHead
+    }
+
+    /// Values grow; shared key slots drop keys leaving the proximal window at every token.
+    fn decode(_: Method) -> DecodePolicy {
+        DecodePolicy::ProximalKeys { compress_every: 1 }
+    }
 }
 
 impl PodSection {
@@ -133,6 +146,15 @@ impl PodSection {
                         format!("a block [{next}, l] with {next} <= l < {}", g.layers),
                         format!("[{}, {}]", b[0], b[1]),
                     ));
+                }
+                if let Some(w) = (b[0]..=b[1]).find(|&l| g.is_windowed(l)) {
+                    if b[1] > b[0] {
+                        return Err(Error::invalid(
+                            q,
+                            format!("a single-layer block for windowed layer {w}"),
+                            format!("[{}, {}]", b[0], b[1]),
+                        ));
+                    }
                 }
                 next = b[1] + 1;
             }

@@ -1,6 +1,7 @@
 //! PyramidKV (`pyramidkv.md` §3–4): SnapKV selection under an arithmetic per-layer schedule —
 //! wide budgets in the lower layers, narrow in the upper ones, where attention funnels onto few
-//! tokens (eq. 1, β; `alloc::pyramid`). The section keeps the profile's funnelling per layer,
+//! tokens (eq. 1, β; `alloc::pyramid`). The schedule runs over the global layers, bottom to
+//! top; windowed layers hold their window (`budgets`). The section keeps the profile's funnelling per layer,
 //! the measurement that motivates the schedule, for readers and figures.
 
 use super::snapkv::{DEFAULT_KERNEL, DEFAULT_POOLING};
@@ -62,6 +63,7 @@ impl MethodSection for PyramidSection {
     }
 
     fn validate(&self, q: &str, g: &Geometry) -> Result<()> {
+        validate::at_least(&format!("{q}.window"), self.window, 1)?;
         validate::in_range(&format!("{q}.beta"), self.beta, 1.0, f64::MAX)?;
         validate::at_least(&format!("{q}.kernel_size"), self.kernel_size, 1)?;
         validate::len(
@@ -85,8 +87,9 @@ impl MethodSection for PyramidSection {
     fn budgets(&self, g: &Geometry, out: &mut Budgets) -> Result<()> {
         let (n, b) = (out.context_len, out.per_head);
         out.window = self.window.min(b);
-        let layers = pyramid::layer_budgets(g.layers, n, b, self.window, self.beta)?;
-        out.per_layer_per_kv_head = Budgets::per_layer(layers, g.kv_heads);
+        let global = g.global_layers().len();
+        let layers = pyramid::layer_budgets(global, n, b, self.window, self.beta)?;
+        out.per_layer_per_kv_head = g.scatter_global(Budgets::per_layer(layers, g.kv_heads), n);
         Ok(())
     }
 

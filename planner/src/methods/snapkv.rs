@@ -46,6 +46,7 @@ impl MethodSection for SnapKvSection {
     }
 
     fn validate(&self, path: &str, _: &Geometry) -> Result<()> {
+        validate::at_least(&format!("{path}.window"), self.window, 1)?;
         validate::at_least(&format!("{path}.kernel_size"), self.kernel_size, 1)
     }
 

@@ -1,6 +1,8 @@
 //! SpindleKV (`spindlekv.md` §3): eviction under a per-layer ratio schedule (eq. 5–7, corrected;
 //! `alloc::spindle`) followed by codebook replacement of redundant kept entries (θ_K, θ_V;
 //! Algorithm 1). The section keeps the profile's KV redundancy per layer (§3.2) for readers.
+//! The schedule runs over the global layers and the codebook applies there only: windowed layers
+//! hold their window untouched (`budgets`).
 
 use super::{Method, MethodSection};
 use crate::alloc::spindle;
@@ -75,6 +77,7 @@ impl MethodSection for SpindleSection {
     }
 
     fn validate(&self, p: &str, g: &Geometry) -> Result<()> {
+        validate::at_least(&format!("{p}.window"), self.window, 1)?;
         validate::in_range(&format!("{p}.beta"), self.beta, 0.0, 1.0)?;
         let alpha = (1.0 + self.beta) / 2.0;
         if !self.alpha.is_finite() || (self.alpha - alpha).abs() > 1e-9 {
@@ -101,9 +104,14 @@ impl MethodSection for SpindleSection {
     fn budgets(&self, g: &Geometry, out: &mut Budgets) -> Result<()> {
         let (n, b) = (out.context_len, out.per_head);
         out.window = self.window.min(b);
-        out.codebook_layers = spindle::codebook_layers(g.layers, self.split);
-        let layers = spindle::layer_budgets(g.layers, n, b, self.window, self.beta, self.alpha)?;
-        out.per_layer_per_kv_head = Budgets::per_layer(layers, g.kv_heads);
+        out.codebook_layers = spindle::codebook_layers(g.layers, self.split)
+            .into_iter()
+            .enumerate()
+            .map(|(l, c)| c && !g.is_windowed(l))
+            .collect();
+        let global = g.global_layers().len();
+        let layers = spindle::layer_budgets(global, n, b, self.window, self.beta, self.alpha)?;
+        out.per_layer_per_kv_head = g.scatter_global(Budgets::per_layer(layers, g.kv_heads), n);
         Ok(())
     }
 

@@ -7,6 +7,7 @@ use crate::budgets::Budgets;
 use crate::build::PlanOptions;
 use crate::geometry::Geometry;
 use crate::profile::Profile;
+use crate::semantics::{DecodePolicy, Gqa};
 use crate::Result;
 use serde::{Deserialize, Serialize};
 
@@ -40,5 +41,15 @@ impl MethodSection for StreamingSection {
 
     fn parameters(&self) -> String {
         format!("sinks {}", self.sinks)
+    }
+
+    /// Kept by position, not by attention.
+    fn gqa(_: Method) -> Gqa {
+        Gqa::Positions
+    }
+
+    /// Sinks and the recent window are re-chosen after every generated token.
+    fn decode(_: Method) -> DecodePolicy {
+        DecodePolicy::HeldAtBudget { compress_every: 1 }
     }
 }

@@ -10,6 +10,7 @@ use crate::budgets::Budgets;
 use crate::build::{evidence, PlanOptions};
 use crate::geometry::Geometry;
 use crate::profile::Profile;
+use crate::semantics::DecodePolicy;
 use crate::{validate, Result};
 use serde::{Deserialize, Serialize};
 
@@ -91,5 +92,10 @@ impl MethodSection for TreeKvSection {
             "block {}, selected {}",
             self.block_size, self.selected_fraction
         )
+    }
+
+    /// Algorithm 1 evicts one tree entry per generated token once the tree is full.
+    fn decode(_: Method) -> DecodePolicy {
+        DecodePolicy::HeldAtBudget { compress_every: 1 }
     }
 }

@@ -58,8 +58,9 @@ pub struct ModelConfig {
     pub rms_eps: f64,
     /// Training context length.
     pub context_len: usize,
-    /// The attention geometry as plans record it: the numbers above and the query→KV head map
-    /// every consumer of GQA reads ([`Geometry::kv_of`], [`Geometry::q_heads_of`]).
+    /// The attention geometry as plans record it: the numbers above, the query→KV head map
+    /// every consumer of GQA reads ([`Geometry::kv_of`], [`Geometry::q_heads_of`]) and the
+    /// layer windows.
     pub geometry: Geometry,
 }
 
@@ -92,13 +93,14 @@ impl ModelConfig {
                 key("block_count")
             )));
         }
-        let geometry = Geometry::new(n_layers, n_heads, n_kv_heads, head_dim)
-            .map_err(|e| Error::Model(format!("{arch} attention geometry: {e}")))?;
         let rope_theta = gguf
             .meta_f64(&key("rope.freq_base"))
             .unwrap_or(DEFAULT_ROPE_BASE);
         check_refusals(gguf, family, head_dim)?;
         let layer_windows = layer_windows(gguf, family, n_layers)?;
+        let geometry = Geometry::new(n_layers, n_heads, n_kv_heads, head_dim)
+            .and_then(|g| g.with_windows(layer_windows.clone()))
+            .map_err(|e| Error::Model(format!("{arch} attention geometry: {e}")))?;
         let rope_bases = rope_bases(gguf, family, rope_theta, &layer_windows)?;
         let embed_scale = match family.scales_embeddings() {
             true => (hidden as f64).sqrt(),

@@ -1,0 +1,216 @@
+//! Windowed layers, worked by hand on a 4-layer geometry (2 query heads on 1 KV head,
+//! head_dim 8): layers 0 and 3 attend over a sliding window of 512 tokens, layers 1 and 2
+//! globally. Every method holds min(512, n) entries in layers 0 and 3 and spends the target's
+//! per-head average over layers 1 and 2 only.
+
+use kvplan_planner::budgets::{compute, full_kv_bytes};
+use kvplan_planner::methods::{Pooling, Section};
+use kvplan_planner::{
+    Geometry, HeadKvSection, Method, PodSection, PyramidSection, ScoreSource, Sections,
+    SnapKvSection, SpindleSection, Target,
+};
+use kvplan_planner::{LayerFunnel, LayerRedundancy};
+
+const W: usize = 512;
+
+fn geometry() -> Geometry {
+    Geometry::new(4, 2, 1, 8)
+        .and_then(|g| g.with_windows(vec![Some(W), None, None, Some(W)]))
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn sections() -> Sections {
+    let mut s = Sections::default();
+    s.insert(Section::SnapKv(SnapKvSection {
+        window: 8,
+        kernel_size: 7,
+        pooling: Pooling::Maxpool,
+    }));
+    let funnel = LayerFunnel {
+        entropy: 1.0,
+        top_k_mass: 0.5,
+    };
+    s.insert(Section::Pyramid(PyramidSection {
+        window: 8,
+        beta: 20.0,
+        kernel_size: 7,
+        pooling: Pooling::Maxpool,
+        funnel: vec![funnel; 4],
+    }));
+    s.insert(Section::HeadKv(HeadKvSection {
+        source: ScoreSource::RetrievalReasoning,
+        window: 8,
+        beta: 1.01,
+        temperature: 1.0,
+        kernel_size: 7,
+        pooling: Pooling::Maxpool,
+        trials_kept: 1,
+        trials_total: 1,
+        // The windowed layers' high scores must not count.
+        scores: vec![
+            vec![0.9, 0.9],
+            vec![0.3, 0.1],
+            vec![0.0, 0.0],
+            vec![0.9, 0.9],
+        ],
+    }));
+    let redundancy = LayerRedundancy {
+        k_cos_fraction: 0.5,
+        v_cos_fraction: 0.5,
+        attention_sparsity: 0.5,
+    };
+    s.insert(Section::Spindle(SpindleSection {
+        window: 8,
+        beta: 0.05,
+        alpha: 0.525,
+        theta_k: 0.98,
+        theta_v: 0.95,
+        split: None,
+        redundancy: vec![redundancy; 4],
+    }));
+    s.insert(Section::Pod(PodSection {
+        delta: 0.5,
+        target_saving: None,
+        saving: 0.25,
+        sinks: 16,
+        tau: 0.7,
+        blocks: vec![vec![[0, 0], [1, 2], [3, 3]]; 2],
+    }));
+    s
+}
+
+fn grid(m: Method, n: usize, b: usize) -> Vec<Vec<usize>> {
+    compute(&sections(), &geometry(), m, n, Target::Tokens(b))
+        .map(|b| b.per_layer_per_kv_head)
+        .unwrap_or_else(|e| panic!("{m}: {e}"))
+}
+
+#[test]
+fn sections_validate_against_the_windows() {
+    assert!(sections().validate(&geometry()).is_ok());
+}
+
+#[test]
+fn uniform_budgets_on_global_layers_only() {
+    // n = 2000, B = 72: layers 1, 2 keep 72; layers 0, 3 hold their window of 512.
+    assert_eq!(
+        grid(Method::SnapKv, 2000, 72),
+        vec![vec![512], vec![72], vec![72], vec![512]]
+    );
+    // n = 300 < W: a windowed layer holds the whole prompt, 300.
+    assert_eq!(
+        grid(Method::SnapKv, 300, 72),
+        vec![vec![300], vec![72], vec![72], vec![300]]
+    );
+}
+
+#[test]
+fn pyramid_schedule_over_the_two_global_layers() {
+    // m = 2 global layers, B = 72, α = 8: c = 64, top ⌊64/20⌋ = 3, bottom 128 − 3 = 125,
+    // step ⌊122/1⌋ = 122 → 125, 3 (sum 128 = 2·64); plus α: 133, 11.
+    assert_eq!(
+        grid(Method::Pyramid, 2000, 72),
+        vec![vec![512], vec![133], vec![11], vec![512]]
+    );
+}
+
+#[test]
+fn headkv_pool_over_global_heads_is_per_layer_with_one_kv_head() {
+    // Global rows only: layer 1 (0.3, 0.1), layer 2 (0, 0); Σ = 0.4 → KV scores 1.0 and 0.
+    // b = 72 − 8 = 64, β = 1.01: pool per head ⌊64/1.01⌋ = 63, basic 1; pool 2·63 = 126 all to
+    // layer 1 → 1 + 126 + 8 = 135 and 1 + 0 + 8 = 9 (sum 144 = 2·72).
+    assert_eq!(
+        grid(Method::HeadKv, 2000, 72),
+        vec![vec![512], vec![135], vec![9], vec![512]]
+    );
+}
+
+#[test]
+fn spindle_schedule_and_codebook_on_global_layers_only() {
+    // n = 1008, l_w = 8 → l_c = 1000; B = 208 → r_c = 0.2: r = 0.35, 0.05 over the 2 global
+    // layers → 350, 50, plus 8: 358, 58.
+    let b = compute(
+        &sections(),
+        &geometry(),
+        Method::Spindle,
+        1008,
+        Target::Tokens(208),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        b.per_layer_per_kv_head,
+        vec![vec![512], vec![358], vec![58], vec![512]]
+    );
+    assert_eq!(b.codebook_layers, vec![false, true, true, false]);
+}
+
+#[test]
+fn pod_shares_keys_between_adjacent_global_layers_only() {
+    // Blocks [0], [1, 2], [3]: layer 2's distant keys are shared; it keeps the proximal window
+    // B = 72. Values: every token in global layers (2000), the window in windowed ones.
+    let b = compute(
+        &sections(),
+        &geometry(),
+        Method::Pod,
+        2000,
+        Target::Tokens(72),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        b.per_layer_per_kv_head,
+        vec![vec![512], vec![2000], vec![2000], vec![512]]
+    );
+    assert_eq!(
+        b.keys_per_layer_per_kv_head,
+        vec![vec![512], vec![2000], vec![72], vec![512]]
+    );
+    // A block mixing a windowed and a global layer is refused, naming it.
+    let mut s = sections();
+    s.insert(Section::Pod(PodSection {
+        delta: 0.5,
+        target_saving: None,
+        saving: 0.25,
+        sinks: 16,
+        tau: 0.7,
+        blocks: vec![vec![[0, 1], [2, 2], [3, 3]]; 2],
+    }));
+    let e = s.validate(&geometry()).err().map(|e| e.to_string());
+    assert_eq!(
+        e.as_deref(),
+        Some(
+            "sections.pod.blocks[0][0]: expected a single-layer block for windowed layer 0, \
+             found [0, 1]"
+        )
+    );
+}
+
+#[test]
+fn every_method_holds_the_same_bytes_and_full_kv_counts_windows() {
+    // FullKV at n = 2000: spans 512 + 2000 + 2000 + 512 = 5024 entries per KV head,
+    // 2 × 5024 × 8 × 4 bytes = 321,536.
+    let g = geometry();
+    assert_eq!(full_kv_bytes(&g, 2000, 4), 321_536);
+    // Target-following methods: 512 + 72 + 72 + 512 = 1168 entries → 2 × 1168 × 32 = 74,752.
+    for m in [Method::SnapKv, Method::Pyramid, Method::HeadKv] {
+        let b = compute(&sections(), &g, m, 2000, Target::Tokens(72))
+            .unwrap_or_else(|e| panic!("{m}: {e}"));
+        assert_eq!(b.total(), 1168, "{m}");
+        assert_eq!(b.kv_bytes(8, 4), 74_752, "{m}");
+        assert!(b.compress);
+    }
+}
+
+#[test]
+fn a_prompt_inside_every_budget_is_not_compressed() {
+    // n = 60 < B = 72: every layer holds the whole prompt, windowed ones too (60 < 512).
+    let b = compute(
+        &sections(),
+        &geometry(),
+        Method::SnapKv,
+        60,
+        Target::Tokens(72),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(b.total(), 4 * 60);
+    assert!(!b.compress);
+}
