@@ -261,3 +261,72 @@ fn corrupt_profile_and_plan_name_file_and_path() {
     );
     assert!(err.contains("schema_version: expected 2, found 7"), "{err}");
 }
+
+/// The version-1 SmolLM2 plan as committed before the schema bump.
+fn v1_plan() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("planner/tests/fixtures/v1/smollm2-135m-instruct.plan.json")
+}
+
+#[test]
+fn a_version_1_plan_names_the_command_that_upgrades_it() {
+    let o = kvplan(&["plan", "--summary", v1_plan().to_str().unwrap_or_default()]);
+    let err = stderr(&o);
+    assert!(!o.status.success());
+    assert!(
+        err.contains("schema_version: expected 2, found 1")
+            && err.contains("upgrade it with `kvplan migrate FILE`"),
+        "{err}"
+    );
+}
+
+#[test]
+fn migrate_upgrades_in_place_and_a_failed_batch_writes_nothing() {
+    let dir = scratch("migrate");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let old = std::fs::read(v1_plan()).unwrap_or_else(|e| panic!("{e}"));
+    let plan = dir.join("p.plan.json");
+    let bad = dir.join("bad.plan.json");
+    std::fs::write(&plan, &old).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&bad, "{\"schema_version\": 1, \"sections\": {}}")
+        .unwrap_or_else(|e| panic!("{e}"));
+    // One bad file: an error naming it, and the good one is left as it was.
+    let o = kvplan(&[
+        "migrate",
+        plan.to_str().unwrap_or_default(),
+        bad.to_str().unwrap_or_default(),
+    ]);
+    let err = stderr(&o);
+    assert!(!o.status.success());
+    assert!(
+        err.contains(&format!("cannot migrate {}", bad.display())),
+        "{err}"
+    );
+    assert!(std::fs::read(&plan).is_ok_and(|t| t == old));
+    // Alone it is upgraded to the committed version-2 plan, then left alone.
+    let o = kvplan(&["migrate", plan.to_str().unwrap_or_default()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("plan version 1 → 2"), "{}", stderr(&o));
+    let committed = std::fs::read(root.join("plans/smollm2-135m-instruct.plan.json"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(std::fs::read(&plan).is_ok_and(|t| t == committed));
+    let o = kvplan(&["migrate", plan.to_str().unwrap_or_default()]);
+    assert!(
+        stderr(&o).contains("plan already at version 2"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn the_plans_decode_policy_is_what_the_presses_do() {
+    // A method the plan says is held at its budget while generating is one whose press evicts
+    // while decoding (the runtime's capabilities), and no other.
+    use kvplan_planner::DecodePolicy;
+    for m in Method::ALL {
+        let semantics = m.semantics().unwrap_or_else(|| panic!("{m}: no semantics"));
+        let caps = kvplan_runtime::press::capabilities(m.name()).unwrap_or_else(|e| panic!("{e}"));
+        let held = matches!(semantics.decode, DecodePolicy::HeldAtBudget { .. });
+        assert_eq!(held, caps.evicts_while_decoding, "{m}");
+    }
+}

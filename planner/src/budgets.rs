@@ -20,8 +20,9 @@ use serde::{Deserialize, Serialize};
 /// `budget_semantics.min_entries_per_kv_head`).
 pub const MIN_ENTRIES_PER_KV_HEAD: usize = 1;
 
-/// Budget target: absolute entries per head (`{"tokens": N}`) or a ratio of the context
-/// (`{"ratio": R}`), the observation window included either way.
+/// Budget target: absolute entries per head (`{"tokens": N}`) or a ratio of the prompt's length
+/// (`{"ratio": R}`), the observation window and sinks included either way; the per-head average
+/// of the global layers (windowed layers hold their window).
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq)]
 #[serde(rename_all = "lowercase", deny_unknown_fields)]
 pub enum Target {

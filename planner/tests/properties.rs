@@ -27,8 +27,21 @@ fn symmetric(l: usize, raw: &[f64]) -> Vec<Vec<f64>> {
         .collect()
 }
 
-fn profile(layers: usize, kv: usize, group: usize, scores: &[f64], sims: &[f64]) -> Profile {
-    let geometry = Geometry::new(layers, kv * group, kv, 8).unwrap_or_else(|e| panic!("{e}"));
+/// A random profile; `windows[l % len]` is layer `l`'s attention span (empty: all global).
+fn profile(
+    layers: usize,
+    kv: usize,
+    group: usize,
+    scores: &[f64],
+    sims: &[f64],
+    windows: &[Option<usize>],
+) -> Profile {
+    let spans = (0..layers)
+        .map(|l| windows.get(l % windows.len().max(1)).copied().flatten())
+        .collect();
+    let geometry = Geometry::new(layers, kv * group, kv, 8)
+        .and_then(|g| g.with_windows(spans))
+        .unwrap_or_else(|e| panic!("{e}"));
     let q = kv * group;
     let grid: Vec<Vec<f64>> = (0..layers)
         .map(|l| (0..q).map(|h| scores[(l * q + h) % scores.len()]).collect())
@@ -121,12 +134,18 @@ fn target() -> impl Strategy<Value = Target> {
     ]
 }
 
-/// (layers, kv heads, group, scores, similarities of up to 4·3 heads × 10 × 10 layers).
-fn shape() -> impl Strategy<Value = (usize, usize, usize, Vec<f64>, Vec<f64>)> {
+/// Layers, KV heads and group of a random geometry.
+type Dims = (usize, usize, usize);
+
+/// (dims, scores, similarities of up to 4·3 heads × 10 × 10 layers, layer windows: none, or a
+/// pattern of global and windowed layers repeated over the layers).
+fn shape() -> impl Strategy<Value = (Dims, Vec<f64>, Vec<f64>, Vec<Option<usize>>)> {
     (1usize..=10, 1usize..=4, 1usize..=3).prop_flat_map(|(l, kv, g)| {
         let scores = prop::collection::vec(prop_oneof![Just(0.0), 0.0f64..=1.0], 1..=40);
         let sims = prop::collection::vec(0.0f64..=1.0, kv * g * l * l);
-        (Just(l), Just(kv), Just(g), scores, sims)
+        let window = prop_oneof![Just(None), (1usize..2000).prop_map(Some)];
+        let windows = prop_oneof![Just(Vec::new()), prop::collection::vec(window, 1..=6)];
+        (Just((l, kv, g)), scores, sims, windows)
     })
 }
 
@@ -143,20 +162,29 @@ proptest! {
 
     #[test]
     fn budgets_sum_to_target_and_fit_the_context(
-        (l, kv, g, scores, sims) in shape(), n in 1usize..6000, t in target()
+        ((l, kv, g), scores, sims, windows) in shape(), n in 1usize..6000, t in target()
     ) {
-        let p = profile(l, kv, g, &scores, &sims);
+        let p = profile(l, kv, g, &scores, &sims, &windows);
+        let geo = &p.model.geometry;
+        let globals = geo.global_layers();
+        // Windowed layers hold their span; the target's average goes to the global layers.
+        let spans: usize = (0..l).filter(|&x| geo.is_windowed(x)).map(|x| geo.span(x, n)).sum();
         let plan = build(&p, t);
         let b = t.per_head(n);
         for m in Method::ALL.into_iter().filter(|m| m.follows_target()) {
             match plan.budgets(m, n, t) {
                 Ok(bud) => {
-                    prop_assert_eq!(bud.per_layer_per_kv_head.len(), l);
-                    prop_assert!(bud.per_layer_per_kv_head.iter().all(|r| r.len() == kv));
-                    prop_assert_eq!(bud.total(), l * kv * b, "{} n={} b={}", m, n, b);
-                    prop_assert!(bud.per_layer_per_kv_head.iter().flatten().all(|&x| x <= n));
+                    let grid = &bud.per_layer_per_kv_head;
+                    prop_assert_eq!(grid.len(), l);
+                    prop_assert!(grid.iter().all(|r| r.len() == kv));
+                    let want = (globals.len() * b + spans) * kv;
+                    prop_assert_eq!(bud.total(), want, "{} n={} b={}", m, n, b);
+                    prop_assert!(grid.iter().flatten().all(|&x| (1..=n).contains(&x)));
+                    for x in (0..l).filter(|&x| geo.is_windowed(x)) {
+                        prop_assert!(grid[x].iter().all(|&e| e == geo.span(x, n)));
+                    }
                     if m == Method::Pyramid {
-                        let col: Vec<usize> = bud.per_layer_per_kv_head.iter().map(|r| r[0]).collect();
+                        let col: Vec<usize> = globals.iter().map(|&x| grid[x][0]).collect();
                         prop_assert!(col.windows(2).all(|w| w[0] >= w[1]), "not monotone: {:?}", col);
                     }
                 }
@@ -167,15 +195,17 @@ proptest! {
 
     #[test]
     fn pod_blocks_are_consecutive_cover_and_meet_delta(
-        (l, kv, g, scores, sims) in shape(), delta in 0.0f64..=1.0
+        ((l, kv, g), scores, sims, windows) in shape(), delta in 0.0f64..=1.0
     ) {
-        let p = profile(l, kv, g, &scores, &sims);
+        let p = profile(l, kv, g, &scores, &sims, &windows);
+        let geo = &p.model.geometry;
         let per_head = &p.layer_similarity.per_head;
         for (h, blocks) in pod::blocks(per_head, delta, &p.model.geometry).iter().enumerate() {
             let mut next = 0;
             for b in blocks {
                 prop_assert_eq!(b[0], next);
                 prop_assert!(b[1] >= b[0]);
+                prop_assert!(b[0] == b[1] || (b[0]..=b[1]).all(|x| !geo.is_windowed(x)));
                 let inside = b[0]..=b[1];
                 let pairs = inside.clone().flat_map(|a| inside.clone().map(move |c| (a, c)));
                 for (a, c) in pairs {
@@ -189,15 +219,16 @@ proptest! {
         let plan = build(&p, Target::Tokens(64));
         let bud = plan.budgets_at(Method::Pod, 500).unwrap_or_else(|e| panic!("{e}"));
         prop_assert!(bud.keys_per_layer_per_kv_head.iter().flatten().all(|&x| x <= 500));
-        prop_assert_eq!(bud.total(), l * kv * 500);
-        prop_assert!(bud.keys_per_layer_per_kv_head[0].iter().all(|&x| x == 500));
+        let spans: usize = (0..l).map(|x| geo.span(x, 500)).sum();
+        prop_assert_eq!(bud.total(), spans * kv);
+        prop_assert!(bud.keys_per_layer_per_kv_head[0].iter().all(|&x| x == geo.span(0, 500)));
     }
 
     #[test]
     fn same_input_gives_byte_identical_plans(
-        (l, kv, g, scores, sims) in shape(), t in target()
+        ((l, kv, g), scores, sims, windows) in shape(), t in target()
     ) {
-        let p = profile(l, kv, g, &scores, &sims);
+        let p = profile(l, kv, g, &scores, &sims, &windows);
         let a = build(&p, t).to_json().unwrap_or_else(|e| panic!("{e}"));
         let b = build(&p.clone(), t).to_json().unwrap_or_else(|e| panic!("{e}"));
         prop_assert_eq!(&a, &b);

@@ -3,7 +3,8 @@
 //!
 //! KV bytes = (key entries + value entries) × head_dim × bytes per element, over layers and KV
 //! heads: 2 × entries × head_dim × bytes, except where PoD shares distant keys. FullKV is the real
-//! cache of the model's KV heads (DESIGN.md: never unfolded to query heads).
+//! cache of the model's KV heads (DESIGN.md: never unfolded to query heads), a windowed layer
+//! counted at its window (`budgets::full_kv_bytes`).
 
 use crate::budgets::{full_kv_bytes, Budgets};
 use crate::plan::Plan;
@@ -30,13 +31,24 @@ pub fn summary(plan: &Plan, context_len: usize, bytes_per_element: usize) -> Res
         context_len,
         bytes_per_element
     );
+    let windowed = g.layers - g.global_layers().len();
+    let spans = if windowed == 0 {
+        format!("{context_len} entries per head")
+    } else {
+        let entries: usize = (0..g.layers).map(|l| g.span(l, context_len)).sum();
+        format!(
+            "{entries} entries per KV head over the layers ({context_len} in each global layer, \
+             min(window, {context_len}) in the {windowed} windowed ones)"
+        )
+    };
     let _ = writeln!(
         out,
-        "FullKV: {} entries per head × {} heads = {} bytes",
-        context_len,
-        g.layers * g.kv_heads,
-        full
+        "FullKV: {spans} × {} KV heads = {full} bytes",
+        g.kv_heads
     );
+    for note in &plan.notes {
+        let _ = writeln!(out, "note: {note}");
+    }
     for method in plan.methods() {
         out.push('\n');
         match plan.budgets_at(method, context_len) {
@@ -86,7 +98,10 @@ fn method_table(out: &mut String, plan: &Plan, b: &Budgets, full: u64, bytes: us
         for x in row {
             let _ = write!(line, " {x:>8}");
         }
-        let _ = writeln!(out, "{line} {:>9}", row.iter().sum::<usize>());
+        let window = g
+            .window(l)
+            .map_or_else(String::new, |w| format!("  (window {w})"));
+        let _ = writeln!(out, "{line} {:>9}{window}", row.iter().sum::<usize>());
     }
     let mut line = String::from("total");
     for h in 0..g.kv_heads {
