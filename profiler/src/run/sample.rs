@@ -230,7 +230,16 @@ pub(super) fn run_sample<B: Backend>(
 ) -> Result<SampleOutcome> {
     let (c, cfg) = (&inp.config, &inp.model.config);
     let corpus = inp.texts[index % inp.texts.len()];
-    let ids = text_tokens(inp.tokenizer, corpus, seed, c.sample_tokens, true)?;
+    // BOS first when the tokenizer adds one (Gemma's attention leans on it as a sink).
+    let bos: Vec<u32> = inp.tokenizer.bos_id().into_iter().collect();
+    let text = text_tokens(
+        inp.tokenizer,
+        corpus,
+        seed,
+        c.sample_tokens - bos.len(),
+        true,
+    )?;
+    let ids = [bos, text].concat();
     let mut seen = observe(inp, &ids)?;
     let mut out = SampleOutcome {
         index,

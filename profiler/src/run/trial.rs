@@ -36,7 +36,11 @@ fn prompt<B: Backend>(inp: &ProfileInputs<'_, B>, spec: &TrialSpec) -> Result<(P
         None => m.to_string(),
     };
     let (before, after) = frame_text(inp.config.prompt_style, &ex.question, render);
-    let prefix = tok.encode(&before)?;
+    // A chat template writes BOS itself when the model wants one; a plain prompt starts with it.
+    let prefix = match inp.config.prompt_style {
+        PromptStyle::Chat => tok.encode(&before)?,
+        PromptStyle::Plain => tok.encode_prompt(&before)?,
+    };
     let suffix = tok.encode(&after)?;
     let frame = Frame {
         prefix: &prefix,
