@@ -59,12 +59,15 @@ fn hand_layer() -> (KvCache<B>, Observer) {
 }
 
 fn hand_press() -> SpindlePress {
+    let books = Codebooks {
+        layers: vec![true],
+        theta_k: 0.9,
+        theta_v: 1.0,
+    };
     SpindlePress::new(
         Allocation::Uniform(2),
         1,
-        vec![true],
-        0.9,
-        1.0,
+        books,
         RopeSet::uniform(2, THETA, 1),
     )
 }
@@ -106,7 +109,12 @@ fn repeat_evicts_per_query_head_and_shares_one_codebook_per_layer() {
 
 /// SpindleKV on the tiny model, codebooks everywhere at θ_K = θ_V = `theta`, window 4.
 fn spindle(alloc: &Allocation, theta: f64) -> SpindlePress {
-    SpindlePress::new(alloc.clone(), 4, vec![true; L], theta, theta, rope())
+    let books = Codebooks {
+        layers: vec![true; L],
+        theta_k: theta,
+        theta_v: theta,
+    };
+    SpindlePress::new(alloc.clone(), 4, books, rope())
 }
 
 #[test]
