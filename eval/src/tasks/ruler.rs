@@ -13,7 +13,7 @@ use super::{needs_plan, owned};
 use crate::driver::{Prepared, Sink, Task};
 use crate::records::{merge_results, Record};
 use crate::ruler::{generate, report, score, Example, Framer, RulerRun, Sources};
-use crate::runner::{model_err, Asked, Evaluator, Scoring};
+use crate::runner::{Asked, Evaluator, Scoring};
 use crate::task::{Cell, Reporter, Unit};
 use crate::{Error, Result};
 
@@ -28,7 +28,7 @@ pub struct ChatFramer<'a> {
 impl<'a> ChatFramer<'a> {
     /// The framer of `tok`'s chat template (an error when the model has none).
     pub fn new(tok: &'a Tokenizer) -> Result<Self> {
-        let frame = tok.user_frame().map_err(model_err)?;
+        let frame = tok.user_frame()?;
         Ok(Self { tok, frame })
     }
 }
@@ -40,7 +40,7 @@ impl Framer for ChatFramer<'_> {
     }
 
     fn count(&self, text: &str) -> Result<usize> {
-        Ok(self.tok.encode(text).map_err(model_err)?.len())
+        Ok(self.tok.encode(text)?.len())
     }
 }
 
@@ -149,7 +149,7 @@ impl<B: Backend> Task<B> for RulerTask {
         let framer = ChatFramer::new(ev.tok)?;
         let r = &self.run;
         let example = generate(task, sources, &framer, r.length, r.seed, e)?;
-        let ids = ev.tok.encode(&example.prompt).map_err(model_err)?;
+        let ids = ev.tok.encode(&example.prompt)?;
         let what = format!("{task} #{e} ({} tokens)", ids.len());
         let asked = Asked {
             task: task.name().to_string(),
