@@ -209,7 +209,7 @@ impl<'a, B: Backend> Evaluator<'a, B> {
                 config.keys_values |= c.keys_values;
             }
         }
-        let mut obs = Observer::new(config, self.model.config.n_layers);
+        let mut obs = Observer::new(config, self.model.config.geometry.layers);
         let mut cache = self.model.new_cache();
         let logits = self
             .model

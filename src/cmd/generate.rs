@@ -219,7 +219,7 @@ fn report(
         m.ratio()
     );
     if let Some(b) = budgets {
-        let planned = b.kv_bytes(model.config.head_dim, 4);
+        let planned = b.kv_bytes(model.config.geometry.head_dim, 4);
         let off = (m.held_bytes as f64 - planned as f64) / planned.max(1) as f64;
         line.push_str(&format!("; plan {planned} bytes ({:+.2}%)", 100.0 * off));
     }

@@ -421,9 +421,9 @@ impl<B: Backend> Press<B> for PodPress {
                 "pod: empty input or id outside the vocabulary".into(),
             ));
         }
-        let (nh, nkv, d) = (c.n_heads, c.n_kv_heads, c.head_dim);
+        let (nh, nkv, d) = (c.geometry.q_heads, c.geometry.kv_heads, c.geometry.head_dim);
         if self.slots.is_empty() {
-            self.slots = vec![vec![Slot::default(); nkv]; c.n_layers];
+            self.slots = vec![vec![Slot::default(); nkv]; c.geometry.layers];
         }
         let decode = self.len > 0;
         let (t, p0) = (ids.len(), self.len);
@@ -432,7 +432,7 @@ impl<B: Backend> Press<B> for PodPress {
         let idx: Vec<i64> = ids.iter().map(|&i| i as i64).collect();
         let idx = Tensor::<B, 1, Int>::from_data(TensorData::new(idx, [t]), device);
         let mut x = tr.embed.val().select(0, idx);
-        let mut saved: Vec<Option<Saved>> = (0..c.n_layers).map(|_| None).collect();
+        let mut saved: Vec<Option<Saved>> = (0..c.geometry.layers).map(|_| None).collect();
         for (l, block) in tr.blocks.iter().enumerate() {
             let a = &block.attention;
             let qkv: Vec<f32> = block
