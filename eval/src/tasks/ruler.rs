@@ -12,7 +12,7 @@ use kvplan_runtime::tokenizer::Tokenizer;
 use super::{needs_plan, owned};
 use crate::driver::{Prepared, Sink, Task};
 use crate::records::{merge_results, Record};
-use crate::ruler::{generate, report, score, Example, Framer, RulerRun, Sources};
+use crate::ruler::{generate, report, score, Example, ExampleAt, Framer, RulerRun, Sources};
 use crate::runner::{Asked, Evaluator, Scoring};
 use crate::task::{Cell, Reporter, Unit};
 use crate::{Error, Result};
@@ -148,7 +148,12 @@ impl<B: Backend> Task<B> for RulerTask {
             .ok_or_else(|| Error::Request("RULER data not loaded".into()))?;
         let framer = ChatFramer::new(ev.tok)?;
         let r = &self.run;
-        let example = generate(task, sources, &framer, r.length, r.seed, e)?;
+        let at = ExampleAt {
+            length: r.length,
+            seed: r.seed,
+            index: e,
+        };
+        let example = generate(task, sources, &framer, at)?;
         let ids = ev.tok.encode(&example.prompt)?;
         let what = format!("{task} #{e} ({} tokens)", ids.len());
         let asked = Asked {
