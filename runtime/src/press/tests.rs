@@ -165,6 +165,22 @@ pub(super) fn run(
     out
 }
 
+/// Asserts that every step's logits of `got` are within `tol` of `want`'s and pick the same
+/// token; `what` names the run in the message.
+pub(super) fn assert_same_output(got: &[Vec<f32>], want: &[Vec<f32>], tol: f32, what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: steps");
+    for (step, (a, b)) in got.iter().zip(want).enumerate() {
+        let diff = a
+            .iter()
+            .zip(b)
+            .map(|(x, y)| (x - y).abs())
+            .fold(0.0, f32::max);
+        assert!(diff <= tol, "{what} step {step}: {diff}");
+        let (x, y) = (crate::generate::argmax(a), crate::generate::argmax(b));
+        assert_eq!(x, y, "{what} step {step}: argmax");
+    }
+}
+
 #[test]
 fn every_press_under_every_wrapper_keeps_at_most_its_budget() {
     let model = tiny_model();
@@ -210,19 +226,7 @@ fn a_budget_above_the_context_gives_fullkv_output() {
     for alloc in allocations(40) {
         for (name, mut press) in presses(&model, &alloc, ids.len()) {
             let got = run(&model, press.as_mut(), &ids, 5);
-            for (step, (a, b)) in got.iter().zip(&full).enumerate() {
-                let diff = a
-                    .iter()
-                    .zip(b)
-                    .map(|(x, y)| (x - y).abs())
-                    .fold(0.0, f32::max);
-                assert!(diff <= 1e-5, "{name} {alloc:?} step {step}: {diff}");
-                assert_eq!(
-                    crate::generate::argmax(a),
-                    crate::generate::argmax(b),
-                    "{name}"
-                );
-            }
+            assert_same_output(&got, &full, 1e-5, &format!("{name} {alloc:?}"));
         }
     }
 }
@@ -408,15 +412,7 @@ fn spindle_with_theta_one_gives_fullkv_output() {
     let full = run(&model, &mut FullPress, &ids, 5);
     for alloc in allocations(40) {
         let got = run(&model, &mut spindle(&alloc, 1.0), &ids, 5);
-        for (step, (a, b)) in got.iter().zip(&full).enumerate() {
-            let diff = a
-                .iter()
-                .zip(b)
-                .map(|(x, y)| (x - y).abs())
-                .fold(0.0, f32::max);
-            assert!(diff <= 1e-4, "{alloc:?} step {step}: {diff}");
-            assert_eq!(crate::generate::argmax(a), crate::generate::argmax(b));
-        }
+        assert_same_output(&got, &full, 1e-4, &format!("{alloc:?}"));
     }
 }
 
@@ -490,15 +486,7 @@ fn pod_with_every_layer_in_its_own_block_equals_fullkv() {
     let blocks = vec![vec![[0, 0], [1, 1]]; NH];
     let mut pod = PodPress::new(blocks, &geometry(), proximal(2, 6), 0.7, rope());
     let got = run(&model, &mut pod, &ids, 5);
-    for (step, (a, b)) in got.iter().zip(&full).enumerate() {
-        let diff = a
-            .iter()
-            .zip(b)
-            .map(|(x, y)| (x - y).abs())
-            .fold(0.0, f32::max);
-        assert!(diff <= 1e-4, "step {step}: {diff}");
-        assert_eq!(crate::generate::argmax(a), crate::generate::argmax(b));
-    }
+    assert_same_output(&got, &full, 1e-4, "pod, one layer a block");
     assert_eq!((pod.gated, pod.skipped), (0, 0));
 }
 
@@ -530,12 +518,5 @@ fn pod_shares_distant_keys_once_per_block_and_gates_with_tau() {
     let full = run(&model, &mut FullPress, &ids, 3);
     let mut pod = PodPress::new(blocks, &geometry(), proximal(4, 60), 0.7, rope());
     let got = run(&model, &mut pod, &ids, 3);
-    for (a, b) in got.iter().zip(&full) {
-        let diff = a
-            .iter()
-            .zip(b)
-            .map(|(x, y)| (x - y).abs())
-            .fold(0.0, f32::max);
-        assert!(diff <= 1e-4, "{diff}");
-    }
+    assert_same_output(&got, &full, 1e-4, "pod, nothing distant");
 }

@@ -9,7 +9,9 @@ use crate::cache::KvCache;
 use crate::model::rope::Frequencies;
 use crate::observe::AttentionRows;
 use crate::press::full::FullPress;
-use crate::press::tests::{allocations, prompt, rope, run, tiny_model, B, D, L, NH, NKV, THETA};
+use crate::press::tests::{
+    allocations, assert_same_output, prompt, rope, run, tiny_model, B, D, L, NH, NKV, THETA,
+};
 use crate::press::Session;
 
 /// `[heads][tokens][2]` from degrees (magnitude 1) as a `[heads, tokens, 2]` tensor, each row
@@ -217,14 +219,6 @@ fn repeat_with_budget_above_the_context_and_theta_one_gives_fullkv_output() {
             &ids,
             5,
         );
-        for (step, (a, b)) in got.iter().zip(&full).enumerate() {
-            let diff = a
-                .iter()
-                .zip(b)
-                .map(|(x, y)| (x - y).abs())
-                .fold(0.0, f32::max);
-            assert!(diff <= 1e-4, "{alloc:?} step {step}: {diff}");
-            assert_eq!(crate::generate::argmax(a), crate::generate::argmax(b));
-        }
+        assert_same_output(&got, &full, 1e-4, &format!("{alloc:?}"));
     }
 }
