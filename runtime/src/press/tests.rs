@@ -127,8 +127,8 @@ fn presses(
     inside
 }
 
-/// SpindleKV under `alloc` with codebooks in every layer at θ_K = θ_V = `theta`.
-fn spindle(alloc: &Allocation, theta: f64) -> SpindlePress {
+/// SpindleKV under `alloc` with codebooks in every layer at θ_K = θ_V = `theta`, window 4.
+pub(super) fn spindle(alloc: &Allocation, theta: f64) -> SpindlePress {
     let books = Codebooks {
         layers: vec![true; L],
         theta_k: theta,

@@ -10,7 +10,7 @@ use crate::model::rope::Frequencies;
 use crate::observe::AttentionRows;
 use crate::press::full::FullPress;
 use crate::press::tests::{
-    allocations, assert_same_output, prompt, rope, run, tiny_model, B, D, L, NH, NKV, THETA,
+    allocations, assert_same_output, prompt, run, spindle, tiny_model, B, D, L, NH, NKV, THETA,
 };
 use crate::press::Session;
 
@@ -107,16 +107,6 @@ fn repeat_evicts_per_query_head_and_shares_one_codebook_per_layer() {
         (Some((2, 2)), Some((2, 2)))
     );
     assert_eq!(press.held_bytes(&cache), 8 * 2 * 4 + 2 * 2 * 2 * 8);
-}
-
-/// SpindleKV on the tiny model, codebooks everywhere at θ_K = θ_V = `theta`, window 4.
-fn spindle(alloc: &Allocation, theta: f64) -> SpindlePress {
-    let books = Codebooks {
-        layers: vec![true; L],
-        theta_k: theta,
-        theta_v: theta,
-    };
-    SpindlePress::new(alloc.clone(), 4, books, rope())
 }
 
 #[test]
