@@ -5,7 +5,7 @@
 //!
 //! Each method's press file implements [`MethodPress`] on the type that serves it: what the press
 //! can do ([`MethodPress::CAPABILITIES`], known without a plan) and how it is configured from its
-//! plan section ([`MethodPress::from_plan`]). [`registry!`] below is the one table mapping each
+//! plan section ([`MethodPress::from_plan`]). `registry!` below is the one table mapping each
 //! planner [`Method`] to that type, one line per method; its matches are exhaustive over the
 //! planner's method table, so the compiler names a method without a line.
 //! [`PressOptions`] carries the switches that are not part of a plan (SpindleKV's GQA repeat).
@@ -14,14 +14,6 @@ use burn::tensor::backend::Backend;
 use kvplan_planner::{Budgets, Geometry, Method, MethodSection, Plan, Section, Target};
 
 use super::full::FullPress;
-use super::h2o::H2oScorer;
-use super::knorm::KnormScorer;
-use super::pod::PodPress;
-use super::snapkv::SnapKvScorer;
-use super::spindle::SpindlePress;
-use super::streaming::StreamingScorer;
-use super::tova::TovaScorer;
-use super::treekv::TreeKvPress;
 use super::{Allocation, Capabilities, Press, Scorer, SelectionPress};
 use crate::error::{Error, Result};
 use crate::model::ModelConfig;
@@ -38,8 +30,8 @@ pub trait MethodPress {
     fn from_plan<B: Backend>(p: &FromPlan<'_>) -> Result<Box<dyn Press<B>>>;
 }
 
-/// The registry: one line per method of the planner's table, naming the type that implements
-/// [`MethodPress`] for it.
+/// The registry: one line per method of the planner's table, `Variant => path::to::Type,`,
+/// naming the type that implements [`MethodPress`] for it (no `use` line needed).
 macro_rules! registry {
     ($($method:ident => $press:ty,)+) => {
         /// What `method`'s press can do.
@@ -59,18 +51,18 @@ macro_rules! registry {
 }
 
 registry! {
-    Full => FullPress,
-    SnapKv => SnapKvScorer,
-    H2o => H2oScorer,
-    Streaming => StreamingScorer,
-    Pyramid => SnapKvScorer,
-    HeadKv => SnapKvScorer,
-    HeadKvR => SnapKvScorer,
-    Spindle => SpindlePress,
-    Pod => PodPress,
-    TreeKv => TreeKvPress,
-    Tova => TovaScorer,
-    KNorm => KnormScorer,
+    Full => super::full::FullPress,
+    SnapKv => super::snapkv::SnapKvScorer,
+    H2o => super::h2o::H2oScorer,
+    Streaming => super::streaming::StreamingScorer,
+    Pyramid => super::snapkv::SnapKvScorer,
+    HeadKv => super::snapkv::SnapKvScorer,
+    HeadKvR => super::snapkv::SnapKvScorer,
+    Spindle => super::spindle::SpindlePress,
+    Pod => super::pod::PodPress,
+    TreeKv => super::treekv::TreeKvPress,
+    Tova => super::tova::TovaScorer,
+    KNorm => super::knorm::KnormScorer,
 }
 
 /// A configured press and what it was configured from.
