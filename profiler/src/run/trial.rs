@@ -86,8 +86,8 @@ pub(super) fn run_trial<B: Backend>(
         attn_rows: 1,
         ..ObserveConfig::default()
     };
-    let mut obs = Observer::new(obs_config, cfg.n_layers);
-    let mut scores = vec![vec![0.0; cfg.n_heads]; cfg.n_layers];
+    let mut obs = Observer::new(obs_config, cfg.geometry.layers);
+    let mut scores = vec![vec![0.0; cfg.geometry.q_heads]; cfg.geometry.layers];
     let mut out = Vec::new();
     let mut input = ids[n - 1];
     for _ in 0..budget {
