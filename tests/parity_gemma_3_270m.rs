@@ -33,7 +33,13 @@ fn reads_the_gemma3_geometry_windows_and_bases() {
     let c = &m.config;
     assert_eq!(c.architecture, "gemma3");
     assert_eq!(
-        (c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim, c.hidden),
+        (
+            c.geometry.layers,
+            c.geometry.q_heads,
+            c.geometry.kv_heads,
+            c.geometry.head_dim,
+            c.hidden
+        ),
         (18, 4, 1, 256, 640)
     );
     let globals: Vec<usize> = (0..18).filter(|&l| c.window(l).is_none()).collect();

@@ -22,7 +22,13 @@ fn reads_the_qwen2_geometry_from_metadata() {
     let c = &model().config;
     assert_eq!(c.architecture, "qwen2");
     assert_eq!(
-        (c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim, c.vocab),
+        (
+            c.geometry.layers,
+            c.geometry.q_heads,
+            c.geometry.kv_heads,
+            c.geometry.head_dim,
+            c.vocab
+        ),
         (24, 14, 2, 64, 151_936)
     );
     assert_eq!(c.rope_theta, 1e6);

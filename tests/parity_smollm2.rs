@@ -136,13 +136,13 @@ fn keys_values_and_attention_match_transformers() {
             layers: Some(layers.clone()),
             column_sums: false,
         },
-        model.config.n_layers,
+        model.config.geometry.layers,
     );
     let mut cache = model.new_cache();
     model
         .forward(&prompt, &mut cache, Some(&mut obs), Logits::Last)
         .unwrap();
-    let d = model.config.head_dim;
+    let d = model.config.geometry.head_dim;
     for &l in &layers {
         // Cached keys are post-RoPE in Hugging Face order (the loader un-permutes the GGUF rows).
         for (kind, want_all) in [

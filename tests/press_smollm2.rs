@@ -87,7 +87,7 @@ fn every_method_compresses_and_selection_methods_keep_the_needle() {
         column_sums: true,
         ..Default::default()
     };
-    let mut obs = Observer::new(obs_config, model.config.n_layers);
+    let mut obs = Observer::new(obs_config, model.config.geometry.layers);
     let logits = model
         .forward(&prompt, &mut cache, Some(&mut obs), Logits::Last)
         .expect("prefill");
@@ -131,7 +131,7 @@ fn every_method_compresses_and_selection_methods_keep_the_needle() {
             // Eviction methods hold exactly the plan's bytes, and far less than FullKV.
             assert_eq!(
                 mem.held_bytes,
-                b.kv_bytes(model.config.head_dim, 4),
+                b.kv_bytes(model.config.geometry.head_dim, 4),
                 "{name}: bytes held vs the plan"
             );
             assert!(mem.ratio() < 0.3, "{name}: ratio {}", mem.ratio());
@@ -203,7 +203,7 @@ fn bench_decode_at_4k() {
         column_sums: true,
         ..Default::default()
     };
-    let mut obs = Observer::new(obs_config, model.config.n_layers);
+    let mut obs = Observer::new(obs_config, model.config.geometry.layers);
     let t = std::time::Instant::now();
     model
         .forward(&prompt, &mut cache, Some(&mut obs), Logits::Last)

@@ -54,9 +54,10 @@ pub enum Error {
     /// A bad request (haystack too short, unknown method, …).
     #[error("{0}")]
     Request(String),
-    /// The model or a press failed.
+    /// The model, its tokenizer or a press failed.
+    #[cfg(feature = "model")]
     #[error("model: {0}")]
-    Model(String),
+    Model(#[from] kvplan_runtime::Error),
     /// The reporter failed (drawing the figures, showing the table).
     #[error(transparent)]
     Report(crate::task::ReportError),

@@ -20,6 +20,7 @@ use crate::results::{
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
+use crate::table::{mean, rows, Overall};
 use crate::{io_err, Error, Result};
 
 /// One scored cell.
@@ -213,30 +214,16 @@ pub fn write_atomic(path: &Path, text: &str) -> Result<()> {
     kvplan_common::fs::write_atomic_creating_dirs(path, text.as_bytes()).map_err(io_err(path))
 }
 
-fn mean(v: &[f64]) -> f64 {
-    v.iter().sum::<f64>() / v.len().max(1) as f64
-}
-
 /// NIAH cells (mean score over examples per method, budget, length, depth) and one quality
 /// point per (method, budget) of `task`, in the order first met.
 pub fn aggregate_niah(task: &str, records: &[Record]) -> (Vec<NiahCell>, Vec<QualityPoint>) {
     type CellId = (String, Option<usize>, usize, u64);
-    type PointId = (String, Option<usize>);
     let mut cells: Vec<(CellId, Vec<f64>)> = Vec::new();
-    let mut points: Vec<(PointId, Vec<f64>, Vec<f64>)> = Vec::new();
     for r in records.iter().filter(|r| r.task == task) {
         let id = (r.method.clone(), r.budget, r.context_len, r.depth.to_bits());
         match cells.iter_mut().find(|(k, _)| *k == id) {
             Some((_, s)) => s.push(r.score),
             None => cells.push((id, vec![r.score])),
-        }
-        let pid = (r.method.clone(), r.budget);
-        match points.iter_mut().find(|(k, _, _)| *k == pid) {
-            Some((_, s, f)) => {
-                s.push(r.score);
-                f.push(r.kv_fraction);
-            }
-            None => points.push((pid, vec![r.score], vec![r.kv_fraction])),
         }
     }
     let niah = cells
@@ -249,14 +236,14 @@ pub fn aggregate_niah(task: &str, records: &[Record]) -> (Vec<NiahCell>, Vec<Qua
             score: mean(&s),
         })
         .collect();
-    let quality = points
+    let quality = rows(records, 1, |r| (r.task == task).then_some(0))
         .into_iter()
-        .map(|((method, budget), s, f)| QualityPoint {
+        .map(|row| QualityPoint {
             task: task.to_string(),
-            method,
-            budget,
-            kv_fraction: mean(&f).clamp(f64::MIN_POSITIVE, 1.0),
-            score: mean(&s),
+            kv_fraction: row.kv_fraction(),
+            score: row.overall(Overall::Records),
+            method: row.method,
+            budget: row.budget,
         })
         .collect();
     (niah, quality)
@@ -319,25 +306,42 @@ fn save_results(path: &Path, results: &EvalResults) -> Result<()> {
     write_atomic(path, &results.to_json()?)
 }
 
+/// A record of `task` at depth 0.5, example 0, for tests.
+#[cfg(test)]
+pub(crate) fn test_record(
+    task: &str,
+    method: &str,
+    budget: Option<usize>,
+    context_len: usize,
+    score: f64,
+    kv_fraction: f64,
+) -> Record {
+    Record {
+        task: task.into(),
+        model: "m".into(),
+        context_len,
+        depth: 0.5,
+        example: 0,
+        method: method.into(),
+        budget,
+        needle: "n".into(),
+        expected: vec!["1234567".into()],
+        response: "r".into(),
+        score,
+        kv_fraction,
+        seconds: 0.1,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn rec(method: &str, budget: Option<usize>, len: usize, ex: usize, score: f64) -> Record {
+        let kv = if budget.is_some() { 0.25 } else { 1.0 };
         Record {
-            task: "niah".into(),
-            model: "m".into(),
-            context_len: len,
-            depth: 0.5,
             example: ex,
-            method: method.into(),
-            budget,
-            needle: "n".into(),
-            expected: vec!["1234567".into()],
-            response: "r".into(),
-            score,
-            kv_fraction: if budget.is_some() { 0.25 } else { 1.0 },
-            seconds: 0.1,
+            ..test_record("niah", method, budget, len, score, kv)
         }
     }
 

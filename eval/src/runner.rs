@@ -25,10 +25,6 @@ use crate::records::Record;
 use crate::task::{Cell, Skipped};
 use crate::{Error, Result};
 
-pub(crate) fn model_err(e: impl std::fmt::Display) -> Error {
-    Error::Model(e.to_string())
-}
-
 /// One cell's run, before scoring.
 pub struct Outcome {
     /// Method (registry name).
@@ -175,16 +171,14 @@ impl<'a, B: Backend> Evaluator<'a, B> {
             let mut session = Session::new(self.model, press.as_mut());
             let first = match (&prefill, share) {
                 (Some((cache, obs, first)), true) => {
-                    session
-                        .adopt(cache.clone(), n, Some(obs))
-                        .map_err(model_err)?;
+                    session.adopt(cache.clone(), n, Some(obs))?;
                     first.clone()
                 }
-                _ => last_row(session.prefill(ids).map_err(model_err)?),
+                _ => last_row(session.prefill(ids)?),
             };
             let kv_fraction = session.memory().ratio();
             let new = self.decode(&mut session, &first, answer_tokens)?;
-            let response = self.tok.decode(&new).map_err(model_err)?;
+            let response = self.tok.decode(&new)?;
             on_cell(Outcome {
                 method: method.clone(),
                 budget: *budget,
@@ -215,12 +209,11 @@ impl<'a, B: Backend> Evaluator<'a, B> {
                 config.keys_values |= c.keys_values;
             }
         }
-        let mut obs = Observer::new(config, self.model.config.n_layers);
+        let mut obs = Observer::new(config, self.model.config.geometry.layers);
         let mut cache = self.model.new_cache();
         let logits = self
             .model
-            .forward(ids, &mut cache, Some(&mut obs), Logits::Last)
-            .map_err(model_err)?;
+            .forward(ids, &mut cache, Some(&mut obs), Logits::Last)?;
         Ok(Some((cache, obs, last_row(logits))))
     }
 
@@ -237,7 +230,7 @@ impl<'a, B: Backend> Evaluator<'a, B> {
             if ids.len() >= max {
                 break;
             }
-            next = argmax(&last_row(session.step(next).map_err(model_err)?));
+            next = argmax(&last_row(session.step(next)?));
         }
         Ok(ids)
     }
@@ -264,15 +257,14 @@ impl<B: Backend> Evaluator<'_, B> {
             ids.len(),
             budget.map(Target::Tokens),
             &self.model.config,
-        )
-        .map_err(model_err)?;
+        )?;
         let mut session = Session::new(self.model, spec.press.as_mut());
-        let mut logits = last_row(session.prefill(&ids[..1]).map_err(model_err)?);
+        let mut logits = last_row(session.prefill(&ids[..1])?);
         let mut nlls = Vec::with_capacity(ids.len() - 1);
         for (i, &next) in ids.iter().enumerate().skip(1) {
             nlls.push(nll(&logits, next));
             if i + 1 < ids.len() {
-                logits = last_row(session.step(next).map_err(model_err)?);
+                logits = last_row(session.step(next)?);
             }
         }
         Ok(PplRecord {

@@ -1,39 +1,113 @@
-//! The Markdown tables of a run. A score table ([`score_table`], NIAH's and RULER's) has one row
-//! per (method, budget), one column per context length or task (in percent), then the overall
+//! The Markdown tables of a run. A score table (NIAH's and RULER's, [`score_markdown`]) has one
+//! row per (method, budget), one column per context length or task (in percent), then the overall
 //! score, the KV fraction and the share of FullKV's overall score; the perplexity table reads the
-//! curves at fixed positions.
+//! curves at fixed positions. [`rows`] groups records into a table's rows, for the tables and for
+//! the quality points of the results file.
 
 use crate::records::Record;
 use crate::results::{label as row_label, PerplexityCurve};
 
-fn mean(v: &[f64]) -> f64 {
+/// Mean of `v` (0 when empty).
+pub(crate) fn mean(v: &[f64]) -> f64 {
     v.iter().sum::<f64>() / v.len().max(1) as f64
 }
 
-/// One row of a score table.
+/// Mean KV fraction of `records`, kept in (0, 1] as the results schema wants it.
+fn kv_fraction<'r>(records: impl Iterator<Item = &'r &'r Record>) -> f64 {
+    let f: Vec<f64> = records.map(|r| r.kv_fraction).collect();
+    mean(&f).clamp(f64::MIN_POSITIVE, 1.0)
+}
+
+/// How a row's overall score is formed from its records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Overall {
+    /// The mean over every record of the row (NIAH: each length weighs by its examples).
+    Records,
+    /// The mean of the column means, over the columns with records (RULER's average of tasks).
+    Columns,
+}
+
+/// The records of one (method, budget), by column.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ScoreRow {
+pub struct RecordRow<'a> {
     /// Method (registry name).
     pub method: String,
     /// `--budget` target; `None` for `full`.
     pub budget: Option<usize>,
-    /// The score of each column, in [0, 1]; `None` where the row has no records.
-    pub columns: Vec<Option<f64>>,
-    /// The row's overall score (mean or average), in [0, 1].
-    pub overall: f64,
+    /// The row's records of each column.
+    pub columns: Vec<Vec<&'a Record>>,
+}
+
+impl RecordRow<'_> {
+    /// Mean score of column `i`; `None` where the row has no records there.
+    pub fn column_score(&self, i: usize) -> Option<f64> {
+        let rs = &self.columns[i];
+        (!rs.is_empty()).then(|| mean(&rs.iter().map(|r| r.score).collect::<Vec<_>>()))
+    }
+
+    /// The row's overall score.
+    pub fn overall(&self, how: Overall) -> f64 {
+        let scores: Vec<f64> = match how {
+            Overall::Records => self.columns.iter().flatten().map(|r| r.score).collect(),
+            Overall::Columns => (0..self.columns.len())
+                .filter_map(|i| self.column_score(i))
+                .collect(),
+        };
+        mean(&scores)
+    }
+
     /// Mean KV fraction of the row's records.
-    pub kv_fraction: f64,
+    pub fn kv_fraction(&self) -> f64 {
+        kv_fraction(self.columns.iter().flatten())
+    }
+
+    /// Mean KV fraction of column `i`'s records.
+    pub fn column_kv_fraction(&self, i: usize) -> f64 {
+        kv_fraction(self.columns[i].iter())
+    }
+}
+
+/// `records` as rows of a table of `columns` columns, in the order first met; `column_of` gives
+/// a record's column (`None`: not in the table).
+pub fn rows(
+    records: &[Record],
+    columns: usize,
+    column_of: impl Fn(&Record) -> Option<usize>,
+) -> Vec<RecordRow<'_>> {
+    let mut rows: Vec<RecordRow<'_>> = Vec::new();
+    for r in records {
+        let Some(c) = column_of(r) else {
+            continue;
+        };
+        let at = rows
+            .iter()
+            .position(|x| x.method == r.method && x.budget == r.budget);
+        let i = at.unwrap_or_else(|| {
+            rows.push(RecordRow {
+                method: r.method.clone(),
+                budget: r.budget,
+                columns: vec![Vec::new(); columns],
+            });
+            rows.len() - 1
+        });
+        rows[i].columns[c].push(r);
+    }
+    rows
 }
 
 /// A score table: `| method @ budget | <columns> | <overall> | KV fraction | of FullKV |`,
-/// scores in percent; the last column is the row's overall score over `full`'s (`–` without
-/// it).
-pub fn score_table(
+/// scores in percent; the last column is the row's overall score over the `full` row's (`–`
+/// without one).
+pub fn score_markdown(
     columns: &[String],
     overall: &str,
-    rows: &[ScoreRow],
-    full: Option<f64>,
+    how: Overall,
+    rows: &[RecordRow<'_>],
 ) -> String {
+    let full = rows
+        .iter()
+        .find(|r| r.method == "full" && r.budget.is_none())
+        .map(|r| r.overall(how));
     let mut out = String::from("| method @ budget |");
     for c in columns {
         out.push_str(&format!(" {c} |"));
@@ -43,69 +117,43 @@ pub fn score_table(
     out.push('\n');
     for row in rows {
         out.push_str(&format!("| {} |", row_label(&row.method, row.budget)));
-        for c in &row.columns {
-            match c {
+        for i in 0..row.columns.len() {
+            match row.column_score(i) {
                 Some(s) => out.push_str(&format!(" {:.1} |", 100.0 * s)),
                 None => out.push_str(" – |"),
             }
         }
+        let score = row.overall(how);
         let share = match full {
-            Some(f) if f > 0.0 => format!("{:.0}%", 100.0 * row.overall / f),
+            Some(f) if f > 0.0 => format!("{:.0}%", 100.0 * score / f),
             _ => "–".to_string(),
         };
         out.push_str(&format!(
             " {:.1} | {:.3} | {share} |\n",
-            100.0 * row.overall,
-            row.kv_fraction
+            100.0 * score,
+            row.kv_fraction()
         ));
     }
     out
 }
 
 /// The table of `task`'s records: a column per context length (mean over depths and examples),
-/// then the mean; rows in the order first met.
+/// then the mean over all the row's records; rows in the order first met.
 pub fn markdown(task: &str, records: &[Record]) -> String {
-    let recs: Vec<&Record> = records.iter().filter(|r| r.task == task).collect();
-    let mut lengths: Vec<usize> = recs.iter().map(|r| r.context_len).collect();
+    let mut lengths: Vec<usize> = records
+        .iter()
+        .filter(|r| r.task == task)
+        .map(|r| r.context_len)
+        .collect();
     lengths.sort_unstable();
     lengths.dedup();
-    let mut ids: Vec<(String, Option<usize>)> = Vec::new();
-    for r in &recs {
-        let id = (r.method.clone(), r.budget);
-        if !ids.contains(&id) {
-            ids.push(id);
-        }
-    }
-    let of = |m: &str, b: Option<usize>, len: Option<usize>| -> Vec<&Record> {
-        let wanted = |r: &&&Record| r.method == m && r.budget == b;
-        let at = |r: &&&Record| len.is_none_or(|l| r.context_len == l);
-        recs.iter().filter(wanted).filter(at).copied().collect()
+    let column_of = |r: &Record| {
+        let at = lengths.binary_search(&r.context_len).ok();
+        at.filter(|_| r.task == task)
     };
-    let score = |rs: &[&Record]| mean(&rs.iter().map(|r| r.score).collect::<Vec<_>>());
-    let full = Some(of("full", None, None))
-        .filter(|rs| !rs.is_empty())
-        .map(|rs| score(&rs));
-    let rows: Vec<ScoreRow> = ids
-        .into_iter()
-        .map(|(method, budget)| {
-            let all = of(&method, budget, None);
-            let columns = lengths
-                .iter()
-                .map(|&l| Some(of(&method, budget, Some(l))).filter(|rs| !rs.is_empty()))
-                .map(|rs| rs.map(|rs| score(&rs)))
-                .collect();
-            let kv: Vec<f64> = all.iter().map(|r| r.kv_fraction).collect();
-            ScoreRow {
-                overall: score(&all),
-                kv_fraction: mean(&kv),
-                method,
-                budget,
-                columns,
-            }
-        })
-        .collect();
+    let rows = rows(records, lengths.len(), column_of);
     let columns: Vec<String> = lengths.iter().map(|l| l.to_string()).collect();
-    score_table(&columns, "mean", &rows, full)
+    score_markdown(&columns, "mean", Overall::Records, &rows)
 }
 
 /// The perplexity table: one row per curve, the perplexity at each of `at` (positions on the
@@ -137,21 +185,7 @@ mod tests {
     use super::*;
 
     fn rec(method: &str, budget: Option<usize>, len: usize, score: f64, kv: f64) -> Record {
-        Record {
-            task: "niah".into(),
-            model: "m".into(),
-            context_len: len,
-            depth: 0.5,
-            example: 0,
-            method: method.into(),
-            budget,
-            needle: String::new(),
-            expected: Vec::new(),
-            response: String::new(),
-            score,
-            kv_fraction: kv,
-            seconds: 0.0,
-        }
+        crate::records::test_record("niah", method, budget, len, score, kv)
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::needles::{NeedleSet, PromptStyle};
+use crate::needles::{NeedleSet, PromptStyle, DEFAULT_GENERATED_PER_KIND};
 use crate::{Error, Result};
 
 /// PoD §2.1: the last q = 16 query rows.
@@ -75,8 +75,8 @@ pub fn linspace(lo: f64, hi: f64, n: usize) -> Vec<f64> {
 }
 
 impl ProfileConfig {
-    /// The default profile: 5 lengths from max/8 to `max_len` (2K by default), 10 depths, 8 text
-    /// samples of 1,024 tokens.
+    /// The default profile: 5 lengths from max/8 to `max_len` (2K by default), 10 depths, the
+    /// generated needle set (24 examples per kind), 8 text samples of 1,024 tokens.
     pub fn standard(seed: u64, max_len: usize) -> Self {
         let lengths = linspace((max_len / 8) as f64, max_len as f64, LENGTHS)
             .into_iter()
@@ -90,7 +90,9 @@ impl ProfileConfig {
                 .map(f64::round)
                 .collect(),
             prompt_style: PromptStyle::Chat,
-            needles: NeedleSet::Classic,
+            needles: NeedleSet::Generated {
+                per_kind: DEFAULT_GENERATED_PER_KIND,
+            },
             samples: 8,
             sample_tokens: 1024,
             observation_rows: DEFAULT_OBSERVATION_ROWS,
@@ -159,6 +161,9 @@ impl ProfileConfig {
         if self.observation_rows == 0 || self.funnel_top_k == 0 || self.wavelet_levels == 0 {
             return bad("observation_rows, funnel_top_k and wavelet_levels must be ≥ 1".into());
         }
+        if self.needles == (NeedleSet::Generated { per_kind: 0 }) {
+            return bad("the generated needle set needs at least 1 example per kind".into());
+        }
         if self.redundancy_tokens < 2 {
             return bad("redundancy_tokens must be ≥ 2".into());
         }
@@ -189,6 +194,18 @@ mod tests {
         );
         assert_eq!(c.trials(), 50);
         assert!(c.validate(8192).is_ok());
+    }
+
+    #[test]
+    fn defaults_to_the_generated_needle_set_and_rejects_an_empty_one() {
+        let mut c = ProfileConfig::standard(0, 2048);
+        assert_eq!(c.needles, NeedleSet::Generated { per_kind: 24 });
+        c.needles = NeedleSet::Generated { per_kind: 0 };
+        let err = c.validate(8192).err().map(|e| e.to_string());
+        assert_eq!(
+            err.as_deref(),
+            Some("profile settings: the generated needle set needs at least 1 example per kind")
+        );
     }
 
     #[test]

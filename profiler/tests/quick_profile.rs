@@ -51,7 +51,7 @@ fn quick_profile_of_the_shipped_model_measures_every_figure() {
     let (p, timings) = profile(&inputs, &mut NoProgress).unwrap_or_else(|e| panic!("{e}"));
     p.validate().unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(timings.len(), 3);
-    let (layers, heads) = (cfg.n_layers, cfg.n_heads);
+    let (layers, heads) = (cfg.geometry.layers, cfg.geometry.q_heads);
 
     // Needle trials: 2 lengths × 2 depths each, every one recorded with its prompt length.
     let d = p.details.as_ref().unwrap_or_else(|| panic!("no details"));

@@ -33,6 +33,9 @@ pub enum Error {
     /// Reading or hashing a model file failed.
     #[error(transparent)]
     Fetch(#[from] kvplan_common::fetch::FetchError),
+    /// The plan cannot serve the request (no section for the method, no budgets at this length).
+    #[error("plan: {0}")]
+    Plan(#[from] kvplan_planner::Error),
     /// A request the runtime cannot serve (empty prompt, context too long, bad sampling settings).
     #[error("invalid request: {0}")]
     Request(String),

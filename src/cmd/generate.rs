@@ -19,7 +19,7 @@ use kvplan_runtime::backend::Selected;
 use kvplan_runtime::generate::{GenerateConfig, Sampling};
 use kvplan_runtime::identity::model_identity;
 use kvplan_runtime::model::Model;
-use kvplan_runtime::press::registry::{build_press_with, PressOptions};
+use kvplan_runtime::press::registry::{build_press_with, PressOptions, PressRequest};
 use kvplan_runtime::press::{generate_pressed, MemoryReport};
 
 use super::model_args::{self, load_model, plan_file, ModelArgs, WeightsArg};
@@ -106,17 +106,15 @@ pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
         (None, Some(r)) => Some(Target::Ratio(r)),
         (None, None) => None,
     };
-    let options = PressOptions {
-        spindle_repeat: args.spindle_repeat,
-    };
-    let mut spec = build_press_with::<Selected>(
-        &args.method,
-        plan.as_ref(),
-        prompt.len(),
+    let request = PressRequest {
+        plan: plan.as_ref(),
+        context_len: prompt.len(),
         target,
-        &model.config,
-        options,
-    )?;
+        options: PressOptions {
+            spindle_repeat: args.spindle_repeat,
+        },
+    };
+    let mut spec = build_press_with::<Selected>(&args.method, &request, &model.config)?;
     let config = GenerateConfig {
         max_new_tokens: args.max_new_tokens,
         sampling: sampling_of(&args),
@@ -221,7 +219,7 @@ fn report(
         m.ratio()
     );
     if let Some(b) = budgets {
-        let planned = b.kv_bytes(model.config.head_dim, 4);
+        let planned = b.kv_bytes(model.config.geometry.head_dim, 4);
         let off = (m.held_bytes as f64 - planned as f64) / planned.max(1) as f64;
         line.push_str(&format!("; plan {planned} bytes ({:+.2}%)", 100.0 * off));
     }

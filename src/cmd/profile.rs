@@ -16,7 +16,7 @@ use kvplan_common::catalog::slug;
 use kvplan_common::fetch::Pip;
 use kvplan_common::{data, paths};
 use kvplan_planner::{build_plan, Method, PlanOptions, Profile, Target};
-use kvplan_profiler::needles::PromptStyle;
+use kvplan_profiler::needles::{NeedleSet, PromptStyle, DEFAULT_GENERATED_PER_KIND};
 use kvplan_profiler::{profile, ProfileConfig, ProfileInputs, Progress, StageTiming};
 use kvplan_runtime::backend::{self, Selected};
 use kvplan_runtime::gguf::GgufFile;
@@ -55,9 +55,17 @@ pub struct ProfileArgs {
     #[arg(long, value_name = "D,…", value_delimiter = ',')]
     depths: Option<Vec<f64>>,
     /// Needle prompt style: the model's chat template (Wu et al.'s code for chat models) or plain
-    /// text (HeadKV's code for base models).
-    #[arg(long, value_enum, default_value = "chat")]
-    prompt_style: StyleArg,
+    /// text (HeadKV's code for base models) [default: chat when the GGUF has a chat template,
+    /// else plain].
+    #[arg(long, value_enum)]
+    prompt_style: Option<StyleArg>,
+    /// Needle examples: a seeded set drawn from templates (retrieval facts; comparisons and
+    /// two-hop facts, each asked both ways) or the seven hand-written ones.
+    #[arg(long, value_enum, default_value = "generated")]
+    needles: NeedlesArg,
+    /// Examples per kind of the generated needle set.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_GENERATED_PER_KIND)]
+    needles_per_kind: usize,
     /// Text samples for the layer analyses (overrides the preset).
     #[arg(long, value_name = "N")]
     samples: Option<usize>,
@@ -95,6 +103,13 @@ pub struct ProfileArgs {
 enum StyleArg {
     Plain,
     Chat,
+}
+
+/// `--needles` values.
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum NeedlesArg {
+    Generated,
+    Classic,
 }
 
 /// Indicatif bars, or plain lines when stderr is not a terminal.
@@ -159,7 +174,7 @@ impl Progress for Bars {
     }
 }
 
-fn config_of(args: &ProfileArgs, context_len: usize) -> ProfileConfig {
+fn config_of(args: &ProfileArgs, context_len: usize, has_template: bool) -> ProfileConfig {
     let mut c = if args.quick {
         ProfileConfig::quick(args.seed)
     } else if args.full {
@@ -177,8 +192,16 @@ fn config_of(args: &ProfileArgs, context_len: usize) -> ProfileConfig {
         c.samples = n;
     }
     c.prompt_style = match args.prompt_style {
-        StyleArg::Plain => PromptStyle::Plain,
-        StyleArg::Chat => PromptStyle::Chat,
+        Some(StyleArg::Plain) => PromptStyle::Plain,
+        Some(StyleArg::Chat) => PromptStyle::Chat,
+        None if has_template => PromptStyle::Chat,
+        None => PromptStyle::Plain,
+    };
+    c.needles = match args.needles {
+        NeedlesArg::Generated => NeedleSet::Generated {
+            per_kind: args.needles_per_kind,
+        },
+        NeedlesArg::Classic => NeedleSet::Classic,
     };
     c
 }
@@ -214,7 +237,7 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<()> {
         eprintln!("kvplan: {l}")
     })
     .with_context(|| format!("preparing the text in {}", data_dir.display()))?;
-    let config = config_of(&args, cfg.context_len);
+    let config = config_of(&args, cfg.context_len, tok.has_chat_template());
     if args.restart {
         let _ = std::fs::remove_file(&files.partial);
     }

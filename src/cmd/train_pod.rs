@@ -214,8 +214,8 @@ fn layouts(
             sinks + args.recent
         );
     }
-    let layout = PodLayout::new(&pod.blocks, c.n_layers, sinks, args.recent)?;
-    let full = PodLayout::full_kv(c.n_layers, c.n_heads);
+    let layout = PodLayout::new(&pod.blocks, c.geometry.layers, sinks, args.recent)?;
+    let full = PodLayout::full_kv(c.geometry.layers, c.geometry.q_heads);
     Ok((layout, full, sinks))
 }
 
@@ -234,8 +234,9 @@ pub fn run(args: TrainPodArgs) -> anyhow::Result<()> {
     let (n_train, n_held, n_r) = (train_ids.len(), held.len(), args.recent);
     eprintln!("kvplan: {n_train} training tokens, {n_held} held out; n_s = {sinks}, n_r = {n_r}");
     let cfg = args.config();
-    let rope_eval = Rope::<Selected>::new(c.head_dim, c.rope_theta, args.seq_len, &device);
-    let rope_train = Rope::<TrainBackend>::new(c.head_dim, c.rope_theta, args.seq_len, &device);
+    let rope_eval = Rope::<Selected>::new(c.geometry.head_dim, c.rope_theta, args.seq_len, &device);
+    let rope_train =
+        Rope::<TrainBackend>::new(c.geometry.head_dim, c.rope_theta, args.seq_len, &device);
     let (seq, windows) = (args.seq_len, args.eval_windows);
     let eval = |tr: &kvplan_runtime::model::Transformer<Selected>, layout: &PodLayout| {
         perplexity(tr, &rope_eval, layout, &held, seq, windows)

@@ -123,16 +123,16 @@ pub fn check_kv_attention(model: &Model<B>, fx: &Value) {
         layers: Some(layers.clone()),
         column_sums: false,
     };
-    let mut obs = Observer::new(config, model.config.n_layers);
+    let mut obs = Observer::new(config, model.config.geometry.layers);
     let mut cache = model.new_cache();
     model
         .forward(&prompt, &mut cache, Some(&mut obs), Logits::Last)
         .expect("forward");
-    let d = model.config.head_dim;
+    let d = model.config.geometry.head_dim;
     for &l in &layers {
         for kind in ["keys", "values"] {
             let want_all = fx[format!("{kind}_L{l}")].as_array().expect("heads");
-            assert_eq!(want_all.len(), model.config.n_kv_heads);
+            assert_eq!(want_all.len(), model.config.geometry.kv_heads);
             for (h, want) in want_all.iter().enumerate() {
                 let (k, v) = cache.layers[l].head(h).expect("cached head");
                 let got: Vec<f32> = if kind == "keys" { k } else { v }
@@ -152,7 +152,7 @@ pub fn check_kv_attention(model: &Model<B>, fx: &Value) {
         }
         let rec = &obs.layers[l].attention[0];
         let want_all = fx[format!("attention_L{l}")].as_array().expect("heads");
-        assert_eq!(want_all.len(), model.config.n_heads);
+        assert_eq!(want_all.len(), model.config.geometry.q_heads);
         for (h, want) in want_all.iter().enumerate() {
             for (r, want_row) in want.as_array().expect("rows").iter().enumerate() {
                 let diff = max_diff(&rec.probs[h][r], &floats(want_row));

@@ -104,7 +104,7 @@ pub fn build(words: &[String], num_words: usize, length: usize, rng: &mut Rng) -
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ruler::tests::{essay_text, Words};
+    use crate::ruler::tests::{at, essay_text, Words};
     use crate::ruler::{generate, score, Sources, Task};
 
     fn pool(n: usize) -> Vec<String> {
@@ -175,7 +175,7 @@ mod tests {
     #[test]
     fn cwe_fills_the_length_to_within_one_word() {
         let sources = Sources::in_memory(Some(&essay_text(20)), Some(pool(3000)), None, None);
-        let ex = generate(Task::Cwe, &sources, &Words, 4096, 0, 0).expect("fits");
+        let ex = generate(Task::Cwe, &sources, &Words, at(4096, 0, 0)).expect("fits");
         let budget = 4096 - TOKENS_TO_GENERATE;
         // One more word adds three entries of two whitespace tokens each.
         assert!(

@@ -178,15 +178,29 @@ pub struct Example {
     pub size: usize,
 }
 
-/// Example `index` of `task` at `length` tokens (prompt and `tokens_to_generate` together).
+/// Which example of a task: its length and where its random draws come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExampleAt {
+    /// Tokens of the prompt and `tokens_to_generate` together.
+    pub length: usize,
+    /// The run's seed.
+    pub seed: u64,
+    /// Example index (with the seed and the task, its random stream).
+    pub index: usize,
+}
+
+/// Example `at` of `task`, its text from `sources`, framed by `framer`.
 pub fn generate(
     task: Task,
     sources: &Sources,
     framer: &dyn Framer,
-    length: usize,
-    seed: u64,
-    index: usize,
+    at: ExampleAt,
 ) -> Result<Example> {
+    let ExampleAt {
+        length,
+        seed,
+        index,
+    } = at;
     let budget = length
         .checked_sub(task.tokens_to_generate())
         .filter(|&b| b > 0)

@@ -236,7 +236,7 @@ pub fn build(config: &Config, essay: &Essay, n_words: usize, rng: &mut Rng) -> B
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ruler::tests::{essay_text, Words};
+    use crate::ruler::tests::{at, essay_text, Words};
     use crate::ruler::{generate, score, Sources};
 
     #[test]
@@ -361,7 +361,7 @@ mod tests {
     fn examples_fill_the_length_to_within_a_word() {
         let sources = Sources::in_memory(Some(&essay_text(5000)), None, None, None);
         for task in [Task::NiahSingle2, Task::NiahMultikey1, Task::NiahMultivalue] {
-            let ex = generate(task, &sources, &Words, 1024, 0, 0).expect("fits");
+            let ex = generate(task, &sources, &Words, at(1024, 0, 0)).expect("fits");
             let budget = 1024 - TOKENS_TO_GENERATE;
             assert!(
                 ex.tokens <= budget && ex.tokens + 2 > budget,
@@ -370,11 +370,11 @@ mod tests {
             );
             assert_eq!(
                 ex,
-                generate(task, &sources, &Words, 1024, 0, 0).expect("again")
+                generate(task, &sources, &Words, at(1024, 0, 0)).expect("again")
             );
             assert_ne!(
                 ex.built.answers,
-                generate(task, &sources, &Words, 1024, 1, 0)
+                generate(task, &sources, &Words, at(1024, 1, 0))
                     .expect("seed 1")
                     .built
                     .answers

@@ -198,7 +198,7 @@ pub fn build(set: &QaSet, index: usize, num_docs: usize, rng: &mut Rng) -> Built
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ruler::tests::{hotpot_set, squad_set, Words};
+    use crate::ruler::tests::{at, hotpot_set, squad_set, Words};
     use crate::ruler::{generate, score, Sources, Task};
 
     #[test]
@@ -275,7 +275,7 @@ mod tests {
             }],
         };
         let sources = Sources::in_memory(None, None, Some(set.clone()), Some(hotpot_set()));
-        let ex = generate(Task::Qa1, &sources, &Words, 1024, 0, 0).expect("fits");
+        let ex = generate(Task::Qa1, &sources, &Words, at(1024, 0, 0)).expect("fits");
         let budget = 1024 - TOKENS_TO_GENERATE;
         assert!(
             ex.tokens <= budget && ex.tokens + 16 > budget,
@@ -284,7 +284,7 @@ mod tests {
         );
         assert!(ex.prompt.contains(&set.docs[5]));
         assert!(
-            generate(Task::Qa2, &sources, &Words, 1024, 0, 3).is_err(),
+            generate(Task::Qa2, &sources, &Words, at(1024, 0, 3)).is_err(),
             "no question 3"
         );
     }

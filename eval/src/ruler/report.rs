@@ -5,100 +5,43 @@
 //! mean over the records it covers. The table has one row per method @ budget and one column per
 //! task, then the average, the KV fraction and the share of FullKV's average.
 
+use crate::records::Record;
 use crate::results::QualityPoint;
-use crate::table::{score_table, ScoreRow};
+use crate::table::{self, Overall, RecordRow};
 
 use super::Task;
-use crate::records::Record;
 
 /// Task name of the average in the results file; per-task points are `ruler/<task>`.
 pub const RESULTS_TASK: &str = "ruler";
 
-fn mean(v: &[f64]) -> f64 {
-    v.iter().sum::<f64>() / v.len().max(1) as f64
-}
-
-/// One row: a (method, budget) and its records per task.
-struct Row<'a> {
-    method: String,
-    budget: Option<usize>,
-    per_task: Vec<Vec<&'a Record>>,
-}
-
-impl Row<'_> {
-    fn task_mean(&self, i: usize) -> Option<f64> {
-        let rs = &self.per_task[i];
-        (!rs.is_empty()).then(|| mean(&rs.iter().map(|r| r.score).collect::<Vec<_>>()))
-    }
-
-    /// Mean of the task means, over tasks with records.
-    fn average(&self) -> f64 {
-        let means: Vec<f64> = (0..self.per_task.len())
-            .filter_map(|i| self.task_mean(i))
-            .collect();
-        mean(&means)
-    }
-
-    fn kv_fraction(&self) -> f64 {
-        let f: Vec<f64> = self
-            .per_task
-            .iter()
-            .flatten()
-            .map(|r| r.kv_fraction)
-            .collect();
-        mean(&f).clamp(f64::MIN_POSITIVE, 1.0)
-    }
-}
-
-/// Rows in the order first met, for `tasks` only.
-fn rows<'a>(records: &'a [Record], tasks: &[Task]) -> Vec<Row<'a>> {
-    let mut rows: Vec<Row<'a>> = Vec::new();
-    for r in records {
-        let Some(t) = tasks.iter().position(|t| t.name() == r.task) else {
-            continue;
-        };
-        let i = match rows
-            .iter()
-            .position(|x| x.method == r.method && x.budget == r.budget)
-        {
-            Some(i) => i,
-            None => {
-                rows.push(Row {
-                    method: r.method.clone(),
-                    budget: r.budget,
-                    per_task: vec![Vec::new(); tasks.len()],
-                });
-                rows.len() - 1
-            }
-        };
-        rows[i].per_task[t].push(r);
-    }
-    rows
+/// Rows in the order first met, a column per task of `tasks`.
+fn rows<'a>(records: &'a [Record], tasks: &[Task]) -> Vec<RecordRow<'a>> {
+    table::rows(records, tasks.len(), |r| {
+        tasks.iter().position(|t| t.name() == r.task)
+    })
 }
 
 /// Quality points of `tasks`' records: per task and the average.
 pub fn quality(records: &[Record], tasks: &[Task]) -> Vec<QualityPoint> {
     let mut out = Vec::new();
     for row in rows(records, tasks) {
-        out.push(QualityPoint {
-            task: RESULTS_TASK.to_string(),
+        let point = |task: String, kv_fraction: f64, score: f64| QualityPoint {
+            task,
             method: row.method.clone(),
             budget: row.budget,
-            kv_fraction: row.kv_fraction(),
-            score: row.average(),
-        });
+            kv_fraction,
+            score,
+        };
+        out.push(point(
+            RESULTS_TASK.to_string(),
+            row.kv_fraction(),
+            row.overall(Overall::Columns),
+        ));
         for (i, t) in tasks.iter().enumerate() {
-            let Some(score) = row.task_mean(i) else {
-                continue;
-            };
-            let f: Vec<f64> = row.per_task[i].iter().map(|r| r.kv_fraction).collect();
-            out.push(QualityPoint {
-                task: format!("{RESULTS_TASK}/{}", t.name()),
-                method: row.method.clone(),
-                budget: row.budget,
-                kv_fraction: mean(&f).clamp(f64::MIN_POSITIVE, 1.0),
-                score,
-            });
+            if let Some(score) = row.column_score(i) {
+                let task = format!("{RESULTS_TASK}/{}", t.name());
+                out.push(point(task, row.column_kv_fraction(i), score));
+            }
         }
     }
     out
@@ -106,23 +49,8 @@ pub fn quality(records: &[Record], tasks: &[Task]) -> Vec<QualityPoint> {
 
 /// The table of `tasks`' records, scores in percent: a column per task, then the average.
 pub fn markdown(records: &[Record], tasks: &[Task]) -> String {
-    let rows = rows(records, tasks);
-    let full = rows
-        .iter()
-        .find(|r| r.method == "full" && r.budget.is_none())
-        .map(Row::average);
-    let rows: Vec<ScoreRow> = rows
-        .iter()
-        .map(|row| ScoreRow {
-            method: row.method.clone(),
-            budget: row.budget,
-            columns: (0..tasks.len()).map(|i| row.task_mean(i)).collect(),
-            overall: row.average(),
-            kv_fraction: row.kv_fraction(),
-        })
-        .collect();
     let columns: Vec<String> = tasks.iter().map(|t| t.name().to_string()).collect();
-    score_table(&columns, "average", &rows, full)
+    table::score_markdown(&columns, "average", Overall::Columns, &rows(records, tasks))
 }
 
 #[cfg(test)]
@@ -130,21 +58,7 @@ mod tests {
     use super::*;
 
     fn rec(task: Task, method: &str, budget: Option<usize>, score: f64, kv: f64) -> Record {
-        Record {
-            task: task.name().into(),
-            model: "m".into(),
-            context_len: 4096,
-            depth: 0.0,
-            example: 0,
-            method: method.into(),
-            budget,
-            needle: String::new(),
-            expected: Vec::new(),
-            response: String::new(),
-            score,
-            kv_fraction: kv,
-            seconds: 0.0,
-        }
+        crate::records::test_record(task.name(), method, budget, 4096, score, kv)
     }
 
     fn records() -> Vec<Record> {

@@ -20,6 +20,15 @@ impl Framer for Words {
     }
 }
 
+/// Example `index` at `length` tokens under `seed`.
+pub(crate) fn at(length: usize, seed: u64, index: usize) -> ExampleAt {
+    ExampleAt {
+        length,
+        seed,
+        index,
+    }
+}
+
 /// `n` words `W0 w1 … w9. W10 …`: a sentence of ten words, the first capitalised.
 pub(crate) fn essay_text(n: usize) -> String {
     (0..n)
@@ -109,7 +118,7 @@ fn bisection_finds_the_largest_size_that_fits() {
 #[test]
 fn prompt_is_the_framed_task_with_the_answer_prefix_last() {
     let sources = Sources::in_memory(Some(&essay_text(3000)), None, None, None);
-    let ex = generate(Task::NiahSingle2, &sources, &Words, 512, 7, 2).expect("fits");
+    let ex = generate(Task::NiahSingle2, &sources, &Words, at(512, 7, 2)).expect("fits");
     assert_eq!(
         ex.prompt,
         Words.frame(&ex.built.user, &ex.built.answer_prefix)
@@ -122,11 +131,11 @@ fn prompt_is_the_framed_task_with_the_answer_prefix_last() {
 #[test]
 fn too_short_a_length_or_missing_data_is_a_clear_error() {
     let sources = Sources::in_memory(Some(&essay_text(3000)), None, None, None);
-    let err = generate(Task::NiahSingle2, &sources, &Words, 100, 0, 0).expect_err("too short");
+    let err = generate(Task::NiahSingle2, &sources, &Words, at(100, 0, 0)).expect_err("too short");
     assert!(err.to_string().contains("no room"), "{err}");
-    let err = generate(Task::NiahSingle2, &sources, &Words, 160, 0, 0).expect_err("too short");
+    let err = generate(Task::NiahSingle2, &sources, &Words, at(160, 0, 0)).expect_err("too short");
     assert!(err.to_string().contains("shortest prompt"), "{err}");
-    let err = generate(Task::Qa1, &sources, &Words, 1024, 0, 0).expect_err("no squad");
+    let err = generate(Task::Qa1, &sources, &Words, at(1024, 0, 0)).expect_err("no squad");
     assert!(err.to_string().contains("qa_1 needs"), "{err}");
 }
 
@@ -167,7 +176,7 @@ fn the_fetched_package_loads_and_every_task_builds() {
     eprintln!("loaded in {:.1}s", started.elapsed().as_secs_f64());
     for t in Task::ALL {
         let started = std::time::Instant::now();
-        let ex = generate(t, &sources, &Words, 4096, 0, 0).expect("builds");
+        let ex = generate(t, &sources, &Words, at(4096, 0, 0)).expect("builds");
         eprintln!(
             "{t}: {} words, size {}, {:.2}s, answers {:?}, query {:?}",
             ex.tokens,

@@ -134,7 +134,7 @@ pub fn build(icl: &str, num_noises: usize, rng: &mut Rng) -> Built {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ruler::tests::Words;
+    use crate::ruler::tests::{at, Words};
     use crate::ruler::{generate, score, Sources, Task};
 
     #[test]
@@ -212,7 +212,7 @@ mod tests {
     #[test]
     fn vt_fills_the_length_to_within_a_noise_sentence() {
         let sources = Sources::in_memory(None, None, None, None);
-        let ex = generate(Task::Vt, &sources, &Words, 2048, 0, 1).expect("fits");
+        let ex = generate(Task::Vt, &sources, &Words, at(2048, 0, 1)).expect("fits");
         let budget = 2048 - TOKENS_TO_GENERATE;
         let noise = Words.count(NOISE).expect("count");
         assert!(

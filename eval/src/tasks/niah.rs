@@ -12,7 +12,7 @@ use super::{needs_plan, owned};
 use crate::driver::{Prepared, Sink, Task};
 use crate::niah::{self, Frame, Needle};
 use crate::records::{aggregate_niah, merge_results, variants, CellKey, Record};
-use crate::runner::{model_err, Asked, Evaluator, Scoring};
+use crate::runner::{Asked, Evaluator, Scoring};
 use crate::score::{postprocess, string_match_all};
 use crate::task::{Cell, Reporter, Unit};
 use crate::{table, Error, Result};
@@ -111,9 +111,9 @@ impl NiahTask {
         length: usize,
         depth: f64,
     ) -> Result<Vec<u32>> {
-        let encode = |text: &str| tok.encode(text).map_err(model_err);
+        let encode = |text: &str| tok.encode(text).map_err(Error::from);
         let (head, question) = needle.user_frame();
-        let (chat_pre, chat_post) = tok.user_frame().map_err(model_err)?;
+        let (chat_pre, chat_post) = tok.user_frame()?;
         let (pre, post) = (
             format!("{chat_pre}{head}"),
             format!("{question}{chat_post}"),
@@ -260,14 +260,14 @@ pub fn haystack(tok: &Tokenizer, dir: &Path, min_tokens: usize) -> Result<Vec<u3
         text.push('\n');
         // About 4 characters per token: encode only once there is likely enough.
         if text.len() > 5 * min_tokens {
-            ids = tok.encode(&text).map_err(model_err)?;
+            ids = tok.encode(&text)?;
             if ids.len() >= min_tokens {
                 return Ok(ids);
             }
         }
     }
     if ids.len() < min_tokens {
-        ids = tok.encode(&text).map_err(model_err)?;
+        ids = tok.encode(&text)?;
     }
     Ok(ids)
 }

@@ -15,7 +15,7 @@ use burn::tensor::backend::Backend;
 use crate::driver::{Prepared, Sink, Task};
 use crate::ppl::{curves, PplRecord};
 use crate::records::{merge_perplexity, variants, CellKey};
-use crate::runner::{model_err, Evaluator};
+use crate::runner::Evaluator;
 use crate::task::{Cell, Reporter, Unit};
 use crate::{io_err, table, Error, Result};
 
@@ -120,7 +120,7 @@ impl<B: Backend> Task<B> for PplTask {
         let length = self.run.length;
         let file = self.dir.join(text);
         let body = std::fs::read_to_string(&file).map_err(io_err(&file))?;
-        let mut ids = ev.tok.encode(&body).map_err(model_err)?;
+        let mut ids = ev.tok.encode(&body)?;
         if ids.len() < length {
             return Err(Error::Request(format!(
                 "{text} has {} tokens, fewer than --length {length}",

@@ -12,8 +12,8 @@ use kvplan_runtime::tokenizer::Tokenizer;
 use super::{needs_plan, owned};
 use crate::driver::{Prepared, Sink, Task};
 use crate::records::{merge_results, Record};
-use crate::ruler::{generate, report, score, Example, Framer, RulerRun, Sources};
-use crate::runner::{model_err, Asked, Evaluator, Scoring};
+use crate::ruler::{generate, report, score, Example, ExampleAt, Framer, RulerRun, Sources};
+use crate::runner::{Asked, Evaluator, Scoring};
 use crate::task::{Cell, Reporter, Unit};
 use crate::{Error, Result};
 
@@ -28,7 +28,7 @@ pub struct ChatFramer<'a> {
 impl<'a> ChatFramer<'a> {
     /// The framer of `tok`'s chat template (an error when the model has none).
     pub fn new(tok: &'a Tokenizer) -> Result<Self> {
-        let frame = tok.user_frame().map_err(model_err)?;
+        let frame = tok.user_frame()?;
         Ok(Self { tok, frame })
     }
 }
@@ -40,7 +40,7 @@ impl Framer for ChatFramer<'_> {
     }
 
     fn count(&self, text: &str) -> Result<usize> {
-        Ok(self.tok.encode(text).map_err(model_err)?.len())
+        Ok(self.tok.encode(text)?.len())
     }
 }
 
@@ -148,8 +148,13 @@ impl<B: Backend> Task<B> for RulerTask {
             .ok_or_else(|| Error::Request("RULER data not loaded".into()))?;
         let framer = ChatFramer::new(ev.tok)?;
         let r = &self.run;
-        let example = generate(task, sources, &framer, r.length, r.seed, e)?;
-        let ids = ev.tok.encode(&example.prompt).map_err(model_err)?;
+        let at = ExampleAt {
+            length: r.length,
+            seed: r.seed,
+            index: e,
+        };
+        let example = generate(task, sources, &framer, at)?;
+        let ids = ev.tok.encode(&example.prompt)?;
         let what = format!("{task} #{e} ({} tokens)", ids.len());
         let asked = Asked {
             task: task.name().to_string(),

@@ -53,6 +53,21 @@ pub enum NeedleSet {
 pub const DEFAULT_GENERATED_PER_KIND: usize = 24;
 
 impl NeedleSet {
+    /// One line for the profile's notes: which examples ran.
+    pub fn describe(self) -> String {
+        match self {
+            NeedleSet::Classic => {
+                "the seven hand-written examples (3 retrieval, 4 retrieval-reasoning comparisons)"
+                    .into()
+            }
+            NeedleSet::Generated { per_kind } => format!(
+                "{per_kind} seeded examples per kind from templates (retrieval: single facts with \
+                 varied names and values; retrieval-reasoning: comparisons and two-hop facts, \
+                 each needle asked both ways), taken in turn over the (length, depth) grid"
+            ),
+        }
+    }
+
     /// The retrieval and the retrieval-reasoning examples of this set.
     pub fn examples(self, seed: u64) -> (Vec<Example>, Vec<Example>) {
         match self {

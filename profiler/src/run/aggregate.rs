@@ -9,6 +9,7 @@ use kvplan_planner::{
 
 use super::{ProfileInputs, KEEP_ABOVE};
 use crate::config::ProfileConfig;
+use crate::needles::PromptStyle;
 use crate::partial::{Partial, SampleOutcome, TrialOutcome};
 use crate::Result;
 
@@ -128,7 +129,19 @@ fn notes(
     reasoning: &HeadScores,
 ) -> Vec<String> {
     let (step, edge, dropped) = wavelet_window(s);
-    let mut notes = trial_note("retrieval", "ROUGE-1 recall, no stemmer", retrieval);
+    let mut notes = vec![format!(
+        "needles: {}; prompts: {}",
+        c.needles.describe(),
+        match c.prompt_style {
+            PromptStyle::Chat => "the model's chat template, one user message",
+            PromptStyle::Plain => "plain text after BOS when the tokenizer adds one",
+        }
+    )];
+    notes.extend(trial_note(
+        "retrieval",
+        "ROUGE-1 recall, no stemmer",
+        retrieval,
+    ));
     notes.extend(trial_note("retrieval_reasoning", "QA-F1", reasoning));
     notes.push(
         "retrieval_reasoning: each example has two statements of the same shape, so a model that \

@@ -23,14 +23,14 @@ struct LayerKv {
 }
 
 fn gather_kv(layer: &LayerObservation, cfg: &ModelConfig) -> LayerKv {
-    let d = cfg.head_dim;
+    let d = cfg.geometry.head_dim;
     let mut kv = LayerKv {
-        keys: vec![Vec::new(); cfg.n_kv_heads],
-        values: vec![Vec::new(); cfg.n_kv_heads],
+        keys: vec![Vec::new(); cfg.geometry.kv_heads],
+        values: vec![Vec::new(); cfg.geometry.kv_heads],
     };
     for call in &layer.keys_values {
         let t = call.positions.len();
-        for g in 0..cfg.n_kv_heads {
+        for g in 0..cfg.geometry.kv_heads {
             kv.keys[g].extend_from_slice(&call.keys[g * t * d..(g + 1) * t * d]);
             kv.values[g].extend_from_slice(&call.values[g * t * d..(g + 1) * t * d]);
         }
@@ -46,12 +46,12 @@ fn layer_wavelet(
     c: &ProfileConfig,
     step: usize,
 ) -> (Vec<f64>, Vec<Vec<f64>>, usize, usize) {
-    let d = cfg.head_dim;
+    let d = cfg.geometry.head_dim;
     let levels = c.wavelet_levels;
     let mut per_level = vec![0.0; levels];
     let mut by_pos: Vec<Vec<f64>> = Vec::new();
     let (mut dropped, mut edge) = (0, 0);
-    for h in 0..cfg.n_heads {
+    for h in 0..cfg.geometry.q_heads {
         let (probs, keys) = row_of(h);
         let mut a = vec![0.0f64; step];
         for (&p, &x) in keys.iter().zip(&probs) {
@@ -88,7 +88,7 @@ fn layer_wavelet(
             }
         }
     }
-    let heads = cfg.n_heads as f64;
+    let heads = cfg.geometry.q_heads as f64;
     per_level.iter_mut().for_each(|x| *x /= heads);
     by_pos.iter_mut().flatten().for_each(|x| *x /= heads);
     (per_level, by_pos, dropped, edge)
@@ -107,7 +107,7 @@ fn layer_sparsity(
     for (g, key_pos) in keys.iter().enumerate() {
         let mut ac = vec![0.0f64; ctx];
         let mut count = 0usize;
-        for h in (0..cfg.n_heads).filter(|&h| cfg.kv_head_of(h) == g) {
+        for h in (0..cfg.geometry.q_heads).filter(|&h| cfg.kv_head_of(h) == g) {
             for row in &rows[h] {
                 for (&p, &x) in key_pos.iter().zip(row) {
                     if p < ctx {
@@ -146,7 +146,7 @@ fn observe<B: Backend>(inp: &ProfileInputs<'_, B>, ids: &[u32]) -> Result<Observ
         keys_values: true,
         ..ObserveConfig::default()
     };
-    let mut obs = Observer::new(obs_config, model.config.n_layers);
+    let mut obs = Observer::new(obs_config, model.config.geometry.layers);
     let mut cache = model.new_cache();
     if two_calls {
         model.forward(&ids[..step], &mut cache, Some(&mut obs), Logits::Last)?;
@@ -196,7 +196,7 @@ fn reduce_layer(
     };
     let (w, by_pos, dropped, edge) = layer_wavelet(row_of, &kv.values, cfg, c, seen.step);
     out.wavelet.push(w);
-    add_layer_mean(&mut out.wavelet_by_position, &by_pos, cfg.n_layers);
+    add_layer_mean(&mut out.wavelet_by_position, &by_pos, cfg.geometry.layers);
     (out.wavelet_dropped, out.wavelet_edge) = (dropped, edge);
     let flat: Vec<&[f32]> = window.probs.iter().flatten().map(Vec::as_slice).collect();
     out.funnel.push(funnel_of(&flat, c.funnel_top_k));
@@ -208,7 +208,7 @@ fn reduce_layer(
         context,
         c.sparsity_mass,
     );
-    let (d, r_tokens) = (cfg.head_dim, c.redundancy_tokens.min(seen.n));
+    let (d, r_tokens) = (cfg.geometry.head_dim, c.redundancy_tokens.min(seen.n));
     let frac = |xs: &[Vec<f32>], theta: f64| {
         xs.iter()
             .map(|x| cosine_fraction(&x[..r_tokens * d], d, theta))
@@ -230,7 +230,16 @@ pub(super) fn run_sample<B: Backend>(
 ) -> Result<SampleOutcome> {
     let (c, cfg) = (&inp.config, &inp.model.config);
     let corpus = inp.texts[index % inp.texts.len()];
-    let ids = text_tokens(inp.tokenizer, corpus, seed, c.sample_tokens, true)?;
+    // BOS first when the tokenizer adds one (Gemma's attention leans on it as a sink).
+    let bos: Vec<u32> = inp.tokenizer.bos_id().into_iter().collect();
+    let text = text_tokens(
+        inp.tokenizer,
+        corpus,
+        seed,
+        c.sample_tokens - bos.len(),
+        true,
+    )?;
+    let ids = [bos, text].concat();
     let mut seen = observe(inp, &ids)?;
     let mut out = SampleOutcome {
         index,

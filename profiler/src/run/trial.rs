@@ -36,7 +36,11 @@ fn prompt<B: Backend>(inp: &ProfileInputs<'_, B>, spec: &TrialSpec) -> Result<(P
         None => m.to_string(),
     };
     let (before, after) = frame_text(inp.config.prompt_style, &ex.question, render);
-    let prefix = tok.encode(&before)?;
+    // A chat template writes BOS itself when the model wants one; a plain prompt starts with it.
+    let prefix = match inp.config.prompt_style {
+        PromptStyle::Chat => tok.encode(&before)?,
+        PromptStyle::Plain => tok.encode_prompt(&before)?,
+    };
     let suffix = tok.encode(&after)?;
     let frame = Frame {
         prefix: &prefix,
@@ -82,8 +86,8 @@ pub(super) fn run_trial<B: Backend>(
         attn_rows: 1,
         ..ObserveConfig::default()
     };
-    let mut obs = Observer::new(obs_config, cfg.n_layers);
-    let mut scores = vec![vec![0.0; cfg.n_heads]; cfg.n_layers];
+    let mut obs = Observer::new(obs_config, cfg.geometry.layers);
+    let mut scores = vec![vec![0.0; cfg.geometry.q_heads]; cfg.geometry.layers];
     let mut out = Vec::new();
     let mut input = ids[n - 1];
     for _ in 0..budget {

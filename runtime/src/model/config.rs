@@ -28,14 +28,6 @@ pub struct ModelConfig {
     pub arch: Architecture,
     /// `general.name`, or the architecture when absent.
     pub name: String,
-    /// Number of transformer blocks.
-    pub n_layers: usize,
-    /// Query heads per layer.
-    pub n_heads: usize,
-    /// Key/value heads per layer (GQA: `n_heads` is a multiple of it).
-    pub n_kv_heads: usize,
-    /// Dimension of one head.
-    pub head_dim: usize,
     /// Hidden size (`embedding_length`).
     pub hidden: usize,
     /// Inner size of the SwiGLU feed-forward.
@@ -58,9 +50,9 @@ pub struct ModelConfig {
     pub rms_eps: f64,
     /// Training context length.
     pub context_len: usize,
-    /// The attention geometry as plans record it: the numbers above, the query→KV head map
-    /// every consumer of GQA reads ([`Geometry::kv_of`], [`Geometry::q_heads_of`]) and the
-    /// layer windows.
+    /// The attention geometry, as plans record it: layers, query heads, KV heads (query heads
+    /// are a multiple of them), head_dim, the query→KV head map every consumer of GQA reads
+    /// ([`Geometry::kv_of`], [`Geometry::q_heads_of`]) and each layer's window (as above).
     pub geometry: Geometry,
 }
 
@@ -116,10 +108,6 @@ impl ModelConfig {
                 .meta_str("general.name")
                 .map(str::to_string)
                 .unwrap_or_else(|_| arch.clone()),
-            n_layers,
-            n_heads,
-            n_kv_heads,
-            head_dim,
             hidden,
             ffn: get("feed_forward_length")?,
             vocab,
@@ -136,24 +124,25 @@ impl ModelConfig {
     /// Checks the geometry is one this runtime can execute.
     pub fn validate(&self) -> Result<()> {
         let bad = |m: String| Err(Error::Model(m));
-        if self.n_layers == 0 || self.n_heads == 0 || self.n_kv_heads == 0 || self.head_dim == 0 {
+        let g = &self.geometry;
+        if g.layers == 0 || g.q_heads == 0 || g.kv_heads == 0 || g.head_dim == 0 {
             return bad(format!("degenerate geometry: {self:?}"));
         }
-        if !self.n_heads.is_multiple_of(self.n_kv_heads) {
+        if !g.q_heads.is_multiple_of(g.kv_heads) {
             return bad(format!(
                 "head_count {} is not a multiple of head_count_kv {}",
-                self.n_heads, self.n_kv_heads
+                g.q_heads, g.kv_heads
             ));
         }
-        if !self.head_dim.is_multiple_of(2) {
-            return bad(format!("head_dim {} must be even for RoPE", self.head_dim));
+        if !g.head_dim.is_multiple_of(2) {
+            return bad(format!("head_dim {} must be even for RoPE", g.head_dim));
         }
         Ok(())
     }
 
     /// The RoPE frequencies of every layer (Gemma 3: its own base on the sliding-window layers).
     pub fn rope(&self) -> RopeSet {
-        RopeSet::per_layer(self.head_dim, &self.rope_bases)
+        RopeSet::per_layer(self.geometry.head_dim, &self.rope_bases)
     }
 
     /// The sliding window of `layer`, `None` for a layer that attends globally.

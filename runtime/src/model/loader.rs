@@ -126,9 +126,9 @@ fn norm<B: Backend>(
 
 /// Rows of `attn_q` / `attn_k` (`heads` heads) in Hugging Face order.
 fn qk_rows(gguf: &GgufFile, name: &str, heads: usize, c: &ModelConfig) -> Result<Vec<f32>> {
-    let rows = read(gguf, name, &[heads * c.head_dim, c.hidden])?;
+    let rows = read(gguf, name, &[heads * c.geometry.head_dim, c.hidden])?;
     Ok(match c.arch.rope_layout() {
-        RopeLayout::Norm => unpermute_heads(&rows, heads, c.head_dim, c.hidden),
+        RopeLayout::Norm => unpermute_heads(&rows, heads, c.geometry.head_dim, c.hidden),
         RopeLayout::Neox => rows,
     })
 }
@@ -140,11 +140,11 @@ fn attention<B: Backend>(
     n: usize,
     device: &B::Device,
 ) -> Result<Attention<B>> {
-    let (h, d) = (c.hidden, c.head_dim);
-    let (q_dim, kv_dim) = (c.n_heads * d, c.n_kv_heads * d);
+    let (h, d) = (c.hidden, c.geometry.head_dim);
+    let (q_dim, kv_dim) = (c.geometry.q_heads * d, c.geometry.kv_heads * d);
     let name = |s: &str| format!("blk.{n}.{s}");
-    let wq = qk_rows(gguf, &name("attn_q.weight"), c.n_heads, c)?;
-    let wk = qk_rows(gguf, &name("attn_k.weight"), c.n_kv_heads, c)?;
+    let wq = qk_rows(gguf, &name("attn_q.weight"), c.geometry.q_heads, c)?;
+    let wk = qk_rows(gguf, &name("attn_k.weight"), c.geometry.kv_heads, c)?;
     let wv = read(gguf, &name("attn_v.weight"), &[kv_dim, h])?;
     let wqkv = Tensor::cat(
         vec![
@@ -179,8 +179,8 @@ fn attention<B: Backend>(
         bias,
         q_norm: qk_norm("attn_q_norm.weight")?,
         k_norm: qk_norm("attn_k_norm.weight")?,
-        n_heads: c.n_heads,
-        n_kv_heads: c.n_kv_heads,
+        n_heads: c.geometry.q_heads,
+        n_kv_heads: c.geometry.kv_heads,
         head_dim: d,
         query_scale: c.query_scale,
         window: c.window(n),
@@ -238,14 +238,14 @@ pub fn check_tensors(gguf: &GgufFile, c: &ModelConfig) -> Result<()> {
         // `blk.N.` with N written as the loader writes it (no sign, no leading zero).
         let in_range = layer
             .parse::<usize>()
-            .is_ok_and(|l| l < c.n_layers && l.to_string() == layer);
+            .is_ok_and(|l| l < c.geometry.layers && l.to_string() == layer);
         in_range && per_layer.contains(&tensor)
     };
     match gguf.tensors.iter().find(|t| !used(&t.name)) {
         Some(t) => Err(Error::Model(format!(
             "tensor {} is not used by architecture {} ({} layers): kvplan would ignore it and run \
              the model wrongly",
-            t.name, c.architecture, c.n_layers
+            t.name, c.architecture, c.geometry.layers
         ))),
         None => Ok(()),
     }
@@ -263,7 +263,7 @@ pub fn load_transformer<B: Backend>(
         Some(_) => read(gguf, "output.weight", &[c.vocab, c.hidden])?,
         None => embed.clone(),
     };
-    let blocks = (0..c.n_layers)
+    let blocks = (0..c.geometry.layers)
         .map(|n| block(gguf, c, n, device))
         .collect::<Result<Vec<_>>>()?;
     Ok(Transformer {

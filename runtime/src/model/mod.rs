@@ -108,9 +108,9 @@ impl<B: Backend> Model<B> {
     /// An empty cache for this model.
     pub fn new_cache(&self) -> KvCache<B> {
         KvCache::new(
-            self.config.n_layers,
-            self.config.n_kv_heads,
-            self.config.head_dim,
+            self.config.geometry.layers,
+            self.config.geometry.kv_heads,
+            self.config.geometry.head_dim,
         )
     }
 

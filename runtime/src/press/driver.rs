@@ -71,7 +71,7 @@ impl<'a, B: Backend> Session<'a, B> {
                 "prefill on a session that already ran".into(),
             ));
         }
-        let layers = self.model.config.n_layers;
+        let layers = self.model.config.geometry.layers;
         let mut obs = self
             .press
             .prefill_observe()
@@ -109,7 +109,7 @@ impl<'a, B: Backend> Session<'a, B> {
     /// # Shapes
     /// - returns `[1, vocab]`
     pub fn step(&mut self, id: u32) -> Result<Tensor<B, 2>> {
-        let layers = self.model.config.n_layers;
+        let layers = self.model.config.geometry.layers;
         let context = self.model.config.context_len;
         if self.cache.next_position >= context {
             self.press

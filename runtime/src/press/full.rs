@@ -2,6 +2,7 @@
 
 use burn::tensor::backend::Backend;
 
+use super::registry::{FromPlan, MethodPress};
 use super::{Capabilities, Press};
 use crate::cache::KvCache;
 use crate::error::Result;
@@ -11,9 +12,14 @@ use crate::observe::{ObserveConfig, Observer};
 #[derive(Debug, Clone, Default)]
 pub struct FullPress;
 
-impl FullPress {
+impl MethodPress for FullPress {
     /// Keeps everything, so never evicts, and has nothing to move past the context.
-    pub const CAPABILITIES: Capabilities = Capabilities::PLAIN;
+    const CAPABILITIES: Capabilities = Capabilities::PLAIN;
+
+    /// FullKV reads nothing from a plan (the registry builds it without one).
+    fn from_plan<B: Backend>(_: &FromPlan<'_>) -> Result<Box<dyn Press<B>>> {
+        Ok(Box::new(FullPress))
+    }
 }
 
 impl<B: Backend> Press<B> for FullPress {

@@ -7,7 +7,12 @@
 //! splits as the planner says (`alloc::uniform::h2o_split`): `⌊B·heavy_fraction⌋` heavy hitters,
 //! the rest the most recent entries (scored `∞`). GQA: the query heads' sums are averaged.
 
-use super::{group_mean, observe, Capabilities, Scorer, Scores};
+use burn::tensor::backend::Backend;
+use kvplan_planner::H2oSection;
+
+use super::registry::{FromPlan, MethodPress};
+use super::{group_mean, observe, Capabilities, Press, Scorer, Scores};
+use crate::error::Result;
 use crate::observe::{LayerObservation, ObserveConfig};
 
 /// Heavy hitters + recent window.
@@ -18,10 +23,18 @@ pub struct H2oScorer {
     acc: Vec<Vec<Vec<f32>>>,
 }
 
-impl H2oScorer {
+impl MethodPress for H2oScorer {
     /// Heavy hitters and recent entries re-chosen after every decode step.
-    pub const CAPABILITIES: Capabilities = Capabilities::selection(true);
+    const CAPABILITIES: Capabilities = Capabilities::selection(true);
 
+    /// The section's heavy share under the plan's allocation.
+    fn from_plan<B: Backend>(p: &FromPlan<'_>) -> Result<Box<dyn Press<B>>> {
+        let s: &H2oSection = p.section_as()?;
+        Ok(p.selection(Self::new(s.heavy_fraction)))
+    }
+}
+
+impl H2oScorer {
     /// Heavy share `heavy_fraction` of each head's budget (0.5 in the paper).
     pub fn new(heavy_fraction: f64) -> Self {
         Self {

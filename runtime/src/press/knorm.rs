@@ -6,17 +6,28 @@
 //! The norms come from the prefill's observed pre-RoPE keys ([`ObserveConfig::keys_values`]):
 //! RoPE is a rotation, so a key's norm is the same before and after it. No attention is read.
 
-use super::{Capabilities, Scorer, Scores};
+use burn::tensor::backend::Backend;
+
+use super::registry::{FromPlan, MethodPress};
+use super::{Capabilities, Press, Scorer, Scores};
+use crate::error::Result;
 use crate::observe::{KeysValues, LayerObservation, ObserveConfig};
 
 /// Lowest key norms per KV head.
 #[derive(Debug, Clone, Default)]
 pub struct KnormScorer;
 
-impl KnormScorer {
+impl MethodPress for KnormScorer {
     /// Selects once, after prefill.
-    pub const CAPABILITIES: Capabilities = Capabilities::selection(false);
+    const CAPABILITIES: Capabilities = Capabilities::selection(false);
 
+    /// The scorer under the plan's allocation (its section is empty).
+    fn from_plan<B: Backend>(p: &FromPlan<'_>) -> Result<Box<dyn Press<B>>> {
+        Ok(p.selection(Self::new()))
+    }
+}
+
+impl KnormScorer {
     /// KNorm has no parameter beyond the budget.
     pub fn new() -> Self {
         Self

@@ -23,8 +23,9 @@
 
 use burn::tensor::backend::Backend;
 use burn::tensor::{Int, Tensor, TensorData};
-use kvplan_planner::Geometry;
+use kvplan_planner::{Geometry, PodSection};
 
+use super::registry::{refuse_pod_on, FromPlan, MethodPress};
 use super::{Capabilities, Press};
 use crate::cache::KvCache;
 use crate::error::{Error, Result};
@@ -89,22 +90,47 @@ pub struct PodPress {
     pub gated: usize,
 }
 
-impl PodPress {
+/// PoD's proximal tokens (`n_s` sinks and `n_r` recent, §2): every layer attends to them with
+/// its own keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Proximal {
+    /// `n_s`: initial tokens.
+    pub sinks: usize,
+    /// `n_r`: most recent tokens.
+    pub recent: usize,
+}
+
+impl MethodPress for PodPress {
     /// Runs its own attention (eq. 3–4) from prefill on, over its own host cache: no shared
     /// prefill, no eviction while decoding, keys stored by original position.
-    pub const CAPABILITIES: Capabilities = Capabilities {
+    const CAPABILITIES: Capabilities = Capabilities {
         changes_forward: true,
         streams_past_context: false,
         evicts_while_decoding: false,
         adopts_shared_prefill: false,
     };
 
-    /// Blocks `[q_head][block] = [first, last]`, proximal `sinks + recent`, gate τ.
+    /// The section's blocks and gate τ, the plan's proximal split; `llama` models only
+    /// ([`refuse_pod_on`]).
+    fn from_plan<B: Backend>(p: &FromPlan<'_>) -> Result<Box<dyn Press<B>>> {
+        refuse_pod_on(&p.config.architecture)?;
+        let s: &PodSection = p.section_as()?;
+        let proximal = Proximal {
+            sinks: p.budgets.sinks,
+            recent: p.budgets.recent,
+        };
+        let rope = p.config.rope();
+        let press = Self::new(s.blocks.clone(), p.geometry(), proximal, s.tau, rope);
+        Ok(Box::new(press))
+    }
+}
+
+impl PodPress {
+    /// Blocks `[q_head][block] = [first, last]`, `proximal` tokens, gate τ.
     pub fn new(
         blocks: Vec<Vec<[usize; 2]>>,
         geometry: &Geometry,
-        sinks: usize,
-        recent: usize,
+        proximal: Proximal,
         tau: f64,
         rope: RopeSet,
     ) -> Self {
@@ -115,8 +141,8 @@ impl PodPress {
                 .map(|r| r.iter().map(|s| !s).collect())
                 .collect(),
             blocks,
-            sinks,
-            recent,
+            sinks: proximal.sinks,
+            recent: proximal.recent,
             tau: tau as f32,
             rope,
             kv_of: geometry.q_to_kv.clone(),
@@ -395,9 +421,9 @@ impl<B: Backend> Press<B> for PodPress {
                 "pod: empty input or id outside the vocabulary".into(),
             ));
         }
-        let (nh, nkv, d) = (c.n_heads, c.n_kv_heads, c.head_dim);
+        let (nh, nkv, d) = (c.geometry.q_heads, c.geometry.kv_heads, c.geometry.head_dim);
         if self.slots.is_empty() {
-            self.slots = vec![vec![Slot::default(); nkv]; c.n_layers];
+            self.slots = vec![vec![Slot::default(); nkv]; c.geometry.layers];
         }
         let decode = self.len > 0;
         let (t, p0) = (ids.len(), self.len);
@@ -406,7 +432,7 @@ impl<B: Backend> Press<B> for PodPress {
         let idx: Vec<i64> = ids.iter().map(|&i| i as i64).collect();
         let idx = Tensor::<B, 1, Int>::from_data(TensorData::new(idx, [t]), device);
         let mut x = tr.embed.val().select(0, idx);
-        let mut saved: Vec<Option<Saved>> = (0..c.n_layers).map(|_| None).collect();
+        let mut saved: Vec<Option<Saved>> = (0..c.geometry.layers).map(|_| None).collect();
         for (l, block) in tr.blocks.iter().enumerate() {
             let a = &block.attention;
             let qkv: Vec<f32> = block

@@ -2,26 +2,68 @@
 //! `evaluation/evaluate_registry.py`, NVIDIA/kvpress @ ee24521). The runtime never invents
 //! budgets: every press but `full` asks the plan for `Budgets` at the prompt's length under the
 //! plan's target or a re-target.
+//!
+//! Each method's press file implements [`MethodPress`] on the type that serves it: what the press
+//! can do ([`MethodPress::CAPABILITIES`], known without a plan) and how it is configured from its
+//! plan section ([`MethodPress::from_plan`]). `registry!` below is the one table mapping each
+//! planner [`Method`] to that type, one line per method; its matches are exhaustive over the
+//! planner's method table, so the compiler names a method without a line.
 //! [`PressOptions`] carries the switches that are not part of a plan (SpindleKV's GQA repeat).
 
 use burn::tensor::backend::Backend;
-use kvplan_planner::{Budgets, Method, Plan, Pooling, Section, Target};
+use kvplan_planner::{Budgets, Geometry, Method, MethodSection, Plan, Section, Target};
 
 use super::full::FullPress;
-use super::h2o::H2oScorer;
-use super::knorm::KnormScorer;
-use super::pod::PodPress;
-use super::snapkv::SnapKvScorer;
-use super::spindle::SpindlePress;
-use super::streaming::StreamingScorer;
-use super::tova::TovaScorer;
-use super::treekv::TreeKvPress;
-use super::{Allocation, Capabilities, Press, SelectionPress};
+use super::{Allocation, Capabilities, Press, Scorer, SelectionPress};
 use crate::error::{Error, Result};
 use crate::model::ModelConfig;
 
 /// Every name the registry serves: the planner's method table, in its order (FullKV first).
 pub const PRESS_NAMES: &[&str] = kvplan_planner::methods::NAMES;
+
+/// What a method's press file gives the registry.
+pub trait MethodPress {
+    /// What the press can do, read off its type without building it (no plan needed).
+    const CAPABILITIES: Capabilities;
+
+    /// The press of `p.method`, configured from its plan section and budgets.
+    fn from_plan<B: Backend>(p: &FromPlan<'_>) -> Result<Box<dyn Press<B>>>;
+}
+
+/// The registry: one line per method of the planner's table, `Variant => path::to::Type,`,
+/// naming the type that implements [`MethodPress`] for it (no `use` line needed).
+macro_rules! registry {
+    ($($method:ident => $press:ty,)+) => {
+        /// What `method`'s press can do.
+        fn capabilities_of(method: Method) -> Capabilities {
+            match method {
+                $(Method::$method => <$press as MethodPress>::CAPABILITIES,)+
+            }
+        }
+
+        /// `p.method`'s press, configured from the plan.
+        pub fn press_from<B: Backend>(p: &FromPlan<'_>) -> Result<Box<dyn Press<B>>> {
+            match p.method {
+                $(Method::$method => <$press as MethodPress>::from_plan(p),)+
+            }
+        }
+    };
+}
+
+registry! {
+    Full => super::full::FullPress,
+    SnapKv => super::snapkv::SnapKvScorer,
+    H2o => super::h2o::H2oScorer,
+    Streaming => super::streaming::StreamingScorer,
+    Pyramid => super::snapkv::SnapKvScorer,
+    HeadKv => super::snapkv::SnapKvScorer,
+    HeadKvR => super::snapkv::SnapKvScorer,
+    Spindle => super::spindle::SpindlePress,
+    Pod => super::pod::PodPress,
+    TreeKv => super::treekv::TreeKvPress,
+    Tova => super::tova::TovaScorer,
+    KNorm => super::knorm::KnormScorer,
+}
 
 /// A configured press and what it was configured from.
 pub struct PressSpec<B: Backend> {
@@ -40,10 +82,6 @@ fn unknown(name: &str) -> Error {
     ))
 }
 
-fn plan_err(e: kvplan_planner::Error) -> Error {
-    Error::Request(format!("plan: {e}"))
-}
-
 /// Press switches beyond the plan, all off by default.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PressOptions {
@@ -58,19 +96,21 @@ pub struct PressOptions {
 /// it: no plan needed, so callers can check a request before any model run.
 pub fn capabilities(name: &str) -> Result<Capabilities> {
     let method: Method = name.parse().map_err(|_| unknown(name))?;
-    Ok(match method {
-        Method::Full => FullPress::CAPABILITIES,
-        Method::Streaming => StreamingScorer::CAPABILITIES,
-        Method::H2o => H2oScorer::CAPABILITIES,
-        Method::SnapKv | Method::Pyramid | Method::HeadKv | Method::HeadKvR => {
-            SnapKvScorer::CAPABILITIES
-        }
-        Method::TreeKv => TreeKvPress::CAPABILITIES,
-        Method::Spindle => SpindlePress::CAPABILITIES,
-        Method::Pod => PodPress::CAPABILITIES,
-        Method::Tova => TovaScorer::CAPABILITIES,
-        Method::KNorm => KnormScorer::CAPABILITIES,
-    })
+    Ok(capabilities_of(method))
+}
+
+/// What a press is asked for: the plan its budgets come from, the prompt's length and the
+/// target (the plan's own when `None`), and the switches beyond the plan.
+#[derive(Clone, Copy, Default)]
+pub struct PressRequest<'a> {
+    /// The plan (needed by every method but `full`).
+    pub plan: Option<&'a Plan>,
+    /// Prompt length the budgets are planned for.
+    pub context_len: usize,
+    /// Re-target (`--budget`, `--ratio`); `None`: the plan's own target.
+    pub target: Option<Target>,
+    /// Switches beyond the plan.
+    pub options: PressOptions,
 }
 
 /// The press called `name`, configured from `plan` for a prompt of `context_len` tokens under
@@ -82,51 +122,42 @@ pub fn build_press<B: Backend>(
     target: Option<Target>,
     config: &ModelConfig,
 ) -> Result<PressSpec<B>> {
-    build_press_with(
-        name,
+    let request = PressRequest {
         plan,
         context_len,
         target,
-        config,
-        PressOptions::default(),
-    )
+        options: PressOptions::default(),
+    };
+    build_press_with(name, &request, config)
 }
 
-/// [`build_press`] with `options`.
+/// The press called `name` as `request` asks, for the model `config` describes.
 pub fn build_press_with<B: Backend>(
     name: &str,
-    plan: Option<&Plan>,
-    context_len: usize,
-    target: Option<Target>,
+    request: &PressRequest<'_>,
     config: &ModelConfig,
-    options: PressOptions,
 ) -> Result<PressSpec<B>> {
-    if !PRESS_NAMES.contains(&name) {
-        return Err(unknown(name));
-    }
-    if name == "full" {
+    let method: Method = name.parse().map_err(|_| unknown(name))?;
+    if !method.has_section() {
         return Ok(PressSpec {
             press: Box::new(FullPress),
             method: None,
             budgets: None,
         });
     }
-    let method: Method = name.parse().map_err(|_| unknown(name))?;
-    let plan =
-        plan.ok_or_else(|| Error::Request(format!("method `{name}` needs a plan (--plan FILE)")))?;
-    let target = target.unwrap_or(plan.target);
-    let budgets = plan
-        .budgets(method, context_len, target)
-        .map_err(plan_err)?;
+    let plan = request
+        .plan
+        .ok_or_else(|| Error::Request(format!("method `{name}` needs a plan (--plan FILE)")))?;
+    let target = request.target.unwrap_or(plan.target);
+    let budgets = plan.budgets(method, request.context_len, target)?;
     let from = FromPlan {
-        name,
         method,
         plan,
         budgets: &budgets,
         config,
-        options,
+        options: request.options,
     };
-    let press = press_for(&from)?;
+    let press = press_from(&from)?;
     Ok(PressSpec {
         press,
         method: Some(method),
@@ -134,69 +165,66 @@ pub fn build_press_with<B: Backend>(
     })
 }
 
-/// What a press is configured from: the plan's section of its method and the budgets the plan
-/// gives at the prompt's length.
-struct FromPlan<'a> {
-    name: &'a str,
-    method: Method,
-    plan: &'a Plan,
-    budgets: &'a Budgets,
-    config: &'a ModelConfig,
-    options: PressOptions,
+/// What a press is configured from: the plan (its method's section, the model's geometry), the
+/// budgets the plan gives at the prompt's length, the model run and the switches beyond the plan.
+pub struct FromPlan<'a> {
+    /// The method, whose name the press reports.
+    pub method: Method,
+    /// The plan.
+    pub plan: &'a Plan,
+    /// The budgets at the prompt's length.
+    pub budgets: &'a Budgets,
+    /// The model the press runs on.
+    pub config: &'a ModelConfig,
+    /// Switches beyond the plan.
+    pub options: PressOptions,
 }
 
 impl<'a> FromPlan<'a> {
     /// The budgets as an [`Allocation`].
-    fn alloc(&self) -> Allocation {
+    pub fn allocation(&self) -> Allocation {
         Allocation::from_grid(&self.budgets.per_layer_per_kv_head)
     }
 
     /// The method's section of the plan, or the error naming the missing one.
-    fn section(&self) -> Result<&'a Section> {
+    pub fn section(&self) -> Result<&'a Section> {
+        self.plan.sections.section(self.method).ok_or(Error::Plan(
+            kvplan_planner::Error::MissingSection(self.method),
+        ))
+    }
+
+    /// The method's section as its type `T`.
+    pub fn section_as<T: MethodSection>(&self) -> Result<&'a T> {
+        let section = self.section()?;
         self.plan
             .sections
-            .section(self.method)
-            .ok_or_else(|| plan_err(kvplan_planner::Error::MissingSection(self.method)))
+            .get::<T>(self.method)
+            .ok_or_else(|| self.wrong_section(section))
     }
 
-    /// `scorer` under the plan's allocation.
-    fn selection<B: Backend>(&self, scorer: Box<dyn super::Scorer>) -> Box<dyn Press<B>> {
-        selection(self.name, scorer, self.alloc())
+    /// The plan's model geometry (with its query→KV head map).
+    pub fn geometry(&self) -> &'a Geometry {
+        &self.plan.model.geometry
     }
-}
 
-/// One line per method: the press it runs, configured from its section.
-fn press_for<B: Backend>(p: &FromPlan<'_>) -> Result<Box<dyn Press<B>>> {
-    let (b, c) = (p.budgets, p.config);
-    Ok(match p.section()? {
-        Section::Streaming(x) => p.selection(Box::new(StreamingScorer::new(x.sinks))),
-        Section::H2o(x) => p.selection(Box::new(H2oScorer::new(x.heavy_fraction))),
-        Section::SnapKv(x) => snapkv(p, x.window, x.kernel_size, x.pooling),
-        Section::Pyramid(x) => snapkv(p, x.window, x.kernel_size, x.pooling),
-        Section::HeadKv(x) | Section::HeadKvR(x) => snapkv(p, x.window, x.kernel_size, x.pooling),
-        Section::TreeKv(x) => {
-            let tree = TreeKvPress::new(p.alloc(), b.sinks, b.recent, x.block_size, c.rope());
-            Box::new(tree)
-        }
-        Section::Spindle(x) => {
-            let layers = b.codebook_layers.clone();
-            let press =
-                SpindlePress::new(p.alloc(), b.window, layers, x.theta_k, x.theta_v, c.rope());
-            Box::new(if p.options.spindle_repeat {
-                press.with_repeat(c.geometry.group_size())
-            } else {
-                press
-            })
-        }
-        Section::Pod(x) => {
-            refuse_pod_on(&c.architecture)?;
-            let g = &p.plan.model.geometry;
-            let (blocks, tau) = (x.blocks.clone(), x.tau);
-            Box::new(PodPress::new(blocks, g, b.sinks, b.recent, tau, c.rope()))
-        }
-        Section::Tova(_) => p.selection(Box::new(TovaScorer::new())),
-        Section::KNorm(_) => p.selection(Box::new(KnormScorer::new())),
-    })
+    /// The error of a press handed a section of another method (a registry line naming the
+    /// wrong type).
+    pub fn wrong_section(&self, section: &Section) -> Error {
+        Error::Request(format!(
+            "method `{}`: its press cannot read the `{}` section",
+            self.method,
+            section.method()
+        ))
+    }
+
+    /// `scorer` under the plan's allocation, reported under the method's name.
+    pub fn selection<B: Backend>(&self, scorer: impl Scorer + 'static) -> Box<dyn Press<B>> {
+        Box::new(SelectionPress::new(
+            self.method.name(),
+            Box::new(scorer),
+            self.allocation(),
+        ))
+    }
 }
 
 /// PoD's press and its training run their own attention forward pass, written for the `llama`
@@ -210,22 +238,4 @@ pub fn refuse_pod_on(architecture: &str) -> Result<()> {
         "pod: its shared-attention forward pass supports general.architecture = \"llama\" only, \
          not {architecture:?} (biases, Q/K norms and sliding windows are not applied there)"
     )))
-}
-
-/// SnapKV's scorer with a section's window and pooling (SnapKV, PyramidKV, HeadKV).
-fn snapkv<B: Backend>(
-    p: &FromPlan<'_>,
-    window: usize,
-    kernel: usize,
-    pooling: Pooling,
-) -> Box<dyn Press<B>> {
-    p.selection(Box::new(SnapKvScorer::new(p.name, window, kernel, pooling)))
-}
-
-fn selection<B: Backend>(
-    name: &str,
-    scorer: Box<dyn super::Scorer>,
-    alloc: Allocation,
-) -> Box<dyn Press<B>> {
-    Box::new(SelectionPress::new(name, scorer, alloc))
 }

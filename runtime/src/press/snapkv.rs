@@ -10,9 +10,12 @@
 //! The same scorer serves PyramidKV (per-layer budgets) and HeadKV (per-head budgets): only the
 //! [`super::Allocation`] differs.
 
-use kvplan_planner::Pooling;
+use burn::tensor::backend::Backend;
+use kvplan_planner::{Pooling, Section};
 
-use super::{observe, window_scores, Capabilities, Scorer, Scores};
+use super::registry::{FromPlan, MethodPress};
+use super::{observe, window_scores, Capabilities, Press, Scorer, Scores};
+use crate::error::Result;
 use crate::observe::{LayerObservation, ObserveConfig};
 
 /// Observation-window attention, pooled.
@@ -24,10 +27,25 @@ pub struct SnapKvScorer {
     pooling: Pooling,
 }
 
-impl SnapKvScorer {
+impl MethodPress for SnapKvScorer {
     /// Selects once, after prefill (SnapKV, PyramidKV, HeadKV); decoding only appends.
-    pub const CAPABILITIES: Capabilities = Capabilities::selection(false);
+    const CAPABILITIES: Capabilities = Capabilities::selection(false);
 
+    /// The window and pooling of the SnapKV, PyramidKV or HeadKV section, under the plan's
+    /// allocation (uniform, per layer, per head).
+    fn from_plan<B: Backend>(p: &FromPlan<'_>) -> Result<Box<dyn Press<B>>> {
+        let (window, kernel, pooling) = match p.section()? {
+            Section::SnapKv(x) => (x.window, x.kernel_size, x.pooling),
+            Section::Pyramid(x) => (x.window, x.kernel_size, x.pooling),
+            Section::HeadKv(x) | Section::HeadKvR(x) => (x.window, x.kernel_size, x.pooling),
+            other => return Err(p.wrong_section(other)),
+        };
+        let name = p.method.name();
+        Ok(p.selection(Self::new(name, window, kernel, pooling)))
+    }
+}
+
+impl SnapKvScorer {
     /// Window α, pooling kernel and kind; `name` is the registry name it serves under.
     pub fn new(name: &str, window: usize, kernel: usize, pooling: Pooling) -> Self {
         Self {

@@ -4,7 +4,12 @@
 //! recent. Scores: sinks `∞`, every other entry its position (newer scores higher), so the
 //! top-`B` selection is exactly sinks + recent window.
 
-use super::{Capabilities, Scorer, Scores};
+use burn::tensor::backend::Backend;
+use kvplan_planner::StreamingSection;
+
+use super::registry::{FromPlan, MethodPress};
+use super::{Capabilities, Press, Scorer, Scores};
+use crate::error::Result;
 use crate::observe::{LayerObservation, ObserveConfig};
 
 /// Sinks + recent window.
@@ -13,10 +18,18 @@ pub struct StreamingScorer {
     sinks: usize,
 }
 
-impl StreamingScorer {
+impl MethodPress for StreamingScorer {
     /// Sinks + recent window after every decode step too.
-    pub const CAPABILITIES: Capabilities = Capabilities::selection(true);
+    const CAPABILITIES: Capabilities = Capabilities::selection(true);
 
+    /// The section's sinks under the plan's allocation.
+    fn from_plan<B: Backend>(p: &FromPlan<'_>) -> Result<Box<dyn Press<B>>> {
+        let s: &StreamingSection = p.section_as()?;
+        Ok(p.selection(Self::new(s.sinks)))
+    }
+}
+
+impl StreamingScorer {
     /// Keeps `sinks` initial entries plus recent ones.
     pub fn new(sinks: usize) -> Self {
         Self { sinks }

@@ -1,15 +1,16 @@
 //! Presses on a tiny random model: every press under every budget wrapper keeps at most its
-//! budget, and with a budget at least the context gives FullKV's output.
+//! budget, and with a budget at least the context gives FullKV's output. The presses come from
+//! the registry, configured from a plan the planner builds for the tiny model's geometry, so a
+//! new method is in the matrix without an edit here.
 
 use burn::backend::Flex;
-use kvplan_planner::Pooling;
+use kvplan_planner::{build_plan, Method, Plan, PlanOptions, Pooling, Profile, Target, METHODS};
 
 use super::full::FullPress;
-use super::h2o::H2oScorer;
-use super::pod::PodPress;
+use super::pod::{PodPress, Proximal};
+use super::registry::{press_from, FromPlan, PressOptions};
 use super::snapkv::SnapKvScorer;
-use super::spindle::SpindlePress;
-use super::streaming::StreamingScorer;
+use super::spindle::{Codebooks, SpindlePress};
 use super::treekv::TreeKvPress;
 use super::*;
 use crate::generate::SplitMix64;
@@ -54,30 +55,86 @@ pub(super) fn prompt(n: usize) -> Vec<u32> {
     (0..n).map(|_| (rng.next_u64() % V as u64) as u32).collect()
 }
 
-/// Every press kind under `alloc`, by name.
-fn presses(alloc: &Allocation) -> Vec<(&'static str, Box<dyn Press<B>>)> {
-    let sel = |name: &'static str, s: Box<dyn Scorer>| -> (&'static str, Box<dyn Press<B>>) {
-        (name, Box::new(SelectionPress::new(name, s, alloc.clone())))
-    };
-    vec![
-        sel("streaming", Box::new(StreamingScorer::new(2))),
-        sel("h2o", Box::new(H2oScorer::new(0.5))),
-        sel(
-            "snapkv",
-            Box::new(SnapKvScorer::new("snapkv", 4, 3, Pooling::Maxpool)),
-        ),
-        (
-            "treekv",
-            Box::new(TreeKvPress::new(alloc.clone(), 2, 3, 2, rope())),
-        ),
-        sel("tova", Box::new(super::tova::TovaScorer::new())),
-        sel("knorm", Box::new(super::knorm::KnormScorer::new())),
-    ]
+/// The tiny model's plan: a section for every method of the planner's table, built by the
+/// planner from a hand-made profile of the tiny model's geometry (`fixtures/tiny.profile.json`:
+/// 2 layers, 4 query heads on 2 KV heads, head_dim 8), at 12 entries per head.
+pub(super) fn tiny_plan() -> Plan {
+    let profile = Profile::from_json(include_str!("fixtures/tiny.profile.json"))
+        .unwrap_or_else(|e| panic!("tiny profile: {e}"));
+    build_plan(
+        &profile,
+        &Method::ALL,
+        Target::Tokens(12),
+        &PlanOptions::default(),
+    )
+    .unwrap_or_else(|e| panic!("tiny plan: {e}"))
 }
 
-/// SpindleKV under `alloc` with codebooks in every layer at θ_K = θ_V = `theta`.
-fn spindle(alloc: &Allocation, theta: f64) -> SpindlePress {
-    SpindlePress::new(alloc.clone(), 4, vec![true; L], theta, theta, rope())
+/// `alloc` as the planner's `[layer][kv_head]` grid.
+fn grid(alloc: &Allocation) -> Vec<Vec<usize>> {
+    (0..L).map(|l| alloc.layer(l, NKV)).collect()
+}
+
+/// Every method's press from the registry, configured from `plan` for a prompt of `n` tokens,
+/// with budgets `alloc` in place of the plan's (FullKV as the registry builds it, without one).
+fn registry_presses(
+    plan: &Plan,
+    model: &Model<B>,
+    alloc: &Allocation,
+    n: usize,
+) -> Vec<(&'static str, Box<dyn Press<B>>)> {
+    let build = |method: Method| -> Box<dyn Press<B>> {
+        if !method.has_section() {
+            return Box::new(FullPress);
+        }
+        let mut budgets = plan
+            .budgets(method, n, plan.target)
+            .unwrap_or_else(|e| panic!("{method}: {e}"));
+        budgets.per_layer_per_kv_head = grid(alloc);
+        let from = FromPlan {
+            method,
+            plan,
+            budgets: &budgets,
+            config: &model.config,
+            options: PressOptions::default(),
+        };
+        press_from(&from).unwrap_or_else(|e| panic!("{method}: {e}"))
+    };
+    METHODS.iter().map(|m| (m.name, build(m.method))).collect()
+}
+
+/// Methods the budget matrix leaves out, each with tests of its own: FullKV keeps everything,
+/// PoD keeps every token (its budgets do not follow the target), SpindleKV holds its entries in
+/// codebooks rather than K/V tensors (it changes the forward pass).
+const OUTSIDE_THE_MATRIX: [&str; 3] = ["full", "spindle", "pod"];
+
+/// The presses of the budget matrix under `alloc`, by name: every method whose budgets follow
+/// the target and whose cache is the model's own K/V tensors (it keeps the model's forward
+/// pass), so the cache holds exactly the entries kept.
+fn presses(
+    model: &Model<B>,
+    alloc: &Allocation,
+    n: usize,
+) -> Vec<(&'static str, Box<dyn Press<B>>)> {
+    let plan = tiny_plan();
+    let all = registry_presses(&plan, model, alloc, n);
+    let (inside, outside): (Vec<_>, Vec<_>) = all.into_iter().partition(|(name, press)| {
+        let method: Method = name.parse().expect("a table name");
+        method.follows_target() && !press.changes_forward()
+    });
+    let left_out: Vec<&str> = outside.iter().map(|(name, _)| *name).collect();
+    assert_eq!(left_out, OUTSIDE_THE_MATRIX, "methods without a matrix row");
+    inside
+}
+
+/// SpindleKV under `alloc` with codebooks in every layer at θ_K = θ_V = `theta`, window 4.
+pub(super) fn spindle(alloc: &Allocation, theta: f64) -> SpindlePress {
+    let books = Codebooks {
+        layers: vec![true; L],
+        theta_k: theta,
+        theta_v: theta,
+    };
+    SpindlePress::new(alloc.clone(), 4, books, rope())
 }
 
 pub(super) fn allocations(b: usize) -> Vec<Allocation> {
@@ -108,12 +165,28 @@ pub(super) fn run(
     out
 }
 
+/// Asserts that every step's logits of `got` are within `tol` of `want`'s and pick the same
+/// token; `what` names the run in the message.
+pub(super) fn assert_same_output(got: &[Vec<f32>], want: &[Vec<f32>], tol: f32, what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: steps");
+    for (step, (a, b)) in got.iter().zip(want).enumerate() {
+        let diff = a
+            .iter()
+            .zip(b)
+            .map(|(x, y)| (x - y).abs())
+            .fold(0.0, f32::max);
+        assert!(diff <= tol, "{what} step {step}: {diff}");
+        let (x, y) = (crate::generate::argmax(a), crate::generate::argmax(b));
+        assert_eq!(x, y, "{what} step {step}: argmax");
+    }
+}
+
 #[test]
 fn every_press_under_every_wrapper_keeps_at_most_its_budget() {
     let model = tiny_model();
     let ids = prompt(30);
     for alloc in allocations(12) {
-        for (name, mut press) in presses(&alloc) {
+        for (name, mut press) in presses(&model, &alloc, ids.len()) {
             let decoding = press.evicts_while_decoding();
             let mut s = Session::new(&model, press.as_mut());
             s.prefill(&ids).expect("prefill");
@@ -151,21 +224,9 @@ fn a_budget_above_the_context_gives_fullkv_output() {
     let ids = prompt(20);
     let full = run(&model, &mut FullPress, &ids, 5);
     for alloc in allocations(40) {
-        for (name, mut press) in presses(&alloc) {
+        for (name, mut press) in presses(&model, &alloc, ids.len()) {
             let got = run(&model, press.as_mut(), &ids, 5);
-            for (step, (a, b)) in got.iter().zip(&full).enumerate() {
-                let diff = a
-                    .iter()
-                    .zip(b)
-                    .map(|(x, y)| (x - y).abs())
-                    .fold(0.0, f32::max);
-                assert!(diff <= 1e-5, "{name} {alloc:?} step {step}: {diff}");
-                assert_eq!(
-                    crate::generate::argmax(a),
-                    crate::generate::argmax(b),
-                    "{name}"
-                );
-            }
+            assert_same_output(&got, &full, 1e-5, &format!("{name} {alloc:?}"));
         }
     }
 }
@@ -351,15 +412,7 @@ fn spindle_with_theta_one_gives_fullkv_output() {
     let full = run(&model, &mut FullPress, &ids, 5);
     for alloc in allocations(40) {
         let got = run(&model, &mut spindle(&alloc, 1.0), &ids, 5);
-        for (step, (a, b)) in got.iter().zip(&full).enumerate() {
-            let diff = a
-                .iter()
-                .zip(b)
-                .map(|(x, y)| (x - y).abs())
-                .fold(0.0, f32::max);
-            assert!(diff <= 1e-4, "{alloc:?} step {step}: {diff}");
-            assert_eq!(crate::generate::argmax(a), crate::generate::argmax(b));
-        }
+        assert_same_output(&got, &full, 1e-4, &format!("{alloc:?}"));
     }
 }
 
@@ -397,16 +450,13 @@ fn spindle_keeps_its_budget_in_codebooks_and_holds_no_tensors() {
 fn capabilities_by_name_are_the_built_presses_and_agree_with_their_hooks() {
     let model = tiny_model();
     let ids = prompt(12);
-    let alloc = Allocation::Uniform(8);
-    let mut all = presses(&alloc);
-    all.push(("full", Box::new(FullPress)));
-    all.push(("spindle", Box::new(spindle(&alloc, 0.9))));
-    let blocks = vec![vec![[0, 1]]; NH];
-    all.push((
-        "pod",
-        Box::new(PodPress::new(blocks, &geometry(), 2, 6, 0.7, rope())),
-    ));
-    for (name, mut press) in all {
+    let plan = tiny_plan();
+    for &name in PRESS_NAMES {
+        // Through the registry's public entry, with the plan's own budgets.
+        let spec = build_press::<B>(name, Some(&plan), ids.len(), None, &model.config)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let mut press = spec.press;
+        assert_eq!(press.name(), name);
         let caps = press.capabilities();
         assert_eq!(capabilities(name).ok(), Some(caps), "{name}");
         // Re-assigning positions succeeds exactly for the presses that say they stream.
@@ -416,6 +466,10 @@ fn capabilities_by_name_are_the_built_presses_and_agree_with_their_hooks() {
         assert_eq!(moved.is_ok(), caps.streams_past_context, "{name}");
     }
     assert!(capabilities("tova2").is_err());
+}
+
+fn proximal(sinks: usize, recent: usize) -> Proximal {
+    Proximal { sinks, recent }
 }
 
 fn geometry() -> kvplan_planner::Geometry {
@@ -430,17 +484,9 @@ fn pod_with_every_layer_in_its_own_block_equals_fullkv() {
     let ids = prompt(30);
     let full = run(&model, &mut FullPress, &ids, 5);
     let blocks = vec![vec![[0, 0], [1, 1]]; NH];
-    let mut pod = PodPress::new(blocks, &geometry(), 2, 6, 0.7, rope());
+    let mut pod = PodPress::new(blocks, &geometry(), proximal(2, 6), 0.7, rope());
     let got = run(&model, &mut pod, &ids, 5);
-    for (step, (a, b)) in got.iter().zip(&full).enumerate() {
-        let diff = a
-            .iter()
-            .zip(b)
-            .map(|(x, y)| (x - y).abs())
-            .fold(0.0, f32::max);
-        assert!(diff <= 1e-4, "step {step}: {diff}");
-        assert_eq!(crate::generate::argmax(a), crate::generate::argmax(b));
-    }
+    assert_same_output(&got, &full, 1e-4, "pod, one layer a block");
     assert_eq!((pod.gated, pod.skipped), (0, 0));
 }
 
@@ -452,7 +498,7 @@ fn pod_shares_distant_keys_once_per_block_and_gates_with_tau() {
     let ids = prompt(30);
     let blocks = vec![vec![[0, 1]]; NH];
     for (tau, all_skipped) in [(0.0, true), (1.0, false)] {
-        let mut pod = PodPress::new(blocks.clone(), &geometry(), 2, 6, tau, rope());
+        let mut pod = PodPress::new(blocks.clone(), &geometry(), proximal(2, 6), tau, rope());
         let mut s = Session::new(&model, &mut pod);
         s.prefill(&ids).expect("prefill");
         for _ in 0..3 {
@@ -470,14 +516,7 @@ fn pod_shares_distant_keys_once_per_block_and_gates_with_tau() {
     }
     // With a proximal window covering the whole context nothing is distant: FullKV again.
     let full = run(&model, &mut FullPress, &ids, 3);
-    let mut pod = PodPress::new(blocks, &geometry(), 4, 60, 0.7, rope());
+    let mut pod = PodPress::new(blocks, &geometry(), proximal(4, 60), 0.7, rope());
     let got = run(&model, &mut pod, &ids, 3);
-    for (a, b) in got.iter().zip(&full) {
-        let diff = a
-            .iter()
-            .zip(b)
-            .map(|(x, y)| (x - y).abs())
-            .fold(0.0, f32::max);
-        assert!(diff <= 1e-4, "{diff}");
-    }
+    assert_same_output(&got, &full, 1e-4, "pod, nothing distant");
 }

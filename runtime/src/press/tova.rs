@@ -11,17 +11,28 @@
 
 use std::collections::BTreeMap;
 
-use super::{observe, Capabilities, Scorer, Scores};
+use burn::tensor::backend::Backend;
+
+use super::registry::{FromPlan, MethodPress};
+use super::{observe, Capabilities, Press, Scorer, Scores};
+use crate::error::Result;
 use crate::observe::{LayerObservation, ObserveConfig};
 
 /// The newest row's attention, averaged over the layer's query heads.
 #[derive(Debug, Clone, Default)]
 pub struct TovaScorer;
 
-impl TovaScorer {
+impl MethodPress for TovaScorer {
     /// Re-selects after prefill and after every decode step.
-    pub const CAPABILITIES: Capabilities = Capabilities::selection(true);
+    const CAPABILITIES: Capabilities = Capabilities::selection(true);
 
+    /// The scorer under the plan's allocation (its section is empty).
+    fn from_plan<B: Backend>(p: &FromPlan<'_>) -> Result<Box<dyn Press<B>>> {
+        Ok(p.selection(Self::new()))
+    }
+}
+
+impl TovaScorer {
     /// TOVA has no parameter beyond the budget.
     pub fn new() -> Self {
         Self

@@ -28,7 +28,9 @@
 //! original positions are kept by the press.
 
 use burn::tensor::backend::Backend;
+use kvplan_planner::TreeKvSection;
 
+use super::registry::{FromPlan, MethodPress};
 use super::{group_mean, observe, Allocation, Capabilities, Press};
 use crate::cache::{KvCache, LayerCache};
 use crate::error::Result;
@@ -86,10 +88,21 @@ pub struct TreeKvPress {
     seen: usize,
 }
 
-impl TreeKvPress {
+impl MethodPress for TreeKvPress {
     /// Evicts one entry per decode step (Algorithm 1) and re-assigns positions (§4.1).
-    pub const CAPABILITIES: Capabilities = Capabilities::selection(true);
+    const CAPABILITIES: Capabilities = Capabilities::selection(true);
 
+    /// The plan's budgets and sink/recent split, the section's block size.
+    fn from_plan<B: Backend>(p: &FromPlan<'_>) -> Result<Box<dyn Press<B>>> {
+        let s: &TreeKvSection = p.section_as()?;
+        let b = p.budgets;
+        let rope = p.config.rope();
+        let press = Self::new(p.allocation(), b.sinks, b.recent, s.block_size, rope);
+        Ok(Box::new(press))
+    }
+}
+
+impl TreeKvPress {
     /// `budget` entries per head (sinks + tree + recent), `sinks` and `recent` of
     /// them fixed, prefill blocks of `block` tokens; `rope`: the model's frequencies, for
     /// re-rotating keys.

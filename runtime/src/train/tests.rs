@@ -12,7 +12,7 @@ use crate::generate::SplitMix64;
 use crate::gguf::GgufFile;
 use crate::model::rope::Rope;
 use crate::model::{Logits, Model};
-use crate::press::pod::PodPress;
+use crate::press::pod::{PodPress, Proximal};
 use crate::press::Session;
 
 type B = Flex;
@@ -104,14 +104,9 @@ fn pod_forward_equals_the_inference_press_token_by_token() {
     let got = rows(forward(&model.transformer, &rope, &layout, &ids).expect("pod forward"));
     // τ = 2 > g: the gate never skips, so decoding computes eq. 3–4 exactly, one token a step.
     let geometry = kvplan_planner::Geometry::new(L, NH, NKV, D).expect("geometry");
-    let mut press = PodPress::new(
-        blocks(),
-        &geometry,
-        sinks,
-        recent,
-        2.0,
-        model.rope_set().clone(),
-    );
+    let proximal = Proximal { sinks, recent };
+    let freqs = model.rope_set().clone();
+    let mut press = PodPress::new(blocks(), &geometry, proximal, 2.0, freqs);
     let mut session = Session::new(&model, &mut press);
     let mut want = vec![rows(session.prefill(&ids[..1]).expect("prefill")).remove(0)];
     for &id in &ids[1..] {

@@ -40,7 +40,9 @@ mod tests;
 
 use burn::tensor::backend::Backend;
 use burn::tensor::{Tensor, TensorData};
+use kvplan_planner::SpindleSection;
 
+use super::registry::{FromPlan, MethodPress};
 use super::{
     observe, window_scores, Allocation, Capabilities, Press, Scorer, Scores, SelectionPress,
 };
@@ -130,32 +132,55 @@ pub struct SpindlePress {
     books: Vec<Option<Vec<Book>>>,
 }
 
-impl SpindlePress {
+/// Where SpindleKV's codebooks go and how close two vectors must be to share a code.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Codebooks {
+    /// Layers whose kept entries go through a codebook (the plan's `codebook_layers`).
+    pub layers: Vec<bool>,
+    /// θ_K: cosine similarity at which two keys share a code (eq. 8–9).
+    pub theta_k: f64,
+    /// θ_V: the same for values.
+    pub theta_v: f64,
+}
+
+impl MethodPress for SpindlePress {
     /// Its forward pass reconstructs the codebook layers (eq. 14); its prefill is the model's,
     /// so it can adopt a shared one; decoding merges new entries into codes without evicting;
     /// codebooks hold pre-RoPE keys by original position, so positions are not re-assigned.
-    pub const CAPABILITIES: Capabilities = Capabilities {
+    const CAPABILITIES: Capabilities = Capabilities {
         changes_forward: true,
         streams_past_context: false,
         evicts_while_decoding: false,
         adopts_shared_prefill: true,
     };
 
-    /// Budgets `alloc` (window `window` inside), codebooks in `codebook_layers` at θ_K, θ_V.
-    pub fn new(
-        alloc: Allocation,
-        window: usize,
-        codebook_layers: Vec<bool>,
-        theta_k: f64,
-        theta_v: f64,
-        rope: RopeSet,
-    ) -> Self {
+    /// The plan's budgets, window and codebook layers, the section's θ_K and θ_V; the GQA
+    /// repeat when [`super::registry::PressOptions::spindle_repeat`] asks for it.
+    fn from_plan<B: Backend>(p: &FromPlan<'_>) -> Result<Box<dyn Press<B>>> {
+        let s: &SpindleSection = p.section_as()?;
+        let books = Codebooks {
+            layers: p.budgets.codebook_layers.clone(),
+            theta_k: s.theta_k,
+            theta_v: s.theta_v,
+        };
+        let press = Self::new(p.allocation(), p.budgets.window, books, p.config.rope());
+        Ok(Box::new(if p.options.spindle_repeat {
+            press.with_repeat(p.geometry().group_size())
+        } else {
+            press
+        }))
+    }
+}
+
+impl SpindlePress {
+    /// Budgets `alloc` (window `window` inside), codebooks as `books` says.
+    pub fn new(alloc: Allocation, window: usize, books: Codebooks, rope: RopeSet) -> Self {
         Self {
             evict: SelectionPress::new("spindle", Box::new(SpindleScorer { window }), alloc),
             window,
-            codebook_layers,
-            theta_k: theta_k as f32,
-            theta_v: theta_v as f32,
+            codebook_layers: books.layers,
+            theta_k: books.theta_k as f32,
+            theta_v: books.theta_v as f32,
             rope,
             repeat: None,
             books: Vec::new(),

@@ -9,7 +9,9 @@ use crate::cache::KvCache;
 use crate::model::rope::Frequencies;
 use crate::observe::AttentionRows;
 use crate::press::full::FullPress;
-use crate::press::tests::{allocations, prompt, rope, run, tiny_model, B, D, L, NH, NKV, THETA};
+use crate::press::tests::{
+    allocations, assert_same_output, prompt, run, spindle, tiny_model, B, D, L, NH, NKV, THETA,
+};
 use crate::press::Session;
 
 /// `[heads][tokens][2]` from degrees (magnitude 1) as a `[heads, tokens, 2]` tensor, each row
@@ -59,12 +61,15 @@ fn hand_layer() -> (KvCache<B>, Observer) {
 }
 
 fn hand_press() -> SpindlePress {
+    let books = Codebooks {
+        layers: vec![true],
+        theta_k: 0.9,
+        theta_v: 1.0,
+    };
     SpindlePress::new(
         Allocation::Uniform(2),
         1,
-        vec![true],
-        0.9,
-        1.0,
+        books,
         RopeSet::uniform(2, THETA, 1),
     )
 }
@@ -102,11 +107,6 @@ fn repeat_evicts_per_query_head_and_shares_one_codebook_per_layer() {
         (Some((2, 2)), Some((2, 2)))
     );
     assert_eq!(press.held_bytes(&cache), 8 * 2 * 4 + 2 * 2 * 2 * 8);
-}
-
-/// SpindleKV on the tiny model, codebooks everywhere at θ_K = θ_V = `theta`, window 4.
-fn spindle(alloc: &Allocation, theta: f64) -> SpindlePress {
-    SpindlePress::new(alloc.clone(), 4, vec![true; L], theta, theta, rope())
 }
 
 #[test]
@@ -209,14 +209,6 @@ fn repeat_with_budget_above_the_context_and_theta_one_gives_fullkv_output() {
             &ids,
             5,
         );
-        for (step, (a, b)) in got.iter().zip(&full).enumerate() {
-            let diff = a
-                .iter()
-                .zip(b)
-                .map(|(x, y)| (x - y).abs())
-                .fold(0.0, f32::max);
-            assert!(diff <= 1e-4, "{alloc:?} step {step}: {diff}");
-            assert_eq!(crate::generate::argmax(a), crate::generate::argmax(b));
-        }
+        assert_same_output(&got, &full, 1e-4, &format!("{alloc:?}"));
     }
 }
