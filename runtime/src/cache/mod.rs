@@ -102,10 +102,20 @@ impl<B: Backend> LayerCache<B> {
     pub fn slide(&mut self, window: Option<usize>) {
         self.window = window;
         let Some(w) = window else { return };
-        if self.positions.iter().all(|p| p.len() <= w) {
+        let lens: Vec<usize> = self.positions.iter().map(Vec::len).collect();
+        if lens.iter().all(|&n| n <= w) {
             return;
         }
-        let drop = |p: &Vec<usize>| p.len().saturating_sub(w);
+        if lens.iter().any(|&n| n > 2 * w) {
+            // Far past the window (after a prefill): gather the kept rows into new tensors, so
+            // the old ones are freed now; a narrowed view could keep them until the next append.
+            let keep: Vec<Vec<usize>> = lens
+                .iter()
+                .map(|&n| (n.saturating_sub(w)..n).collect())
+                .collect();
+            self.retain(&keep);
+            return;
+        }
         self.store = self.store.take().map(|store| match store {
             KvStore::Uniform { keys, values } => {
                 let [_, len, _] = keys.dims();
@@ -128,7 +138,7 @@ impl<B: Backend> LayerCache<B> {
             }
         });
         for p in &mut self.positions {
-            let n = drop(p);
+            let n = p.len().saturating_sub(w);
             p.drain(..n);
         }
     }
