@@ -168,19 +168,21 @@ pub trait Press<B: Backend> {
 
 /// Re-assigns positions `0..len` to the entries of every global layer (keys re-rotated at each
 /// layer's own RoPE frequencies) and moves the cache's next position to just after the longest
-/// head; sliding-window layers keep their spacing and follow ([`windowed::follow`]).
+/// head; sliding-window layers keep their spacing and follow ([`windowed::follow`], which moves
+/// the global layers up as a whole when a window spans more).
 pub fn reassign_all<B: Backend>(cache: &mut KvCache<B>, rope: &RopeSet) {
     let mut next = 0;
     for (l, layer) in cache.layers.iter_mut().enumerate() {
+        if layer.window().is_some() {
+            continue;
+        }
         next = next.max(
             (0..layer.kv_heads())
                 .map(|h| layer.len(h))
                 .max()
                 .unwrap_or(0),
         );
-        if layer.window().is_none() {
-            reassign_layer(layer, rope.layer(l));
-        }
+        reassign_layer(layer, rope.layer(l));
     }
     cache.next_position = next;
     windowed::follow(cache, rope);

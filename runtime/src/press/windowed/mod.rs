@@ -18,8 +18,9 @@
 //! attention is unchanged (RoPE scores depend only on the distance between query and key) and
 //! the next query is exactly as far from each key as without re-assignment. When the global
 //! layers hold fewer entries than a windowed run spans, the next position is raised to that span
-//! (positions are never negative); the global layers' keys then sit further back than `0..len`
-//! alone would put them.
+//! (positions are never negative) and the global layers move up as a whole by the same amount —
+//! again one angle per layer, so each keeps its positions-within-the-cache distances and its
+//! newest entry stays just before the next query.
 
 use std::borrow::Cow;
 
@@ -97,8 +98,10 @@ pub fn unpark<B: Backend>(cache: &mut KvCache<B>, parked: Parked<B>, rope: &Rope
 }
 
 /// Moves each windowed layer's run of positions, spacing kept, to end just before
-/// `cache.next_position` (raised first to the longest run's span), turning its keys by the shift.
-/// Nothing moves while the runs already end there (no positions were re-assigned).
+/// `cache.next_position`, turning its keys by the shift. When a run spans more than the next
+/// position, the next position is raised to that span and every global layer moves up as a whole
+/// by the same amount, so its newest entry stays just before the next position. Nothing moves
+/// while the runs already end there (no positions were re-assigned).
 pub fn follow<B: Backend>(cache: &mut KvCache<B>, rope: &RopeSet) {
     let runs: Vec<(usize, usize, usize)> = cache
         .layers
@@ -114,21 +117,32 @@ pub fn follow<B: Backend>(cache: &mut KvCache<B>, rope: &RopeSet) {
         })
         .collect();
     let span = runs.iter().map(|&(_, first, end)| end - first).max();
-    cache.next_position = cache.next_position.max(span.unwrap_or(0));
+    let raise = span.unwrap_or(0).saturating_sub(cache.next_position);
+    if raise > 0 {
+        for (l, layer) in cache.layers.iter_mut().enumerate() {
+            if layer.window().is_none() {
+                move_by(layer, rope, l, |p| p + raise);
+            }
+        }
+        cache.next_position += raise;
+    }
     let next = cache.next_position;
     for (l, _, end) in runs {
-        let layer = &mut cache.layers[l];
-        let new: Vec<Vec<usize>> = (0..layer.kv_heads())
-            .map(|h| {
-                layer
-                    .positions(h)
-                    .iter()
-                    .map(|&p| next - (end - p))
-                    .collect()
-            })
-            .collect();
-        move_layer(layer, rope.layer(l), new);
+        move_by(&mut cache.layers[l], rope, l, |p| next - (end - p));
     }
+}
+
+/// Moves every entry of layer `l` from position `p` to `to(p)`, turning its key.
+fn move_by<B: Backend>(
+    layer: &mut LayerCache<B>,
+    rope: &RopeSet,
+    l: usize,
+    to: impl Fn(usize) -> usize,
+) {
+    let new: Vec<Vec<usize>> = (0..layer.kv_heads())
+        .map(|h| layer.positions(h).iter().map(|&p| to(p)).collect())
+        .collect();
+    move_layer(layer, rope.layer(l), new);
 }
 
 #[cfg(test)]

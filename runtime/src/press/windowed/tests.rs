@@ -222,35 +222,37 @@ fn bytes_count_a_windowed_layer_at_its_window() {
     assert_eq!((s.memory().held_bytes, s.memory().full_bytes), (2304, 4608));
 }
 
-/// Pre-RoPE keys of layer 0, head `h`, for prompt tokens `at`, rotated to `to`.
-fn rotated(obs: &Observer, h: usize, tokens: usize, at: &[usize], to: &[usize]) -> Vec<f32> {
-    let kv = &obs.layers[0].keys_values[0];
+/// Pre-RoPE keys of layer `l`, head `h`, of prompt tokens `at`, rotated to positions `to`.
+fn rotated(obs: &Observer, l: usize, h: usize, at: &[usize], to: &[usize]) -> Vec<f32> {
+    let kv = &obs.layers[l].keys_values[0];
+    let tokens = kv.positions.len();
     let rows: Vec<f32> = at
         .iter()
         .flat_map(|&t| kv.keys[(h * tokens + t) * D..(h * tokens + t + 1) * D].to_vec())
         .collect();
-    let pre =
-        Tensor::<B, 3>::from_data(TensorData::new(rows, [1, at.len(), D]), &Default::default());
+    let shape = [1, at.len(), D];
+    let pre = Tensor::<B, 3>::from_data(TensorData::new(rows, shape), &Default::default());
     let ids: Vec<i64> = to.iter().map(|&p| p as i64).collect();
     let pos = Tensor::from_data(TensorData::new(ids, [to.len()]), &Default::default());
     let rope = Rope::<B>::new(D, THETA, 64, &Default::default());
-    rope.apply(0, pre, pos).into_data().iter::<f32>().collect()
+    rope.apply(l, pre, pos).into_data().iter::<f32>().collect()
 }
 
 #[test]
 fn reassignment_moves_global_layers_to_zero_and_keeps_the_windows_spacing() {
     // 20 tokens; layer 0 holds positions 14..20 (window 6). Layer 1 keeps 8 entries → 0..8,
-    // next 8: layer 0's run moves to 2..8, every key turned by −12. Layer 1 keeping 4 → next is
-    // raised to the run's 6: layer 0 at 0..6, layer 1 at 0..4.
+    // next 8: layer 0's run moves to 2..8, every key turned by −12. Layer 1 keeping 4 → 0..4,
+    // but the run spans 6: next is raised to 6, layer 1 moves up to 2..6 and layer 0 to 0..6.
     let model = windowed_model(&[Some(W), None]);
     let config = crate::observe::ObserveConfig {
         keys_values: true,
         ..Default::default()
     };
-    for (kept, next) in [
-        (vec![0, 1, 2, 15, 16, 17, 18, 19], 8),
-        (vec![0, 17, 18, 19], 6),
-    ] {
+    let cases = [
+        (vec![0, 1, 2, 15, 16, 17, 18, 19], 8, 0..8),
+        (vec![0, 17, 18, 19], 6, 2..6),
+    ];
+    for (kept, next, global) in cases {
         let mut cache = model.new_cache();
         let mut obs = Observer::new(config.clone(), L);
         model
@@ -262,15 +264,19 @@ fn reassignment_moves_global_layers_to_zero_and_keeps_the_windows_spacing() {
         reassign_all(&mut cache, &rope());
         assert_eq!(cache.next_position, next);
         let run: Vec<usize> = (next - W..next).collect();
+        let global: Vec<usize> = global.collect();
         for (h, before) in before.iter().enumerate() {
             let layer = &cache.layers[0];
             assert_eq!(layer.positions(h), run.as_slice());
             assert_eq!(&values(layer, h), before, "values never move");
-            let want = rotated(&obs, h, 20, &[14, 15, 16, 17, 18, 19], &run);
+            let want = rotated(&obs, 0, h, &[14, 15, 16, 17, 18, 19], &run);
             let got = host(layer.head(h).expect("keys").0);
             assert!(max_diff(&got, &want) < 1e-5, "{got:?} vs {want:?}");
-            let moved: Vec<usize> = (0..kept.len()).collect();
-            assert_eq!(cache.layers[1].positions(h), moved.as_slice());
+            let layer = &cache.layers[1];
+            assert_eq!(layer.positions(h), global.as_slice());
+            let want = rotated(&obs, 1, h, &kept, &global);
+            let got = host(layer.head(h).expect("keys").0);
+            assert!(max_diff(&got, &want) < 1e-5, "{got:?} vs {want:?}");
         }
     }
 }
