@@ -24,7 +24,12 @@ fn reads_the_qwen2_geometry_from_metadata() {
     let c = &model().config;
     assert_eq!(c.architecture, "qwen2");
     assert_eq!(
-        (c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim),
+        (
+            c.geometry.layers,
+            c.geometry.q_heads,
+            c.geometry.kv_heads,
+            c.geometry.head_dim,
+        ),
         (28, 12, 2, 128)
     );
     assert_eq!((c.hidden, c.ffn, c.vocab), (1536, 8960, 151_936));

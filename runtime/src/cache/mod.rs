@@ -10,6 +10,14 @@
 //! KV head becomes `h_n` consecutive copies, one per query head of its group (SpindleKV's repeat
 //! variant, `spindlekv.md` §3.3), after which each query head's entries can be evicted on their
 //! own. Attention derives the group from the head count the layer holds, so both layouts run.
+//!
+//! A sliding-window layer (Gemma 3's local layers) need hold only its window: under a press (the
+//! press driver, after each forward call) it drops the entries that left it
+//! ([`LayerCache::slide`]), so the layer keeps the last `window` positions, one contiguous run,
+//! and its memory stays bounded. The model's own forward keeps whatever it appends (its mask
+//! windows the attention; the profiler reads rows aligned across layers). [`window_span`] is the
+//! one rule for how many entries a layer counts, in FullKV ([`full_kv_bytes`]) as in the bytes
+//! a cache holds.
 
 use burn::tensor::backend::Backend;
 use burn::tensor::{Int, Tensor, TensorData};
@@ -61,6 +69,7 @@ pub struct LayerCache<B: Backend> {
     store: Option<KvStore<B>>,
     positions: Vec<Vec<usize>>,
     head_dim: usize,
+    window: Option<usize>,
 }
 
 impl<B: Backend> LayerCache<B> {
@@ -70,6 +79,67 @@ impl<B: Backend> LayerCache<B> {
             store: None,
             positions: vec![Vec::new(); kv_heads],
             head_dim,
+            window: None,
+        }
+    }
+
+    /// The same layer with sliding window `window` (`None`: global).
+    pub fn with_window(mut self, window: Option<usize>) -> Self {
+        self.window = window;
+        self
+    }
+
+    /// The layer's sliding window in positions (`None`: it attends globally or was never slid).
+    pub fn window(&self) -> Option<usize> {
+        self.window
+    }
+
+    /// Records the layer's `window` and, for a windowed layer, keeps only each head's last
+    /// `window` entries: the model's mask lets the newest row (slot `a`) see slots
+    /// `a − window < j ≤ a`, so older entries are never read again. A windowed layer is one
+    /// contiguous run of positions (no press evicts there), so its last entries in storage order
+    /// are its last positions.
+    pub fn slide(&mut self, window: Option<usize>) {
+        self.window = window;
+        let Some(w) = window else { return };
+        let lens: Vec<usize> = self.positions.iter().map(Vec::len).collect();
+        if lens.iter().all(|&n| n <= w) {
+            return;
+        }
+        if lens.iter().any(|&n| n > 2 * w) {
+            // Far past the window (after a prefill): gather the kept rows into new tensors, so
+            // the old ones are freed now; a narrowed view could keep them until the next append.
+            let keep: Vec<Vec<usize>> = lens
+                .iter()
+                .map(|&n| (n.saturating_sub(w)..n).collect())
+                .collect();
+            self.retain(&keep);
+            return;
+        }
+        self.store = self.store.take().map(|store| match store {
+            KvStore::Uniform { keys, values } => {
+                let [_, len, _] = keys.dims();
+                let from = len.saturating_sub(w);
+                KvStore::Uniform {
+                    keys: keys.narrow(1, from, len - from),
+                    values: values.narrow(1, from, len - from),
+                }
+            }
+            KvStore::PerHead { keys, values } => {
+                let last = |t: Tensor<B, 2>| {
+                    let len = t.dims()[0];
+                    let from = len.saturating_sub(w);
+                    t.narrow(0, from, len - from)
+                };
+                KvStore::PerHead {
+                    keys: keys.into_iter().map(last).collect(),
+                    values: values.into_iter().map(last).collect(),
+                }
+            }
+        });
+        for p in &mut self.positions {
+            let n = p.len().saturating_sub(w);
+            p.drain(..n);
         }
     }
 
@@ -307,4 +377,23 @@ impl<B: Backend> KvCache<B> {
     pub fn bytes(&self) -> usize {
         self.layers.iter().map(LayerCache::bytes).sum()
     }
+}
+
+/// Entries a layer of sliding window `window` holds per head after `tokens` tokens: every token
+/// for a global layer (`None`), at most the window for a windowed one.
+pub fn window_span(window: Option<usize>, tokens: usize) -> usize {
+    window.map_or(tokens, |w| w.min(tokens))
+}
+
+/// Bytes of the FullKV cache after `tokens` tokens: K and V of `kv_heads` heads of `head_dim`
+/// in f32 per layer, each layer at its [`window_span`] — `2 × Σ_l span_l × kv_heads × head_dim
+/// × 4`. Without windows this is the planner's `budgets::full_kv_bytes`.
+pub fn full_kv_bytes(
+    windows: &[Option<usize>],
+    kv_heads: usize,
+    head_dim: usize,
+    tokens: usize,
+) -> u64 {
+    let entries: usize = windows.iter().map(|&w| window_span(w, tokens)).sum();
+    (2 * entries * kv_heads * head_dim * BYTES_PER_ELEMENT) as u64
 }

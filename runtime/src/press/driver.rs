@@ -1,19 +1,21 @@
 //! Running the model under a press: prefill with the observation the press asks for, the press,
 //! then one decode step at a time with the press's decode hook; memory measured after prefill and
 //! at the end, against the real FullKV cache of the model's KV heads at the same token count.
+//! Sliding-window layers hold their window only, and every press hook runs with them parked
+//! ([`super::windowed`]): no press evicts there, re-assigns their positions or spends budget on
+//! them.
 
 use std::time::Instant;
 
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
-use kvplan_planner::budgets::full_kv_bytes;
 
-use super::Press;
-use crate::cache::{KvCache, BYTES_PER_ELEMENT};
+use super::{windowed, Press};
+use crate::cache::{full_kv_bytes, KvCache};
 use crate::error::{Error, Result};
 use crate::generate::{decode_loop, GenerateConfig, Sampler};
 use crate::model::Model;
-use crate::observe::Observer;
+use crate::observe::{ObserveConfig, Observer};
 
 /// Bytes held against the FullKV cache at the same number of tokens seen.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -22,8 +24,8 @@ pub struct MemoryReport {
     pub tokens: usize,
     /// Bytes the press's cache holds.
     pub held_bytes: u64,
-    /// Bytes FullKV would hold ([`full_kv_bytes`]: 2 × tokens × head_dim × 4 × layers × KV
-    /// heads).
+    /// Bytes FullKV would hold ([`full_kv_bytes`]: 2 × head_dim × 4 × KV heads × Σ over layers
+    /// of the tokens, a sliding-window layer's at most its window).
     pub full_bytes: u64,
 }
 
@@ -71,17 +73,32 @@ impl<'a, B: Backend> Session<'a, B> {
                 "prefill on a session that already ran".into(),
             ));
         }
-        let layers = self.model.config.geometry.layers;
-        let mut obs = self
-            .press
-            .prefill_observe()
-            .map(|c| Observer::new(c, layers));
+        let mut obs = self.observer(self.press.prefill_observe());
         let logits = self
             .press
             .forward(self.model, prompt, &mut self.cache, obs.as_mut())?;
+        windowed::slide(&mut self.cache, &self.model.config.layer_windows);
         self.tokens += prompt.len();
-        self.press.after_prefill(&mut self.cache, obs.as_ref())?;
+        self.parked(|press, cache| press.after_prefill(cache, obs.as_ref()))?;
         Ok(logits)
+    }
+
+    /// An observer recording what `config` asks for, in the global layers only.
+    fn observer(&self, config: Option<ObserveConfig>) -> Option<Observer> {
+        let c = &self.model.config;
+        let layers = c.geometry.layers;
+        config.map(|o| Observer::new(windowed::observe_global(o, &c.layer_windows), layers))
+    }
+
+    /// Runs a press hook with the sliding-window layers parked ([`windowed::park`]).
+    fn parked<T>(
+        &mut self,
+        hook: impl FnOnce(&mut dyn Press<B>, &mut KvCache<B>) -> Result<T>,
+    ) -> Result<T> {
+        let parked = windowed::park(&mut self.cache);
+        let out = hook(&mut *self.press, &mut self.cache);
+        windowed::unpark(&mut self.cache, parked, self.model.rope_set());
+        out
     }
 
     /// Applies the press to a cache that already holds a prompt of `tokens` tokens, run with an
@@ -98,7 +115,11 @@ impl<'a, B: Backend> Session<'a, B> {
         }
         self.cache = cache;
         self.tokens = tokens;
-        self.press.after_prefill(&mut self.cache, obs)
+        let model = self.model;
+        let windows = &model.config.layer_windows;
+        windowed::slide(&mut self.cache, windows);
+        let obs = obs.map(|o| windowed::global_observations(o, windows));
+        self.parked(|press, cache| press.after_prefill(cache, obs.as_deref()))
     }
 
     /// Runs one token after the cache and applies the decode hook; returns its logits. When the
@@ -109,11 +130,11 @@ impl<'a, B: Backend> Session<'a, B> {
     /// # Shapes
     /// - returns `[1, vocab]`
     pub fn step(&mut self, id: u32) -> Result<Tensor<B, 2>> {
-        let layers = self.model.config.geometry.layers;
         let context = self.model.config.context_len;
         if self.cache.next_position >= context {
-            self.press
-                .reassign_positions(&mut self.cache, self.model.rope_set())?;
+            let model = self.model;
+            let rope = model.rope_set();
+            self.parked(|press, cache| press.reassign_positions(cache, rope))?;
             if self.cache.next_position >= context {
                 return Err(Error::Request(format!(
                     "{}: the cache holds {} entries, the model's whole context; nothing to \
@@ -123,25 +144,23 @@ impl<'a, B: Backend> Session<'a, B> {
                 )));
             }
         }
-        let mut obs = self
-            .press
-            .decode_observe()
-            .map(|c| Observer::new(c, layers));
+        let mut obs = self.observer(self.press.decode_observe());
         let logits = self
             .press
             .forward(self.model, &[id], &mut self.cache, obs.as_mut())?;
+        windowed::slide(&mut self.cache, &self.model.config.layer_windows);
         self.tokens += 1;
-        self.press.after_decode(&mut self.cache, obs.as_ref())?;
+        self.parked(|press, cache| press.after_decode(cache, obs.as_ref()))?;
         Ok(logits)
     }
 
     /// What the cache holds now, against FullKV.
     pub fn memory(&self) -> MemoryReport {
-        let c = &self.model.config;
+        let (c, g) = (&self.model.config, &self.model.config.geometry);
         MemoryReport {
             tokens: self.tokens,
             held_bytes: self.press.held_bytes(&self.cache) as u64,
-            full_bytes: full_kv_bytes(&c.geometry, self.tokens, BYTES_PER_ELEMENT),
+            full_bytes: full_kv_bytes(&c.layer_windows, g.kv_heads, g.head_dim, self.tokens),
         }
     }
 }

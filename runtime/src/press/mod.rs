@@ -28,6 +28,7 @@ pub mod spindle;
 pub mod streaming;
 pub mod tova;
 pub mod treekv;
+pub mod windowed;
 
 #[cfg(test)]
 mod tests;
@@ -165,11 +166,16 @@ pub trait Press<B: Backend> {
     }
 }
 
-/// Re-assigns positions `0..len` to the entries of every layer (keys re-rotated at each layer's
-/// own RoPE frequencies) and moves the cache's next position to just after the longest head.
+/// Re-assigns positions `0..len` to the entries of every global layer (keys re-rotated at each
+/// layer's own RoPE frequencies) and moves the cache's next position to just after the longest
+/// head; sliding-window layers keep their spacing and follow ([`windowed::follow`], which moves
+/// the global layers up as a whole when a window spans more).
 pub fn reassign_all<B: Backend>(cache: &mut KvCache<B>, rope: &RopeSet) {
     let mut next = 0;
     for (l, layer) in cache.layers.iter_mut().enumerate() {
+        if layer.window().is_some() {
+            continue;
+        }
         next = next.max(
             (0..layer.kv_heads())
                 .map(|h| layer.len(h))
@@ -179,26 +185,39 @@ pub fn reassign_all<B: Backend>(cache: &mut KvCache<B>, rope: &RopeSet) {
         reassign_layer(layer, rope.layer(l));
     }
     cache.next_position = next;
+    windowed::follow(cache, rope);
 }
 
 /// Moves every head's entries of one layer to positions `0..len_h`, turning each key by
 /// `new − old` ([`Frequencies::shift_rows`]).
 pub fn reassign_layer<B: Backend>(cache: &mut LayerCache<B>, freqs: &Frequencies) {
+    let new = (0..cache.kv_heads())
+        .map(|h| (0..cache.len(h)).collect())
+        .collect();
+    move_layer(cache, freqs, new);
+}
+
+/// Moves head `h`'s entries of one layer to positions `new[h]` (one per entry, storage order),
+/// turning each key by `new − old` ([`Frequencies::shift_rows`]).
+pub fn move_layer<B: Backend>(
+    cache: &mut LayerCache<B>,
+    freqs: &Frequencies,
+    new: Vec<Vec<usize>>,
+) {
     let kv = cache.kv_heads();
     let d = cache.head_dim();
-    let moved = (0..kv).any(|h| cache.positions(h).iter().enumerate().any(|(i, &p)| i != p));
+    let moved = (0..kv).any(|h| cache.positions(h) != new[h].as_slice());
     if !moved {
         return;
     }
     let mut keys = Vec::with_capacity(kv);
     let mut values = Vec::with_capacity(kv);
     let mut positions = Vec::with_capacity(kv);
-    for h in 0..kv {
+    for (h, new) in new.into_iter().enumerate() {
         let Some((k, v)) = cache.head(h) else { return };
         let device = k.device();
         let len = cache.len(h);
         let mut host: Vec<f32> = k.into_data().iter::<f32>().collect(); // [len][d]
-        let new: Vec<usize> = (0..len).collect();
         freqs.shift_rows(&mut host, cache.positions(h), &new);
         keys.push(Tensor::<B, 2>::from_data(
             TensorData::new(host, [len, d]),

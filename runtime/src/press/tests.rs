@@ -77,7 +77,7 @@ fn grid(alloc: &Allocation) -> Vec<Vec<usize>> {
 
 /// Every method's press from the registry, configured from `plan` for a prompt of `n` tokens,
 /// with budgets `alloc` in place of the plan's (FullKV as the registry builds it, without one).
-fn registry_presses(
+pub(super) fn registry_presses(
     plan: &Plan,
     model: &Model<B>,
     alloc: &Allocation,

@@ -32,7 +32,8 @@
 //! **Memory**: between forward calls a codebook layer holds no K/V tensors, only its codebooks:
 //! `(|C_K| + |C_V|) × head_dim × 4` bytes plus, per (head, token), a 4-byte reference and a
 //! 4-byte magnitude for K and for V. For a forward call the layer's K/V are reconstructed
-//! (eq. 14) and dropped again after it.
+//! (eq. 14) and dropped again after it. Sliding-window layers get no codebook: they hold their
+//! window as plain K/V ([`super::windowed`]).
 
 pub mod codebook;
 #[cfg(test)]
@@ -344,7 +345,7 @@ impl<B: Backend> Press<B> for SpindlePress {
     fn after_prefill(&mut self, cache: &mut KvCache<B>, obs: Option<&Observer>) -> Result<()> {
         if let Some(h_n) = self.repeat {
             for (l, layer) in cache.layers.iter_mut().enumerate() {
-                if self.is_codebook_layer(l) {
+                if self.is_codebook_layer(l) && layer.window().is_none() {
                     layer.repeat_heads(h_n);
                 }
             }
@@ -352,7 +353,8 @@ impl<B: Backend> Press<B> for SpindlePress {
         self.evict.after_prefill(cache, obs)?;
         let mut books = Vec::with_capacity(cache.layers.len());
         for (l, layer) in cache.layers.iter_mut().enumerate() {
-            if self.is_codebook_layer(l) {
+            // A sliding-window layer (parked by the session) is the model's to keep: no book.
+            if self.is_codebook_layer(l) && layer.window().is_none() {
                 let mut b = Vec::new();
                 self.absorb(layer, self.rope.layer(l), &mut b);
                 books.push(Some(b));
