@@ -16,8 +16,8 @@
 //! ([`LayerCache::slide`]), so the layer keeps the last `window` positions, one contiguous run,
 //! and its memory stays bounded. The model's own forward keeps whatever it appends (its mask
 //! windows the attention; the profiler reads rows aligned across layers). [`window_span`] is the
-//! one rule for how many entries a layer counts, in FullKV ([`full_kv_bytes`]) as in the bytes
-//! a cache holds.
+//! rule for how many entries a layer holds; FullKV counts a windowed layer at the same span
+//! (the planner's `budgets::full_kv_bytes`, over the geometry's `layer_windows`).
 
 use burn::tensor::backend::Backend;
 use burn::tensor::{Int, Tensor, TensorData};
@@ -383,17 +383,4 @@ impl<B: Backend> KvCache<B> {
 /// for a global layer (`None`), at most the window for a windowed one.
 pub fn window_span(window: Option<usize>, tokens: usize) -> usize {
     window.map_or(tokens, |w| w.min(tokens))
-}
-
-/// Bytes of the FullKV cache after `tokens` tokens: K and V of `kv_heads` heads of `head_dim`
-/// in f32 per layer, each layer at its [`window_span`] — `2 × Σ_l span_l × kv_heads × head_dim
-/// × 4`. Without windows this is the planner's `budgets::full_kv_bytes`.
-pub fn full_kv_bytes(
-    windows: &[Option<usize>],
-    kv_heads: usize,
-    head_dim: usize,
-    tokens: usize,
-) -> u64 {
-    let entries: usize = windows.iter().map(|&w| window_span(w, tokens)).sum();
-    (2 * entries * kv_heads * head_dim * BYTES_PER_ELEMENT) as u64
 }

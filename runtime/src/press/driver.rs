@@ -11,7 +11,9 @@ use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
 
 use super::{windowed, Press};
-use crate::cache::{full_kv_bytes, KvCache};
+use kvplan_planner::budgets::full_kv_bytes;
+
+use crate::cache::{KvCache, BYTES_PER_ELEMENT};
 use crate::error::{Error, Result};
 use crate::generate::{decode_loop, GenerateConfig, Sampler};
 use crate::model::Model;
@@ -156,11 +158,11 @@ impl<'a, B: Backend> Session<'a, B> {
 
     /// What the cache holds now, against FullKV.
     pub fn memory(&self) -> MemoryReport {
-        let (c, g) = (&self.model.config, &self.model.config.geometry);
+        let g = &self.model.config.geometry;
         MemoryReport {
             tokens: self.tokens,
             held_bytes: self.press.held_bytes(&self.cache) as u64,
-            full_bytes: full_kv_bytes(&c.layer_windows, g.kv_heads, g.head_dim, self.tokens),
+            full_bytes: full_kv_bytes(g, self.tokens, BYTES_PER_ELEMENT),
         }
     }
 }

@@ -13,10 +13,12 @@ use super::super::tests::{
     prompt, registry_presses, rope, spindle, tiny_model, tiny_plan, B, D, L, NKV, THETA,
 };
 use super::super::*;
-use crate::cache::{full_kv_bytes, window_span};
+use crate::cache::window_span;
 use crate::generate::argmax;
 use crate::model::rope::Rope;
 use crate::model::Logits;
+use kvplan_planner::budgets::full_kv_bytes;
+use kvplan_planner::Geometry;
 
 /// Layer 0's window in the tests.
 const W: usize = 6;
@@ -28,6 +30,7 @@ fn windowed_model(windows: &[Option<usize>]) -> Model<B> {
         block.attention.window = w;
     }
     m.config.layer_windows = windows.to_vec();
+    m.config.geometry.layer_windows = windows.to_vec();
     m
 }
 
@@ -197,9 +200,11 @@ fn bytes_count_a_windowed_layer_at_its_window() {
     // one KV head of 256 f32 for K and V: 2·(15·512 + 3·2048)·256·4 = 28,311,552 bytes,
     // against 2·18·2048·256·4 = 75,497,472 without windows.
     let gemma: Vec<Option<usize>> = (0..18).map(|l| ((l + 1) % 6 != 0).then_some(512)).collect();
-    assert_eq!(full_kv_bytes(&gemma, 1, 256, 2048), 28_311_552);
-    assert_eq!(full_kv_bytes(&[None; 18], 1, 256, 2048), 75_497_472);
-    assert_eq!(full_kv_bytes(&gemma, 1, 256, 100), 2 * 18 * 100 * 256 * 4);
+    let plain = Geometry::new(18, 4, 1, 256).expect("geometry");
+    let windowed = plain.clone().with_windows(gemma).expect("windows");
+    assert_eq!(full_kv_bytes(&windowed, 2048, 4), 28_311_552);
+    assert_eq!(full_kv_bytes(&plain, 2048, 4), 75_497_472);
+    assert_eq!(full_kv_bytes(&windowed, 100, 4), 2 * 18 * 100 * 256 * 4);
     assert_eq!((window_span(Some(4), 3), window_span(Some(4), 9)), (3, 4));
     // The tiny model, FullKV: after 30 tokens layer 0 holds 6, layer 1 30 entries per KV head:
     // 2·(6 + 30)·2 heads·8 dims·4 bytes = 4,608, held and FullKV alike; one step later 4,736.
