@@ -18,7 +18,7 @@ use std::path::PathBuf;
 #[derive(clap::Args, Debug)]
 #[command(after_help = "\
 Examples:
-  kvplan plot plans/smollm2.profile.json plans/smollm2.plan.json --out plans/figures
+  kvplan plot plans/smollm2-135m-instruct.profile.json plans/smollm2-135m-instruct.plan.json --out plans/figures/smollm2-135m-instruct
   kvplan plot results/smollm2.results.json --out results/figures --format svg
   kvplan plot plan.json --out /tmp/figs --context-len 2048")]
 pub struct PlotArgs {

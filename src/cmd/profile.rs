@@ -84,8 +84,8 @@ pub struct ProfileArgs {
     /// Ignore partial results of an earlier run.
     #[arg(long)]
     restart: bool,
-    /// Folder of the figures drawn from the profile and plan [default: figures/ beside the
-    /// profile].
+    /// Folder of the figures drawn from the profile and plan [default: figures/<slug>/ beside
+    /// the profile].
     #[arg(long, value_name = "DIR")]
     figures: Option<PathBuf>,
     /// Do not draw figures.
@@ -288,7 +288,7 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<()> {
         date = profile.settings.date,
     );
     if !args.no_figures {
-        draw_figures(&args, &files)?;
+        draw_figures(&files)?;
     }
     Ok(())
 }
@@ -299,6 +299,9 @@ struct Outputs {
     plan: PathBuf,
     /// Finished work, reused by a rerun; removed once the plan is written.
     partial: PathBuf,
+    /// The figures' folder: `--figures`, else `figures/<slug>/` beside the profile (one folder
+    /// per model, so profiling a second model leaves the first one's figures alone).
+    figures: PathBuf,
 }
 
 impl Outputs {
@@ -327,10 +330,18 @@ impl Outputs {
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
         let partial = profile.with_file_name(format!("{stem}.partial.json"));
+        let figures = args.figures.clone().unwrap_or_else(|| {
+            profile
+                .parent()
+                .unwrap_or_else(|| std::path::Path::new("."))
+                .join("figures")
+                .join(slug)
+        });
         Ok(Outputs {
             profile,
             plan,
             partial,
+            figures,
         })
     }
 }
@@ -378,17 +389,11 @@ fn report(profile: &Profile, timings: &[StageTiming], seconds: &Seconds) {
     eprintln!("  {:<20} {:>8.1} s", "total", seconds.total);
 }
 
-/// The figures of the profile and plan, into `--figures` or `<profile's folder>/figures`.
-fn draw_figures(args: &ProfileArgs, files: &Outputs) -> anyhow::Result<()> {
-    let dir = args.figures.clone().unwrap_or_else(|| {
-        files
-            .profile
-            .parent()
-            .unwrap_or_else(|| std::path::Path::new("."))
-            .join("figures")
-    });
+/// The figures of the profile and plan, into [`Outputs::figures`].
+fn draw_figures(files: &Outputs) -> anyhow::Result<()> {
+    let dir = &files.figures;
     let inputs = [files.profile.clone(), files.plan.clone()];
-    let written = super::plot::plot_files(&inputs, &dir, kvplan_plots::Format::Both, None)
+    let written = super::plot::plot_files(&inputs, dir, kvplan_plots::Format::Both, None)
         .context("drawing the profile's figures")?;
     eprintln!("wrote {} figures into {}", written.len(), dir.display());
     Ok(())
