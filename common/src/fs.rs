@@ -85,3 +85,11 @@ mod tests {
         fs::remove_dir_all(&dir).ok();
     }
 }
+
+/// `value` as pretty-printed JSON with a final newline: the layout of every file kvplan writes
+/// (plans, profiles, results), so that they diff line by line.
+pub fn pretty_json<T: serde::Serialize + ?Sized>(value: &T) -> serde_json::Result<String> {
+    let mut s = serde_json::to_string_pretty(value)?;
+    s.push('\n');
+    Ok(s)
+}

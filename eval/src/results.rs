@@ -133,12 +133,10 @@ impl EvalResults {
 
     /// Pretty JSON with a final newline.
     pub fn to_json(&self) -> Result<String> {
-        let mut s = serde_json::to_string_pretty(self).map_err(|e| Error::Results {
+        kvplan_common::fs::pretty_json(self).map_err(|e| Error::Results {
             at: String::from("."),
             message: e.to_string(),
-        })?;
-        s.push('\n');
-        Ok(s)
+        })
     }
 
     /// Validates, then writes atomically (creating the folder).

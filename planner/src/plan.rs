@@ -156,13 +156,11 @@ impl Plan {
 
     /// Pretty JSON with a final newline; the same plan always gives the same bytes.
     pub fn to_json(&self) -> Result<String> {
-        let mut s = serde_json::to_string_pretty(self).map_err(|e| Error::Parse {
+        kvplan_common::fs::pretty_json(self).map_err(|e| Error::Parse {
             what: "plan",
             path: String::from("."),
             message: e.to_string(),
-        })?;
-        s.push('\n');
-        Ok(s)
+        })
     }
 
     /// Validates, then writes atomically (temp file in the same directory, then rename).

@@ -180,13 +180,11 @@ impl Profile {
 
     /// Pretty JSON with a final newline.
     pub fn to_json(&self) -> Result<String> {
-        let mut s = serde_json::to_string_pretty(self).map_err(|e| Error::Parse {
+        kvplan_common::fs::pretty_json(self).map_err(|e| Error::Parse {
             what: "profile",
             path: String::from("."),
             message: e.to_string(),
-        })?;
-        s.push('\n');
-        Ok(s)
+        })
     }
 
     /// Validates then writes atomically.
