@@ -40,6 +40,14 @@ pub fn write_atomic_creating_dirs(path: &Path, bytes: &[u8]) -> io::Result<()> {
     write_atomic(path, bytes)
 }
 
+/// `value` as pretty-printed JSON with a final newline: the layout of every file kvplan writes
+/// (plans, profiles, results), so that they diff line by line.
+pub fn pretty_json<T: serde::Serialize + ?Sized>(value: &T) -> serde_json::Result<String> {
+    let mut s = serde_json::to_string_pretty(value)?;
+    s.push('\n');
+    Ok(s)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -84,12 +92,4 @@ mod tests {
         assert_eq!(fs::read(&p).ok(), Some(b"x".to_vec()));
         fs::remove_dir_all(&dir).ok();
     }
-}
-
-/// `value` as pretty-printed JSON with a final newline: the layout of every file kvplan writes
-/// (plans, profiles, results), so that they diff line by line.
-pub fn pretty_json<T: serde::Serialize + ?Sized>(value: &T) -> serde_json::Result<String> {
-    let mut s = serde_json::to_string_pretty(value)?;
-    s.push('\n');
-    Ok(s)
 }
