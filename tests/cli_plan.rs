@@ -303,13 +303,14 @@ fn migrate_upgrades_in_place_and_a_failed_batch_writes_nothing() {
         "{err}"
     );
     assert!(std::fs::read(&plan).is_ok_and(|t| t == old));
-    // Alone it is upgraded to the committed version-2 plan, then left alone.
+    // Alone it is upgraded to the version-2 plan that a plan rebuilt from the migrated profile
+    // matched byte for byte (planner/tests/fixtures/README.md), then left alone.
     let o = kvplan(&["migrate", plan.to_str().unwrap_or_default()]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stderr(&o).contains("plan version 1 → 2"), "{}", stderr(&o));
-    let committed = std::fs::read(root.join("plans/smollm2-135m-instruct.plan.json"))
-        .unwrap_or_else(|e| panic!("{e}"));
-    assert!(std::fs::read(&plan).is_ok_and(|t| t == committed));
+    let migrated = root.join("planner/tests/fixtures/v2/smollm2-135m-instruct.migrated.plan.json");
+    let expected = std::fs::read(migrated).unwrap_or_else(|e| panic!("{e}"));
+    assert!(std::fs::read(&plan).is_ok_and(|t| t == expected));
     let o = kvplan(&["migrate", plan.to_str().unwrap_or_default()]);
     assert!(
         stderr(&o).contains("plan already at version 2"),

@@ -55,14 +55,14 @@ fn v1_plan_gains_windows_semantics_and_notes_and_keeps_the_rest() {
             "{key}"
         );
     }
-    // The committed plan is this migration (and, by the golden tests, the plan rebuilt from
-    // the migrated profile).
-    let committed =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../plans/smollm2-135m-instruct.plan.json");
-    let committed = std::fs::read_to_string(&committed).unwrap_or_else(|e| panic!("{e}"));
+    // The expected migration: when it was the committed plan, the golden tests rebuilt it byte
+    // for byte from the migrated profile (tests/fixtures/README.md).
+    let expected = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/v2/smollm2-135m-instruct.migrated.plan.json");
+    let expected = std::fs::read_to_string(&expected).unwrap_or_else(|e| panic!("{e}"));
     assert!(
-        m.text == committed,
-        "migrated v1 plan differs from the committed plan"
+        m.text == expected,
+        "migrated v1 plan differs from the expected migration"
     );
     // Migrating again changes nothing.
     let again = migrate(&m.text).unwrap_or_else(|e| panic!("{e}"));
