@@ -6,6 +6,7 @@
 //! - [`score`]: RULER's string matching and SQuAD's token F1;
 //! - [`niah`]: RULER-style needles and token-exact placement in a haystack;
 //! - [`records`]: per-cell records, atomic writes, resuming, aggregation into `EvalResults`;
+//! - [`companion`]: kvpress's records on the same prompts, shown beside kvplan's;
 //! - [`results`]: the results schema (NIAH cells, quality points, perplexity curves);
 //! - [`table`]: the Markdown table;
 //! - [`ruler`]: the RULER subset (niah, variable tracking, common words, QA) ported from
@@ -19,6 +20,7 @@
 //! - `runner` (feature `model`): runs the model under the runtime's presses, one shared prefill
 //!   per prompt for every press that keeps the model's own forward pass.
 
+pub mod companion;
 #[cfg(feature = "model")]
 pub mod driver;
 pub mod niah;

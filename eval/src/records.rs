@@ -104,9 +104,13 @@ pub fn variants(methods: &[String], budgets: &[usize]) -> Vec<(String, Option<us
     out
 }
 
-/// Identity of a cell.
+/// Identity of a cell: the prompt (or streamed text) it is scored on, the method and the budget.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct CellKey(String);
+pub struct CellKey {
+    prompt: String,
+    method: String,
+    budget: Option<usize>,
+}
 
 impl CellKey {
     /// The key of (task, length, depth, example, method, budget).
@@ -118,16 +122,30 @@ impl CellKey {
         method: &str,
         budget: Option<usize>,
     ) -> Self {
-        let b = budget.map_or("full".to_string(), |b| b.to_string());
-        Self(format!(
-            "{task}/{context_len}/{depth:.4}/{example}/{method}/{b}"
-        ))
+        Self {
+            prompt: format!("{task}/{context_len}/{depth:.4}/{example}"),
+            method: method.to_string(),
+            budget,
+        }
     }
 
     /// The key of a stream of `text`'s first `tokens` tokens under (method, budget).
     pub fn stream(text: &str, tokens: usize, method: &str, budget: Option<usize>) -> Self {
-        let b = budget.map_or("full".to_string(), |b| b.to_string());
-        Self(format!("stream/{text}/{tokens}/{method}/{b}"))
+        Self {
+            prompt: format!("stream/{text}/{tokens}"),
+            method: method.to_string(),
+            budget,
+        }
+    }
+
+    /// The prompt (or streamed text) of the cell, whatever the method and budget.
+    pub fn prompt(&self) -> &str {
+        &self.prompt
+    }
+
+    /// The cell's budget; `None` for `full`.
+    pub fn budget(&self) -> Option<usize> {
+        self.budget
     }
 }
 
