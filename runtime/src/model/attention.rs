@@ -26,6 +26,7 @@ use burn::tensor::activation::softmax;
 use burn::tensor::backend::Backend;
 use burn::tensor::{Int, Tensor, TensorData};
 
+use super::linear::Linear;
 use super::query_order::QueryOrder;
 use super::rope::Rope;
 use crate::cache::{repeat_heads, KvStore, LayerCache};
@@ -113,9 +114,9 @@ impl<'a, B: Backend> ForwardCtx<'a, B> {
 #[derive(Module, Debug)]
 pub struct Attention<B: Backend> {
     /// `[hidden, (heads + 2·kv_heads)·head_dim]`: Q, then K, then V columns (Q/K in HF order).
-    pub wqkv: Param<Tensor<B, 2>>,
+    pub wqkv: Linear<B>,
     /// `[heads·head_dim, hidden]`.
-    pub wo: Param<Tensor<B, 2>>,
+    pub wo: Linear<B>,
     /// `[(heads + 2·kv_heads)·head_dim]`: biases of the Q, K, V columns (Qwen2).
     pub bias: Option<Param<Tensor<B, 1>>>,
     /// RMSNorm of each query head over `head_dim`, before RoPE (Gemma 3).
@@ -141,7 +142,7 @@ impl<B: Backend> Attention<B> {
     /// # Shapes
     /// - x: `[t, hidden]` → `[t, (heads + 2·kv_heads)·head_dim]` (Q, then K, then V columns)
     pub fn project(&self, x: Tensor<B, 2>) -> Tensor<B, 2> {
-        let qkv = x.matmul(self.wqkv.val()); // [t, width]
+        let qkv = self.wqkv.forward(x); // [t, width]
         let qkv = match &self.bias {
             Some(b) => qkv + b.val().unsqueeze_dim(0),
             None => qkv,
@@ -210,9 +211,7 @@ impl<B: Backend> Attention<B> {
             observed_to_head_order(o, m, ctx.order, heads);
         }
         let out = reorder_heads(out.reshape([nh, t, d]), ctx.order.slots()); // [nh, t, d]
-        out.swap_dims(0, 1)
-            .reshape([t, nh * d])
-            .matmul(self.wo.val())
+        self.wo.forward(out.swap_dims(0, 1).reshape([t, nh * d]))
     }
 }
 

@@ -155,7 +155,10 @@ pub fn forward<B: Backend>(
             merged[dst..dst + d].copy_from_slice(&res.out[src..src + d]);
         }
     }
-    Tensor::<B, 2>::from_data(TensorData::new(merged, [t, nh * d]), &device).matmul(attn.wo.val())
+    attn.wo.forward(Tensor::<B, 2>::from_data(
+        TensorData::new(merged, [t, nh * d]),
+        &device,
+    ))
 }
 
 /// The kernel over what `cache` holds: one call for a uniform store, one per cache head for
