@@ -199,6 +199,32 @@ pub struct ExportedPrompt {
     pub metric: String,
 }
 
+#[cfg(feature = "model")]
+impl ExportedPrompt {
+    /// The prompt `ids` asked as `asked` says, decoded at most `answer_tokens`, scored by
+    /// `metric`.
+    pub fn new(
+        asked: &crate::runner::Asked,
+        ids: &PromptIds,
+        answer_tokens: usize,
+        metric: &str,
+    ) -> Self {
+        Self {
+            task: asked.task.clone(),
+            context_len: asked.context_len,
+            depth: asked.depth,
+            example: asked.example,
+            ids: ids.ids.clone(),
+            context_ids: ids.context_ids.clone(),
+            question_ids: ids.question_ids.clone(),
+            window_end: ids.window_end,
+            answer_tokens,
+            expected: asked.expected.clone(),
+            metric: metric.to_string(),
+        }
+    }
+}
+
 /// The file `--export-prompts` writes.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PromptsFile {
