@@ -137,8 +137,9 @@ impl<'a, B: Backend> Evaluator<'a, B> {
     }
 
     /// Scores `pending` cells on `prompt`: each cell whose press the plan can build at the
-    /// length of what it compresses (the prompt, or the context in question-agnostic mode) runs (one shared prefill, module header), greedy-decodes and is scored and
-    /// recorded into `sink` as `scoring` says. Cells whose press cannot be built (the plan has no
+    /// length of what it compresses (the prompt, or the context in question-agnostic mode) runs
+    /// (one shared prefill, module header), greedy-decodes and is scored and recorded into `sink`
+    /// as `scoring` says. Cells whose press cannot be built (the plan has no
     /// budgets for them at this length, …) go to `sink` as skipped, with the reason.
     pub fn score_cells(
         &self,
