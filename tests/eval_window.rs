@@ -156,3 +156,70 @@ fn question_agnostic_appends_the_question_and_other_settings_are_refused() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn ruler_prompts_split_where_kvpress_splits_them() {
+    let model = common::shipped_model();
+    let dir = scratch("ruler");
+    let file = dir.join("prompts.json");
+    let (model_s, file_s) = (model.to_string_lossy(), file.to_string_lossy());
+    let o = kvplan(&[
+        "eval",
+        "ruler",
+        "--quick",
+        "--tasks",
+        "vt,qa_1",
+        "--methods",
+        "full",
+        "--model",
+        &model_s,
+        "--out",
+        &dir.to_string_lossy(),
+        "--export-prompts",
+        &file_s,
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let p = read_json(&file);
+    assert_eq!(p["task"], "ruler");
+    let gguf = GgufFile::open(&model).expect("model");
+    let tok = Tokenizer::from_gguf(&gguf).expect("tokenizer");
+    let prompts = p["prompts"].as_array().expect("prompts");
+    assert_eq!(prompts.len(), 2);
+    // (prompt, question start, question end, metric, times the pattern is in the context: vt's
+    // one-shot example asks it too, and QA's instruction opens the user message)
+    let cases = [
+        (
+            &prompts[0],
+            "Question: Find all variables",
+            "in the text above.",
+            "string_match_all",
+            1,
+        ),
+        (
+            &prompts[1],
+            "Answer the question based on",
+            "?",
+            "string_match_part",
+            1,
+        ),
+    ];
+    for (q, start, end, metric, before) in cases {
+        assert_eq!(q["metric"], metric);
+        assert_eq!(q["context_len"], 1024);
+        let all = ids(&q["ids"]);
+        let end_at = q["window_end"].as_u64().expect("window_end") as usize;
+        let asked = tok.decode(&all[..end_at]).expect("decode");
+        assert!(asked.ends_with(end), "{}", &asked[asked.len() - 40..]);
+        let tail = tok.decode(&all[end_at..]).expect("decode");
+        assert!(
+            tail.starts_with("<|im_end|>\n<|im_start|>assistant\n"),
+            "{tail:?}"
+        );
+        let question = tok.decode(&ids(&q["question_ids"])).expect("decode");
+        assert!(question.starts_with(start), "{question:?}");
+        let context = tok.decode(&ids(&q["context_ids"])).expect("decode");
+        assert!(context.starts_with("<|im_start|>"), "{context:?}");
+        assert_eq!(context.matches(start).count(), before);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
