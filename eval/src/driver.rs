@@ -15,6 +15,7 @@ use std::time::Instant;
 use burn::tensor::backend::Backend;
 
 use crate::companion::{self, Companion};
+use crate::prompt::{ExportedPrompt, PromptsFile, PROMPTS_FORMAT};
 use crate::records::{write_atomic, CellKey, CellRecord, RecordsFile};
 use crate::runner::Evaluator;
 use crate::task::{skip_lines, Cell, Identity, Progress, Reporter, Skipped, Unit};
@@ -62,6 +63,10 @@ pub trait Task<B: Backend> {
     fn summarise(&self, records: &[&Self::Record], results: &Path, model: &str) -> Result<String>;
     /// What the run made, for the closing line (`12 cells`).
     fn made(&self, records: usize) -> String;
+    /// A built prompt as the prompts file holds it (`None`: the task has no prompts to export).
+    fn export(&self, _input: &Self::Input) -> Option<ExportedPrompt> {
+        None
+    }
 }
 
 /// Where a task's scoring puts each record and skipped cell: the records file (saved after
@@ -169,6 +174,41 @@ fn beside<R: CellRecord>(
         }
         Companion::Absent => None,
     })
+}
+
+/// Builds every prompt of `task` (the model never runs) and writes them, with the settings a
+/// records file of the same run holds, to `path` as a prompts file ([`PromptsFile`]), atomically;
+/// returns how many were written.
+pub fn export_prompts<B: Backend, T: Task<B>>(
+    ev: &Evaluator<'_, B>,
+    identity: &Identity,
+    path: &Path,
+    task: &mut T,
+    reporter: &mut dyn Reporter,
+) -> Result<usize> {
+    let mut settings = identity.settings();
+    settings.extend(task.settings());
+    task.load(ev, reporter)?;
+    let mut prompts = Vec::new();
+    for unit in 0..task.units().len() {
+        let prepared = task.prepare(ev, unit)?;
+        prompts.extend(task.export(&prepared.input));
+    }
+    let count = prompts.len();
+    let file = PromptsFile {
+        format: PROMPTS_FORMAT.to_string(),
+        model: identity.model.clone(),
+        model_sha256: identity.model_sha256.clone(),
+        task: task.name().to_string(),
+        settings,
+        prompts,
+    };
+    let text = serde_json::to_string_pretty(&file).map_err(|e| Error::Invalid {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    })?;
+    write_atomic(path, &text)?;
+    Ok(count)
 }
 
 /// Scores every cell of `units` not yet in `records`; returns the cells not run, each with

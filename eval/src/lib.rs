@@ -5,6 +5,8 @@
 //!
 //! - [`score`]: RULER's string matching and SQuAD's token F1;
 //! - [`niah`]: RULER-style needles and token-exact placement in a haystack;
+//! - [`prompt`]: window placement and question-agnostic mode, a prompt's ids in both forms, the
+//!   prompts file;
 //! - [`records`]: per-cell records, atomic writes, resuming, aggregation into `EvalResults`;
 //! - [`companion`]: kvpress's records on the same prompts, shown beside kvplan's;
 //! - [`results`]: the results schema (NIAH cells, quality points, perplexity curves);
@@ -25,6 +27,7 @@ pub mod companion;
 pub mod driver;
 pub mod niah;
 pub mod ppl;
+pub mod prompt;
 pub mod records;
 pub mod results;
 pub use kvplan_common::rng;

@@ -21,6 +21,7 @@ use kvplan_common::data::{DataPackage, PAUL_GRAHAM};
 use kvplan_common::fetch::{sha256_file, Pip};
 use kvplan_common::paths;
 use kvplan_eval::driver::{self, Task};
+use kvplan_eval::prompt::{Mode, Setup, Window};
 use kvplan_eval::runner::Evaluator;
 use kvplan_eval::task::{Identity, Progress, ReportError, Reporter};
 use kvplan_eval::tasks::{NiahGrid, NiahTask};
@@ -78,7 +79,18 @@ impl EvalCommon {
 
     /// Loads the model (fetching it when missing) and its plan, and runs `task` through the
     /// eval driver into `<out>` (`<out>/quick` for `--quick`).
-    pub fn run<T: Task<Selected>>(&self, quick: bool, mut task: T) -> anyhow::Result<()> {
+    pub fn run<T: Task<Selected>>(&self, quick: bool, task: T) -> anyhow::Result<()> {
+        self.run_or_export(quick, task, None)
+    }
+
+    /// [`EvalCommon::run`], or with `export` only writes the run's prompts there
+    /// (`--export-prompts`), the model never run.
+    pub fn run_or_export<T: Task<Selected>>(
+        &self,
+        quick: bool,
+        mut task: T,
+        export: Option<&Path>,
+    ) -> anyhow::Result<()> {
         let path = self.model.resolve()?;
         let (tok, model) = load_model(&path, self.weights.weights.as_deref())?;
         let model_id = model_identity(&path, &model.config)?;
@@ -104,6 +116,11 @@ impl EvalCommon {
             bar: None,
             figures: !self.no_figures,
         };
+        if let Some(path) = export {
+            let n = driver::export_prompts(&evaluator, &identity, path, &mut task, &mut terminal)?;
+            eprintln!("kvplan: wrote {n} prompts to {}", path.display());
+            return Ok(());
+        }
         driver::run(&evaluator, &identity, &out, &mut task, &mut terminal)?;
         Ok(())
     }
@@ -167,7 +184,42 @@ pub struct NiahArgs {
     #[arg(long)]
     pub quick: bool,
     #[command(flatten)]
+    pub prompts: PromptArgs,
+    #[command(flatten)]
     pub common: EvalCommon,
+}
+
+/// Options of the prompt tasks (NIAH, RULER): window placement, mode, prompts export.
+#[derive(clap::Args, Debug)]
+pub struct PromptArgs {
+    /// Where the α observed rows end: at the last token of the user's question (the papers'
+    /// setting; the chat template's tail and the answer prefix are kept), or at the prompt's last
+    /// token.
+    #[arg(long, default_value = "question-end", value_parser = ["question-end", "prompt-end"])]
+    pub window: String,
+    /// question-aware: prefill and compress the whole prompt; question-agnostic (kvpress):
+    /// compress the context only (window: its last α tokens), then append the question's K/V
+    /// uncompressed (counted in the KV fraction).
+    #[arg(
+        long,
+        default_value = "question-aware",
+        value_parser = ["question-aware", "question-agnostic"]
+    )]
+    pub mode: String,
+    /// Write every prompt of the run (token ids in both forms, where the question ends, the
+    /// records' keys) to FILE as JSON (`kvplan-prompts/v1`) instead of running the model.
+    #[arg(long, value_name = "FILE")]
+    pub export_prompts: Option<PathBuf>,
+}
+
+impl PromptArgs {
+    /// The window placement and mode asked for.
+    pub fn setup(&self) -> anyhow::Result<Setup> {
+        Ok(Setup {
+            window: Window::parse(&self.window)?,
+            mode: Mode::parse(&self.mode)?,
+        })
+    }
 }
 
 /// Runs `kvplan eval`.
@@ -219,7 +271,10 @@ pub fn load_plan(
 fn run_niah(args: NiahArgs) -> anyhow::Result<()> {
     let grid = grid_of(&args)?;
     let essays = args.common.ensure_data(&PAUL_GRAHAM)?;
-    args.common.run(args.quick, NiahTask::new(grid, essays))
+    let mut task = NiahTask::new(grid, essays);
+    task.setup = args.prompts.setup()?;
+    let export = args.prompts.export_prompts.as_deref();
+    args.common.run_or_export(args.quick, task, export)
 }
 
 /// Draws every figure the results file at `path` implies (NIAH heatmaps, quality against KV

@@ -18,7 +18,7 @@ use kvplan_common::data::LONG_CONTEXT_EVAL;
 use kvplan_eval::ruler::{RulerRun, Task};
 use kvplan_eval::tasks::RulerTask;
 
-use super::eval::EvalCommon;
+use super::eval::{EvalCommon, PromptArgs};
 
 /// Arguments of `kvplan eval ruler`.
 #[derive(clap::Args, Debug)]
@@ -50,6 +50,8 @@ pub struct RulerArgs {
     /// 64 and answers of at most 32 tokens (unless given), into `<out>/quick/`.
     #[arg(long)]
     pub quick: bool,
+    #[command(flatten)]
+    pub prompts: PromptArgs,
     #[command(flatten)]
     pub common: EvalCommon,
 }
@@ -102,5 +104,8 @@ fn run_of(args: &RulerArgs) -> anyhow::Result<RulerRun> {
 pub fn run(args: RulerArgs) -> anyhow::Result<()> {
     let run = run_of(&args)?;
     let package = args.common.ensure_data(&LONG_CONTEXT_EVAL)?;
-    args.common.run(args.quick, RulerTask::new(run, package))
+    let mut task = RulerTask::new(run, package);
+    task.setup = args.prompts.setup()?;
+    let export = args.prompts.export_prompts.as_deref();
+    args.common.run_or_export(args.quick, task, export)
 }

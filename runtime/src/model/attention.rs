@@ -50,6 +50,8 @@ pub struct ForwardCtx<'a, B: Backend> {
     pub pos_tensor: Tensor<B, 1, Int>,
     /// Attention rows to observe (0 when no observer).
     pub obs_rows: usize,
+    /// Where the observed rows end, an absolute position (`None`: at the call's last row).
+    pub obs_end: Option<usize>,
     /// Record pre-RoPE keys and values.
     pub obs_kv: bool,
     /// Record column sums of the attention (all rows).
@@ -76,11 +78,23 @@ impl<'a, B: Backend> ForwardCtx<'a, B> {
             positions,
             pos_tensor: Tensor::from_data(TensorData::new(ids, [n]), device),
             obs_rows: 0,
+            obs_end: None,
             obs_kv: false,
             obs_colsum: false,
             host_kernel: false,
             masks: HashMap::new(),
         }
+    }
+
+    /// The new tokens' rows to observe, as indices into the call: of the `obs_rows` positions
+    /// ending at `obs_end` (or at the call's end), those the call runs (empty when none).
+    pub fn observed_rows(&self) -> std::ops::Range<usize> {
+        let t = self.positions.len();
+        let start = self.positions.first().copied().unwrap_or(0);
+        let end = self.obs_end.unwrap_or(start + t);
+        let from = end.saturating_sub(self.obs_rows);
+        let index = |p: usize| p.clamp(start, start + t) - start;
+        index(from)..index(end)
     }
 
     /// Additive causal mask `[1, 1, e−s, past+e]` for query rows `s..e` of the new tokens:
@@ -335,7 +349,7 @@ fn attend<B: Backend>(
     let [g, group, t, d] = q.dims();
     let [_, l, _] = k.dims();
     let past = l - t;
-    let obs_from = t.saturating_sub(ctx.obs_rows);
+    let observe = ctx.observed_rows();
     let mut observed: Vec<Tensor<B, 4>> = Vec::new();
     let want_colsum = obs.is_some() && ctx.obs_colsum;
     let mut colsum: Option<Tensor<B, 4>> = None; // [g, group, 1, l]
@@ -353,12 +367,12 @@ fn attend<B: Backend>(
             scores = scores + ctx.mask((past, s, e), window, &device);
         }
         let probs = softmax(scores, 3);
-        if obs.is_some() && e > obs_from {
-            let from = obs_from.max(s);
-            let part = probs.clone().narrow(2, from - s, e - from);
+        let (from, to) = (observe.start.max(s), observe.end.min(e));
+        if obs.is_some() && from < to {
+            let part = probs.clone().narrow(2, from - s, to - from);
             // Pad to all L keys: keys past `cols` are masked for these rows.
             let part = if cols < l {
-                let pad = Tensor::zeros([g, group, e - from, l - cols], &device);
+                let pad = Tensor::zeros([g, group, to - from, l - cols], &device);
                 Tensor::cat(vec![part, pad], 3)
             } else {
                 part
@@ -395,7 +409,7 @@ fn attend<B: Backend>(
         if !observed.is_empty() {
             let probs = Tensor::cat(observed, 2); // [g, group, r, l]
             o.attention
-                .push(rows_to_host(probs, &ctx.positions[obs_from..], cache));
+                .push(rows_to_host(probs, &ctx.positions[observe], cache));
         }
     }
     if outs.len() == 1 {

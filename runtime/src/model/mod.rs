@@ -173,6 +173,7 @@ impl<B: Backend> Model<B> {
         ctx.host_kernel = self.host_kernel;
         if let Some(o) = observer.as_deref() {
             ctx.obs_rows = o.config.attn_rows;
+            ctx.obs_end = o.config.rows_end;
             ctx.obs_kv = o.config.keys_values;
             ctx.obs_colsum = o.config.column_sums;
         }

@@ -359,12 +359,56 @@ fn blocked_prefill_equals_token_by_token() {
 }
 
 #[test]
+fn rows_ending_at_a_position_are_the_reference_rows_before_it_in_both_kernels() {
+    // Rows 3, 4, 5 (the 3 rows ending before position 6) of a 9-token prompt, as the f64
+    // reference computes them, whichever kernel runs; split over two calls (tokens 0..5 and
+    // 5..9) the first call records rows 3, 4 and the second row 5.
+    let (mut m, g) = tiny_model(64);
+    let r = reference(&g, &IDS);
+    let config = ObserveConfig {
+        attn_rows: 3,
+        rows_end: Some(6),
+        ..Default::default()
+    };
+    for generic in [false, true] {
+        m.set_generic_attention(generic);
+        let mut one = Observer::new(config.clone(), L);
+        m.forward(&IDS, &mut m.new_cache(), Some(&mut one), Logits::Last)
+            .unwrap();
+        let mut two = Observer::new(config.clone(), L);
+        let mut cache = m.new_cache();
+        m.forward(&IDS[..5], &mut cache, Some(&mut two), Logits::Last)
+            .unwrap();
+        m.forward(&IDS[5..], &mut cache, Some(&mut two), Logits::Last)
+            .unwrap();
+        for l in 0..L {
+            let rec = &one.layers[l].attention[0];
+            assert_eq!(rec.query_positions, vec![3, 4, 5], "generic {generic}");
+            let split = &two.layers[l].attention;
+            assert_eq!(split[0].query_positions, vec![3, 4]);
+            assert_eq!(split[1].query_positions, vec![5]);
+            for h in 0..NH {
+                for (i, row) in rec.probs[h].iter().enumerate() {
+                    assert!(
+                        max_diff(row, &r.attn[l][h][3 + i]) < 1e-5,
+                        "layer {l} head {h}"
+                    );
+                }
+                let last = &split[1].probs[h][0];
+                assert!(max_diff(last, &r.attn[l][h][5]) < 1e-5);
+            }
+        }
+    }
+}
+
+#[test]
 fn observer_attention_and_keys_match_reference_and_gqa_map() {
     let (m, g) = tiny_model(64);
     let r = reference(&g, &IDS);
     let mut obs = Observer::new(
         ObserveConfig {
             attn_rows: 3,
+            rows_end: None,
             keys_values: true,
             layers: None,
             column_sums: false,
@@ -414,6 +458,7 @@ fn observer_off_records_nothing_and_changes_nothing() {
     let mut obs = Observer::new(
         ObserveConfig {
             attn_rows: 2,
+            rows_end: None,
             keys_values: false,
             layers: Some(vec![1]),
             column_sums: false,
@@ -637,6 +682,7 @@ fn an_interleaved_query_to_kv_map_is_honoured() {
     let mut new = renumber_query_heads(&old, &pi, vec![0, 1, 0, 1]);
     let observe = ObserveConfig {
         attn_rows: 2,
+        rows_end: None,
         keys_values: false,
         layers: None,
         column_sums: true,
