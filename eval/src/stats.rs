@@ -17,7 +17,8 @@
 //!   two-sided sign test on the discordant pairs, Q. McNemar, Psychometrika 12, 1947):
 //!   `p = min(1, 2·P[X ≤ min(b, c)])`, X ~ Binomial(b + c, ½).
 //!
-//! The normal quantile and the binomial CDF are statrs's.
+//! The normal quantile is statrs's; the binomial CDF of the sign test is summed exactly up to
+//! 1000 pairs, statrs's beyond.
 
 use kvplan_common::rng::Rng;
 use statrs::distribution::{Binomial, ContinuousCDF, DiscreteCDF, Normal};
@@ -167,6 +168,40 @@ pub fn bootstrap(groups: &[Vec<f64>], resamples: usize, seed: u64, level: f64) -
     })
 }
 
+/// Percentile bootstrap interval of the ratio Σa / Σb over `blocks` of (a, b) pairs, resampled
+/// with replacement (a block bootstrap of a mean over tokens: a = a block's summed loss, b its
+/// token count); `None` without blocks or with Σb = 0.
+pub fn bootstrap_ratio(
+    blocks: &[(f64, f64)],
+    resamples: usize,
+    seed: u64,
+    level: f64,
+) -> Option<Interval> {
+    if blocks.is_empty() || resamples == 0 {
+        return None;
+    }
+    let mut rng = Rng::new(seed);
+    let mut ratios = Vec::with_capacity(resamples);
+    for _ in 0..resamples {
+        let (mut a, mut b) = (0.0, 0.0);
+        for _ in 0..blocks.len() {
+            let (x, y) = blocks[rng.below(blocks.len() as u64) as usize];
+            a += x;
+            b += y;
+        }
+        if b <= 0.0 {
+            return None;
+        }
+        ratios.push(a / b);
+    }
+    ratios.sort_by(f64::total_cmp);
+    let alpha = 1.0 - level;
+    Some(Interval {
+        lo: order_statistic(&ratios, alpha / 2.0, false),
+        hi: order_statistic(&ratios, 1.0 - alpha / 2.0, true),
+    })
+}
+
 /// The mean of the group means with its [`LEVEL`] interval: Wilson when there is one group of
 /// 0/1 scores, else the seeded percentile bootstrap; `None` without values.
 pub fn estimate(groups: &[Vec<f64>]) -> Option<Estimate> {
@@ -197,14 +232,26 @@ pub fn estimate(groups: &[Vec<f64>]) -> Option<Estimate> {
 /// The exact McNemar (sign test) two-sided p-value of `wins` pairs won by one side and `losses`
 /// won by the other (ties carry no information): 1 without discordant pairs.
 pub fn mcnemar(wins: usize, losses: usize) -> f64 {
-    let n = (wins + losses) as u64;
+    let n = wins + losses;
     if n == 0 {
         return 1.0;
     }
-    match Binomial::new(0.5, n) {
-        Ok(b) => (2.0 * b.cdf(wins.min(losses) as u64)).min(1.0),
-        Err(_) => f64::NAN,
+    (2.0 * binomial_half_cdf(n, wins.min(losses))).min(1.0)
+}
+
+/// P[X ≤ k] for X ~ Binomial(n, ½): summed term by term (C(n, i+1) = C(n, i)·(n−i)/(i+1)), exact
+/// to rounding, up to n = 1000 (2⁻ⁿ stays a normal f64); statrs's beyond.
+fn binomial_half_cdf(n: usize, k: usize) -> f64 {
+    if n > 1000 {
+        return Binomial::new(0.5, n as u64).map_or(f64::NAN, |b| b.cdf(k as u64));
     }
+    let mut term = 0.5f64.powi(n as i32);
+    let mut sum = term;
+    for i in 0..k.min(n) {
+        term *= (n - i) as f64 / (i + 1) as f64;
+        sum += term;
+    }
+    sum
 }
 
 /// The paired comparison of `(a, b)` score pairs, grouped as [`estimate`] groups them: the
@@ -293,10 +340,11 @@ mod tests {
     #[test]
     fn bootstrap_is_seeded_contains_the_mean_and_narrows_with_n() {
         let small: Vec<f64> = (0..20).map(|i| (i % 5) as f64 / 4.0).collect();
-        let a = bootstrap(&[small.clone()], RESAMPLES, SEED, LEVEL).expect("values");
-        let b = bootstrap(&[small.clone()], RESAMPLES, SEED, LEVEL).expect("values");
+        let a = bootstrap(std::slice::from_ref(&small), RESAMPLES, SEED, LEVEL).expect("values");
+        let b = bootstrap(std::slice::from_ref(&small), RESAMPLES, SEED, LEVEL).expect("values");
         assert_eq!(a, b, "same seed, same interval");
-        let c = bootstrap(&[small.clone()], RESAMPLES, SEED + 1, LEVEL).expect("values");
+        let c =
+            bootstrap(std::slice::from_ref(&small), RESAMPLES, SEED + 1, LEVEL).expect("values");
         assert_ne!(a, c, "another seed, other resamples");
         assert!(
             a.contains(mean(&small)) && a.lo > 0.0 && a.hi < 1.0,
@@ -320,12 +368,34 @@ mod tests {
     }
 
     #[test]
+    fn ratio_bootstrap_weighs_blocks_by_their_size() {
+        // Equal per-token means in every block: the ratio is 2 whatever is drawn.
+        let even = [(20.0, 10.0), (4.0, 2.0), (64.0, 32.0)];
+        let i = bootstrap_ratio(&even, RESAMPLES, SEED, LEVEL).expect("blocks");
+        assert!(close(i.lo, 2.0, 1e-12) && close(i.hi, 2.0, 1e-12), "{i:?}");
+        // Blocks of mean 1 and 3, equal sizes: the interval straddles 2 within [1, 3].
+        let mixed: Vec<(f64, f64)> = (0..40)
+            .map(|k| (if k % 2 == 0 { 8.0 } else { 24.0 }, 8.0))
+            .collect();
+        let m = bootstrap_ratio(&mixed, RESAMPLES, SEED, LEVEL).expect("blocks");
+        assert!(m.contains(2.0) && m.lo > 1.0 && m.hi < 3.0, "{m:?}");
+        // sd of a block mean 1, 40 blocks: ±1.96/√40 = ±0.31.
+        assert!(close(m.hi - m.lo, 0.62, 0.1), "{m:?}");
+        assert_eq!(bootstrap_ratio(&[], RESAMPLES, SEED, LEVEL), None);
+    }
+
+    #[test]
     fn mcnemar_is_the_exact_sign_test() {
         // 0 wins, 6 losses: 2 · 2⁻⁶ = 0.03125; 1 and 9: 2 · (1 + 10)/1024 = 0.021484.
         assert!(close(mcnemar(0, 6), 0.031_25, 1e-9));
         assert!(close(mcnemar(9, 1), 0.021_484_375, 1e-9));
         assert_eq!(mcnemar(3, 3), 1.0);
         assert_eq!(mcnemar(0, 0), 1.0);
+        // 2 wins of 10 discordant: 2 · (1 + 10 + 45)/1024 = 0.109375, exactly.
+        assert_eq!(mcnemar(2, 8), 0.109_375);
+        // Past 1000 pairs statrs's CDF: 600 of 1200, P[X ≤ 600] = ½ + P[X = 600]/2 ≈ 0.5115.
+        assert!(close(mcnemar(600, 600), 1.0, 1e-9));
+        assert!(close(binomial_half_cdf(1200, 600), 0.511_5, 1e-3));
     }
 
     #[test]
