@@ -5,6 +5,7 @@
 //!
 //! - [`score`]: RULER's string matching and SQuAD's token F1;
 //! - [`niah`]: RULER-style needles and token-exact placement in a haystack;
+//! - [`companions`]: other tools' records (kvpress's) beside a task's own, in its tables;
 //! - [`records`]: per-cell records, atomic writes, resuming, aggregation into `EvalResults`;
 //! - [`results`]: the results schema (NIAH cells, quality points, perplexity curves);
 //! - [`table`]: the Markdown tables (rows by measured KV bytes, intervals, paired differences);
@@ -20,6 +21,7 @@
 //! - `runner` (feature `model`): runs the model under the runtime's presses, one shared prefill
 //!   per prompt for every press that keeps the model's own forward pass.
 
+pub mod companions;
 #[cfg(feature = "model")]
 pub mod driver;
 pub mod niah;

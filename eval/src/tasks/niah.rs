@@ -9,6 +9,7 @@ use burn::tensor::backend::Backend;
 use kvplan_runtime::tokenizer::Tokenizer;
 
 use super::{needs_plan, owned};
+use crate::companions::companions;
 use crate::driver::{Prepared, Sink, Task};
 use crate::niah::{self, Frame, Needle};
 use crate::records::{aggregate_niah, merge_results, variants, CellKey, Record};
@@ -232,7 +233,9 @@ impl<B: Backend> Task<B> for NiahTask {
     }
 
     fn summarise(&self, records: &[&Record], results: &Path, model: &str) -> Result<String> {
-        let records = owned(records);
+        let mut records = owned(records);
+        let dir = results.parent().unwrap_or(Path::new("."));
+        records.extend(companions(dir, model, "niah", &records)?);
         let (cells, points) = aggregate_niah("niah", &records);
         merge_results(results, model, "niah", cells, points)?;
         Ok(table::markdown("niah", &records))

@@ -10,6 +10,7 @@ use burn::tensor::backend::Backend;
 use kvplan_runtime::tokenizer::Tokenizer;
 
 use super::{needs_plan, owned};
+use crate::companions::companions;
 use crate::driver::{Prepared, Sink, Task};
 use crate::records::{merge_results, Record};
 use crate::ruler::{generate, report, score, Example, ExampleAt, Framer, RulerRun, Sources};
@@ -192,7 +193,9 @@ impl<B: Backend> Task<B> for RulerTask {
     }
 
     fn summarise(&self, records: &[&Record], results: &Path, model: &str) -> Result<String> {
-        let records = owned(records);
+        let mut records = owned(records);
+        let dir = results.parent().unwrap_or(Path::new("."));
+        records.extend(companions(dir, model, "ruler", &records)?);
         let points = report::quality(&records, &self.run.tasks);
         merge_results(results, model, report::RESULTS_TASK, Vec::new(), points)?;
         Ok(report::markdown(&records, &self.run.tasks))
