@@ -221,8 +221,8 @@ fn quick_ruler_scores_two_tasks_writes_a_column_per_task_and_resumes() {
     let table = String::from_utf8_lossy(&o.stdout).into_owned();
     assert!(
         table.starts_with(
-            "| method @ budget | niah_single_2 | qa_1 | average | KV fraction | of FullKV |"
-        ),
+            "| method @ budget | KV % | average [95% CI] | Δ vs snapkv [95% CI] | Δ vs full [95% CI] | n |"
+        ) && table.contains("| method @ budget | KV % | niah_single_2 | qa_1 |"),
         "{table}"
     );
     assert!(table.contains("| snapkv @ 64 |"), "{table}");

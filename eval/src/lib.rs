@@ -10,7 +10,8 @@
 //! - [`records`]: per-cell records, atomic writes, resuming, aggregation into `EvalResults`;
 //! - [`companion`]: kvpress's records on the same prompts, shown beside kvplan's;
 //! - [`results`]: the results schema (NIAH cells, quality points, perplexity curves);
-//! - [`table`]: the Markdown table;
+//! - [`table`]: the Markdown tables (rows by measured KV bytes, intervals, paired differences);
+//! - [`stats`]: Wilson and bootstrap intervals, paired differences, the exact McNemar test;
 //! - [`ruler`]: the RULER subset (niah, variable tracking, common words, QA) ported from
 //!   RULER's generators, sized to a length with the model's tokenizer;
 //! - [`rng`]: the seeded generator examples are drawn with;
@@ -35,6 +36,7 @@ pub mod ruler;
 #[cfg(feature = "model")]
 pub mod runner;
 pub mod score;
+pub mod stats;
 pub mod table;
 pub mod task;
 #[cfg(feature = "model")]

@@ -6,6 +6,9 @@
 //! re-run reuses every cell already scored), the aggregated cells and quality points to
 //! `<out>/<model>.results.json` (the schema `kvplan plot` reads), the Markdown table to
 //! `<out>/<model>.niah.md` and stdout. Progress (bar with ETA, or plain lines) goes to stderr.
+//! The default grid (1024 and 2048 tokens × depths 0, 0.25, 0.5, 0.75, 1 × 5 needles) puts 50
+//! seeded prompts behind every method @ budget; the table gives each its 95% interval and paired
+//! differences against SnapKV and FullKV (`kvplan_eval::table`).
 //! `--quick`: one 512-token example at depth 0.5 and budget 64, into `<out>/quick/`.
 //!
 //! The work is the eval crate's driver (`kvplan_eval::driver`); this file parses arguments and
@@ -174,7 +177,8 @@ pub struct NiahArgs {
     /// Needle depths in [0, 1], comma-separated [default: 0,0.25,0.5,0.75,1].
     #[arg(long, value_delimiter = ',')]
     pub depths: Option<Vec<f64>>,
-    /// Needles per (length, depth).
+    /// Needles per (length, depth) [default: 5: 50 prompts per method @ budget over the
+    /// default lengths and depths].
     #[arg(long)]
     pub examples: Option<usize>,
     /// Seed of the needles.
@@ -231,6 +235,10 @@ pub fn run(args: EvalArgs) -> anyhow::Result<()> {
     }
 }
 
+/// Needles per (length, depth) by default: 2 lengths × 5 depths × 5 = 50 prompts behind every
+/// method @ budget: a Wilson interval of about ±14 points at a 50% pass rate, ±7 at 95%.
+pub const NIAH_EXAMPLES: usize = 5;
+
 fn grid_of(args: &NiahArgs) -> anyhow::Result<NiahGrid> {
     let methods = super::methods_or_all(args.methods.as_deref())?;
     let (lengths, depths, examples, budgets) = if args.quick {
@@ -239,7 +247,7 @@ fn grid_of(args: &NiahArgs) -> anyhow::Result<NiahGrid> {
         (
             vec![1024, 2048],
             vec![0.0, 0.25, 0.5, 0.75, 1.0],
-            2,
+            NIAH_EXAMPLES,
             vec![64, 128, 256, 512],
         )
     };
