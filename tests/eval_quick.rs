@@ -95,11 +95,27 @@ fn quick_niah_writes_records_results_and_table_and_resumes() {
         );
     }
 
-    // Again: every cell reused, the same records.
+    // kvpress's records on the same prompt, as tools/kvpress_side_by_side.py writes them (the
+    // prompt settings plus its own), are shown beside kvplan's on the next run.
+    let mut settings = records["settings"].clone();
+    settings["runner"] = "kvpress 0.5.5".into();
+    let mut beside = recs[0].clone();
+    beside["method"] = "kvpress-snapkv".into();
+    beside["budget"] = 64.into();
+    let companion = serde_json::json!({"settings": settings, "records": [beside]});
+    let companion_path = out.join("SmolLM2-135M-Instruct.niah.kvpress.records.json");
+    std::fs::write(&companion_path, companion.to_string()).expect("companion");
+
+    // Again: every cell reused, the same records, kvpress's row in the table.
     let o = kvplan(&args);
     let err = String::from_utf8_lossy(&o.stderr).into_owned();
     assert!(o.status.success(), "{err}");
     assert!(err.contains("5 reused"), "{err}");
+    let table = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        table.contains("| snapkv @ 64 |") && table.contains("| kvpress-snapkv @ 64 |"),
+        "{table}"
+    );
     let again = read_json(&out.join("SmolLM2-135M-Instruct.niah.records.json"));
     assert_eq!(again, records);
     let _ = std::fs::remove_dir_all(&dir);
@@ -205,8 +221,8 @@ fn quick_ruler_scores_two_tasks_writes_a_column_per_task_and_resumes() {
     let table = String::from_utf8_lossy(&o.stdout).into_owned();
     assert!(
         table.starts_with(
-            "| method @ budget | niah_single_2 | qa_1 | average | KV fraction | of FullKV |"
-        ),
+            "| method @ budget | KV % | average [95% CI] | Δ vs snapkv [95% CI] | Δ vs full [95% CI] | n |"
+        ) && table.contains("| method @ budget | KV % | niah_single_2 | qa_1 |"),
         "{table}"
     );
     assert!(table.contains("| snapkv @ 64 |"), "{table}");

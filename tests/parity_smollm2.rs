@@ -132,6 +132,7 @@ fn keys_values_and_attention_match_transformers() {
     let mut obs = Observer::new(
         ObserveConfig {
             attn_rows: 8,
+            rows_end: None,
             keys_values: false,
             layers: Some(layers.clone()),
             column_sums: false,

@@ -11,7 +11,7 @@ kvplan=target/release/kvplan
 $kvplan eval niah --examples 1
 # RULER subset at 4096 tokens, 2 examples per task, budgets 128 and 512; PoD left out (its
 # row-by-row host attention makes a 4K prefill cost ~5 min per budget on this CPU).
-$kvplan eval ruler --methods full,streaming,h2o,snapkv,pyramid,headkv,headkv-r,treekv,spindle
+$kvplan eval ruler --examples 2 --methods full,streaming,h2o,snapkv,pyramid,headkv,headkv-r,treekv,spindle
 # Streaming perplexity (TreeKV §5.2): one Gutenberg text, 2048 tokens, budgets 64 and 256.
 $kvplan eval ppl --texts winters_tale_gut.txt --budgets 64,256
 # PoD post-training (default CPU run), then PoD again with the trained weights.

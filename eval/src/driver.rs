@@ -1,7 +1,8 @@
 //! The one driver every evaluation task runs through (feature `model`): check the request, open
-//! the records (resuming a run made under the same settings), build every prompt first so a
-//! prompt that cannot be built fails before any model run, score each prompt's pending cells
-//! (saving the records after every cell), then aggregate the run's records into the results
+//! the records (resuming a run made under the same settings) and kvpress's records on the same
+//! prompts when there are ([`crate::companion`]), build every prompt first so a prompt that
+//! cannot be built fails before any model run, score each prompt's pending cells (saving the
+//! records after every cell), then aggregate the run's records and kvpress's into the results
 //! file, draw the figures, write and show the table.
 //!
 //! A task ([`Task`]: NIAH, the RULER subset, streaming perplexity under `crate::tasks`) says only
@@ -13,6 +14,8 @@ use std::time::Instant;
 
 use burn::tensor::backend::Backend;
 
+use crate::companion::{self, Companion};
+use crate::prompt::{ExportedPrompt, PromptsFile, PROMPTS_FORMAT};
 use crate::records::{write_atomic, CellKey, CellRecord, RecordsFile};
 use crate::runner::Evaluator;
 use crate::task::{skip_lines, Cell, Identity, Progress, Reporter, Skipped, Unit};
@@ -60,6 +63,10 @@ pub trait Task<B: Backend> {
     fn summarise(&self, records: &[&Self::Record], results: &Path, model: &str) -> Result<String>;
     /// What the run made, for the closing line (`12 cells`).
     fn made(&self, records: usize) -> String;
+    /// A built prompt as the prompts file holds it (`None`: the task has no prompts to export).
+    fn export(&self, _input: &Self::Input) -> Option<ExportedPrompt> {
+        None
+    }
 }
 
 /// Where a task's scoring puts each record and skipped cell: the records file (saved after
@@ -112,6 +119,11 @@ pub fn run<B: Backend, T: Task<B>>(
     let mut settings = identity.settings();
     settings.extend(task.settings());
     let path = out.join(format!("{model}.{}.records.json", task.name()));
+    let beside = beside::<T::Record>(
+        &companion::path(out, model, task.name()),
+        &settings,
+        reporter,
+    )?;
     let file = RecordsFile::<T::Record>::open(&path, settings)?;
     let mut records = Records { file, path };
     task.load(ev, reporter)?;
@@ -127,7 +139,11 @@ pub fn run<B: Backend, T: Task<B>>(
     let results = out.join(format!("{model}.results.json"));
     let table = out.join(format!("{model}.{}.md", task.name()));
     let wanted = of_units(&records.file, &units);
-    let md = task.summarise(&wanted, &results, model)?;
+    let mut shown = wanted.clone();
+    if let Some(file) = &beside {
+        shown.extend(companion::of_units(file, &units));
+    }
+    let md = task.summarise(&shown, &results, model)?;
     reporter.figures(&results, out).map_err(Error::Report)?;
     write_atomic(&table, &md)?;
     reporter.table(&md).map_err(Error::Report)?;
@@ -141,6 +157,58 @@ pub fn run<B: Backend, T: Task<B>>(
     );
     reporter.note(&line);
     Ok(())
+}
+
+/// kvpress's records at `path` when they were made on the run's prompts (`settings`); a note
+/// when they were not.
+fn beside<R: CellRecord>(
+    path: &Path,
+    settings: &std::collections::BTreeMap<String, String>,
+    reporter: &mut dyn Reporter,
+) -> Result<Option<RecordsFile<R>>> {
+    Ok(match companion::load(path, settings)? {
+        Companion::Usable(file) => Some(file),
+        Companion::LeftOut(why) => {
+            reporter.note(&why);
+            None
+        }
+        Companion::Absent => None,
+    })
+}
+
+/// Builds every prompt of `task` (the model never runs) and writes them, with the settings a
+/// records file of the same run holds, to `path` as a prompts file ([`PromptsFile`]), atomically;
+/// returns how many were written.
+pub fn export_prompts<B: Backend, T: Task<B>>(
+    ev: &Evaluator<'_, B>,
+    identity: &Identity,
+    path: &Path,
+    task: &mut T,
+    reporter: &mut dyn Reporter,
+) -> Result<usize> {
+    let mut settings = identity.settings();
+    settings.extend(task.settings());
+    task.load(ev, reporter)?;
+    let mut prompts = Vec::new();
+    for unit in 0..task.units().len() {
+        let prepared = task.prepare(ev, unit)?;
+        prompts.extend(task.export(&prepared.input));
+    }
+    let count = prompts.len();
+    let file = PromptsFile {
+        format: PROMPTS_FORMAT.to_string(),
+        model: identity.model.clone(),
+        model_sha256: identity.model_sha256.clone(),
+        task: task.name().to_string(),
+        settings,
+        prompts,
+    };
+    let text = serde_json::to_string_pretty(&file).map_err(|e| Error::Invalid {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    })?;
+    write_atomic(path, &text)?;
+    Ok(count)
 }
 
 /// Scores every cell of `units` not yet in `records`; returns the cells not run, each with

@@ -5,9 +5,13 @@
 //!
 //! - [`score`]: RULER's string matching and SQuAD's token F1;
 //! - [`niah`]: RULER-style needles and token-exact placement in a haystack;
+//! - [`prompt`]: window placement and question-agnostic mode, a prompt's ids in both forms, the
+//!   prompts file;
 //! - [`records`]: per-cell records, atomic writes, resuming, aggregation into `EvalResults`;
+//! - [`companion`]: kvpress's records on the same prompts, shown beside kvplan's;
 //! - [`results`]: the results schema (NIAH cells, quality points, perplexity curves);
-//! - [`table`]: the Markdown table;
+//! - [`table`]: the Markdown tables (rows by measured KV bytes, intervals, paired differences);
+//! - [`stats`]: Wilson and bootstrap intervals, paired differences, the exact McNemar test;
 //! - [`ruler`]: the RULER subset (niah, variable tracking, common words, QA) ported from
 //!   RULER's generators, sized to a length with the model's tokenizer;
 //! - [`rng`]: the seeded generator examples are drawn with;
@@ -19,10 +23,12 @@
 //! - `runner` (feature `model`): runs the model under the runtime's presses, one shared prefill
 //!   per prompt for every press that keeps the model's own forward pass.
 
+pub mod companion;
 #[cfg(feature = "model")]
 pub mod driver;
 pub mod niah;
 pub mod ppl;
+pub mod prompt;
 pub mod records;
 pub mod results;
 pub use kvplan_common::rng;
@@ -30,6 +36,7 @@ pub mod ruler;
 #[cfg(feature = "model")]
 pub mod runner;
 pub mod score;
+pub mod stats;
 pub mod table;
 pub mod task;
 #[cfg(feature = "model")]

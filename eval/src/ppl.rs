@@ -2,11 +2,20 @@
 //! the model one token at a time under a method that evicts while decoding; each token's
 //! negative log-likelihood is read from the logits of the step before it.
 //!
-//! This module holds the arithmetic: per-token NLL from logits and the cumulative perplexity
-//! curve `exp(mean NLL of tokens 1..=p)` at chosen positions.
+//! This module holds the arithmetic: per-token NLL from logits, the cumulative perplexity
+//! curve `exp(mean NLL of tokens 1..=p)` at chosen positions, and its 95% interval: a
+//! non-overlapping block bootstrap (Carlstein 1986; Künsch 1989) of the mean NLL — each text's
+//! first p losses cut into blocks of [`BLOCK`] tokens, so the dependence between neighbouring
+//! tokens stays within a block, the blocks of every text resampled together
+//! ([`crate::stats::bootstrap_ratio`], seeded), the ends exponentiated. With few texts it
+//! measures how the loss varies along the texts, not between kinds of text.
 
 use crate::records::{CellKey, CellRecord, RecordsFile};
 use crate::results::PerplexityCurve;
+use crate::stats::{bootstrap_ratio, LEVEL, RESAMPLES, SEED};
+
+/// Tokens per block of the perplexity bootstrap: 8 blocks in 256 tokens of one text.
+pub const BLOCK: usize = 32;
 
 /// `−log softmax(logits)[target]`, computed stably (log-sum-exp around the maximum).
 pub fn nll(logits: &[f32], target: u32) -> f64 {
@@ -38,6 +47,25 @@ pub fn curve(nlls: &[f64], positions: &[usize]) -> Vec<f64> {
             (nlls[..p].iter().sum::<f64>() / p as f64).exp().max(1.0)
         })
         .collect()
+}
+
+/// The 95% interval of the perplexity of the first `p` tokens of every text in `runs`, for
+/// each `p` of `positions` (each ≤ every run's length): `(low, high)`.
+pub fn curve_bounds(runs: &[&[f64]], positions: &[usize]) -> (Vec<f64>, Vec<f64>) {
+    let mut low = Vec::with_capacity(positions.len());
+    let mut high = Vec::with_capacity(positions.len());
+    for &p in positions {
+        let blocks: Vec<(f64, f64)> = runs
+            .iter()
+            .flat_map(|r| r[..p.min(r.len())].chunks(BLOCK))
+            .map(|c| (c.iter().sum::<f64>(), c.len() as f64))
+            .collect();
+        let i = bootstrap_ratio(&blocks, RESAMPLES, SEED, LEVEL);
+        let (lo, hi) = i.map_or((f64::NAN, f64::NAN), |i| (i.lo, i.hi));
+        low.push(lo.exp().max(1.0));
+        high.push(hi.exp().max(1.0));
+    }
+    (low, high)
 }
 
 /// The NLLs of one streamed text under one method and budget.
@@ -81,7 +109,8 @@ impl CellRecord for PplRecord {
 pub type PplRecords = RecordsFile<PplRecord>;
 
 /// One curve per (method, budget): the perplexity over all texts' tokens up to each checkpoint
-/// (NLLs averaged over the texts position by position, then accumulated).
+/// (NLLs averaged over the texts position by position, then accumulated), with its
+/// block-bootstrap interval.
 pub fn curves(records: &[&PplRecord], every: usize) -> Vec<PerplexityCurve> {
     let mut keys: Vec<(String, Option<usize>)> = Vec::new();
     for r in records {
@@ -105,11 +134,15 @@ pub fn curves(records: &[&PplRecord], every: usize) -> Vec<PerplexityCurve> {
                 .collect();
             let positions = checkpoints(n, every);
             let perplexity = curve(&mean, &positions);
+            let texts: Vec<&[f64]> = runs.iter().map(|r| &r.nll[..n]).collect();
+            let (low, high) = curve_bounds(&texts, &positions);
             Some(PerplexityCurve {
                 method,
                 budget,
                 positions,
                 perplexity,
+                low,
+                high,
             })
         })
         .collect()
@@ -165,5 +198,35 @@ mod tests {
         assert_eq!(c[0].positions, vec![1, 2]);
         assert!((c[0].perplexity[0] - 2.0).abs() < 1e-12);
         assert!((c[0].perplexity[1] - 2.0).abs() < 1e-12);
+        // At 2 each text's two losses are one block of mean ln 2: the interval is [2, 2].
+        assert!((c[0].low[1] - 2.0).abs() < 1e-12 && (c[0].high[1] - 2.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn bounds_of_a_constant_loss_are_its_perplexity() {
+        let flat = vec![3f64.ln(); 100];
+        let (lo, hi) = curve_bounds(&[&flat, &flat], &[50, 100]);
+        for v in lo.iter().chain(&hi) {
+            assert!((v - 3.0).abs() < 1e-9, "{lo:?} {hi:?}");
+        }
+    }
+
+    #[test]
+    fn bounds_widen_with_the_spread_of_the_loss() {
+        // Blocks of mean NLL 1 and 3 in turn (sd 1), 64 of them: e^(2 ± 1.96/8) = e^[1.755, 2.245].
+        let nll: Vec<f64> = (0..64 * BLOCK)
+            .map(|i| {
+                if (i / BLOCK).is_multiple_of(2) {
+                    1.0
+                } else {
+                    3.0
+                }
+            })
+            .collect();
+        let (lo, hi) = curve_bounds(&[&nll], &[nll.len()]);
+        assert!(
+            (lo[0].ln() - 1.75).abs() < 0.08 && (hi[0].ln() - 2.25).abs() < 0.08,
+            "{lo:?} {hi:?}"
+        );
     }
 }

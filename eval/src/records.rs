@@ -8,19 +8,22 @@
 //! settings (model, plan, seed, prompt form) are refused rather than mixed.
 //!
 //! [`aggregate_niah`] turns records into the results schema: one `NiahCell` per (method, budget,
-//! length, depth), the mean over examples, and one `QualityPoint` per (method, budget) with the
-//! mean KV fraction.
+//! length, depth), the mean over examples with its interval, and one `QualityPoint` per (method,
+//! budget) with the mean KV fraction, the score's interval and the paired differences against
+//! SnapKV at the same budget and against FullKV (`crate::stats`).
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::results::{
-    label, EvalResults, NiahCell, PerplexityCurve, QualityPoint, RESULTS_SCHEMA_VERSION,
+    label, EvalResults, NiahCell, PerplexityCurve, QualityPoint, ScoreInterval,
+    RESULTS_SCHEMA_VERSION,
 };
+use crate::stats::estimate;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use crate::table::{mean, rows, Overall};
+use crate::table::{mean, rows, Overall, Scope};
 use crate::{io_err, Error, Result};
 
 /// One scored cell.
@@ -104,9 +107,13 @@ pub fn variants(methods: &[String], budgets: &[usize]) -> Vec<(String, Option<us
     out
 }
 
-/// Identity of a cell.
+/// Identity of a cell: the prompt (or streamed text) it is scored on, the method and the budget.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct CellKey(String);
+pub struct CellKey {
+    prompt: String,
+    method: String,
+    budget: Option<usize>,
+}
 
 impl CellKey {
     /// The key of (task, length, depth, example, method, budget).
@@ -118,16 +125,30 @@ impl CellKey {
         method: &str,
         budget: Option<usize>,
     ) -> Self {
-        let b = budget.map_or("full".to_string(), |b| b.to_string());
-        Self(format!(
-            "{task}/{context_len}/{depth:.4}/{example}/{method}/{b}"
-        ))
+        Self {
+            prompt: format!("{task}/{context_len}/{depth:.4}/{example}"),
+            method: method.to_string(),
+            budget,
+        }
     }
 
     /// The key of a stream of `text`'s first `tokens` tokens under (method, budget).
     pub fn stream(text: &str, tokens: usize, method: &str, budget: Option<usize>) -> Self {
-        let b = budget.map_or("full".to_string(), |b| b.to_string());
-        Self(format!("stream/{text}/{tokens}/{method}/{b}"))
+        Self {
+            prompt: format!("stream/{text}/{tokens}"),
+            method: method.to_string(),
+            budget,
+        }
+    }
+
+    /// The prompt (or streamed text) of the cell, whatever the method and budget.
+    pub fn prompt(&self) -> &str {
+        &self.prompt
+    }
+
+    /// The cell's budget; `None` for `full`.
+    pub fn budget(&self) -> Option<usize> {
+        self.budget
     }
 }
 
@@ -214,37 +235,40 @@ pub fn write_atomic(path: &Path, text: &str) -> Result<()> {
     kvplan_common::fs::write_atomic_creating_dirs(path, text.as_bytes()).map_err(io_err(path))
 }
 
-/// NIAH cells (mean score over examples per method, budget, length, depth) and one quality
-/// point per (method, budget) of `task`, in the order first met.
+/// NIAH cells (mean score over examples per method, budget, length, depth, with its interval)
+/// and one quality point per (method, budget) of `task` (mean over every prompt, interval,
+/// paired differences against SnapKV and FullKV), in the order first met.
 pub fn aggregate_niah(task: &str, records: &[Record]) -> (Vec<NiahCell>, Vec<QualityPoint>) {
     type CellId = (String, Option<usize>, usize, u64);
-    let mut cells: Vec<(CellId, Vec<f64>)> = Vec::new();
+    let mut cells: Vec<(CellId, Vec<(usize, f64)>)> = Vec::new();
     for r in records.iter().filter(|r| r.task == task) {
         let id = (r.method.clone(), r.budget, r.context_len, r.depth.to_bits());
         match cells.iter_mut().find(|(k, _)| *k == id) {
-            Some((_, s)) => s.push(r.score),
-            None => cells.push((id, vec![r.score])),
+            Some((_, s)) => s.push((r.example, r.score)),
+            None => cells.push((id, vec![(r.example, r.score)])),
         }
     }
     let niah = cells
         .into_iter()
-        .map(|((method, budget, context_len, depth), s)| NiahCell {
-            method,
-            budget,
-            context_len,
-            depth: f64::from_bits(depth),
-            score: mean(&s),
+        .map(|((method, budget, context_len, depth), mut s)| {
+            s.sort_by_key(|&(e, _)| e);
+            let scores: Vec<f64> = s.into_iter().map(|(_, v)| v).collect();
+            let e = estimate(std::slice::from_ref(&scores));
+            NiahCell {
+                method,
+                budget,
+                context_len,
+                depth: f64::from_bits(depth),
+                score: mean(&scores),
+                n: e.map(|e| e.n),
+                interval: e.as_ref().map(ScoreInterval::from),
+            }
         })
         .collect();
-    let quality = rows(records, 1, |r| (r.task == task).then_some(0))
-        .into_iter()
-        .map(|row| QualityPoint {
-            task: task.to_string(),
-            kv_fraction: row.kv_fraction(),
-            score: row.overall(Overall::Records),
-            method: row.method,
-            budget: row.budget,
-        })
+    let rows = rows(records, 1, |r| (r.task == task).then_some(0));
+    let quality = rows
+        .iter()
+        .map(|row| row.quality_point(task, &rows, Scope::Overall(Overall::Records)))
         .collect();
     (niah, quality)
 }
@@ -287,10 +311,13 @@ pub fn merge_perplexity(
 
 fn load_or_new(path: &Path, model: &str) -> Result<EvalResults> {
     if path.exists() {
-        EvalResults::load(path).map_err(|e| Error::Invalid {
+        let mut results = EvalResults::load(path).map_err(|e| Error::Invalid {
             path: path.display().to_string(),
             message: e.to_string(),
-        })
+        })?;
+        // An earlier version's entries are valid in this one (its fields are all optional).
+        results.schema_version = RESULTS_SCHEMA_VERSION;
+        Ok(results)
     } else {
         Ok(EvalResults {
             schema_version: RESULTS_SCHEMA_VERSION,
@@ -409,6 +436,10 @@ mod tests {
             budget: None,
             kv_fraction: 1.0,
             score: 0.5,
+            n: None,
+            interval: None,
+            vs_snapkv: None,
+            vs_full: None,
         }];
         merge_results(&path, "m", "ruler", Vec::new(), other).expect("second");
         let back = EvalResults::load(&path).expect("valid");

@@ -4,41 +4,55 @@
 //!
 //! ```json
 //! {
-//!   "schema_version": 1,
+//!   "schema_version": 2,
 //!   "model": "SmolLM2-135M-Instruct",
 //!   "niah": [
-//!     {"method": "snapkv", "budget": 128, "context_len": 2048, "depth": 0.25, "score": 1.0}
+//!     {"method": "snapkv", "budget": 128, "context_len": 2048, "depth": 0.25, "score": 0.8,
+//!      "n": 5, "interval": {"low": 0.376, "high": 0.964, "method": "wilson"}}
 //!   ],
 //!   "quality": [
-//!     {"task": "niah", "method": "snapkv", "budget": 128, "kv_fraction": 0.0625, "score": 0.91}
+//!     {"task": "niah", "method": "snapkv", "budget": 128, "kv_fraction": 0.0625, "score": 0.9,
+//!      "n": 50, "interval": {"low": 0.786, "high": 0.957, "method": "wilson"},
+//!      "vs_full": {"n": 50, "mean": -0.1, "low": -0.2, "high": -0.02, "p_value": 0.0625}}
 //!   ],
 //!   "perplexity": [
-//!     {"method": "full", "budget": null, "positions": [512, 1024], "perplexity": [9.1, 8.7]}
+//!     {"method": "full", "budget": null, "positions": [512, 1024], "perplexity": [9.1, 8.7],
+//!      "low": [8.6, 8.3], "high": [9.7, 9.1]}
 //!   ]
 //! }
 //! ```
 //!
 //! - `method` uses DESIGN.md's names (`full`, `streaming`, `h2o`, `snapkv`, `pyramid`, `headkv`,
-//!   `headkv-r`, `treekv`, `spindle`, `pod`); `budget` is the `--budget N` target (entries per
-//!   layer and KV head, observation window included), `null` for `full`.
+//!   `headkv-r`, `treekv`, `spindle`, `pod`; other tools' methods under their own names, e.g.
+//!   `kvpress-snapkv`); `budget` is the `--budget N` target (entries per layer and KV head,
+//!   observation window included), `null` for `full`.
 //! - `niah`: one cell per (method, budget, context_len, depth); `depth` is where the needle
 //!   sits, as a fraction of the context in [0, 1]; `score` in [0, 1] (mean over trials).
 //! - `quality`: one point per (task, method, budget); `kv_fraction` = the method's KV bytes over
 //!   the real FullKV bytes of the same prompts (DESIGN.md "Equal KV size"), in (0, 1];
 //!   `score` is the task's own metric, higher is better.
+//! - `n` and `interval` (version 2): the prompts behind a score and its 95% interval, `method`
+//!   `wilson` (Wilson score interval of a pass rate) or `bootstrap` (percentile bootstrap of a
+//!   mean; `crate::stats`).
+//! - `vs_snapkv`, `vs_full` (version 2): the paired difference of the score against `snapkv` at
+//!   the same budget and against `full`, over the `n` prompts both scored: `mean` with its 95%
+//!   bootstrap interval `[low, high]` and, for pass rates, the exact McNemar `p_value`.
 //! - `perplexity`: one curve per (method, budget); `perplexity[i]` is the perplexity of the
-//!   tokens up to `positions[i]` (strictly increasing), each ≥ 1.
+//!   tokens up to `positions[i]` (strictly increasing), each ≥ 1; `low` and `high` (version 2,
+//!   optional) its 95% block-bootstrap interval at each position.
 //!
-//! Other top-level fields (settings, dates, timings) are allowed and ignored here; fields inside
-//! the entries are checked strictly, so a misspelt one is an error.
+//! Version 1 files (no intervals) are still read: every version-2 field is optional. A file of
+//! a later version is refused. Other top-level fields (settings, dates, timings) are allowed and
+//! ignored here; fields inside the entries are checked strictly, so a misspelt one is an error.
 
+use crate::stats::{Estimate, Method, Paired};
 use crate::{io_err, Error, Result};
 use serde::{Deserialize, Serialize};
 use std::fmt::Display;
 use std::path::Path;
 
-/// Version of the results schema this build reads and writes.
-pub const RESULTS_SCHEMA_VERSION: u32 = 1;
+/// Version of the results schema this build writes; it also reads every earlier one.
+pub const RESULTS_SCHEMA_VERSION: u32 = 2;
 
 /// A results file.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -68,6 +82,12 @@ pub struct NiahCell {
     pub depth: f64,
     /// Mean score over trials, in [0, 1].
     pub score: f64,
+    /// Trials behind the score (version 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub n: Option<usize>,
+    /// 95% interval of the score (version 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval: Option<ScoreInterval>,
 }
 
 /// One point of a quality-vs-KV-size curve.
@@ -82,6 +102,80 @@ pub struct QualityPoint {
     pub kv_fraction: f64,
     /// The task's metric, higher is better.
     pub score: f64,
+    /// Prompts behind the score (version 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub n: Option<usize>,
+    /// 95% interval of the score (version 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval: Option<ScoreInterval>,
+    /// Paired difference against `snapkv` at the same budget (version 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vs_snapkv: Option<PairedDelta>,
+    /// Paired difference against `full` (version 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vs_full: Option<PairedDelta>,
+}
+
+/// A score's 95% interval and how it was made.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ScoreInterval {
+    pub low: f64,
+    pub high: f64,
+    /// `wilson` (a pass rate) or `bootstrap` (a mean).
+    pub method: IntervalMethod,
+}
+
+/// How an interval was made.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum IntervalMethod {
+    /// Wilson score interval of a pass rate.
+    Wilson,
+    /// Percentile bootstrap of a mean.
+    Bootstrap,
+}
+
+impl From<&Estimate> for ScoreInterval {
+    fn from(e: &Estimate) -> Self {
+        let method = match e.method {
+            Method::Wilson => IntervalMethod::Wilson,
+            Method::Bootstrap => IntervalMethod::Bootstrap,
+        };
+        Self {
+            low: e.interval.lo,
+            high: e.interval.hi,
+            method,
+        }
+    }
+}
+
+/// A paired difference (this row's score minus the reference's) over the prompts both scored.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PairedDelta {
+    /// Prompt pairs.
+    pub n: usize,
+    /// Mean difference.
+    pub mean: f64,
+    /// 95% bootstrap interval of the mean difference.
+    pub low: f64,
+    pub high: f64,
+    /// Exact McNemar p-value (pass rates only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p_value: Option<f64>,
+}
+
+impl From<&Paired> for PairedDelta {
+    fn from(p: &Paired) -> Self {
+        Self {
+            n: p.n,
+            mean: p.mean,
+            low: p.interval.lo,
+            high: p.interval.hi,
+            p_value: p.p_value,
+        }
+    }
 }
 
 /// Perplexity by position for one method and budget.
@@ -94,6 +188,12 @@ pub struct PerplexityCurve {
     pub positions: Vec<usize>,
     /// Perplexity of the tokens up to each position, each ≥ 1.
     pub perplexity: Vec<f64>,
+    /// Lower end of the 95% interval at each position (version 2; empty: none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub low: Vec<f64>,
+    /// Upper end of the 95% interval at each position (version 2; empty: none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub high: Vec<f64>,
 }
 
 /// `method` alone for `full`, else `method @ budget` (table rows, progress, legends and titles).
@@ -147,10 +247,10 @@ impl EvalResults {
 
     /// Checks version, ranges and curve lengths; errors name the JSON path.
     pub fn validate(&self) -> Result<()> {
-        if self.schema_version != RESULTS_SCHEMA_VERSION {
+        if !(1..=RESULTS_SCHEMA_VERSION).contains(&self.schema_version) {
             return Err(invalid(
                 "schema_version",
-                RESULTS_SCHEMA_VERSION,
+                format!("1 to {RESULTS_SCHEMA_VERSION} (a later kvplan wrote this file)"),
                 self.schema_version,
             ));
         }
@@ -160,28 +260,54 @@ impl EvalResults {
             if c.context_len == 0 {
                 return Err(invalid(format!("niah[{i}].context_len"), "at least 1", 0));
             }
+            validate_interval(&format!("niah[{i}].interval"), c.interval.as_ref())?;
         }
         for (i, q) in self.quality.iter().enumerate() {
-            in_range(
-                format!("quality[{i}].kv_fraction"),
-                q.kv_fraction,
-                0.0,
-                1.0,
-                true,
-            )?;
-            in_range(
-                format!("quality[{i}].score"),
-                q.score,
-                f64::MIN,
-                f64::MAX,
-                false,
-            )?;
+            validate_point(i, q)?;
         }
         for (i, c) in self.perplexity.iter().enumerate() {
             validate_curve(i, c)?;
         }
         Ok(())
     }
+}
+
+fn validate_point(i: usize, q: &QualityPoint) -> Result<()> {
+    let p = format!("quality[{i}]");
+    in_range(format!("{p}.kv_fraction"), q.kv_fraction, 0.0, 1.0, true)?;
+    in_range(format!("{p}.score"), q.score, f64::MIN, f64::MAX, false)?;
+    validate_interval(&format!("{p}.interval"), q.interval.as_ref())?;
+    for (name, d) in [("vs_snapkv", &q.vs_snapkv), ("vs_full", &q.vs_full)] {
+        if let Some(d) = d {
+            let at = format!("{p}.{name}");
+            ordered(&at, d.low, d.high)?;
+            if d.n == 0 {
+                return Err(invalid(format!("{at}.n"), "at least 1", 0));
+            }
+            if let Some(v) = d.p_value {
+                in_range(format!("{at}.p_value"), v, 0.0, 1.0, false)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `low ≤ high`, both finite.
+fn ordered(at: &str, low: f64, high: f64) -> Result<()> {
+    in_range(format!("{at}.low"), low, f64::MIN, f64::MAX, false)?;
+    if high.is_finite() && high >= low {
+        Ok(())
+    } else {
+        Err(invalid(
+            format!("{at}.high"),
+            format!("a number ≥ low ({low})"),
+            high,
+        ))
+    }
+}
+
+fn validate_interval(at: &str, i: Option<&ScoreInterval>) -> Result<()> {
+    i.map_or(Ok(()), |i| ordered(at, i.low, i.high))
 }
 
 /// An [`Error::Invalid`] at JSON path `path`: expected this, found that.
@@ -213,6 +339,26 @@ fn validate_curve(i: usize, c: &PerplexityCurve) -> Result<()> {
     for (j, &v) in c.perplexity.iter().enumerate() {
         in_range(format!("{p}.perplexity[{j}]"), v, 1.0, f64::MAX, false)?;
     }
+    validate_bounds(&p, c)
+}
+
+/// The curve's interval: none, or one `[low, high]` per position.
+fn validate_bounds(p: &str, c: &PerplexityCurve) -> Result<()> {
+    if c.low.is_empty() && c.high.is_empty() {
+        return Ok(());
+    }
+    for (name, v) in [("low", &c.low), ("high", &c.high)] {
+        if v.len() != c.positions.len() {
+            return Err(invalid(
+                format!("{p}.{name}"),
+                format!("one value per position ({})", c.positions.len()),
+                format!("{} values", v.len()),
+            ));
+        }
+    }
+    for (j, (&lo, &hi)) in c.low.iter().zip(&c.high).enumerate() {
+        ordered(&format!("{p}[{j}]"), lo, hi)?;
+    }
     Ok(())
 }
 
@@ -221,18 +367,22 @@ mod tests {
     use super::*;
 
     const EXAMPLE: &str = r#"{
-      "schema_version": 1,
+      "schema_version": 2,
       "model": "SmolLM2-135M-Instruct",
       "settings": {"trials": 10},
       "niah": [
         {"method": "snapkv", "budget": 128, "context_len": 2048, "depth": 0.25, "score": 1.0},
-        {"method": "full", "budget": null, "context_len": 2048, "depth": 0.25, "score": 1.0}
+        {"method": "full", "budget": null, "context_len": 2048, "depth": 0.25, "score": 0.8,
+         "n": 5, "interval": {"low": 0.376, "high": 0.964, "method": "wilson"}}
       ],
       "quality": [
-        {"task": "niah", "method": "snapkv", "budget": 128, "kv_fraction": 0.0625, "score": 0.91}
+        {"task": "niah", "method": "snapkv", "budget": 128, "kv_fraction": 0.0625, "score": 0.9,
+         "n": 50, "interval": {"low": 0.786, "high": 0.957, "method": "wilson"},
+         "vs_full": {"n": 50, "mean": -0.1, "low": -0.2, "high": -0.02, "p_value": 0.0625}}
       ],
       "perplexity": [
-        {"method": "full", "budget": null, "positions": [512, 1024], "perplexity": [9.1, 8.7]}
+        {"method": "full", "budget": null, "positions": [512, 1024], "perplexity": [9.1, 8.7],
+         "low": [8.6, 8.3], "high": [9.7, 9.1]}
       ]
     }"#;
 
@@ -249,11 +399,26 @@ mod tests {
         assert_eq!(r.niah.len(), 2);
         assert_eq!(r.niah[1].budget, None);
         assert_eq!(r.quality[0].kv_fraction, 0.0625);
+        let i = r.niah[1].interval.expect("interval");
+        assert_eq!((i.low, i.method), (0.376, IntervalMethod::Wilson));
+        assert_eq!(r.quality[0].vs_full.and_then(|d| d.p_value), Some(0.0625));
+        assert_eq!(r.perplexity[0].high, [9.7, 9.1]);
         let again = r
             .to_json()
             .and_then(|t| EvalResults::from_json(&t))
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(again, r);
+    }
+
+    #[test]
+    fn version_1_files_without_intervals_are_read() {
+        let v1 = r#"{"schema_version": 1, "model": "m",
+          "niah": [{"method": "full", "budget": null, "context_len": 512, "depth": 0.5, "score": 1.0}],
+          "quality": [{"task": "niah", "method": "full", "budget": null, "kv_fraction": 1.0, "score": 1.0}],
+          "perplexity": [{"method": "full", "budget": null, "positions": [8], "perplexity": [3.0]}]}"#;
+        let r = EvalResults::from_json(v1).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((r.niah[0].interval, r.quality[0].vs_full), (None, None));
+        assert!(r.perplexity[0].low.is_empty());
     }
 
     #[test]
@@ -286,8 +451,24 @@ mod tests {
         assert!(err(&zero_kv).starts_with("quality[0].kv_fraction: expected a number in (0, 1]"));
         let typo = EXAMPLE.replace(r#""task": "niah""#, r#""tsk": "niah""#);
         assert!(err(&typo).contains("unknown field `tsk`"));
-        let version = EXAMPLE.replace(r#""schema_version": 1"#, r#""schema_version": 2"#);
-        assert_eq!(err(&version), "schema_version: expected 1, found 2");
+        let version = EXAMPLE.replace(r#""schema_version": 2"#, r#""schema_version": 3"#);
+        assert_eq!(
+            err(&version),
+            "schema_version: expected 1 to 2 (a later kvplan wrote this file), found 3"
+        );
+        let upside_down = EXAMPLE.replace(
+            r#""low": -0.2, "high": -0.02"#,
+            r#""low": -0.02, "high": -0.2"#,
+        );
+        assert_eq!(
+            err(&upside_down),
+            "quality[0].vs_full.high: expected a number ≥ low (-0.02), found -0.2"
+        );
+        let short_bounds = EXAMPLE.replace("[8.6, 8.3]", "[8.6]");
+        assert_eq!(
+            err(&short_bounds),
+            "perplexity[0].low: expected one value per position (2), found 1 values"
+        );
     }
 
     #[test]

@@ -8,6 +8,12 @@
 //! ([`Session::adopt`]) — the same cache and observations it would compute alone. `pod` changes
 //! attention from the first token, so it runs its own prefill. Decoding is greedy, at most a
 //! given number of tokens ([`crate::niah::ANSWER_TOKENS`] for NIAH).
+//!
+//! The window placement and mode ([`crate::prompt`]) are the task's [`Setup`], in [`Scoring`]:
+//! `question-end` records the observed rows ending at the question's last token in that same
+//! prefill; `question-agnostic` prefills and compresses the context only, then every press runs
+//! the question through the model, appended uncompressed ([`Session::extend`]), before decoding;
+//! its KV fraction is measured after that, against FullKV of the whole prompt.
 
 use std::time::Instant;
 
@@ -21,6 +27,7 @@ use kvplan_runtime::tokenizer::Tokenizer;
 
 use crate::driver::Sink;
 use crate::ppl::{nll, PplRecord};
+use crate::prompt::{Mode, PromptIds, Setup, Window};
 use crate::records::Record;
 use crate::task::{Cell, Skipped};
 use crate::{Error, Result};
@@ -85,6 +92,19 @@ pub struct Scoring<'a> {
     pub answer_tokens: usize,
     /// The task's metric of a response, in [0, 1].
     pub metric: &'a dyn Fn(&str) -> f64,
+    /// Window placement and mode.
+    pub setup: Setup,
+}
+
+/// What `setup` prefills and compresses, where its observation rows end, and what is appended
+/// uncompressed after it: the prompt (its rows ending at the question's end for
+/// `question-end`), or the context then the question (`question-agnostic`).
+fn prefilled(setup: Setup, p: &PromptIds) -> (&[u32], Option<usize>, &[u32]) {
+    match (setup.mode, setup.window) {
+        (Mode::QuestionAgnostic, _) => (&p.context_ids, None, &p.question_ids),
+        (Mode::QuestionAware, Window::QuestionEnd) => (&p.ids, Some(p.window_end), &[]),
+        (Mode::QuestionAware, Window::PromptEnd) => (&p.ids, None, &[]),
+    }
 }
 
 /// A (method, budget) cell and its press, ready to run.
@@ -116,21 +136,25 @@ impl<'a, B: Backend> Evaluator<'a, B> {
         }
     }
 
-    /// Scores `pending` cells on the prompt `ids`: each cell whose press the plan can build at
-    /// this length runs (one shared prefill, module header), greedy-decodes and is scored and
-    /// recorded into `sink` as `scoring` says. Cells whose press cannot be built (the plan has no
+    /// Scores `pending` cells on `prompt`: each cell whose press the plan can build at the
+    /// length of what it compresses (the prompt, or the context in question-agnostic mode) runs
+    /// (one shared prefill, module header), greedy-decodes and is scored and recorded into `sink`
+    /// as `scoring` says. Cells whose press cannot be built (the plan has no
     /// budgets for them at this length, …) go to `sink` as skipped, with the reason.
     pub fn score_cells(
         &self,
-        ids: &[u32],
+        prompt: &PromptIds,
         pending: &[Cell],
         scoring: Scoring<'_>,
         sink: &mut Sink<'_, Record>,
     ) -> Result<()> {
         let mut ready = Vec::new();
+        let setup = scoring.setup;
+        let compressed = prefilled(setup, prompt).0.len();
         for c in pending {
             let target = c.budget.map(Target::Tokens);
-            match build_press::<B>(&c.method, self.plan, ids.len(), target, &self.model.config) {
+            let config = &self.model.config;
+            match build_press::<B>(&c.method, self.plan, compressed, target, config) {
                 Ok(spec) => ready.push(((c.method.clone(), c.budget), spec.press)),
                 Err(e) => sink.skip(Skipped {
                     method: c.method.clone(),
@@ -143,7 +167,8 @@ impl<'a, B: Backend> Evaluator<'a, B> {
             return Ok(());
         }
         let model = &self.model_name;
-        self.score_prompt(ids, ready, scoring.answer_tokens, &mut |o| {
+        let run = (prompt, setup, scoring.answer_tokens);
+        self.score_prompt(run, ready, &mut |o| {
             let score = (scoring.metric)(&o.response);
             sink.record(scoring.asked.record(model, score, o))
         })
@@ -154,28 +179,32 @@ impl<'a, B: Backend> Evaluator<'a, B> {
     /// forward pass adopts a copy of one shared prefill (module header).
     fn score_prompt(
         &self,
-        ids: &[u32],
+        (prompt, setup, answer_tokens): (&PromptIds, Setup, usize),
         presses: Vec<ReadyPress<B>>,
-        answer_tokens: usize,
         on_cell: &mut dyn FnMut(Outcome) -> Result<()>,
     ) -> Result<()> {
+        let (ids, rows_end, question) = prefilled(setup, prompt);
         let n = ids.len();
         let (cells, mut presses): (Vec<_>, Vec<_>) = presses.into_iter().unzip();
         // A press that keeps the model's forward pass adopts a copy of the shared prefill (its
         // capability: PoD changes attention from the first token and runs its own).
         let shared: Vec<bool> = presses.iter().map(|p| p.adopts_shared_prefill()).collect();
-        let prefill = self.shared_prefill(ids, &presses, &shared)?;
+        let prefill = self.shared_prefill(ids, rows_end, &presses, &shared)?;
         for (((method, budget), press), &share) in cells.iter().zip(presses.iter_mut()).zip(&shared)
         {
             let started = Instant::now();
             let mut session = Session::new(self.model, press.as_mut());
-            let first = match (&prefill, share) {
+            session.rows_end = rows_end;
+            let mut first = match (&prefill, share) {
                 (Some((cache, obs, first)), true) => {
                     session.adopt(cache.clone(), n, Some(obs))?;
                     first.clone()
                 }
                 _ => last_row(session.prefill(ids)?),
             };
+            if !question.is_empty() {
+                first = last_row(session.extend(question)?);
+            }
             let kv_fraction = session.memory().ratio();
             let new = self.decode(&mut session, &first, answer_tokens)?;
             let response = self.tok.decode(&new)?;
@@ -190,18 +219,22 @@ impl<'a, B: Backend> Evaluator<'a, B> {
         Ok(())
     }
 
-    /// One prefill of `ids` observing the union of what the `shared` presses ask; `None` when
-    /// no press shares it.
+    /// One prefill of `ids` observing the union of what the `shared` presses ask, the rows
+    /// ending at `rows_end`; `None` when no press shares it.
     fn shared_prefill(
         &self,
         ids: &[u32],
+        rows_end: Option<usize>,
         presses: &[Box<dyn Press<B>>],
         shared: &[bool],
     ) -> Result<Option<Prefill<B>>> {
         if !shared.iter().any(|&s| s) {
             return Ok(None);
         }
-        let mut config = ObserveConfig::default();
+        let mut config = ObserveConfig {
+            rows_end,
+            ..ObserveConfig::default()
+        };
         for (p, _) in presses.iter().zip(shared).filter(|(_, s)| **s) {
             if let Some(c) = p.prefill_observe() {
                 config.attn_rows = config.attn_rows.max(c.attn_rows);

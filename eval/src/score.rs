@@ -77,4 +77,43 @@ mod tests {
         assert_eq!(string_match_part("Paris, France", &["london"]), 0.0);
         assert_eq!(string_match_part("anything", &[]), 0.0);
     }
+
+    /// The hand-worked cases `tools/kvpress_side_by_side.py --self-test` checks too, so the
+    /// script's scoring and this one agree.
+    #[test]
+    fn agrees_with_the_shared_ruler_cases() {
+        #[derive(serde::Deserialize)]
+        struct Post {
+            pred: String,
+            expected: String,
+        }
+        #[derive(serde::Deserialize)]
+        struct Match {
+            metric: String,
+            pred: String,
+            refs: Vec<String>,
+            score: f64,
+        }
+        #[derive(serde::Deserialize)]
+        struct Cases {
+            postprocess: Vec<Post>,
+            #[serde(rename = "match")]
+            matches: Vec<Match>,
+        }
+        let text = include_str!("../../tests/fixtures/ruler/score_cases.json");
+        let cases: Cases = serde_json::from_str(text).expect("the cases parse");
+        for c in &cases.postprocess {
+            assert_eq!(postprocess(&c.pred), c.expected, "{:?}", c.pred);
+        }
+        for c in &cases.matches {
+            let refs: Vec<&str> = c.refs.iter().map(String::as_str).collect();
+            let got = match c.metric.as_str() {
+                "string_match_all" => string_match_all(&c.pred, &refs),
+                "string_match_part" => string_match_part(&c.pred, &refs),
+                other => panic!("unknown metric {other}"),
+            };
+            assert_eq!(got, c.score, "{} {:?} {:?}", c.metric, c.pred, c.refs);
+        }
+        assert_eq!(cases.postprocess.len() + cases.matches.len(), 15);
+    }
 }

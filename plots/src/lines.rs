@@ -1,5 +1,5 @@
 //! Shared line-chart pieces: axes with round, non-overlapping ticks ([`Axis`]) and a panel of
-//! labelled series with markers and a legend ([`Lines`]).
+//! labelled series with markers, optional interval bars and a legend ([`Lines`]).
 
 use crate::heatmap::{nice_ticks, step_decimals, text_px, Ticked};
 use crate::{font, Result};
@@ -84,6 +84,8 @@ pub struct Series {
     pub points: Vec<(f64, f64)>,
     /// Draw a circle at each point.
     pub markers: bool,
+    /// The y interval `(low, high)` of each point, drawn as a vertical bar; empty: none.
+    pub errors: Vec<(f64, f64)>,
 }
 
 /// Colour of reference lines (FullKV, uniform budgets).
@@ -191,6 +193,10 @@ impl Lines<'_> {
             if s.markers {
                 chart.draw_series(s.points.iter().map(|&p| Circle::new(p, 4, c.filled())))?;
             }
+            let bars = s.points.iter().zip(&s.errors);
+            chart.draw_series(bars.map(|(&(x, _), &(lo, hi))| {
+                PathElement::new(vec![(x, lo), (x, hi)], c.stroke_width(2))
+            }))?;
         }
         if let Some(legend) = legend {
             let top = chart.plotting_area().get_pixel_range().1.start - legend.get_base_pixel().1;

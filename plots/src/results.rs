@@ -3,7 +3,8 @@
 //! file-name form of a method and budget.
 
 pub use kvplan_eval::results::{
-    label, EvalResults, NiahCell, PerplexityCurve, QualityPoint, RESULTS_SCHEMA_VERSION,
+    label, EvalResults, NiahCell, PairedDelta, PerplexityCurve, QualityPoint, ScoreInterval,
+    RESULTS_SCHEMA_VERSION,
 };
 
 /// `method-budget` or `method` (file-name text).

@@ -3,7 +3,9 @@
 //! A forward pass takes `Option<&mut Observer>`; with `None` nothing below runs and nothing is
 //! copied off the device. When attached, per layer and per forward call it records:
 //! - the softmax attention of the last `attn_rows` query rows of every query head (a decode step
-//!   is one row, so attaching with `attn_rows ≥ 1` records every decode step's attention);
+//!   is one row, so attaching with `attn_rows ≥ 1` records every decode step's attention), or,
+//!   with `rows_end`, of the `attn_rows` rows that end just before that absolute position (an
+//!   observation window placed at the end of a prompt's question rather than at its last token);
 //! - on request, the pre-RoPE keys and the values of the new tokens.
 //!
 //! Only the requested rows are copied to the host; the full `[heads, n, n]` matrix never is.
@@ -13,6 +15,9 @@
 pub struct ObserveConfig {
     /// Record the attention of the last this-many query rows of each call (0 = none).
     pub attn_rows: usize,
+    /// Where the recorded rows end (exclusive, an absolute position): the `attn_rows` rows before
+    /// it, those of them the call runs. `None`: the call's last rows.
+    pub rows_end: Option<usize>,
     /// Record pre-RoPE keys and values of each call's new tokens.
     pub keys_values: bool,
     /// Record, per query head, the attention each key received summed over *all* query rows of

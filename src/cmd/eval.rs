@@ -6,6 +6,9 @@
 //! re-run reuses every cell already scored), the aggregated cells and quality points to
 //! `<out>/<model>.results.json` (the schema `kvplan plot` reads), the Markdown table to
 //! `<out>/<model>.niah.md` and stdout. Progress (bar with ETA, or plain lines) goes to stderr.
+//! The default grid (1024 and 2048 tokens × depths 0, 0.25, 0.5, 0.75, 1 × 5 needles) puts 50
+//! seeded prompts behind every method @ budget; the table gives each its 95% interval and paired
+//! differences against SnapKV and FullKV (`kvplan_eval::table`).
 //! `--quick`: one 512-token example at depth 0.5 and budget 64, into `<out>/quick/`.
 //!
 //! The work is the eval crate's driver (`kvplan_eval::driver`); this file parses arguments and
@@ -21,6 +24,7 @@ use kvplan_common::data::{DataPackage, PAUL_GRAHAM};
 use kvplan_common::fetch::{sha256_file, Pip};
 use kvplan_common::paths;
 use kvplan_eval::driver::{self, Task};
+use kvplan_eval::prompt::{Mode, Setup, Window};
 use kvplan_eval::runner::Evaluator;
 use kvplan_eval::task::{Identity, Progress, ReportError, Reporter};
 use kvplan_eval::tasks::{NiahGrid, NiahTask};
@@ -78,7 +82,18 @@ impl EvalCommon {
 
     /// Loads the model (fetching it when missing) and its plan, and runs `task` through the
     /// eval driver into `<out>` (`<out>/quick` for `--quick`).
-    pub fn run<T: Task<Selected>>(&self, quick: bool, mut task: T) -> anyhow::Result<()> {
+    pub fn run<T: Task<Selected>>(&self, quick: bool, task: T) -> anyhow::Result<()> {
+        self.run_or_export(quick, task, None)
+    }
+
+    /// [`EvalCommon::run`], or with `export` only writes the run's prompts there
+    /// (`--export-prompts`), the model never run.
+    pub fn run_or_export<T: Task<Selected>>(
+        &self,
+        quick: bool,
+        mut task: T,
+        export: Option<&Path>,
+    ) -> anyhow::Result<()> {
         let path = self.model.resolve()?;
         let (tok, model) = load_model(&path, self.weights.weights.as_deref())?;
         let model_id = model_identity(&path, &model.config)?;
@@ -104,6 +119,11 @@ impl EvalCommon {
             bar: None,
             figures: !self.no_figures,
         };
+        if let Some(path) = export {
+            let n = driver::export_prompts(&evaluator, &identity, path, &mut task, &mut terminal)?;
+            eprintln!("kvplan: wrote {n} prompts to {}", path.display());
+            return Ok(());
+        }
         driver::run(&evaluator, &identity, &out, &mut task, &mut terminal)?;
         Ok(())
     }
@@ -157,7 +177,8 @@ pub struct NiahArgs {
     /// Needle depths in [0, 1], comma-separated [default: 0,0.25,0.5,0.75,1].
     #[arg(long, value_delimiter = ',')]
     pub depths: Option<Vec<f64>>,
-    /// Needles per (length, depth).
+    /// Needles per (length, depth) [default: 5: 50 prompts per method @ budget over the
+    /// default lengths and depths].
     #[arg(long)]
     pub examples: Option<usize>,
     /// Seed of the needles.
@@ -167,7 +188,42 @@ pub struct NiahArgs {
     #[arg(long)]
     pub quick: bool,
     #[command(flatten)]
+    pub prompts: PromptArgs,
+    #[command(flatten)]
     pub common: EvalCommon,
+}
+
+/// Options of the prompt tasks (NIAH, RULER): window placement, mode, prompts export.
+#[derive(clap::Args, Debug)]
+pub struct PromptArgs {
+    /// Where the α observed rows end: at the last token of the user's question (the papers'
+    /// setting; the chat template's tail and the answer prefix are kept), or at the prompt's last
+    /// token.
+    #[arg(long, default_value = "question-end", value_parser = ["question-end", "prompt-end"])]
+    pub window: String,
+    /// question-aware: prefill and compress the whole prompt; question-agnostic (kvpress):
+    /// compress the context only (window: its last α tokens), then append the question's K/V
+    /// uncompressed (counted in the KV fraction).
+    #[arg(
+        long,
+        default_value = "question-aware",
+        value_parser = ["question-aware", "question-agnostic"]
+    )]
+    pub mode: String,
+    /// Write every prompt of the run (token ids in both forms, where the question ends, the
+    /// records' keys) to FILE as JSON (`kvplan-prompts/v1`) instead of running the model.
+    #[arg(long, value_name = "FILE")]
+    pub export_prompts: Option<PathBuf>,
+}
+
+impl PromptArgs {
+    /// The window placement and mode asked for.
+    pub fn setup(&self) -> anyhow::Result<Setup> {
+        Ok(Setup {
+            window: Window::parse(&self.window)?,
+            mode: Mode::parse(&self.mode)?,
+        })
+    }
 }
 
 /// Runs `kvplan eval`.
@@ -179,6 +235,10 @@ pub fn run(args: EvalArgs) -> anyhow::Result<()> {
     }
 }
 
+/// Needles per (length, depth) by default: 2 lengths × 5 depths × 5 = 50 prompts behind every
+/// method @ budget: a Wilson interval of about ±14 points at a 50% pass rate, ±7 at 95%.
+pub const NIAH_EXAMPLES: usize = 5;
+
 fn grid_of(args: &NiahArgs) -> anyhow::Result<NiahGrid> {
     let methods = super::methods_or_all(args.methods.as_deref())?;
     let (lengths, depths, examples, budgets) = if args.quick {
@@ -187,7 +247,7 @@ fn grid_of(args: &NiahArgs) -> anyhow::Result<NiahGrid> {
         (
             vec![1024, 2048],
             vec![0.0, 0.25, 0.5, 0.75, 1.0],
-            2,
+            NIAH_EXAMPLES,
             vec![64, 128, 256, 512],
         )
     };
@@ -219,7 +279,10 @@ pub fn load_plan(
 fn run_niah(args: NiahArgs) -> anyhow::Result<()> {
     let grid = grid_of(&args)?;
     let essays = args.common.ensure_data(&PAUL_GRAHAM)?;
-    args.common.run(args.quick, NiahTask::new(grid, essays))
+    let mut task = NiahTask::new(grid, essays);
+    task.setup = args.prompts.setup()?;
+    let export = args.prompts.export_prompts.as_deref();
+    args.common.run_or_export(args.quick, task, export)
 }
 
 /// Draws every figure the results file at `path` implies (NIAH heatmaps, quality against KV

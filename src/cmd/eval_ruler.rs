@@ -18,7 +18,7 @@ use kvplan_common::data::LONG_CONTEXT_EVAL;
 use kvplan_eval::ruler::{RulerRun, Task};
 use kvplan_eval::tasks::RulerTask;
 
-use super::eval::EvalCommon;
+use super::eval::{EvalCommon, PromptArgs};
 
 /// Arguments of `kvplan eval ruler`.
 #[derive(clap::Args, Debug)]
@@ -36,7 +36,7 @@ pub struct RulerArgs {
     /// Tokens of prompt and answer together, as RULER's max_seq_length [default: 4096].
     #[arg(long)]
     pub length: Option<usize>,
-    /// Examples per task [default: 2].
+    /// Examples per task [default: 20: a pass rate's 95% interval about ±20 points at 50%].
     #[arg(long)]
     pub examples: Option<usize>,
     /// Seed of the examples.
@@ -51,8 +51,14 @@ pub struct RulerArgs {
     #[arg(long)]
     pub quick: bool,
     #[command(flatten)]
+    pub prompts: PromptArgs,
+    #[command(flatten)]
     pub common: EvalCommon,
 }
+
+/// Examples per task by default: 20 seeded prompts per task, 140 behind the average of the
+/// seven tasks.
+pub const RULER_EXAMPLES: usize = 20;
 
 /// The run the arguments ask for; bad values are one clear error.
 fn run_of(args: &RulerArgs) -> anyhow::Result<RulerRun> {
@@ -73,7 +79,7 @@ fn run_of(args: &RulerArgs) -> anyhow::Result<RulerRun> {
     let (length, examples, budgets, cap) = if args.quick {
         (1024, 1, vec![64], Some(32))
     } else {
-        (4096, 2, vec![128, 512], None)
+        (4096, RULER_EXAMPLES, vec![128, 512], None)
     };
     // qa_2's ten paragraphs alone pass 1024 tokens.
     let tasks = match (&args.tasks, args.quick) {
@@ -102,5 +108,8 @@ fn run_of(args: &RulerArgs) -> anyhow::Result<RulerRun> {
 pub fn run(args: RulerArgs) -> anyhow::Result<()> {
     let run = run_of(&args)?;
     let package = args.common.ensure_data(&LONG_CONTEXT_EVAL)?;
-    args.common.run(args.quick, RulerTask::new(run, package))
+    let mut task = RulerTask::new(run, package);
+    task.setup = args.prompts.setup()?;
+    let export = args.prompts.export_prompts.as_deref();
+    args.common.run_or_export(args.quick, task, export)
 }

@@ -20,7 +20,7 @@ use kvplan_common::paths;
 use kvplan_planner::{ModelIdentity, Plan};
 use kvplan_runtime::backend::{self, Selected};
 use kvplan_runtime::gguf::GgufFile;
-use kvplan_runtime::model::Model;
+use kvplan_runtime::model::{Model, WeightStorage};
 use kvplan_runtime::tokenizer::Tokenizer;
 
 /// Which model file to use.
@@ -146,7 +146,12 @@ pub fn load_model(
     let gguf = GgufFile::open(path).with_context(|| format!("reading {}", path.display()))?;
     let tok = Tokenizer::from_gguf(&gguf)?;
     let device = backend::device();
-    let mut model = Model::<Selected>::from_gguf(&gguf, &device)
+    // `--weights` replace f32 tensors: the model is then loaded without quantised blocks.
+    let storage = match weights {
+        Some(_) => WeightStorage::Dense,
+        None => WeightStorage::default_for::<Selected>(),
+    };
+    let mut model = Model::<Selected>::from_gguf_with(&gguf, &device, storage)
         .with_context(|| format!("loading {}", path.display()))?;
     drop(gguf);
     if let Some(w) = weights {

@@ -119,6 +119,7 @@ pub fn check_kv_attention(model: &Model<B>, fx: &Value) {
         .collect();
     let config = ObserveConfig {
         attn_rows: 8,
+        rows_end: None,
         keys_values: false,
         layers: Some(layers.clone()),
         column_sums: false,

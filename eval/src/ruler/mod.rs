@@ -328,6 +328,25 @@ pub(crate) fn largest(
     Ok(Some(good))
 }
 
+/// Where the question starts in a task's user message: the last match of the task's question
+/// pattern, as kvpress's `benchmarks/ruler/create_huggingface_dataset.py` splits RULER prompts
+/// into context and question (niah: "What is|are all the special magic"; vt: "Question: Find
+/// all variables that are assigned the value"; cwe: "Question: What are the 10 most common
+/// words in the above list?"; qa: "Answer the question based on the given documents."). `None`
+/// when the pattern is absent.
+pub fn question_start(task: Task, user: &str) -> Option<usize> {
+    let patterns: &[&str] = match task {
+        Task::NiahSingle2 | Task::NiahMultikey1 | Task::NiahMultivalue => &[
+            "What is the special magic",
+            "What are all the special magic",
+        ],
+        Task::Vt => &["Question: Find all variables that are assigned the value"],
+        Task::Cwe => &["Question: What are the 10 most common words in the above list?"],
+        Task::Qa1 | Task::Qa2 => &["Answer the question based on the given documents."],
+    };
+    patterns.iter().filter_map(|p| user.rfind(p)).max()
+}
+
 /// The score of `response` on `task` against `answers`, in [0, 1]: RULER's post-processing,
 /// then its metric.
 pub fn score(task: Task, response: &str, answers: &[String]) -> f64 {

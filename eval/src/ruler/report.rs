@@ -2,12 +2,14 @@
 //!
 //! Per (method, budget): one quality point per task, task `ruler/<name>` (mean over examples),
 //! and one `ruler` point, the mean of the task means (RULER's average); the KV fraction is the
-//! mean over the records it covers. The table has one row per method @ budget and one column per
-//! task, then the average, the KV fraction and the share of FullKV's average.
+//! mean over the records it covers; each point carries its 95% interval and paired differences
+//! (`crate::stats`; the average's bootstrap resamples each task within itself). The tables
+//! ([`crate::table::score_markdown`]) have one row per method @ budget by measured KV bytes: the
+//! average with its interval and differences, then each task's score with its interval.
 
 use crate::records::Record;
 use crate::results::QualityPoint;
-use crate::table::{self, Overall, RecordRow};
+use crate::table::{self, Overall, RecordRow, Scope};
 
 use super::Task;
 
@@ -21,26 +23,17 @@ fn rows<'a>(records: &'a [Record], tasks: &[Task]) -> Vec<RecordRow<'a>> {
     })
 }
 
-/// Quality points of `tasks`' records: per task and the average.
+/// Quality points of `tasks`' records: per task and the average, each with its interval and
+/// paired differences.
 pub fn quality(records: &[Record], tasks: &[Task]) -> Vec<QualityPoint> {
+    let rows = rows(records, tasks);
     let mut out = Vec::new();
-    for row in rows(records, tasks) {
-        let point = |task: String, kv_fraction: f64, score: f64| QualityPoint {
-            task,
-            method: row.method.clone(),
-            budget: row.budget,
-            kv_fraction,
-            score,
-        };
-        out.push(point(
-            RESULTS_TASK.to_string(),
-            row.kv_fraction(),
-            row.overall(Overall::Columns),
-        ));
+    for row in &rows {
+        out.push(row.quality_point(RESULTS_TASK, &rows, Scope::Overall(Overall::Columns)));
         for (i, t) in tasks.iter().enumerate() {
-            if let Some(score) = row.column_score(i) {
+            if !row.columns[i].is_empty() {
                 let task = format!("{RESULTS_TASK}/{}", t.name());
-                out.push(point(task, row.column_kv_fraction(i), score));
+                out.push(row.quality_point(&task, &rows, Scope::Column(i)));
             }
         }
     }
@@ -64,7 +57,10 @@ mod tests {
     fn records() -> Vec<Record> {
         vec![
             rec(Task::Vt, "full", None, 1.0, 1.0),
-            rec(Task::Vt, "full", None, 0.5, 1.0),
+            Record {
+                example: 1,
+                ..rec(Task::Vt, "full", None, 0.5, 1.0)
+            },
             rec(Task::Qa1, "full", None, 0.0, 1.0),
             rec(Task::Vt, "snapkv", Some(64), 0.5, 0.25),
             rec(Task::Qa1, "snapkv", Some(64), 0.0, 0.125),
@@ -73,22 +69,39 @@ mod tests {
     }
 
     #[test]
-    fn table_has_a_column_per_task_and_averages_task_means() {
+    fn tables_give_the_average_then_each_task_with_intervals() {
         let t = markdown(&records(), &[Task::Vt, Task::Qa1]);
         let lines: Vec<&str> = t.lines().collect();
         assert_eq!(
             lines[0],
-            "| method @ budget | vt | qa_1 | average | KV fraction | of FullKV |"
+            "| method @ budget | KV % | average [95% CI] | Δ vs snapkv [95% CI] | Δ vs full [95% CI] | n |"
         );
-        assert_eq!(lines[1], "|---|---:|---:|---:|---:|---:|");
-        // full: vt (1 + 0.5) / 2 = 75, qa_1 0 → average 37.5.
-        assert_eq!(lines[2], "| full | 75.0 | 0.0 | 37.5 | 1.000 | 100% |");
-        // snapkv: vt 50, qa_1 0 → 25, 67% of full; cwe is not a column here.
+        // full: vt (1 + 0.5)/2 = 75, qa_1 0 → average 37.5; vt's resamples give 50, 75 or 100
+        // (a quarter, a half, a quarter), qa_1's always 0: the interval is [25, 50].
+        assert_eq!(lines[2], "| full | 100.0 | 37.5 [25.0, 50.0] | – | – | 3 |");
+        // snapkv: vt 50, qa_1 0 → 25 at KV (0.25 + 0.125)/2; paired with full on vt #0 and
+        // qa_1 #0: vt 0.5 − 1, qa_1 0 − 0 → mean of the task means −25, one pair each: no
+        // spread. The KV fraction is the mean over the row's records.
         assert_eq!(
             lines[3],
-            "| snapkv @ 64 | 50.0 | 0.0 | 25.0 | 0.188 | 67% |"
+            "| snapkv @ 64 | 18.8 | 25.0 [25.0, 25.0] | – | -25.0 [-25.0, -25.0] | 2 |"
         );
-        assert_eq!(lines.len(), 4);
+        assert_eq!(lines[4], "");
+        assert_eq!(lines[5], "| method @ budget | KV % | vt | qa_1 |");
+        // vt of full: 0.5 and 1 are not pass rates: bootstrap [50, 100]; qa_1 0/1: Wilson [0, 79.3].
+        assert_eq!(
+            lines[7],
+            "| full | 100.0 | 75.0 [50.0, 100.0] | 0.0 [0.0, 79.3] |"
+        );
+        assert_eq!(
+            lines[8],
+            "| snapkv @ 64 | 18.8 | 50.0 [50.0, 50.0] | 0.0 [0.0, 79.3] |"
+        );
+        assert!(
+            lines[10].contains("mean of the column means"),
+            "{}",
+            lines[10]
+        );
     }
 
     #[test]
@@ -105,6 +118,26 @@ mod tests {
         assert_eq!(get("ruler/cwe", "snapkv"), Some((1.0, 0.5)));
         let (s, f) = get("ruler", "snapkv").expect("average");
         assert!((s - 0.5).abs() < 1e-12 && (f - 0.875 / 3.0).abs() < 1e-12);
+        // Intervals and differences travel with the points.
+        let avg = q
+            .iter()
+            .find(|p| p.task == "ruler" && p.method == "snapkv")
+            .expect("average");
+        let d = avg.vs_full.expect("paired with full");
+        assert_eq!(
+            (d.n, d.mean, d.low, d.high, d.p_value),
+            (2, -0.25, -0.25, -0.25, None)
+        );
+        let qa = q
+            .iter()
+            .find(|p| p.task == "ruler/qa_1" && p.method == "full")
+            .expect("qa_1");
+        let i = qa.interval.expect("interval");
+        assert_eq!(
+            (qa.n, i.method),
+            (Some(1), crate::results::IntervalMethod::Wilson)
+        );
+        assert!((i.high - 0.793_45).abs() < 1e-5, "{i:?}");
         // full: average, vt, qa_1; snapkv: average, vt, qa_1, cwe.
         assert_eq!(q.len(), 7);
     }

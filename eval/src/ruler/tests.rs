@@ -193,3 +193,43 @@ fn the_fetched_package_loads_and_every_task_builds() {
         }
     }
 }
+
+#[test]
+fn the_question_starts_at_the_last_match_of_the_task_pattern() {
+    // NIAH (singular template): the question is the template's last line.
+    let sources = Sources::in_memory(Some(&essay_text(3000)), None, None, None);
+    let ex = generate(Task::NiahSingle2, &sources, &Words, at(512, 7, 2)).expect("fits");
+    let user = &ex.built.user;
+    let q = question_start(Task::NiahSingle2, user).expect("niah question");
+    let want = format!(
+        "What is the special magic number for {} mentioned in the provided text?",
+        ex.built.query
+    );
+    assert_eq!(&user[q..], want);
+    // QA: the instruction appears before and after the documents; the second one starts it.
+    let user = fill(
+        qa::TEMPLATE,
+        &[("context", "Document 1:\nA."), ("query", "Q?")],
+    );
+    let q = question_start(Task::Qa1, &user).expect("qa question");
+    assert_eq!(
+        &user[q..],
+        "Answer the question based on the given documents. Only give me the answer and do not \
+         output any other words.\n\nQuestion: Q?"
+    );
+    let user = fill(vt::TEMPLATE, &[("context", "VAR A = 1"), ("query", "1")]);
+    let q = question_start(Task::Vt, &user).expect("vt question");
+    assert_eq!(
+        &user[q..],
+        "Question: Find all variables that are assigned the value 1 in the text above."
+    );
+    // CWE: the worked example's question comes first; the last one is the question.
+    let one = |c: &str| fill(cwe::TEMPLATE, &[("context", c)]);
+    let user = format!("{}\n{}", one("1. a"), one("1. b"));
+    let q = question_start(Task::Cwe, &user).expect("cwe question");
+    assert_eq!(
+        &user[q..],
+        "Question: What are the 10 most common words in the above list?"
+    );
+    assert_eq!(question_start(Task::Vt, "no question here"), None);
+}

@@ -11,6 +11,7 @@ use kvplan_runtime::tokenizer::Tokenizer;
 use super::{needs_plan, owned};
 use crate::driver::{Prepared, Sink, Task};
 use crate::niah::{self, Frame, Needle};
+use crate::prompt::{common_prefix, ExportedPrompt, PromptIds, Setup};
 use crate::records::{aggregate_niah, merge_results, variants, CellKey, Record};
 use crate::runner::{Asked, Evaluator, Scoring};
 use crate::score::{postprocess, string_match_all};
@@ -76,6 +77,8 @@ pub struct NiahTask {
     essays: PathBuf,
     haystack: Vec<u32>,
     sentence_end: HashMap<u32, bool>,
+    /// Window placement and mode (default: question-end, question-aware).
+    pub setup: Setup,
 }
 
 impl NiahTask {
@@ -86,6 +89,7 @@ impl NiahTask {
             essays,
             haystack: Vec::new(),
             sentence_end: HashMap::new(),
+            setup: Setup::default(),
         }
     }
 
@@ -103,14 +107,16 @@ impl NiahTask {
         Ok(())
     }
 
-    /// The chat-framed prompt of `needle` at `length` tokens and `depth` in the haystack.
+    /// The chat-framed prompt of `needle` at `length` tokens and `depth` in the haystack, in
+    /// both forms ([`PromptIds`]): the context is the prompt up to the question (the user
+    /// message's `\nWhat is …?`), the question the rest, so the two are the prompt cut in two.
     fn prompt(
         &self,
         tok: &Tokenizer,
         needle: &Needle,
         length: usize,
         depth: f64,
-    ) -> Result<Vec<u32>> {
+    ) -> Result<PromptIds> {
         let encode = |text: &str| tok.encode(text).map_err(Error::from);
         let (head, question) = needle.user_frame();
         let (chat_pre, chat_post) = tok.user_frame()?;
@@ -120,6 +126,7 @@ impl NiahTask {
         );
         let prefix = encode(&pre)?;
         let suffix = encode(&format!("{post}{}", needle.answer_prefix().trim_start()))?;
+        let asked = common_prefix(&suffix, &encode(&question)?);
         let needle_ids = encode(&format!(" {}", needle.sentence()))?;
         let frame = Frame {
             prefix: &prefix,
@@ -130,11 +137,23 @@ impl NiahTask {
         let placed = niah::place(&self.haystack, frame, length, depth, |t| {
             ends.get(&t).copied().unwrap_or(false)
         });
-        placed.map(|p| p.ids).ok_or_else(|| {
+        let ids = placed.map(|p| p.ids).ok_or_else(|| {
             Error::Request(format!(
                 "a {length}-token prompt needs more than the {} haystack tokens",
                 self.haystack.len()
             ))
+        })?;
+        if !ids.ends_with(&suffix) {
+            return Err(Error::Request(
+                "niah: the placed prompt does not end with its question".into(),
+            ));
+        }
+        let context = ids.len() - suffix.len();
+        Ok(PromptIds {
+            window_end: context + asked,
+            context_ids: ids[..context].to_vec(),
+            question_ids: suffix,
+            ids,
         })
     }
 }
@@ -143,7 +162,7 @@ impl NiahTask {
 pub struct NiahPrompt {
     asked: Asked,
     value: String,
-    ids: Vec<u32>,
+    prompt: PromptIds,
 }
 
 impl<B: Backend> Task<B> for NiahTask {
@@ -164,6 +183,9 @@ impl<B: Backend> Task<B> for NiahTask {
             ("prompt".to_string(), "ruler-niah-chat/v1".to_string()),
             ("answer_tokens".to_string(), niah::ANSWER_TOKENS.to_string()),
         ]
+        .into_iter()
+        .chain(self.setup.settings())
+        .collect()
     }
 
     fn load(&mut self, ev: &Evaluator<'_, B>, _: &mut dyn Reporter) -> Result<()> {
@@ -196,7 +218,7 @@ impl<B: Backend> Task<B> for NiahTask {
     fn prepare(&mut self, ev: &Evaluator<'_, B>, unit: usize) -> Result<Prepared<NiahPrompt>> {
         let (length, depth, example) = self.grid.points()[unit];
         let needle = Needle::generate(self.grid.seed, example);
-        let ids = self.prompt(ev.tok, &needle, length, depth)?;
+        let prompt = self.prompt(ev.tok, &needle, length, depth)?;
         let asked = Asked {
             task: "niah".into(),
             context_len: length,
@@ -209,7 +231,7 @@ impl<B: Backend> Task<B> for NiahTask {
             input: NiahPrompt {
                 asked,
                 value: needle.value,
-                ids,
+                prompt,
             },
             what: format!("{length} tokens, depth {depth}"),
         })
@@ -227,19 +249,34 @@ impl<B: Backend> Task<B> for NiahTask {
             asked: &input.asked,
             answer_tokens: niah::ANSWER_TOKENS,
             metric: &metric,
+            setup: self.setup,
         };
-        ev.score_cells(&input.ids, pending, scoring, sink)
+        ev.score_cells(&input.prompt, pending, scoring, sink)
     }
 
     fn summarise(&self, records: &[&Record], results: &Path, model: &str) -> Result<String> {
         let records = owned(records);
         let (cells, points) = aggregate_niah("niah", &records);
         merge_results(results, model, "niah", cells, points)?;
-        Ok(table::markdown("niah", &records))
+        Ok(format!(
+            "{}\n{}\n",
+            table::markdown("niah", &records),
+            self.setup.line()
+        ))
     }
 
     fn made(&self, records: usize) -> String {
         format!("{records} cells")
+    }
+
+    fn export(&self, input: &NiahPrompt) -> Option<ExportedPrompt> {
+        let (asked, ids) = (&input.asked, &input.prompt);
+        Some(ExportedPrompt::new(
+            asked,
+            ids,
+            niah::ANSWER_TOKENS,
+            "string_match_all",
+        ))
     }
 }
 

@@ -11,8 +11,11 @@ use kvplan_runtime::tokenizer::Tokenizer;
 
 use super::{needs_plan, owned};
 use crate::driver::{Prepared, Sink, Task};
+use crate::prompt::{ExportedPrompt, PromptIds, PromptText, Setup};
 use crate::records::{merge_results, Record};
-use crate::ruler::{generate, report, score, Example, ExampleAt, Framer, RulerRun, Sources};
+use crate::ruler::{
+    generate, question_start, report, score, Example, ExampleAt, Framer, Metric, RulerRun, Sources,
+};
 use crate::runner::{Asked, Evaluator, Scoring};
 use crate::task::{Cell, Reporter, Unit};
 use crate::{Error, Result};
@@ -33,6 +36,28 @@ impl<'a> ChatFramer<'a> {
     }
 }
 
+impl ChatFramer<'_> {
+    /// `example`'s prompt in pieces, split where kvpress splits RULER prompts
+    /// ([`question_start`]); an error when the task's question pattern is absent.
+    pub fn text(&self, example: &Example) -> Result<PromptText> {
+        let (pre, post) = &self.frame;
+        let user = &example.built.user;
+        let at = question_start(example.task, user).ok_or_else(|| {
+            Error::Request(format!(
+                "{}: the prompt holds no question where kvpress's pattern looks for it",
+                example.task
+            ))
+        })?;
+        Ok(PromptText {
+            pre: pre.clone(),
+            context: user[..at].to_string(),
+            question: user[at..].to_string(),
+            post: post.clone(),
+            answer: example.built.answer_prefix.trim_start().to_string(),
+        })
+    }
+}
+
 impl Framer for ChatFramer<'_> {
     fn frame(&self, user: &str, answer_prefix: &str) -> String {
         let (pre, post) = &self.frame;
@@ -49,6 +74,8 @@ pub struct RulerTask {
     run: RulerRun,
     package: PathBuf,
     sources: Option<Sources>,
+    /// Window placement and mode (default: question-end, question-aware).
+    pub setup: Setup,
 }
 
 impl RulerTask {
@@ -58,6 +85,7 @@ impl RulerTask {
             run,
             package,
             sources: None,
+            setup: Setup::default(),
         }
     }
 
@@ -72,7 +100,7 @@ impl RulerTask {
 /// A generated RULER prompt, its token ids and what its records say about it.
 pub struct RulerPrompt {
     example: Example,
-    ids: Vec<u32>,
+    prompt: PromptIds,
     asked: Asked,
 }
 
@@ -105,6 +133,9 @@ impl<B: Backend> Task<B> for RulerTask {
                 cap.map_or("task".into(), |c| c.to_string()),
             ),
         ]
+        .into_iter()
+        .chain(self.setup.settings())
+        .collect()
     }
 
     fn load(&mut self, _: &Evaluator<'_, B>, reporter: &mut dyn Reporter) -> Result<()> {
@@ -154,8 +185,14 @@ impl<B: Backend> Task<B> for RulerTask {
             index: e,
         };
         let example = generate(task, sources, &framer, at)?;
-        let ids = ev.tok.encode(&example.prompt)?;
-        let what = format!("{task} #{e} ({} tokens)", ids.len());
+        let text = framer.text(&example)?;
+        if text.whole() != example.prompt {
+            return Err(Error::Request(format!(
+                "{task}: the prompt's pieces do not make the prompt"
+            )));
+        }
+        let prompt = text.encode(|t| ev.tok.encode(t).map_err(Error::from))?;
+        let what = format!("{task} #{e} ({} tokens)", prompt.ids.len());
         let asked = Asked {
             task: task.name().to_string(),
             context_len: r.length,
@@ -167,7 +204,7 @@ impl<B: Backend> Task<B> for RulerTask {
         Ok(Prepared {
             input: RulerPrompt {
                 example,
-                ids,
+                prompt,
                 asked,
             },
             what,
@@ -187,18 +224,35 @@ impl<B: Backend> Task<B> for RulerTask {
             asked: &input.asked,
             answer_tokens: self.run.answer_tokens(task),
             metric: &metric,
+            setup: self.setup,
         };
-        ev.score_cells(&input.ids, pending, scoring, sink)
+        ev.score_cells(&input.prompt, pending, scoring, sink)
     }
 
     fn summarise(&self, records: &[&Record], results: &Path, model: &str) -> Result<String> {
         let records = owned(records);
         let points = report::quality(&records, &self.run.tasks);
         merge_results(results, model, report::RESULTS_TASK, Vec::new(), points)?;
-        Ok(report::markdown(&records, &self.run.tasks))
+        let md = report::markdown(&records, &self.run.tasks);
+        Ok(format!("{md}\n{}\n", self.setup.line()))
     }
 
     fn made(&self, records: usize) -> String {
         format!("{records} cells")
+    }
+
+    fn export(&self, input: &RulerPrompt) -> Option<ExportedPrompt> {
+        let task = input.example.task;
+        let metric = match task.metric() {
+            Metric::All => "string_match_all",
+            Metric::Part => "string_match_part",
+        };
+        let tokens = self.run.answer_tokens(task);
+        Some(ExportedPrompt::new(
+            &input.asked,
+            &input.prompt,
+            tokens,
+            metric,
+        ))
     }
 }

@@ -72,6 +72,7 @@ impl Draw for Funnel<'_> {
             colour: colour::series(0),
             points: entropy,
             markers: true,
+            errors: Vec::new(),
         }];
         Lines {
             caption: String::from("Attention entropy"),
@@ -87,6 +88,7 @@ impl Draw for Funnel<'_> {
             colour: colour::series(1),
             points: mass,
             markers: true,
+            errors: Vec::new(),
         }];
         Lines {
             caption: format!("Attention mass on the top-{} keys", self.top_k),

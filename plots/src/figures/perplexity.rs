@@ -44,6 +44,7 @@ impl<'a> Perplexity<'a> {
                     .map(|(&p, &v)| (p as f64, v))
                     .collect(),
                 markers: c.positions.len() <= 40,
+                errors: Vec::new(),
             })
             .collect()
     }

@@ -1,6 +1,7 @@
 //! Quality against KV-cache size, one line per method (its budgets joined in order of size), one
 //! panel per task. KV size is the share of the real FullKV bytes (DESIGN.md "Equal KV size") on
-//! a log₂ axis; FullKV itself is the grey reference line.
+//! a log₂ axis; FullKV itself is the grey reference line. Each point carries its 95% interval as
+//! a vertical bar when the results file has one (schema version 2).
 
 use crate::colour;
 use crate::figures::titled;
@@ -34,6 +35,29 @@ fn percent(fraction: f64) -> String {
     let s = format!("{:.2}", fraction * 100.0);
     let s = s.trim_end_matches('0').trim_end_matches('.');
     format!("{s}%")
+}
+
+/// Each point's 95% interval as a bar; none when any point lacks one (a version-1 file).
+fn bars(points: &[&QualityPoint]) -> Vec<(f64, f64)> {
+    let all: Option<Vec<(f64, f64)>> = points
+        .iter()
+        .map(|p| p.interval.map(|i| (i.low, i.high)))
+        .collect();
+    all.unwrap_or_default()
+}
+
+/// Octaves between neighbouring series at the same KV size.
+const DODGE: f64 = 0.04;
+
+/// Nudges series with interval bars apart along x (series i of n by (i − (n−1)/2)·[`DODGE`]
+/// octaves), so bars of methods at the same KV size do not hide each other.
+fn dodge(series: &mut [Series]) {
+    let n = series.iter().filter(|s| !s.errors.is_empty()).count();
+    let barred = series.iter_mut().filter(|s| !s.errors.is_empty());
+    for (i, s) in barred.enumerate() {
+        let shift = (i as f64 - (n as f64 - 1.0) / 2.0) * DODGE;
+        s.points.iter_mut().for_each(|p| p.0 += shift);
+    }
 }
 
 impl<'a> Quality<'a> {
@@ -76,24 +100,30 @@ impl<'a> Quality<'a> {
         let mut references = Vec::new();
         let mut series = Vec::new();
         for m in &methods {
-            let mut mine: Vec<(f64, f64)> = pts
-                .iter()
-                .filter(|p| &p.method == m)
-                .map(|p| (p.kv_fraction.log2(), p.score))
-                .collect();
-            mine.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let mut mine: Vec<&QualityPoint> =
+                pts.iter().copied().filter(|p| &p.method == m).collect();
+            mine.sort_by(|a, b| a.kv_fraction.total_cmp(&b.kv_fraction));
             if m == "full" && mine.len() == 1 {
-                references.push((mine[0].1, String::from("full")));
+                references.push((mine[0].score, String::from("full")));
                 continue;
             }
             series.push(Series {
                 label: m.clone(),
                 colour: colour::method(m),
-                points: mine,
+                points: mine
+                    .iter()
+                    .map(|p| (p.kv_fraction.log2(), p.score))
+                    .collect(),
                 markers: true,
+                errors: bars(&mine),
             });
         }
-        let scores: Vec<f64> = pts.iter().map(|p| p.score).collect();
+        dodge(&mut series);
+        let ends = pts
+            .iter()
+            .filter_map(|p| p.interval)
+            .flat_map(|i| [i.low, i.high]);
+        let scores: Vec<f64> = pts.iter().map(|p| p.score).chain(ends).collect();
         let (w, _) = area.dim_in_pixel();
         Lines {
             caption: task.to_string(),
@@ -122,7 +152,8 @@ impl Draw for Quality<'_> {
         let body = titled(
             root,
             &format!("{} — quality vs KV-cache size", self.model),
-            "each point one method at one budget; KV bytes over the model's real FullKV bytes",
+            "each point one method at one budget, bars its 95% interval (methods at equal KV size \
+             nudged apart); KV bytes over the model's real FullKV bytes",
         )?;
         let tasks = self.tasks();
         let n = tasks.len().max(1);
@@ -138,6 +169,54 @@ impl Draw for Quality<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bars_need_every_interval() {
+        use crate::results::ScoreInterval;
+        use kvplan_eval::results::IntervalMethod;
+        let mut p = QualityPoint {
+            task: "niah".into(),
+            method: "snapkv".into(),
+            budget: Some(64),
+            kv_fraction: 0.25,
+            score: 0.5,
+            n: Some(10),
+            interval: Some(ScoreInterval {
+                low: 0.2,
+                high: 0.8,
+                method: IntervalMethod::Wilson,
+            }),
+            vs_snapkv: None,
+            vs_full: None,
+        };
+        assert_eq!(bars(&[&p, &p]), vec![(0.2, 0.8), (0.2, 0.8)]);
+        let old = QualityPoint {
+            interval: None,
+            ..p.clone()
+        };
+        assert!(bars(&[&p, &old]).is_empty());
+        p.interval = None;
+        assert!(bars(&[&p]).is_empty());
+    }
+
+    #[test]
+    fn dodging_centres_the_series_with_bars() {
+        let line = |errors: Vec<(f64, f64)>| Series {
+            label: String::new(),
+            colour: RGBColor(0, 0, 0),
+            points: vec![(-2.0, 0.5)],
+            markers: true,
+            errors,
+        };
+        let mut s = [
+            line(vec![(0.4, 0.6)]),
+            line(Vec::new()),
+            line(vec![(0.4, 0.6)]),
+        ];
+        dodge(&mut s);
+        let xs: Vec<f64> = s.iter().map(|l| l.points[0].0).collect();
+        assert_eq!(xs, [-2.0 - DODGE / 2.0, -2.0, -2.0 + DODGE / 2.0]);
+    }
 
     #[test]
     fn percents_read_plainly() {

@@ -42,6 +42,7 @@ impl<'a> Redundancy<'a> {
                 .map(|(l, r)| (l as f64, f(r)))
                 .collect(),
             markers: true,
+            errors: Vec::new(),
         };
         vec![
             line(

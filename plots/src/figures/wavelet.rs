@@ -83,6 +83,7 @@ impl<'a> Wavelet<'a> {
                     .filter_map(|(l, row)| row.get(k).map(|&v| (l as f64, v)))
                     .collect(),
                 markers: true,
+                errors: Vec::new(),
             })
             .collect()
     }
@@ -105,6 +106,7 @@ impl<'a> Wavelet<'a> {
                     .map(|(i, &v)| ((b.edge + i) as f64, v))
                     .collect(),
                 markers: false,
+                errors: Vec::new(),
             })
             .collect();
         let xs: Vec<f64> = series

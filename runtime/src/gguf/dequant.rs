@@ -106,47 +106,73 @@ impl GgmlType {
                 bytes.len()
             ));
         }
-        let mut out = Vec::with_capacity(n);
-        let blocks = bytes.chunks_exact(self.block_bytes());
-        match self {
-            Self::F32 => out.extend(blocks.map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))),
-            Self::F16 => out.extend(blocks.map(|b| f16::from_le_bytes([b[0], b[1]]).to_f32())),
-            Self::BF16 => out.extend(blocks.map(|b| bf16::from_le_bytes([b[0], b[1]]).to_f32())),
-            Self::Q4_0 => blocks.for_each(|b| q4_0(b, &mut out)),
-            Self::Q4_1 => blocks.for_each(|b| q4_1(b, &mut out)),
-            Self::Q5_0 => blocks.for_each(|b| q5_0(b, &mut out)),
-            Self::Q5_1 => blocks.for_each(|b| q5_1(b, &mut out)),
-            Self::Q8_0 => blocks.for_each(|b| q8_0(b, &mut out)),
-            Self::Q4K => blocks.for_each(|b| q4_k(b, &mut out)),
-            Self::Q5K => blocks.for_each(|b| q5_k(b, &mut out)),
-            Self::Q6K => blocks.for_each(|b| q6_k(b, &mut out)),
+        let mut out = vec![0f32; n];
+        for (b, y) in bytes
+            .chunks_exact(self.block_bytes())
+            .zip(out.chunks_exact_mut(bs))
+        {
+            self.dequantize_block(b, y);
         }
         Ok(out)
     }
+
+    /// Dequantises one block (`block_bytes()` bytes) into `y` (`block_size()` values). The
+    /// caller checks both lengths; every value is the same as [`GgmlType::dequantize`]'s.
+    #[inline(always)]
+    pub fn dequantize_block(self, b: &[u8], y: &mut [f32]) {
+        match self {
+            Self::F32 => y[0] = f32::from_le_bytes([b[0], b[1], b[2], b[3]]),
+            Self::F16 => y[0] = f16::from_le_bytes([b[0], b[1]]).to_f32(),
+            Self::BF16 => y[0] = bf16::from_le_bytes([b[0], b[1]]).to_f32(),
+            Self::Q4_0 => q4_0(b, y),
+            Self::Q4_1 => q4_1(b, y),
+            Self::Q5_0 => q5_0(b, y),
+            Self::Q5_1 => q5_1(b, y),
+            Self::Q8_0 => q8_0(b, y),
+            Self::Q4K => q4_k(b, y),
+            Self::Q5K => q5_k(b, y),
+            Self::Q6K => q6_k(b, y),
+        }
+    }
 }
 
+/// Every f16 as f32 (256 KiB, built once): a block's scales are read by table, as ggml does,
+/// instead of a conversion call per block. The values are `half`'s conversions.
+fn f16_table() -> &'static [f32] {
+    static TABLE: std::sync::OnceLock<Vec<f32>> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| (0..=u16::MAX).map(|b| f16::from_bits(b).to_f32()).collect())
+}
+
+#[inline(always)]
 fn half_at(b: &[u8], i: usize) -> f32 {
-    f16::from_le_bytes([b[i], b[i + 1]]).to_f32()
+    f16_table()[u16::from_le_bytes([b[i], b[i + 1]]) as usize]
 }
 
 /// `Q4_0`: `d: f16`, 16 bytes of nibbles; `x = (q − 8)·d`.
-fn q4_0(b: &[u8], out: &mut Vec<f32>) {
+#[inline(always)]
+fn q4_0(b: &[u8], y: &mut [f32]) {
     let d = half_at(b, 0);
-    let qs = &b[2..18];
-    out.extend(qs.iter().map(|&q| ((q & 0x0F) as f32 - 8.0) * d));
-    out.extend(qs.iter().map(|&q| ((q >> 4) as f32 - 8.0) * d));
+    let (lo, hi) = y[..32].split_at_mut(16);
+    for ((&q, l), h) in b[2..18].iter().zip(lo).zip(hi) {
+        *l = ((q & 0x0F) as f32 - 8.0) * d;
+        *h = ((q >> 4) as f32 - 8.0) * d;
+    }
 }
 
 /// `Q4_1`: `d: f16`, `m: f16`, 16 bytes of nibbles; `x = q·d + m`.
-fn q4_1(b: &[u8], out: &mut Vec<f32>) {
+#[inline(always)]
+fn q4_1(b: &[u8], y: &mut [f32]) {
     let (d, m) = (half_at(b, 0), half_at(b, 2));
-    let qs = &b[4..20];
-    out.extend(qs.iter().map(|&q| (q & 0x0F) as f32 * d + m));
-    out.extend(qs.iter().map(|&q| (q >> 4) as f32 * d + m));
+    let (lo, hi) = y[..32].split_at_mut(16);
+    for ((&q, l), h) in b[4..20].iter().zip(lo).zip(hi) {
+        *l = (q & 0x0F) as f32 * d + m;
+        *h = (q >> 4) as f32 * d + m;
+    }
 }
 
 /// The 5-bit quants of a `Q5_0`/`Q5_1` block: `qh` (`u32`, bit `i` = fifth bit of element `i`),
 /// then 16 bytes of nibbles (element `j` low, `j + 16` high). Values `0..=31`.
+#[inline(always)]
 fn q5_quants(qh: &[u8], qs: &[u8]) -> [u8; 32] {
     let high = u32::from_le_bytes([qh[0], qh[1], qh[2], qh[3]]);
     let mut q = [0u8; 32];
@@ -159,26 +185,36 @@ fn q5_quants(qh: &[u8], qs: &[u8]) -> [u8; 32] {
 }
 
 /// `Q5_0`: `d: f16`, `qh: u32`, 16 bytes of nibbles; `x = (q − 16)·d`.
-fn q5_0(b: &[u8], out: &mut Vec<f32>) {
+#[inline(always)]
+fn q5_0(b: &[u8], y: &mut [f32]) {
     let d = half_at(b, 0);
     let q = q5_quants(&b[2..6], &b[6..22]);
-    out.extend(q.iter().map(|&q| (q as i32 - 16) as f32 * d));
+    for (y, &q) in y[..32].iter_mut().zip(&q) {
+        *y = (q as i32 - 16) as f32 * d;
+    }
 }
 
 /// `Q5_1`: `d: f16`, `m: f16`, `qh: u32`, 16 bytes of nibbles; `x = q·d + m`.
-fn q5_1(b: &[u8], out: &mut Vec<f32>) {
+#[inline(always)]
+fn q5_1(b: &[u8], y: &mut [f32]) {
     let (d, m) = (half_at(b, 0), half_at(b, 2));
     let q = q5_quants(&b[4..8], &b[8..24]);
-    out.extend(q.iter().map(|&q| q as f32 * d + m));
+    for (y, &q) in y[..32].iter_mut().zip(&q) {
+        *y = q as f32 * d + m;
+    }
 }
 
 /// `Q8_0`: `d: f16`, 32 signed bytes; `x = q·d`.
-fn q8_0(b: &[u8], out: &mut Vec<f32>) {
+#[inline(always)]
+fn q8_0(b: &[u8], y: &mut [f32]) {
     let d = half_at(b, 0);
-    out.extend(b[2..34].iter().map(|&q| q as i8 as f32 * d));
+    for (y, &q) in y[..32].iter_mut().zip(&b[2..34]) {
+        *y = q as i8 as f32 * d;
+    }
 }
 
 /// 6-bit scale and minimum `j` of a `Q4_K` super-block (ggml's `get_scale_min_k4`).
+#[inline(always)]
 fn scale_min_k4(j: usize, q: &[u8]) -> (f32, f32) {
     if j < 4 {
         ((q[j] & 63) as f32, (q[j + 4] & 63) as f32)
@@ -190,42 +226,52 @@ fn scale_min_k4(j: usize, q: &[u8]) -> (f32, f32) {
 }
 
 /// `Q4_K`: `d`, `dmin: f16`, 12 bytes of packed 6-bit scales/mins, 128 bytes of nibbles.
-fn q4_k(b: &[u8], out: &mut Vec<f32>) {
+#[inline(always)]
+fn q4_k(b: &[u8], y: &mut [f32]) {
     let (d, dmin) = (half_at(b, 0), half_at(b, 2));
     let scales = &b[4..16];
-    for (chunk, qs) in b[16..144].chunks_exact(32).enumerate() {
+    for ((chunk, qs), y) in b[16..144]
+        .chunks_exact(32)
+        .enumerate()
+        .zip(y[..256].chunks_exact_mut(64))
+    {
         let (s1, m1) = scale_min_k4(2 * chunk, scales);
         let (s2, m2) = scale_min_k4(2 * chunk + 1, scales);
-        out.extend(qs.iter().map(|&q| d * s1 * (q & 0x0F) as f32 - dmin * m1));
-        out.extend(qs.iter().map(|&q| d * s2 * (q >> 4) as f32 - dmin * m2));
+        let (a1, a2, b1, b2) = (d * s1, dmin * m1, d * s2, dmin * m2);
+        let (lo, hi) = y.split_at_mut(32);
+        for ((&q, l), h) in qs.iter().zip(lo).zip(hi) {
+            *l = a1 * (q & 0x0F) as f32 - a2;
+            *h = b1 * (q >> 4) as f32 - b2;
+        }
     }
 }
 
 /// `Q5_K`: `d`, `dmin: f16`, 12 bytes of packed 6-bit scales/mins (as `Q4_K`), 32 bytes of high
 /// bits, 128 bytes of nibbles. Sub-block `2c` takes the low nibbles of chunk `c` and high-bit plane
 /// `2c` (bit `2c` of `qh[l]`), sub-block `2c + 1` the high nibbles and plane `2c + 1`.
-fn q5_k(b: &[u8], out: &mut Vec<f32>) {
+#[inline(always)]
+fn q5_k(b: &[u8], y: &mut [f32]) {
     let (d, dmin) = (half_at(b, 0), half_at(b, 2));
     let scales = &b[4..16];
     let qh = &b[16..48];
+    let mut subs = y[..256].chunks_exact_mut(32);
     for (chunk, qs) in b[48..176].chunks_exact(32).enumerate() {
         for (sub, shift) in [(2 * chunk, 0), (2 * chunk + 1, 4)] {
             let (sc, m) = scale_min_k4(sub, scales);
             let (scale, min) = (d * sc, dmin * m);
-            out.extend(qs.iter().zip(qh).map(|(&q, &h)| {
+            let Some(y) = subs.next() else { return };
+            for ((y, &q), &h) in y.iter_mut().zip(qs).zip(qh) {
                 let q = ((q >> shift) & 0x0F) | (((h >> sub) & 1) << 4);
-                scale * q as f32 - min
-            }));
+                *y = scale * q as f32 - min;
+            }
         }
     }
 }
 
 /// `Q6_K`: 128 bytes low nibbles, 64 bytes high bits, 16 signed scales, `d: f16`.
-fn q6_k(b: &[u8], out: &mut Vec<f32>) {
+#[inline(always)]
+fn q6_k(b: &[u8], y: &mut [f32]) {
     let d = half_at(b, 208);
-    let start = out.len();
-    out.resize(start + 256, 0.0);
-    let y = &mut out[start..];
     for half in 0..2 {
         let ql = &b[half * 64..half * 64 + 64];
         let qh = &b[128 + half * 32..128 + half * 32 + 32];

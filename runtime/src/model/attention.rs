@@ -26,6 +26,7 @@ use burn::tensor::activation::softmax;
 use burn::tensor::backend::Backend;
 use burn::tensor::{Int, Tensor, TensorData};
 
+use super::linear::Linear;
 use super::query_order::QueryOrder;
 use super::rope::Rope;
 use crate::cache::{repeat_heads, KvStore, LayerCache};
@@ -49,6 +50,8 @@ pub struct ForwardCtx<'a, B: Backend> {
     pub pos_tensor: Tensor<B, 1, Int>,
     /// Attention rows to observe (0 when no observer).
     pub obs_rows: usize,
+    /// Where the observed rows end, an absolute position (`None`: at the call's last row).
+    pub obs_end: Option<usize>,
     /// Record pre-RoPE keys and values.
     pub obs_kv: bool,
     /// Record column sums of the attention (all rows).
@@ -75,11 +78,23 @@ impl<'a, B: Backend> ForwardCtx<'a, B> {
             positions,
             pos_tensor: Tensor::from_data(TensorData::new(ids, [n]), device),
             obs_rows: 0,
+            obs_end: None,
             obs_kv: false,
             obs_colsum: false,
             host_kernel: false,
             masks: HashMap::new(),
         }
+    }
+
+    /// The new tokens' rows to observe, as indices into the call: of the `obs_rows` positions
+    /// ending at `obs_end` (or at the call's end), those the call runs (empty when none).
+    pub fn observed_rows(&self) -> std::ops::Range<usize> {
+        let t = self.positions.len();
+        let start = self.positions.first().copied().unwrap_or(0);
+        let end = self.obs_end.unwrap_or(start + t);
+        let from = end.saturating_sub(self.obs_rows);
+        let index = |p: usize| p.clamp(start, start + t) - start;
+        index(from)..index(end)
     }
 
     /// Additive causal mask `[1, 1, e−s, past+e]` for query rows `s..e` of the new tokens:
@@ -113,9 +128,9 @@ impl<'a, B: Backend> ForwardCtx<'a, B> {
 #[derive(Module, Debug)]
 pub struct Attention<B: Backend> {
     /// `[hidden, (heads + 2·kv_heads)·head_dim]`: Q, then K, then V columns (Q/K in HF order).
-    pub wqkv: Param<Tensor<B, 2>>,
+    pub wqkv: Linear<B>,
     /// `[heads·head_dim, hidden]`.
-    pub wo: Param<Tensor<B, 2>>,
+    pub wo: Linear<B>,
     /// `[(heads + 2·kv_heads)·head_dim]`: biases of the Q, K, V columns (Qwen2).
     pub bias: Option<Param<Tensor<B, 1>>>,
     /// RMSNorm of each query head over `head_dim`, before RoPE (Gemma 3).
@@ -141,7 +156,7 @@ impl<B: Backend> Attention<B> {
     /// # Shapes
     /// - x: `[t, hidden]` → `[t, (heads + 2·kv_heads)·head_dim]` (Q, then K, then V columns)
     pub fn project(&self, x: Tensor<B, 2>) -> Tensor<B, 2> {
-        let qkv = x.matmul(self.wqkv.val()); // [t, width]
+        let qkv = self.wqkv.forward(x); // [t, width]
         let qkv = match &self.bias {
             Some(b) => qkv + b.val().unsqueeze_dim(0),
             None => qkv,
@@ -210,9 +225,7 @@ impl<B: Backend> Attention<B> {
             observed_to_head_order(o, m, ctx.order, heads);
         }
         let out = reorder_heads(out.reshape([nh, t, d]), ctx.order.slots()); // [nh, t, d]
-        out.swap_dims(0, 1)
-            .reshape([t, nh * d])
-            .matmul(self.wo.val())
+        self.wo.forward(out.swap_dims(0, 1).reshape([t, nh * d]))
     }
 }
 
@@ -336,7 +349,7 @@ fn attend<B: Backend>(
     let [g, group, t, d] = q.dims();
     let [_, l, _] = k.dims();
     let past = l - t;
-    let obs_from = t.saturating_sub(ctx.obs_rows);
+    let observe = ctx.observed_rows();
     let mut observed: Vec<Tensor<B, 4>> = Vec::new();
     let want_colsum = obs.is_some() && ctx.obs_colsum;
     let mut colsum: Option<Tensor<B, 4>> = None; // [g, group, 1, l]
@@ -354,12 +367,12 @@ fn attend<B: Backend>(
             scores = scores + ctx.mask((past, s, e), window, &device);
         }
         let probs = softmax(scores, 3);
-        if obs.is_some() && e > obs_from {
-            let from = obs_from.max(s);
-            let part = probs.clone().narrow(2, from - s, e - from);
+        let (from, to) = (observe.start.max(s), observe.end.min(e));
+        if obs.is_some() && from < to {
+            let part = probs.clone().narrow(2, from - s, to - from);
             // Pad to all L keys: keys past `cols` are masked for these rows.
             let part = if cols < l {
-                let pad = Tensor::zeros([g, group, e - from, l - cols], &device);
+                let pad = Tensor::zeros([g, group, to - from, l - cols], &device);
                 Tensor::cat(vec![part, pad], 3)
             } else {
                 part
@@ -396,7 +409,7 @@ fn attend<B: Backend>(
         if !observed.is_empty() {
             let probs = Tensor::cat(observed, 2); // [g, group, r, l]
             o.attention
-                .push(rows_to_host(probs, &ctx.positions[obs_from..], cache));
+                .push(rows_to_host(probs, &ctx.positions[observe], cache));
         }
     }
     if outs.len() == 1 {

@@ -2,22 +2,23 @@
 //! tanh-approximated GELU (GeGLU: Gemma 3). Gate and up stay separate matmuls: their outputs are
 //! then contiguous, which keeps the element-wise product on flex's fast path.
 
-use burn::module::{Module, Param};
+use burn::module::Module;
 use burn::tensor::activation::{gelu_approximate, silu};
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
 
 use super::arch::Activation;
+use super::linear::Linear;
 
 /// Gated feed-forward block.
 #[derive(Module, Debug)]
 pub struct FeedForward<B: Backend> {
     /// `[hidden, ffn]`.
-    pub w_gate: Param<Tensor<B, 2>>,
+    pub w_gate: Linear<B>,
     /// `[hidden, ffn]`.
-    pub w_up: Param<Tensor<B, 2>>,
+    pub w_up: Linear<B>,
     /// `[ffn, hidden]`.
-    pub w_down: Param<Tensor<B, 2>>,
+    pub w_down: Linear<B>,
     /// The gate's activation.
     #[module(skip)]
     pub activation: Activation,
@@ -27,12 +28,12 @@ impl<B: Backend> FeedForward<B> {
     /// # Shapes
     /// - x: `[t, hidden]` → `[t, hidden]`
     pub fn forward(&self, x: Tensor<B, 2>) -> Tensor<B, 2> {
-        let gate = x.clone().matmul(self.w_gate.val()); // [t, ffn]
-        let up = x.matmul(self.w_up.val());
+        let gate = self.w_gate.forward(x.clone()); // [t, ffn]
+        let up = self.w_up.forward(x);
         let gate = match self.activation {
             Activation::Silu => silu(gate),
             Activation::GeluTanh => gelu_approximate(gate),
         };
-        (gate * up).matmul(self.w_down.val())
+        self.w_down.forward(gate * up)
     }
 }

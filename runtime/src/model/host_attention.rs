@@ -17,6 +17,8 @@
 //! query head gets the new K/V repeated on append and is attended with group 1; query heads are
 //! stacked by the geometry's query→KV map ([`super::query_order::QueryOrder`]).
 
+use std::ops::Range;
+
 use burn::tensor::backend::Backend;
 use burn::tensor::{Tensor, TensorData};
 use gemm::{gemm, Parallelism};
@@ -129,9 +131,9 @@ pub fn forward<B: Backend>(
         Tensor::<B, 3>::from_data(TensorData::new(data, [heads, t, d]), &device)
     };
     cache.append(kv_tensor(k_rot), kv_tensor(v), ctx.positions);
-    let (obs_rows, colsum) = match obs {
-        Some(_) => (ctx.obs_rows.min(t), ctx.obs_colsum),
-        None => (0, false),
+    let (observe, colsum) = match obs {
+        Some(_) => (ctx.observed_rows(), ctx.obs_colsum),
+        None => (0..0, false),
     };
     let shape = Dims {
         kv_heads: heads,
@@ -141,9 +143,9 @@ pub fn forward<B: Backend>(
         head_dim: d,
         window: attn.window,
     };
-    let res = attend_cache(&q, cache, shape, obs_rows, colsum);
+    let res = attend_cache(&q, cache, shape, observe.clone(), colsum);
     if let Some(o) = obs {
-        record(o, res.rows, res.column_sums, ctx, cache, obs_rows);
+        record(o, res.rows, res.column_sums, ctx, cache, observe);
     }
     // [slot][t][d] → [t][head·d]
     let mut merged = vec![0f32; t * nh * d];
@@ -155,7 +157,10 @@ pub fn forward<B: Backend>(
             merged[dst..dst + d].copy_from_slice(&res.out[src..src + d]);
         }
     }
-    Tensor::<B, 2>::from_data(TensorData::new(merged, [t, nh * d]), &device).matmul(attn.wo.val())
+    attn.wo.forward(Tensor::<B, 2>::from_data(
+        TensorData::new(merged, [t, nh * d]),
+        &device,
+    ))
 }
 
 /// The kernel over what `cache` holds: one call for a uniform store, one per cache head for
@@ -168,7 +173,7 @@ fn attend_cache<B: Backend>(
     q: &[f32],
     cache: &LayerCache<B>,
     shape: Dims,
-    obs_rows: usize,
+    observe: Range<usize>,
     colsum: bool,
 ) -> HostOutput {
     let Dims {
@@ -182,7 +187,7 @@ fn attend_cache<B: Backend>(
                 ..shape
             };
             let (k, v) = (to_host(keys.clone()), to_host(values.clone()));
-            attend(q, &k, &v, dims, obs_rows, colsum)
+            attend(q, &k, &v, dims, observe, colsum)
         }
         Some(KvStore::PerHead { keys, values }) => {
             let mut all = HostOutput::default();
@@ -195,7 +200,7 @@ fn attend_cache<B: Backend>(
                     ..shape
                 };
                 let (k, v) = (to_host(k.clone()), to_host(v.clone()));
-                let mut r = attend(qg, &k, &v, dims, obs_rows, colsum);
+                let mut r = attend(qg, &k, &v, dims, observe.clone(), colsum);
                 all.out.append(&mut r.out);
                 all.rows.append(&mut r.rows);
                 all.column_sums.append(&mut r.column_sums);
@@ -213,14 +218,13 @@ fn record<B: Backend>(
     column_sums: Vec<Vec<f32>>,
     ctx: &ForwardCtx<'_, B>,
     cache: &LayerCache<B>,
-    obs_rows: usize,
+    observe: Range<usize>,
 ) {
     let heads = cache.kv_heads();
     let before = ObservedSoFar::of(o);
-    let t = ctx.positions.len();
-    if obs_rows > 0 {
+    if !observe.is_empty() {
         o.attention.push(AttentionRows {
-            query_positions: ctx.positions[t - obs_rows..].to_vec(),
+            query_positions: ctx.positions[observe].to_vec(),
             probs: rows,
             key_positions: (0..heads).map(|h| cache.positions(h).to_vec()).collect(),
             kv_of: Vec::new(),
@@ -254,7 +258,7 @@ fn repeat_heads(data: Vec<f32>, times: usize, block: usize) -> Vec<f32> {
 pub struct HostOutput {
     /// `[kv][group][t][d]`.
     pub out: Vec<f32>,
-    /// `[kv·group][row][keys]` for the last `obs_rows` rows, when requested.
+    /// `[kv·group][row][keys]` for the observed rows, when requested.
     pub rows: Vec<Vec<Vec<f32>>>,
     /// `[kv·group][keys]`, when requested.
     pub column_sums: Vec<Vec<f32>>,
@@ -272,14 +276,15 @@ struct TaskOut {
     colsum: Vec<f32>,
 }
 
-/// Causal attention of pre-scaled queries. `obs_rows`: how many of the last rows to return;
-/// `colsum`: whether to return column sums over all rows.
+/// Causal attention of pre-scaled queries. `observe`: the rows (indices among the `t` new
+/// tokens) whose probabilities are returned; `colsum`: whether to return column sums over all
+/// rows.
 pub fn attend(
     q: &[f32],
     k: &[f32],
     v: &[f32],
     dims: Dims,
-    obs_rows: usize,
+    observe: Range<usize>,
     colsum: bool,
 ) -> HostOutput {
     let Dims {
@@ -304,20 +309,20 @@ pub fn attend(
             })
         })
         .collect();
-    let obs_from = t.saturating_sub(obs_rows);
+    let observing = !observe.is_empty();
     let results: Vec<TaskOut> = tasks
         .par_iter()
-        .map(|task| run_task(task, q, k, v, dims, obs_from, colsum))
+        .map(|task| run_task(task, q, k, v, dims, observe.clone(), colsum))
         .collect();
     let mut output = HostOutput {
         out: vec![0.0; q.len()],
-        rows: vec![Vec::new(); if obs_rows > 0 { heads } else { 0 }],
+        rows: vec![Vec::new(); if observing { heads } else { 0 }],
         column_sums: vec![Vec::new(); if colsum { heads } else { 0 }],
     };
     for (task, res) in tasks.iter().zip(results) {
         let at = (task.head * t + task.start) * d;
         output.out[at..at + res.out.len()].copy_from_slice(&res.out);
-        if obs_rows > 0 {
+        if observing {
             output.rows[task.head].extend(res.rows);
         }
         if colsum {
@@ -339,7 +344,7 @@ fn run_task(
     k: &[f32],
     v: &[f32],
     dims: Dims,
-    obs_from: usize,
+    observe: Range<usize>,
     colsum: bool,
 ) -> TaskOut {
     let Dims {
@@ -374,7 +379,7 @@ fn run_task(
         softmax_in_place(&mut row[first..visible]);
         row[..first].fill(0.0);
         row[visible..].fill(0.0);
-        if task.start + i >= obs_from {
+        if observe.contains(&(task.start + i)) {
             let mut r = row.to_vec();
             r.resize(l, 0.0);
             rows.push(r);
@@ -528,7 +533,7 @@ mod tests {
             head_dim: 1,
             window: None,
         };
-        let out = attend(&[1.0; 3], &[1.0; 3], &[1.0, 2.0, 3.0], dims, 2, true);
+        let out = attend(&[1.0; 3], &[1.0; 3], &[1.0, 2.0, 3.0], dims, 1..3, true);
         assert_eq!(out.out, vec![1.0, 1.5, 2.0]);
         assert_eq!(
             out.rows[0],

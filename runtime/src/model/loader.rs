@@ -30,6 +30,11 @@
 //! NEOX architectures (`qwen2`, `gemma3`) already hold HF order and are read as they are. Keys,
 //! queries and observed pre-RoPE keys are therefore directly comparable with transformers' outputs.
 //!
+//! **Storage** ([`WeightStorage`]). Projections, the embedding and the output are kept either
+//! as f32 tensors or, on the CPU backend, as the file's quantised blocks ([`super::quant`]; the
+//! RoPE un-permutation above then moves whole rows of blocks, and a tied output shares the
+//! embedding's blocks). A tensor whose rows are not whole blocks stays f32.
+//!
 //! **Norm weights.** The stored RMSNorm weights are used as the multiplier as they are: llama.cpp's
 //! converter already folds Gemma's `1 + w` into Gemma's norm weights (the parity test checks it).
 
@@ -38,14 +43,47 @@ use burn::nn::RmsNorm;
 use burn::tensor::backend::Backend;
 use burn::tensor::{Tensor, TensorData};
 
+use std::sync::Arc;
+
 use super::arch::RopeLayout;
 use super::attention::Attention;
 use super::block::Block;
 use super::config::ModelConfig;
 use super::feed_forward::FeedForward;
+use super::linear::{Embedding, Linear};
+use super::quant::{QuantMatrix, QuantRows};
 use super::transformer::Transformer;
 use crate::error::{Error, Result};
 use crate::gguf::GgufFile;
+
+/// How a model's projections, embedding and output are held in memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WeightStorage {
+    /// f32 tensors: any backend, trainable, what `--weights` applies to.
+    Dense,
+    /// The GGUF's own blocks, multiplied on the host (CPU backend; elsewhere it means `Dense`).
+    Quantised,
+}
+
+/// One GGUF tensor read as rows of a projection.
+struct Part {
+    /// Tensor name.
+    name: String,
+    /// Rows (output features).
+    rows: usize,
+    /// Query/key heads whose rows llama.cpp permuted for its RoPE (`None`: read as stored).
+    heads: Option<usize>,
+}
+
+impl Part {
+    fn plain(name: String, rows: usize) -> Self {
+        Self {
+            name,
+            rows,
+            heads: None,
+        }
+    }
+}
 
 /// Reads tensor `name`, checking its row-major shape.
 fn read(gguf: &GgufFile, name: &str, shape: &[usize]) -> Result<Vec<f32>> {
@@ -74,16 +112,11 @@ fn transpose(data: &[f32], rows: usize, cols: usize) -> Vec<f32> {
 
 /// Un-permutes the rows of each head from llama.cpp's interleaved RoPE order to HF order.
 fn unpermute_heads(data: &[f32], heads: usize, head_dim: usize, cols: usize) -> Vec<f32> {
-    let half = head_dim / 2;
-    let mut out = Vec::with_capacity(data.len());
-    for h in 0..heads {
-        for j in 0..head_dim {
-            let src = if j < half { 2 * j } else { 2 * (j - half) + 1 };
-            let row = h * head_dim + src;
-            out.extend_from_slice(&data[row * cols..(row + 1) * cols]);
-        }
-    }
-    out
+    unpermuted_order(heads, head_dim)
+        .into_iter()
+        .flat_map(|r| &data[r * cols..(r + 1) * cols])
+        .copied()
+        .collect()
 }
 
 /// A linear weight `[out, in]` from the file, as a `[in, out]` tensor.
@@ -124,13 +157,86 @@ fn norm<B: Backend>(
     norm_of(gguf, name, c.hidden, c, device)
 }
 
-/// Rows of `attn_q` / `attn_k` (`heads` heads) in Hugging Face order.
-fn qk_rows(gguf: &GgufFile, name: &str, heads: usize, c: &ModelConfig) -> Result<Vec<f32>> {
-    let rows = read(gguf, name, &[heads * c.geometry.head_dim, c.hidden])?;
-    Ok(match c.arch.rope_layout() {
-        RopeLayout::Norm => unpermute_heads(&rows, heads, c.geometry.head_dim, c.hidden),
-        RopeLayout::Neox => rows,
-    })
+/// The rows of `attn_q` / `attn_k` (`heads` heads), to be read in Hugging Face order.
+fn qk_part(name: String, heads: usize, c: &ModelConfig) -> Part {
+    let permuted = c.arch.rope_layout() == RopeLayout::Norm;
+    Part {
+        name,
+        rows: heads * c.geometry.head_dim,
+        heads: permuted.then_some(heads),
+    }
+}
+
+/// Source row of each row of `heads` heads of `head_dim` rows in Hugging Face order
+/// ([`unpermute_heads`]'s permutation as indices).
+fn unpermuted_order(heads: usize, head_dim: usize) -> Vec<usize> {
+    let half = head_dim / 2;
+    (0..heads)
+        .flat_map(|h| {
+            (0..head_dim)
+                .map(move |j| h * head_dim + if j < half { 2 * j } else { 2 * (j - half) + 1 })
+        })
+        .collect()
+}
+
+/// The parts' rows stacked along the output features, `cols` inputs each, as `storage` says.
+fn projection<B: Backend>(
+    gguf: &GgufFile,
+    parts: &[Part],
+    cols: usize,
+    c: &ModelConfig,
+    storage: WeightStorage,
+    device: &B::Device,
+) -> Result<Linear<B>> {
+    #[cfg(feature = "flex")]
+    if storage == WeightStorage::Quantised {
+        if let Some(q) = quantised(gguf, parts, cols, c)? {
+            return Ok(Linear::quantised(Arc::new(q)));
+        }
+    }
+    let _ = storage;
+    let mut tensors = Vec::with_capacity(parts.len());
+    for p in parts {
+        let rows = read(gguf, &p.name, &[p.rows, cols])?;
+        let rows = match p.heads {
+            Some(h) => unpermute_heads(&rows, h, c.geometry.head_dim, cols),
+            None => rows,
+        };
+        tensors.push(linear(rows, p.rows, cols, device));
+    }
+    Ok(Linear::dense(Tensor::cat(tensors, 1)))
+}
+
+/// The parts as one quantised matrix; `None` when a part's rows are not whole blocks.
+fn quantised(
+    gguf: &GgufFile,
+    parts: &[Part],
+    cols: usize,
+    c: &ModelConfig,
+) -> Result<Option<QuantMatrix>> {
+    let mut stacked = Vec::with_capacity(parts.len());
+    for p in parts {
+        let info = gguf
+            .tensor_info(&p.name)
+            .ok_or_else(|| Error::Model(format!("missing tensor {}", p.name)))?;
+        if info.shape() != [p.rows, cols] {
+            return Err(Error::Model(format!(
+                "tensor {}: expected shape {:?}, found {:?}",
+                p.name,
+                [p.rows, cols],
+                info.shape()
+            )));
+        }
+        let bytes = gguf.tensor_bytes(&p.name)?;
+        let Ok(rows) = QuantRows::new(info.ggml_type, p.rows, cols, bytes) else {
+            return Ok(None);
+        };
+        stacked.push(match p.heads {
+            Some(h) => rows.permuted(&unpermuted_order(h, c.geometry.head_dim)),
+            None => rows,
+        });
+    }
+    QuantMatrix::stack(stacked).map(Some).map_err(Error::Model)
 }
 
 /// The attention sub-layer of block `n`.
@@ -138,22 +244,18 @@ fn attention<B: Backend>(
     gguf: &GgufFile,
     c: &ModelConfig,
     n: usize,
+    storage: WeightStorage,
     device: &B::Device,
 ) -> Result<Attention<B>> {
     let (h, d) = (c.hidden, c.geometry.head_dim);
     let (q_dim, kv_dim) = (c.geometry.q_heads * d, c.geometry.kv_heads * d);
     let name = |s: &str| format!("blk.{n}.{s}");
-    let wq = qk_rows(gguf, &name("attn_q.weight"), c.geometry.q_heads, c)?;
-    let wk = qk_rows(gguf, &name("attn_k.weight"), c.geometry.kv_heads, c)?;
-    let wv = read(gguf, &name("attn_v.weight"), &[kv_dim, h])?;
-    let wqkv = Tensor::cat(
-        vec![
-            linear(wq, q_dim, h, device),
-            linear(wk, kv_dim, h, device),
-            linear(wv, kv_dim, h, device),
-        ],
-        1,
-    );
+    let qkv = [
+        qk_part(name("attn_q.weight"), c.geometry.q_heads, c),
+        qk_part(name("attn_k.weight"), c.geometry.kv_heads, c),
+        Part::plain(name("attn_v.weight"), kv_dim),
+    ];
+    let wqkv = projection(gguf, &qkv, h, c, storage, device)?;
     let bias = if c.arch.qkv_bias() {
         let mut b = read(gguf, &name("attn_q.bias"), &[q_dim])?;
         b.extend(read(gguf, &name("attn_k.bias"), &[kv_dim])?);
@@ -166,7 +268,7 @@ fn attention<B: Backend>(
     } else {
         None
     };
-    let wo = read(gguf, &name("attn_output.weight"), &[h, q_dim])?;
+    let wo = [Part::plain(name("attn_output.weight"), h)];
     let qk_norm = |s: &str| {
         c.arch
             .qk_norm()
@@ -174,8 +276,8 @@ fn attention<B: Backend>(
             .transpose()
     };
     Ok(Attention {
-        wqkv: Param::from_tensor(wqkv),
-        wo: Param::from_tensor(linear(wo, h, q_dim, device)),
+        wqkv,
+        wo: projection(gguf, &wo, q_dim, c, storage, device)?,
         bias,
         q_norm: qk_norm("attn_q_norm.weight")?,
         k_norm: qk_norm("attn_k_norm.weight")?,
@@ -191,13 +293,21 @@ fn block<B: Backend>(
     gguf: &GgufFile,
     c: &ModelConfig,
     n: usize,
+    storage: WeightStorage,
     device: &B::Device,
 ) -> Result<Block<B>> {
     let h = c.hidden;
     let name = |s: &str| format!("blk.{n}.{s}.weight");
-    let gate = read(gguf, &name("ffn_gate"), &[c.ffn, h])?;
-    let up = read(gguf, &name("ffn_up"), &[c.ffn, h])?;
-    let down = read(gguf, &name("ffn_down"), &[h, c.ffn])?;
+    let proj = |s: &str, rows: usize, cols: usize| {
+        projection(
+            gguf,
+            &[Part::plain(name(s), rows)],
+            cols,
+            c,
+            storage,
+            device,
+        )
+    };
     let post_norm = |s: &str| {
         c.arch
             .post_norms()
@@ -206,13 +316,13 @@ fn block<B: Backend>(
     };
     Ok(Block {
         attn_norm: norm(gguf, &name("attn_norm"), c, device)?,
-        attention: attention(gguf, c, n, device)?,
+        attention: attention(gguf, c, n, storage, device)?,
         post_attn_norm: post_norm("post_attention_norm")?,
         ffn_norm: norm(gguf, &name("ffn_norm"), c, device)?,
         ffn: FeedForward {
-            w_gate: Param::from_tensor(linear(gate, c.ffn, h, device)),
-            w_up: Param::from_tensor(linear(up, c.ffn, h, device)),
-            w_down: Param::from_tensor(linear(down, h, c.ffn, device)),
+            w_gate: proj("ffn_gate", c.ffn, h)?,
+            w_up: proj("ffn_up", c.ffn, h)?,
+            w_down: proj("ffn_down", h, c.ffn)?,
             activation: c.arch.activation(),
         },
         post_ffn_norm: post_norm("post_ffw_norm")?,
@@ -251,31 +361,64 @@ pub fn check_tensors(gguf: &GgufFile, c: &ModelConfig) -> Result<()> {
     }
 }
 
-/// Loads every weight of a model of a supported architecture, after refusing unused tensors.
+/// Loads every weight of a model of a supported architecture, after refusing unused tensors,
+/// held as `storage` says.
 pub fn load_transformer<B: Backend>(
     gguf: &GgufFile,
     c: &ModelConfig,
+    storage: WeightStorage,
     device: &B::Device,
 ) -> Result<Transformer<B>> {
     check_tensors(gguf, c)?;
-    let embed = read(gguf, "token_embd.weight", &[c.vocab, c.hidden])?;
-    let output = match gguf.tensor_info("output.weight") {
-        Some(_) => read(gguf, "output.weight", &[c.vocab, c.hidden])?,
-        None => embed.clone(),
-    };
+    let (embed, output) = embedding_and_output(gguf, c, storage, device)?;
     let blocks = (0..c.geometry.layers)
-        .map(|n| block(gguf, c, n, device))
+        .map(|n| block(gguf, c, n, storage, device))
         .collect::<Result<Vec<_>>>()?;
     Ok(Transformer {
-        embed: Param::from_tensor(Tensor::from_data(
-            TensorData::new(embed, [c.vocab, c.hidden]),
-            device,
-        )),
+        embed,
         embed_scale: c.embed_scale,
         blocks,
         norm: norm(gguf, "output_norm.weight", c, device)?,
-        output: Param::from_tensor(linear(output, c.vocab, c.hidden, device)),
+        output,
     })
+}
+
+/// The token embedding and the output projection (the embedding's rows when the file has no
+/// `output.weight`: tied, and shared when quantised).
+fn embedding_and_output<B: Backend>(
+    gguf: &GgufFile,
+    c: &ModelConfig,
+    storage: WeightStorage,
+    device: &B::Device,
+) -> Result<(Embedding<B>, Linear<B>)> {
+    let tied = gguf.tensor_info("output.weight").is_none();
+    let embed_part = [Part::plain("token_embd.weight".into(), c.vocab)];
+    #[cfg(feature = "flex")]
+    if storage == WeightStorage::Quantised {
+        if let Some(e) = quantised(gguf, &embed_part, c.hidden, c)? {
+            let e = Arc::new(e);
+            let output = if tied {
+                Linear::quantised(e.clone())
+            } else {
+                let out = [Part::plain("output.weight".into(), c.vocab)];
+                projection(gguf, &out, c.hidden, c, storage, device)?
+            };
+            return Ok((Embedding::quantised(e), output));
+        }
+    }
+    let _ = (storage, &embed_part);
+    let embed = read(gguf, "token_embd.weight", &[c.vocab, c.hidden])?;
+    let output = if tied {
+        Linear::dense(linear(embed.clone(), c.vocab, c.hidden, device))
+    } else {
+        let out = [Part::plain("output.weight".into(), c.vocab)];
+        projection(gguf, &out, c.hidden, c, WeightStorage::Dense, device)?
+    };
+    let embed = Embedding::dense(Tensor::from_data(
+        TensorData::new(embed, [c.vocab, c.hidden]),
+        device,
+    ));
+    Ok((embed, output))
 }
 
 #[cfg(test)]

@@ -9,7 +9,9 @@ pub mod config;
 pub mod feed_forward;
 #[cfg(feature = "flex")]
 pub mod host_attention;
+pub mod linear;
 pub mod loader;
+pub mod quant;
 pub mod query_order;
 pub mod rope;
 pub mod transformer;
@@ -21,6 +23,7 @@ use burn::tensor::Tensor;
 
 pub use attention::ForwardCtx;
 pub use config::ModelConfig;
+pub use loader::WeightStorage;
 pub use transformer::{Logits, Transformer};
 
 use crate::cache::KvCache;
@@ -56,16 +59,38 @@ fn host_kernel_for<B: Backend>() -> bool {
     }
 }
 
+impl WeightStorage {
+    /// Quantised on the plain CPU backend (the host kernels' backend), f32 tensors on every
+    /// other (GPU backends, autodiff for training).
+    pub fn default_for<B: Backend>() -> Self {
+        if host_kernel_for::<B>() {
+            Self::Quantised
+        } else {
+            Self::Dense
+        }
+    }
+}
+
 impl<B: Backend> Model<B> {
-    /// Loads a GGUF file from disk.
+    /// Loads a GGUF file from disk, weights held as [`WeightStorage::default_for`] says.
     pub fn load(path: impl AsRef<Path>, device: &B::Device) -> Result<Self> {
         Self::from_gguf(&GgufFile::open(path)?, device)
     }
 
-    /// Builds the model from a parsed GGUF file.
+    /// Builds the model from a parsed GGUF file, weights held as
+    /// [`WeightStorage::default_for`] says.
     pub fn from_gguf(gguf: &GgufFile, device: &B::Device) -> Result<Self> {
+        Self::from_gguf_with(gguf, device, WeightStorage::default_for::<B>())
+    }
+
+    /// Builds the model from a parsed GGUF file, weights held as `storage` says.
+    pub fn from_gguf_with(
+        gguf: &GgufFile,
+        device: &B::Device,
+        storage: WeightStorage,
+    ) -> Result<Self> {
         let config = ModelConfig::from_gguf(gguf)?;
-        let transformer = loader::load_transformer(gguf, &config, device)?;
+        let transformer = loader::load_transformer(gguf, &config, storage, device)?;
         Ok(Self::from_parts(config, transformer, device))
     }
 
@@ -148,6 +173,7 @@ impl<B: Backend> Model<B> {
         ctx.host_kernel = self.host_kernel;
         if let Some(o) = observer.as_deref() {
             ctx.obs_rows = o.config.attn_rows;
+            ctx.obs_end = o.config.rows_end;
             ctx.obs_kv = o.config.keys_values;
             ctx.obs_colsum = o.config.column_sums;
         }

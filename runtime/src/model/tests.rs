@@ -359,12 +359,56 @@ fn blocked_prefill_equals_token_by_token() {
 }
 
 #[test]
+fn rows_ending_at_a_position_are_the_reference_rows_before_it_in_both_kernels() {
+    // Rows 3, 4, 5 (the 3 rows ending before position 6) of a 9-token prompt, as the f64
+    // reference computes them, whichever kernel runs; split over two calls (tokens 0..5 and
+    // 5..9) the first call records rows 3, 4 and the second row 5.
+    let (mut m, g) = tiny_model(64);
+    let r = reference(&g, &IDS);
+    let config = ObserveConfig {
+        attn_rows: 3,
+        rows_end: Some(6),
+        ..Default::default()
+    };
+    for generic in [false, true] {
+        m.set_generic_attention(generic);
+        let mut one = Observer::new(config.clone(), L);
+        m.forward(&IDS, &mut m.new_cache(), Some(&mut one), Logits::Last)
+            .unwrap();
+        let mut two = Observer::new(config.clone(), L);
+        let mut cache = m.new_cache();
+        m.forward(&IDS[..5], &mut cache, Some(&mut two), Logits::Last)
+            .unwrap();
+        m.forward(&IDS[5..], &mut cache, Some(&mut two), Logits::Last)
+            .unwrap();
+        for l in 0..L {
+            let rec = &one.layers[l].attention[0];
+            assert_eq!(rec.query_positions, vec![3, 4, 5], "generic {generic}");
+            let split = &two.layers[l].attention;
+            assert_eq!(split[0].query_positions, vec![3, 4]);
+            assert_eq!(split[1].query_positions, vec![5]);
+            for h in 0..NH {
+                for (i, row) in rec.probs[h].iter().enumerate() {
+                    assert!(
+                        max_diff(row, &r.attn[l][h][3 + i]) < 1e-5,
+                        "layer {l} head {h}"
+                    );
+                }
+                let last = &split[1].probs[h][0];
+                assert!(max_diff(last, &r.attn[l][h][5]) < 1e-5);
+            }
+        }
+    }
+}
+
+#[test]
 fn observer_attention_and_keys_match_reference_and_gqa_map() {
     let (m, g) = tiny_model(64);
     let r = reference(&g, &IDS);
     let mut obs = Observer::new(
         ObserveConfig {
             attn_rows: 3,
+            rows_end: None,
             keys_values: true,
             layers: None,
             column_sums: false,
@@ -414,6 +458,7 @@ fn observer_off_records_nothing_and_changes_nothing() {
     let mut obs = Observer::new(
         ObserveConfig {
             attn_rows: 2,
+            rows_end: None,
             keys_values: false,
             layers: Some(vec![1]),
             column_sums: false,
@@ -601,7 +646,7 @@ fn column_sums_equal_the_reference_columns_in_both_storages() {
 /// `m` with its query heads renumbered so that new head `h` is old head `pi[h]`, under the
 /// query→KV map `q_to_kv` (the new heads' KV heads).
 fn renumber_query_heads(m: &Model<B>, pi: &[usize], q_to_kv: Vec<usize>) -> Model<B> {
-    use burn::module::Param;
+    use super::linear::Linear;
     use burn::tensor::{Int, TensorData};
     let device = Default::default();
     let index = |v: Vec<usize>| {
@@ -620,8 +665,9 @@ fn renumber_query_heads(m: &Model<B>, pi: &[usize], q_to_kv: Vec<usize>) -> Mode
     let mut tr = m.transformer.clone();
     for block in &mut tr.blocks {
         let a = &mut block.attention;
-        a.wqkv = Param::from_tensor(a.wqkv.val().select(1, index(qkv_cols.clone())));
-        a.wo = Param::from_tensor(a.wo.val().select(0, index(head_rows.clone())));
+        let (wqkv, wo) = (a.wqkv.to_dense(&device), a.wo.to_dense(&device));
+        a.wqkv = Linear::dense(wqkv.select(1, index(qkv_cols.clone())));
+        a.wo = Linear::dense(wo.select(0, index(head_rows.clone())));
     }
     Model::from_parts(config, tr, &device)
 }
@@ -636,6 +682,7 @@ fn an_interleaved_query_to_kv_map_is_honoured() {
     let mut new = renumber_query_heads(&old, &pi, vec![0, 1, 0, 1]);
     let observe = ObserveConfig {
         attn_rows: 2,
+        rows_end: None,
         keys_values: false,
         layers: None,
         column_sums: true,
@@ -681,5 +728,40 @@ fn an_interleaved_query_to_kv_map_is_honoured() {
                 }
             }
         }
+    }
+}
+
+#[test]
+fn quantised_storage_runs_as_the_f32_weights() {
+    // The same file held both ways: the projections whose rows are whole steps of 32 stay in
+    // the file's blocks (F32 rows here), multiplied on the host (tiled for the 12-token
+    // prefill, fused dot products for the decode steps); the logits agree with burn's matmul.
+    let g = tiny_gguf(64);
+    let device = Default::default();
+    let dense = Model::<B>::from_gguf_with(&g, &device, WeightStorage::Dense).unwrap();
+    let quant = Model::<B>::from_gguf_with(&g, &device, WeightStorage::Quantised).unwrap();
+    assert!(dense.transformer.is_dense());
+    assert!(
+        !quant.transformer.is_dense() && !quant.transformer.blocks[0].attention.wqkv.is_dense()
+    );
+    let ids: Vec<u32> = (0..12).map(|i| (i * 7 % V) as u32).collect();
+    let (mut cd, mut cq) = (dense.new_cache(), quant.new_cache());
+    let mut run = |ids: &[u32]| {
+        let a = dense.forward(ids, &mut cd, None, Logits::All).unwrap();
+        let b = quant.forward(ids, &mut cq, None, Logits::All).unwrap();
+        let (a, b): (Vec<f32>, Vec<f32>) = (
+            a.into_data().to_vec().unwrap(),
+            b.into_data().to_vec().unwrap(),
+        );
+        let worst = a
+            .iter()
+            .zip(&b)
+            .map(|(x, y)| (x - y).abs())
+            .fold(0f32, f32::max);
+        assert!(worst < 1e-5, "logits differ by {worst}");
+    };
+    run(&ids);
+    for &t in &[3u32, 9, 27] {
+        run(&[t]);
     }
 }

@@ -1,12 +1,13 @@
 //! The decoder stack: token embedding, blocks, final norm, output projection.
 
-use burn::module::{Module, Param};
+use burn::module::Module;
 use burn::nn::RmsNorm;
 use burn::tensor::backend::Backend;
-use burn::tensor::{Int, Tensor, TensorData};
+use burn::tensor::Tensor;
 
 use super::attention::ForwardCtx;
 use super::block::Block;
+use super::linear::{Embedding, Linear};
 use crate::cache::KvCache;
 use crate::observe::Observer;
 
@@ -23,7 +24,7 @@ pub enum Logits {
 #[derive(Module, Debug)]
 pub struct Transformer<B: Backend> {
     /// Token embedding `[vocab, hidden]`.
-    pub embed: Param<Tensor<B, 2>>,
+    pub embed: Embedding<B>,
     /// Factor on the embeddings before the first block (Gemma: √hidden; otherwise 1).
     pub embed_scale: f64,
     /// Decoder blocks.
@@ -31,7 +32,7 @@ pub struct Transformer<B: Backend> {
     /// Final RMSNorm.
     pub norm: RmsNorm<B>,
     /// Output projection `[hidden, vocab]` (the transposed embedding when tied).
-    pub output: Param<Tensor<B, 2>>,
+    pub output: Linear<B>,
 }
 
 impl<B: Backend> Transformer<B> {
@@ -47,11 +48,8 @@ impl<B: Backend> Transformer<B> {
         mut observer: Option<&mut Observer>,
         logits: Logits,
     ) -> Tensor<B, 2> {
-        let device = self.embed.device();
         let t = ids.len();
-        let idx: Vec<i64> = ids.iter().map(|&i| i as i64).collect();
-        let idx = Tensor::<B, 1, Int>::from_data(TensorData::new(idx, [t]), &device);
-        let mut x = self.embed.val().select(0, idx); // [t, hidden]
+        let mut x = self.embed.forward(ids, &self.device()); // [t, hidden]
         if self.embed_scale != 1.0 {
             // As transformers: the factor in the embeddings' dtype (f32), then one multiply.
             x = x.mul_scalar(self.embed_scale as f32);
@@ -65,6 +63,24 @@ impl<B: Backend> Transformer<B> {
             Logits::Last => x.narrow(0, t - 1, 1),
             Logits::All => x,
         };
-        self.norm.forward(x).matmul(self.output.val())
+        self.output.forward(self.norm.forward(x))
+    }
+
+    /// The device the weights live on.
+    pub fn device(&self) -> B::Device {
+        self.norm.gamma.device()
+    }
+
+    /// Whether every weight is an f32 tensor (what training and `--weights` need), rather
+    /// than the GGUF's quantised blocks.
+    pub fn is_dense(&self) -> bool {
+        self.embed.weight.is_some()
+            && self.output.is_dense()
+            && self.blocks.iter().all(|b| {
+                let (a, f) = (&b.attention, &b.ffn);
+                [&a.wqkv, &a.wo, &f.w_gate, &f.w_up, &f.w_down]
+                    .iter()
+                    .all(|l| l.is_dense())
+            })
     }
 }

@@ -52,6 +52,9 @@ pub struct Session<'a, B: Backend> {
     pub press: &'a mut dyn Press<B>,
     /// Tokens run so far.
     pub tokens: usize,
+    /// Where the prefill's observation rows end (an absolute position, exclusive): the end of
+    /// the user's question; `None`: at the prompt's last token.
+    pub rows_end: Option<usize>,
 }
 
 impl<'a, B: Backend> Session<'a, B> {
@@ -62,6 +65,7 @@ impl<'a, B: Backend> Session<'a, B> {
             cache: model.new_cache(),
             press,
             tokens: 0,
+            rows_end: None,
         }
     }
 
@@ -75,7 +79,11 @@ impl<'a, B: Backend> Session<'a, B> {
                 "prefill on a session that already ran".into(),
             ));
         }
-        let mut obs = self.observer(self.press.prefill_observe());
+        let config = self.press.prefill_observe().map(|c| ObserveConfig {
+            rows_end: self.rows_end,
+            ..c
+        });
+        let mut obs = self.observer(config);
         let logits = self
             .press
             .forward(self.model, prompt, &mut self.cache, obs.as_mut())?;
@@ -156,6 +164,23 @@ impl<'a, B: Backend> Session<'a, B> {
         Ok(logits)
     }
 
+    /// Runs `ids` after what the cache holds in one forward call (through the press's forward)
+    /// and appends their K/V uncompressed: no press hook runs, so they stay whatever the press
+    /// does next. Question-agnostic evaluation appends the question after compressing the
+    /// context this way. Returns the last position's logits.
+    ///
+    /// # Shapes
+    /// - ids: `t` tokens → `[1, vocab]`
+    pub fn extend(&mut self, ids: &[u32]) -> Result<Tensor<B, 2>> {
+        if self.tokens == 0 {
+            return Err(Error::Request("extend before the prefill".into()));
+        }
+        let logits = self.press.forward(self.model, ids, &mut self.cache, None)?;
+        windowed::slide(&mut self.cache, &self.model.config.layer_windows);
+        self.tokens += ids.len();
+        Ok(logits)
+    }
+
     /// What the cache holds now, against FullKV.
     pub fn memory(&self) -> MemoryReport {
         let g = &self.model.config.geometry;
@@ -215,6 +240,7 @@ mod tests {
     use burn::backend::Flex;
 
     use super::*;
+    use crate::generate::last_row;
     use crate::press::full::FullPress;
     use crate::press::streaming::StreamingScorer;
     use crate::press::{Allocation, SelectionPress};
@@ -271,5 +297,39 @@ mod tests {
         let err = s.step(1).expect_err("position 32 is past the context");
         assert!(err.to_string().contains("full"), "{err}");
         assert!(err.to_string().contains("context"), "{err}");
+    }
+
+    #[test]
+    fn extend_appends_a_question_uncompressed_after_a_compressed_context() {
+        // Under FullKV, prefill(context) then extend(question) is the prompt's own forward:
+        // the same last logits; under StreamingLLM (budget 12) the context is cut to 12 and the
+        // 6 question tokens are appended whole, counted in the bytes: 18 of 26 entries.
+        let model = short_context_model();
+        let prompt: Vec<u32> = (0..26).map(|i| (i * 7 % 50) as u32).collect();
+        let mut full = FullPress;
+        let whole = last_row(
+            Session::new(&model, &mut full)
+                .prefill(&prompt)
+                .expect("prefill"),
+        );
+        let mut full = FullPress;
+        let mut s = Session::new(&model, &mut full);
+        s.prefill(&prompt[..20]).expect("context");
+        let split = last_row(s.extend(&prompt[20..]).expect("question"));
+        assert!(whole.iter().zip(&split).all(|(a, b)| (a - b).abs() < 1e-4));
+        let mut press = SelectionPress::new(
+            "streaming",
+            Box::new(StreamingScorer::new(4)),
+            Allocation::Uniform(12),
+        );
+        let mut s = Session::new(&model, &mut press);
+        s.prefill(&prompt[..20]).expect("context");
+        s.extend(&prompt[20..]).expect("question");
+        assert_eq!(s.tokens, 26);
+        for l in &s.cache.layers {
+            assert_eq!(l.len(0), 18);
+        }
+        let m = s.memory();
+        assert_eq!(m.held_bytes * 26, m.full_bytes * 18);
     }
 }

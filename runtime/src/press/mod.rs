@@ -449,35 +449,60 @@ pub fn group_mean(per_q: &[Vec<f32>], kv_of: &[usize], kv_heads: usize) -> Score
         .collect()
 }
 
-/// Observation of every layer: only `attn_rows` rows and/or column sums, as asked.
-/// Scores of a layer from its observation window: `per_row(len, rows)` gets, for each query
-/// head, the entry count of its KV head and the last `window` observed rows (an observer shared
-/// with other presses may record more), and returns one score per entry; query heads are then
-/// combined per KV head by their mean ([`group_mean`]; a layer unfolded to one head per query
-/// head has groups of one). Zeros when nothing was observed.
+/// Scores of a layer from its observation window: `per_row(len, before, rows)` gets, for each
+/// query head, the entry count of its KV head, how many of them lie before the window
+/// ([`window_start`]) and the last `window` observed rows (an observer shared with other presses
+/// may record more), and returns one score per entry; query heads are then combined per KV head
+/// by their mean ([`group_mean`]; a layer unfolded to one head per query head has groups of
+/// one). Zeros when nothing was observed.
 pub fn window_scores(
     positions: &[Vec<usize>],
     obs: Option<&LayerObservation>,
     window: usize,
-    per_row: impl Fn(usize, &[Vec<f32>]) -> Vec<f32>,
+    per_row: impl Fn(usize, usize, &[Vec<f32>]) -> Vec<f32>,
 ) -> Scores {
     let kv = positions.len();
     let Some(rows) = obs.and_then(|o| o.attention.last()) else {
         return positions.iter().map(|p| vec![0.0; p.len()]).collect();
     };
     let kv_of = unfolded(&rows.kv_of, kv);
+    let start = window_start(obs, window).unwrap_or(usize::MAX);
     let per_q: Vec<Vec<f32>> = rows
         .probs
         .iter()
         .zip(&kv_of)
         .map(|(head_rows, &g)| {
             let from = head_rows.len().saturating_sub(window);
-            per_row(positions[g].len(), &head_rows[from..])
+            let before = positions[g].iter().filter(|&&p| p < start).count();
+            per_row(positions[g].len(), before, &head_rows[from..])
         })
         .collect();
     group_mean(&per_q, &kv_of, kv)
 }
 
+/// Where the observation window starts: the position of the first of the last `window` observed
+/// rows (`None` when nothing was observed). Keys at or after it — the window and whatever
+/// follows it in the prompt (a chat template's tail after a question-end window) — are kept;
+/// only the keys before it are scored.
+pub fn window_start(obs: Option<&LayerObservation>, window: usize) -> Option<usize> {
+    let q = &obs?.attention.last()?.query_positions;
+    q.get(q.len().saturating_sub(window)).copied()
+}
+
+/// `scores` with every entry at or after position `start` set to `∞` (kept).
+pub fn keep_from(mut scores: Scores, positions: &[Vec<usize>], start: Option<usize>) -> Scores {
+    let Some(start) = start else { return scores };
+    for (s, p) in scores.iter_mut().zip(positions) {
+        for (x, &pos) in s.iter_mut().zip(p) {
+            if pos >= start {
+                *x = f32::INFINITY;
+            }
+        }
+    }
+    scores
+}
+
+/// Observation of every layer: only `attn_rows` rows and/or column sums, as asked.
 /// The cache head each query head reads once the layer holds `cache_heads` heads, from the map
 /// `kv_of` an observation recorded: the same map, or — when the layer was unfolded after the
 /// observation (SpindleKV's repeat, [`LayerCache::repeat_heads`]: KV head `g` becomes copies
@@ -503,6 +528,7 @@ pub fn unfolded(kv_of: &[usize], cache_heads: usize) -> Vec<usize> {
 pub fn observe(attn_rows: usize, column_sums: bool) -> ObserveConfig {
     ObserveConfig {
         attn_rows,
+        rows_end: None,
         keys_values: false,
         column_sums,
         layers: None,

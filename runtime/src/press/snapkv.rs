@@ -1,10 +1,14 @@
 //! SnapKV (Li et al. 2024) as the authors' scripts run it (Zefan-Cai/KVCache-Factory @ 5fb995d,
 //! `pyramidkv/pyramidkv_utils.py` `SnapKVCluster`,
-//! PyramidKV §4.2.2): the last α = 8 prompt rows are the observation window; each key before the
+//! PyramidKV §4.2.2): α = 8 observed prompt rows are the observation window; each key before the
 //! window scores the attention those rows give it (softmax over the whole causal row, summed
 //! over the window rows), pooled along the sequence with kernel 7 (max-pool by default, padding
 //! k/2, stride 1, over the keys before the window only); the top `B − α` of them are kept and the
-//! window is appended (scored `∞`). Pooling is per query head, then the KV head takes the mean of
+//! window is appended (scored `∞`). The window is whatever rows the prefill observed
+//! ([`crate::observe::ObserveConfig::rows_end`]): the prompt's last α rows, or the α rows ending
+//! with the user's question (PyramidKV §4.2 "instruction tokens"); in the second case the prompt's
+//! tokens after the window (the chat template's tail, the answer prefix) are kept as well, inside
+//! the budget: the top `B − α − tail` keys before the window are kept. Pooling is per query head, then the KV head takes the mean of
 //! its query heads (module doc of [`super`]).
 //!
 //! The same scorer serves PyramidKV (per-layer budgets) and HeadKV (per-head budgets): only the
@@ -91,8 +95,8 @@ impl Scorer for SnapKvScorer {
         _budgets: &[usize],
     ) -> Scores {
         let (window, kernel, pooling) = (self.window, self.kernel, self.pooling);
-        let scores = window_scores(positions, obs, window, |len, rows| {
-            let mut sums = vec![0f32; len.saturating_sub(window)];
+        let scores = window_scores(positions, obs, window, |_, before, rows| {
+            let mut sums = vec![0f32; before];
             for r in rows {
                 for (s, p) in sums.iter_mut().zip(r) {
                     *s += p;
@@ -159,5 +163,46 @@ mod tests {
         }
         assert!(scores[0][4..].iter().all(|s| s.is_infinite()));
         assert_eq!(top_k(&scores[0], 4), vec![1, 2, 4, 5]);
+    }
+
+    #[test]
+    fn a_question_end_window_keeps_the_tail_and_scores_only_keys_before_it() {
+        // 10 keys; the window is the 2 rows ending before position 7 (rows 5 and 6), then a
+        // 3-token tail (7, 8, 9, the template's tail): kernel 3, one KV head, two query heads.
+        // q0: sums over keys 0–4 = .3 .6 0 .4 0 → max-pooled .6 .6 .6 .4 .4;
+        // q1: 0 0 .1 0 1 → 0 .1 .1 1 1. Mean: .3 .35 .35 .7 .7; keys 5–9 kept (∞).
+        // Budget 7 = window 2 + tail 3 + keys 3, 4; budget 6 keeps key 3 only (ties: earlier).
+        let row = |p: &[f32]| {
+            let mut r = p.to_vec();
+            r.resize(10, 0.0);
+            r
+        };
+        let obs = LayerObservation {
+            attention: vec![AttentionRows {
+                query_positions: vec![5, 6],
+                probs: vec![
+                    vec![
+                        row(&[0.1, 0.5, 0.0, 0.1, 0.0, 0.3]),
+                        row(&[0.2, 0.1, 0.0, 0.3, 0.0, 0.2, 0.2]),
+                    ],
+                    vec![
+                        row(&[0.0, 0.0, 0.0, 0.0, 0.9, 0.1]),
+                        row(&[0.0, 0.0, 0.1, 0.0, 0.1, 0.3, 0.5]),
+                    ],
+                ],
+                key_positions: vec![(0..10).collect()],
+                kv_of: vec![0, 0],
+            }],
+            ..Default::default()
+        };
+        let mut s = SnapKvScorer::new("snapkv", 2, 3, Pooling::Maxpool);
+        let scores = s.prefill_scores(0, &[(0..10).collect()], Some(&obs), &[7]);
+        let want = [0.3, 0.35, 0.35, 0.7, 0.7];
+        for (a, b) in scores[0].iter().zip(want) {
+            assert!((a - b).abs() < 1e-6, "{:?}", scores[0]);
+        }
+        assert!(scores[0][5..].iter().all(|s| s.is_infinite()));
+        assert_eq!(top_k(&scores[0], 7), vec![3, 4, 5, 6, 7, 8, 9]);
+        assert_eq!(top_k(&scores[0], 6), vec![3, 5, 6, 7, 8, 9]);
     }
 }

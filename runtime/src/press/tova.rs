@@ -7,14 +7,16 @@
 //! As in kvpress (`TOVAPress`, NVIDIA/kvpress @ 08a43bf), the newest entry itself always stays
 //! (scored `∞`); the paper does not force it, but the newest token's own weight is usually the
 //! largest. A query head whose KV head does not hold a position (heads with different budgets)
-//! gives it 0 — the mean is always over all the layer's query heads.
+//! gives it 0 — the mean is always over all the layer's query heads. When the prefill's observed
+//! row ends at the user's question ([`crate::observe::ObserveConfig::rows_end`]), that row scores
+//! the keys before it and the prompt's tokens after it are kept.
 
 use std::collections::BTreeMap;
 
 use burn::tensor::backend::Backend;
 
 use super::registry::{FromPlan, MethodPress};
-use super::{observe, Capabilities, Press, Scorer, Scores};
+use super::{keep_from, observe, window_start, Capabilities, Press, Scorer, Scores};
 use crate::error::Result;
 use crate::observe::{LayerObservation, ObserveConfig};
 
@@ -89,7 +91,12 @@ impl Scorer for TovaScorer {
         obs: Option<&LayerObservation>,
         _budgets: &[usize],
     ) -> Scores {
-        Self::scores(positions, obs)
+        // A row observed before the prompt's end (a question-end window) keeps what follows it.
+        keep_from(
+            Self::scores(positions, obs),
+            positions,
+            window_start(obs, 1),
+        )
     }
 
     fn evicts_while_decoding(&self) -> bool {
@@ -168,5 +175,23 @@ mod tests {
         let scores = TovaScorer::new().decode_scores(0, &positions, Some(&o), &[2, 2]);
         let kept = scores.map(|s| (top_k(&s[0], 2), top_k(&s[1], 2)));
         assert_eq!(kept, Some((vec![2, 4], vec![1, 3])));
+    }
+
+    #[test]
+    fn a_row_observed_at_the_question_end_keeps_the_tokens_after_it() {
+        // One query head, 5 keys; the row at position 2 gives .2 .5 .3: keys 0, 1 score .2, .5,
+        // the row's own key and the tail (3, 4) are kept.
+        let o = LayerObservation {
+            attention: vec![AttentionRows {
+                query_positions: vec![2],
+                probs: vec![vec![vec![0.2, 0.5, 0.3, 0.0, 0.0]]],
+                key_positions: vec![(0..5).collect()],
+                kv_of: vec![0],
+            }],
+            ..Default::default()
+        };
+        let s = TovaScorer::new().prefill_scores(0, &[(0..5).collect()], Some(&o), &[3]);
+        assert_eq!(&s[0][..2], &[0.2, 0.5]);
+        assert!(s[0][2..].iter().all(|x| x.is_infinite()), "{:?}", s[0]);
     }
 }

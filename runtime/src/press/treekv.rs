@@ -20,7 +20,9 @@
 //! `S̄` of its tokens, where `S`/`C` come from the last block of the prompt as observation window
 //! (`b` rows). Algorithm 1 is replayed over the blocks with capacity `⌊c/b⌋` blocks; the kept
 //! blocks, the sinks and the recent window stay, and the recent window grows leftwards until the
-//! head holds exactly `c_total` entries.
+//! head holds exactly `c_total` entries. With the observation rows ending at the user's question
+//! ([`crate::observe::ObserveConfig::rows_end`]) the prompt's tokens after them (template tail,
+//! answer prefix) are kept too: the recent segment is at least that tail, inside the budget.
 //!
 //! **Positions** (§4.1, after StreamingLLM): after every eviction the kept entries are
 //! re-assigned the positions `0..len` and their keys re-rotated by `new − old` (RoPE is a
@@ -130,20 +132,22 @@ impl TreeKvPress {
         &self.state[layer][head].orig
     }
 
-    /// `(sinks, tree capacity)` of a head holding at most `total` entries.
-    fn shape(&self, total: usize) -> (usize, usize) {
+    /// `(sinks, tree capacity)` of a head holding at most `total` entries with `recent` recent.
+    fn shape(&self, total: usize, recent: usize) -> (usize, usize) {
         let s = self.sinks.min(total);
-        (s, total.saturating_sub(s + self.recent))
+        (s, total.saturating_sub(s + recent))
     }
 
-    /// Prefill selection of one head: storage indices kept (ascending).
-    fn prefill_keep(&self, total: usize, s_bar: &[f32]) -> Vec<usize> {
+    /// Prefill selection of one head: storage indices kept (ascending). `tail`: entries after
+    /// the observation window (a question-end window), kept as part of the recent segment.
+    fn prefill_keep(&self, total: usize, s_bar: &[f32], tail: usize) -> Vec<usize> {
         let n = s_bar.len();
         if n <= total {
             return (0..n).collect();
         }
-        let (s, cap) = self.shape(total);
-        let mid_end = n.saturating_sub(self.recent).max(s);
+        let recent = self.recent.max(tail);
+        let (s, cap) = self.shape(total, recent);
+        let mid_end = n.saturating_sub(recent).max(s);
         let blocks: Vec<(usize, usize)> = (s..mid_end)
             .step_by(self.block)
             .map(|a| (a, (a + self.block).min(mid_end)))
@@ -178,6 +182,9 @@ impl TreeKvPress {
     ) -> Vec<HeadState> {
         let kv = cache.kv_heads();
         let (sums, counts) = window_stats(cache, obs, self.block);
+        let last_row = obs
+            .and_then(|o| o.attention.last())
+            .and_then(|r| r.query_positions.last().copied());
         let mut keep = Vec::with_capacity(kv);
         let mut states = Vec::with_capacity(kv);
         for h in 0..kv {
@@ -186,7 +193,9 @@ impl TreeKvPress {
                 .zip(&counts[h])
                 .map(|(s, c)| if *c > 0.0 { s / c } else { 0.0 })
                 .collect();
-            let k = self.prefill_keep(self.budget.budget(l, h), &s_bar);
+            let tail =
+                last_row.map_or(0, |q| cache.positions(h).iter().filter(|&&p| p > q).count());
+            let k = self.prefill_keep(self.budget.budget(l, h), &s_bar, tail);
             states.push(HeadState {
                 s: k.iter().map(|&i| sums[h][i]).collect(),
                 c: k.iter().map(|&i| counts[h][i]).collect(),
@@ -204,8 +213,8 @@ impl TreeKvPress {
     /// One decode step of one head: update S and C with `row`, evict if the tree overflows.
     fn head_step(&mut self, l: usize, h: usize, row: Option<&[f32]>, len: usize) -> Option<usize> {
         let total = self.budget.budget(l, h);
-        let (s, cap) = self.shape(total);
         let recent = self.recent;
+        let (s, cap) = self.shape(total, recent);
         let st = &mut self.state[l][h];
         st.s.resize(len, 0.0);
         st.c.resize(len, 0.0);
@@ -428,16 +437,33 @@ mod tests {
             0.0, 0.0, 3.0, 3.0, 1.0, 1.0, 4.0, 4.0, 2.0, 2.0, 5.0, 5.0, 9.0, 9.0,
         ];
         assert_eq!(
-            press.prefill_keep(8, &s_bar),
+            press.prefill_keep(8, &s_bar, 0),
             vec![0, 1, 6, 7, 10, 11, 12, 13]
         );
         // Budget 9: the tree still holds ⌊5/2⌋ = 2 blocks; the recent window takes the spare
         // entry (token 9, the newest one not yet kept).
         assert_eq!(
-            press.prefill_keep(9, &s_bar),
+            press.prefill_keep(9, &s_bar, 0),
             vec![0, 1, 6, 7, 9, 10, 11, 12, 13]
         );
         // A prompt within the budget is kept whole.
-        assert_eq!(press.prefill_keep(20, &s_bar).len(), 14);
+        assert_eq!(press.prefill_keep(20, &s_bar, 0).len(), 14);
+    }
+
+    #[test]
+    fn prefill_keeps_the_tail_after_a_question_end_window() {
+        // The 14 tokens above with a 3-token tail (11, 12, 13) after the window: the recent
+        // segment is max(2, 3) = 3, so the tree holds ⌊(8 − 2 − 3)/2⌋ = 1 block of the middle
+        // [2, 11): b0 3, b1 1, b2 4, b3 2, b4 = token 10 alone, 5. Capacity 1: b1 goes (3 > 1),
+        // b0 (3 vs 4), b3 (4 > 2), b2 (4 vs 5): token 10 kept. Sinks 0, 1 + 10 + tail 11–13
+        // hold 6; the recent segment grows leftwards by 9 and 8 to the budget of 8.
+        let press = TreeKvPress::new(Allocation::Uniform(8), 2, 2, 2, RopeSet::uniform(2, 1e4, 1));
+        let s_bar = [
+            0.0, 0.0, 3.0, 3.0, 1.0, 1.0, 4.0, 4.0, 2.0, 2.0, 5.0, 0.0, 0.0, 0.0,
+        ];
+        assert_eq!(
+            press.prefill_keep(8, &s_bar, 3),
+            vec![0, 1, 8, 9, 10, 11, 12, 13]
+        );
     }
 }

@@ -125,16 +125,24 @@ pub fn load_weights<B: Backend>(mut tr: Transformer<B>, path: &Path) -> Result<T
             source: std::io::Error::new(std::io::ErrorKind::NotFound, "no such weights file"),
         });
     }
+    if !tr.is_dense() {
+        return Err(Error::Model(format!(
+            "weights {}: the model holds quantised weights; load it with f32 weights \
+             (WeightStorage::Dense) to apply trained weights",
+            path.display()
+        )));
+    }
     let mut store = BurnpackStore::from_file(path).auto_extension(false);
     let applied = tr
         .load_from(&mut store)
         .map_err(|e| Error::Model(format!("weights {}: {e}", path.display())))?;
-    if !applied.errors.is_empty() || !applied.missing.is_empty() {
+    if !applied.errors.is_empty() || !applied.missing.is_empty() || !applied.unused.is_empty() {
         return Err(Error::Model(format!(
-            "weights {} do not fit the model: {} errors, missing {:?}",
+            "weights {} do not fit the model: {} errors, missing {:?}, not in the model {:?}",
             path.display(),
             applied.errors.len(),
-            applied.missing.iter().map(|m| &m.0).collect::<Vec<_>>()
+            applied.missing.iter().map(|m| &m.0).collect::<Vec<_>>(),
+            applied.unused
         )));
     }
     Ok(tr)

@@ -144,10 +144,8 @@ pub fn forward<B: Backend>(
     ids: &[u32],
 ) -> Result<Tensor<B, 2>> {
     check_input(tr, rope, layout, ids)?;
-    let device = tr.embed.device();
+    let device = tr.device();
     let t = ids.len();
-    let idx: Vec<i64> = ids.iter().map(|&i| i as i64).collect();
-    let idx = Tensor::<B, 1, Int>::from_data(TensorData::new(idx, [t]), &device);
     let n_heads = tr.blocks.first().map_or(0, |b| b.attention.n_heads);
     let pass = Pass {
         rope,
@@ -155,14 +153,14 @@ pub fn forward<B: Backend>(
         positions: Tensor::<B, 1, Int>::arange(0..t as i64, &device),
         masks: Masks::new(layout, n_heads, t, &device),
     };
-    let mut x = tr.embed.val().select(0, idx); // [t, hidden]
+    let mut x = tr.embed.forward(ids, &device); // [t, hidden]
     let mut lent: Vec<Option<Tensor<B, 3>>> = vec![None; tr.blocks.len()];
     for (l, block) in tr.blocks.iter().enumerate() {
         let out = pass.attention(l, block, x.clone(), &mut lent);
         let h = x + out;
         x = h.clone() + block.ffn.forward(block.ffn_norm.forward(h));
     }
-    Ok(tr.norm.forward(x).matmul(tr.output.val()))
+    Ok(tr.output.forward(tr.norm.forward(x)))
 }
 
 /// One clear error for a request the model cannot run.
@@ -173,7 +171,7 @@ fn check_input<B: Backend>(
     ids: &[u32],
 ) -> Result<()> {
     let t = ids.len();
-    let vocab = tr.embed.dims()[0];
+    let vocab = tr.embed.vocab();
     if t == 0 || t > rope.max_positions() {
         return Err(Error::Request(format!(
             "pod training: {t} tokens, the model takes 1..={}",
@@ -220,7 +218,7 @@ impl<B: Backend> Pass<'_, B> {
         let a = &block.attention;
         let (nh, nkv, d) = (a.n_heads, a.n_kv_heads, a.head_dim);
         let [t, _] = x.dims();
-        let qkv = block.attn_norm.forward(x).matmul(a.wqkv.val()); // [t, (nh+2nkv)·d]
+        let qkv = a.wqkv.forward(block.attn_norm.forward(x)); // [t, (nh+2nkv)·d]
         let split = |start: usize, heads: usize| {
             qkv.clone()
                 .narrow(1, start * d, heads * d)
@@ -244,13 +242,13 @@ impl<B: Backend> Pass<'_, B> {
             scores.mask_fill(self.masks.future.clone(), f32::NEG_INFINITY),
             2,
         );
-        probs
+        let out = probs
             .reshape([nkv, group * t, t])
             .matmul(v) // [nkv, group·t, d]
             .reshape([nh, t, d])
             .swap_dims(0, 1)
-            .reshape([t, nh * d])
-            .matmul(a.wo.val())
+            .reshape([t, nh * d]);
+        a.wo.forward(out)
     }
 
     /// Layer `l`'s scores `own` with each head's distant part taken from its block's lowest

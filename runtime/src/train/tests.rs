@@ -11,7 +11,7 @@ use super::*;
 use crate::generate::SplitMix64;
 use crate::gguf::GgufFile;
 use crate::model::rope::Rope;
-use crate::model::{Logits, Model};
+use crate::model::{Logits, Model, WeightStorage};
 use crate::press::pod::{PodPress, Proximal};
 use crate::press::Session;
 
@@ -46,7 +46,9 @@ fn tiny_gguf() -> GgufFile {
 
 fn tiny<Bk: burn::tensor::backend::Backend>() -> (Model<Bk>, Rope<Bk>) {
     let device = Default::default();
-    let model = Model::from_gguf(&tiny_gguf(), &device).expect("tiny model");
+    // f32 weights, as training and `load_weights` need on every backend.
+    let model =
+        Model::from_gguf_with(&tiny_gguf(), &device, WeightStorage::Dense).expect("tiny model");
     (model, Rope::new(D, THETA, CTX, &device))
 }
 

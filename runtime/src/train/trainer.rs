@@ -21,6 +21,7 @@ use super::checkpoint::{self, TrainState};
 use super::pod_attention::{forward, next_token_loss, PodLayout};
 use crate::error::{Error, Result};
 use crate::generate::SplitMix64;
+use crate::model::linear::Linear;
 use crate::model::rope::Rope;
 use crate::model::Transformer;
 
@@ -100,15 +101,15 @@ pub fn select_trainable<B: AutodiffBackend>(
     which: Trainable,
 ) -> Transformer<B> {
     let mut tr = tr.no_grad();
-    let on = |p: Param<Tensor<B, 2>>| p.set_require_grad(true);
+    let on = |l: &mut Linear<B>| l.weight = l.weight.take().map(|p| p.set_require_grad(true));
     let on1 = |p: Param<Tensor<B, 1>>| p.set_require_grad(true);
     for b in &mut tr.blocks {
-        b.attention.wqkv = on(b.attention.wqkv.clone());
-        b.attention.wo = on(b.attention.wo.clone());
+        on(&mut b.attention.wqkv);
+        on(&mut b.attention.wo);
         if which == Trainable::All {
-            b.ffn.w_gate = on(b.ffn.w_gate.clone());
-            b.ffn.w_up = on(b.ffn.w_up.clone());
-            b.ffn.w_down = on(b.ffn.w_down.clone());
+            on(&mut b.ffn.w_gate);
+            on(&mut b.ffn.w_up);
+            on(&mut b.ffn.w_down);
             b.attn_norm.gamma = on1(b.attn_norm.gamma.clone());
             b.ffn_norm.gamma = on1(b.ffn_norm.gamma.clone());
         }
@@ -221,6 +222,11 @@ pub fn train<B: AutodiffBackend>(
             tokens.len()
         )));
     }
+    if !tr.is_dense() {
+        return Err(Error::Request(
+            "training needs f32 weights: load the model with WeightStorage::Dense".into(),
+        ));
+    }
     let (mut tr, mut optim, state) = resume(tr, cfg, ckpt_dir)?;
     let ranked = param_ids(&tr);
     let ids: Vec<ParamId> = ranked.iter().map(|p| p.0).collect();
@@ -279,7 +285,7 @@ fn resume<B: AutodiffBackend>(
     cfg: &TrainConfig,
     ckpt_dir: Option<&Path>,
 ) -> Result<(Transformer<B>, Optim<B>, Option<TrainState>)> {
-    let device = tr.embed.device();
+    let device = tr.device();
     let tr = select_trainable(tr, cfg.trainable);
     let optim: Optim<B> = AdamWConfig::new()
         .with_weight_decay(cfg.weight_decay)

@@ -26,7 +26,7 @@ mod blocked;
 use std::ops::Range;
 
 use burn::tensor::backend::Backend;
-use burn::tensor::{Int, Tensor, TensorData};
+use burn::tensor::{Tensor, TensorData};
 use kvplan_planner::{Geometry, PodSection};
 
 use super::registry::{refuse_pod_on, FromPlan, MethodPress};
@@ -404,16 +404,13 @@ impl<B: Backend> Press<B> for PodPress {
         let (t, p0) = (ids.len(), self.len);
         let tr = &model.transformer;
         let device = model.device();
-        let idx: Vec<i64> = ids.iter().map(|&i| i as i64).collect();
-        let idx = Tensor::<B, 1, Int>::from_data(TensorData::new(idx, [t]), device);
-        let mut x = tr.embed.val().select(0, idx);
+        let mut x = tr.embed.forward(ids, device);
         let mut saved: Vec<Option<Saved>> = (0..c.geometry.layers).map(|_| None).collect();
         for (l, block) in tr.blocks.iter().enumerate() {
             let a = &block.attention;
-            let qkv: Vec<f32> = block
-                .attn_norm
-                .forward(x.clone())
-                .matmul(a.wqkv.val())
+            let qkv: Vec<f32> = a
+                .wqkv
+                .forward(block.attn_norm.forward(x.clone()))
                 .into_data()
                 .iter::<f32>()
                 .collect();
@@ -427,13 +424,13 @@ impl<B: Backend> Press<B> for PodPress {
             };
             let o = self.layer(l, &qkv, shape, &mut saved);
             let o = Tensor::<B, 2>::from_data(TensorData::new(o, [t, nh * d]), device);
-            let h = x + o.matmul(a.wo.val());
+            let h = x + a.wo.forward(o);
             x = h.clone() + block.ffn.forward(block.ffn_norm.forward(h));
         }
         self.len += t;
         cache.next_position = self.len;
         let x = x.narrow(0, t - 1, 1);
-        Ok(tr.norm.forward(x).matmul(tr.output.val()))
+        Ok(tr.output.forward(tr.norm.forward(x)))
     }
 }
 

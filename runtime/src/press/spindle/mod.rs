@@ -5,7 +5,9 @@
 //!
 //! **Eviction** (eq. 2–3, 7): a key `a` scores the attention the observation window's rows give
 //! it divided by `l − a` (eq. 2 as printed), averaged over the KV head's query heads (eq. 3);
-//! the window is kept and the top entries of the rest fill the layer's budget.
+//! the window is kept and the top entries of the rest fill the layer's budget. With the window
+//! placed at the end of the question ([`crate::observe::ObserveConfig::rows_end`]) the entries
+//! after it are kept too; `l` stays the number of entries held.
 //!
 //! **Codebook** (eq. 8–14, [`codebook`]), one per (layer, KV head) and per K/V: unit vectors
 //! grouped greedily at θ_K/θ_V, a magnitude and a reference per token. Reconstruction is eq. 14,
@@ -45,7 +47,8 @@ use kvplan_planner::SpindleSection;
 
 use super::registry::{FromPlan, MethodPress};
 use super::{
-    observe, window_scores, Allocation, Capabilities, Press, Scorer, Scores, SelectionPress,
+    keep_from, observe, window_scores, window_start, Allocation, Capabilities, Press, Scorer,
+    Scores, SelectionPress,
 };
 use crate::cache::{KvCache, KvStore, LayerCache};
 use crate::error::Result;
@@ -77,18 +80,23 @@ impl Scorer for SpindleScorer {
         _budgets: &[usize],
     ) -> Scores {
         // Query heads per stored head: the model's group, or 1 once the layer is unfolded.
-        window_scores(positions, obs, self.window, |l, rows| {
+        let scores = window_scores(positions, obs, self.window, |l, _, rows| {
             (0..l)
                 .map(|a| rows.iter().map(|r| r[a]).sum::<f32>() / (l - a) as f32)
                 .collect()
-        })
-        .into_iter()
-        .map(|mut s| {
-            let from = s.len().saturating_sub(self.window);
-            s[from..].fill(f32::INFINITY);
-            s
-        })
-        .collect()
+        });
+        // The window and what follows it are kept; unobserved: the last `window` entries.
+        match window_start(obs, self.window) {
+            Some(start) => keep_from(scores, positions, Some(start)),
+            None => scores
+                .into_iter()
+                .map(|mut s| {
+                    let from = s.len().saturating_sub(self.window);
+                    s[from..].fill(f32::INFINITY);
+                    s
+                })
+                .collect(),
+        }
     }
 }
 

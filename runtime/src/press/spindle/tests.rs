@@ -212,3 +212,26 @@ fn repeat_with_budget_above_the_context_and_theta_one_gives_fullkv_output() {
         assert_same_output(&got, &full, 1e-4, &format!("{alloc:?}"));
     }
 }
+
+#[test]
+fn a_question_end_window_keeps_the_tail_and_scores_keys_before_it_over_l_minus_a() {
+    // 5 entries, window 1 = the row at position 2, tail 3, 4. Eq. 2 with l = 5: key 0
+    // .5/5 = .1, key 1 .2/4 = .05; the window (2) and the tail are kept.
+    let obs = crate::observe::LayerObservation {
+        attention: vec![AttentionRows {
+            query_positions: vec![2],
+            probs: vec![vec![vec![0.5, 0.2, 0.3, 0.0, 0.0]]],
+            key_positions: vec![(0..5).collect()],
+            kv_of: vec![0],
+        }],
+        ..Default::default()
+    };
+    let mut s = SpindleScorer { window: 1 };
+    let scores = s.prefill_scores(0, &[(0..5).collect()], Some(&obs), &[3]);
+    assert!((scores[0][0] - 0.1).abs() < 1e-6 && (scores[0][1] - 0.05).abs() < 1e-6);
+    assert!(
+        scores[0][2..].iter().all(|x| x.is_infinite()),
+        "{:?}",
+        scores[0]
+    );
+}

@@ -1,0 +1,362 @@
+//! The Markdown tables of a run.
+//!
+//! A score table (NIAH's and RULER's, [`score_markdown`]) has one row per (method, budget),
+//! sorted by the KV bytes it measured (most first: FullKV on top, then PoD, which shares keys
+//! but holds most of the cache, …), never by its nominal budget:
+//! `| method @ budget | KV % | <overall> [95% CI] | Δ vs snapkv [95% CI] | Δ vs full [95% CI] | n |`.
+//! Scores and differences are in percent (points); the intervals and paired differences are
+//! [`crate::stats`]'s (Wilson 1927 for pass rates, Efron's percentile bootstrap otherwise).
+//! With several columns (context lengths, RULER tasks) a second table gives each column's score
+//! with its interval; a legend closes the file. The perplexity table reads the curves at fixed
+//! positions, each with its block-bootstrap interval. [`rows`] groups records into a table's
+//! rows, for the tables and for the quality points of the results file.
+
+mod rows;
+
+pub(crate) use rows::mean;
+pub use rows::{rows, Overall, RecordRow, Scope, Summary, FULL, SNAPKV};
+
+use crate::records::Record;
+use crate::results::{label as row_label, PerplexityCurve};
+use crate::stats::{Estimate, Paired, RESAMPLES};
+
+/// `rows` by measured KV fraction, most bytes first; ties keep the order first met.
+pub fn by_kv<'r, 'a>(rows: &'r [RecordRow<'a>]) -> Vec<&'r RecordRow<'a>> {
+    let mut out: Vec<&RecordRow<'a>> = rows.iter().collect();
+    out.sort_by(|a, b| b.kv_fraction().total_cmp(&a.kv_fraction()));
+    out
+}
+
+/// `x` (in [0, 1] or a difference of such) in percent with one decimal, never `-0.0`.
+fn pct(x: f64) -> String {
+    let r = (1000.0 * x).round() / 10.0 + 0.0;
+    format!("{r:.1}")
+}
+
+/// `70.0 [39.7, 89.2]`, or `–` without records.
+fn cell(e: Option<Estimate>) -> String {
+    match e {
+        Some(e) => format!(
+            "{} [{}, {}]",
+            pct(e.mean),
+            pct(e.interval.lo),
+            pct(e.interval.hi)
+        ),
+        None => "–".to_string(),
+    }
+}
+
+/// `-30.0 [-60.0, 0.0] p 0.031 ≈ (n 8)`: the mean difference with its interval, the McNemar
+/// p-value for pass rates, `≈` where the interval includes 0, and the pairs when fewer than the
+/// row's `n` prompts; `–` without a reference.
+fn delta(p: Option<Paired>, n: usize) -> String {
+    let Some(p) = p else {
+        return "–".to_string();
+    };
+    let sign = if (1000.0 * p.mean).round() > 0.0 {
+        "+"
+    } else {
+        ""
+    };
+    let mut s = format!(
+        "{sign}{} [{}, {}]",
+        pct(p.mean),
+        pct(p.interval.lo),
+        pct(p.interval.hi)
+    );
+    if let Some(v) = p.p_value {
+        s.push_str(&if v < 0.001 {
+            " p<0.001".to_string()
+        } else {
+            format!(" p {v:.3}")
+        });
+    }
+    if cannot_tell_apart(&p) {
+        s.push_str(" ≈");
+    }
+    if p.n != n {
+        s.push_str(&format!(" (n {})", p.n));
+    }
+    s
+}
+
+/// Whether a paired difference cannot be told from 0: its interval includes 0, or (pass rates)
+/// the exact McNemar test does not reject at 5% — with few pairs the percentile interval can
+/// exclude 0 where the exact test does not.
+pub fn cannot_tell_apart(p: &Paired) -> bool {
+    p.interval.contains(0.0) || p.p_value.is_some_and(|v| v >= 0.05)
+}
+
+/// The header and alignment lines of a table with these column titles.
+fn header(titles: &[&str]) -> String {
+    let mut out = String::from("|");
+    for t in titles {
+        out.push_str(&format!(" {t} |"));
+    }
+    out.push_str("\n|---|");
+    out.push_str(&"---:|".repeat(titles.len() - 1));
+    out.push('\n');
+    out
+}
+
+/// The main table: a row per (method, budget) by KV bytes, its overall score and differences.
+fn overall_table(overall: &str, how: Overall, rows: &[RecordRow<'_>]) -> String {
+    let score = format!("{overall} [95% CI]");
+    let mut out = header(&[
+        "method @ budget",
+        "KV %",
+        &score,
+        "Δ vs snapkv [95% CI]",
+        "Δ vs full [95% CI]",
+        "n",
+    ]);
+    for row in by_kv(rows) {
+        let s = row.summary(rows, Scope::Overall(how));
+        let n = s.score.map_or(0, |e| e.n);
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {n} |\n",
+            row_label(&row.method, row.budget),
+            pct(s.kv_fraction),
+            cell(s.score),
+            delta(s.vs_snapkv, n),
+            delta(s.vs_full, n),
+        ));
+    }
+    out
+}
+
+/// Each column's score with its interval, rows as in the main table.
+fn column_table(columns: &[String], rows: &[RecordRow<'_>]) -> String {
+    let mut titles = vec!["method @ budget", "KV %"];
+    titles.extend(columns.iter().map(String::as_str));
+    let mut out = header(&titles);
+    for row in by_kv(rows) {
+        out.push_str(&format!(
+            "| {} | {} |",
+            row_label(&row.method, row.budget),
+            pct(row.kv_fraction())
+        ));
+        for i in 0..row.columns.len() {
+            out.push_str(&format!(" {} |", cell(row.estimate(Scope::Column(i)))));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// What the tables' numbers are.
+fn legend(how: Overall) -> String {
+    let average = match how {
+        Overall::Records => "",
+        Overall::Columns => {
+            " The average is the mean of the column means; its bootstrap resamples each column \
+             within itself."
+        }
+    };
+    format!(
+        "KV %: KV bytes held over FullKV's, mean over the row's prompts; rows are sorted by it. \
+         Scores in percent with a 95% interval: Wilson's for pass rates (0/1 scores), else a \
+         percentile bootstrap ({RESAMPLES} resamples, fixed seed; equal scores give it no width).\
+         {average} Δ: the row's score \
+         minus snapkv's at the same budget / full's, in points, over the prompts both scored \
+         (paired bootstrap interval; p: exact McNemar test for pass rates); ≈: the interval \
+         includes 0 or p ≥ 0.05 — the two cannot be told apart on these prompts; (n N): pairs, \
+         when fewer than the row's n prompts.\n"
+    )
+}
+
+/// A score table (see the module header): the overall table, the per-column table when there
+/// are several `columns`, and the legend.
+pub fn score_markdown(
+    columns: &[String],
+    overall: &str,
+    how: Overall,
+    rows: &[RecordRow<'_>],
+) -> String {
+    let mut out = overall_table(overall, how, rows);
+    if columns.len() > 1 {
+        out.push('\n');
+        out.push_str(&column_table(columns, rows));
+    }
+    out.push('\n');
+    out.push_str(&legend(how));
+    out
+}
+
+/// The tables of `task`'s records ([`score_markdown`]): the mean over all the row's records,
+/// then (with several lengths) a column per context length (mean over depths and examples).
+pub fn markdown(task: &str, records: &[Record]) -> String {
+    let mut lengths: Vec<usize> = records
+        .iter()
+        .filter(|r| r.task == task)
+        .map(|r| r.context_len)
+        .collect();
+    lengths.sort_unstable();
+    lengths.dedup();
+    let column_of = |r: &Record| {
+        let at = lengths.binary_search(&r.context_len).ok();
+        at.filter(|_| r.task == task)
+    };
+    let rows = rows(records, lengths.len(), column_of);
+    let columns: Vec<String> = lengths.iter().map(|l| l.to_string()).collect();
+    score_markdown(&columns, "mean", Overall::Records, &rows)
+}
+
+/// `35.72 [33.10, 38.51]`: the curve's perplexity at index `i` with its interval when it has one.
+fn ppl_cell(c: &PerplexityCurve, i: usize) -> String {
+    let v = c.perplexity[i];
+    match (c.low.get(i), c.high.get(i)) {
+        (Some(lo), Some(hi)) => format!("{v:.2} [{lo:.2}, {hi:.2}]"),
+        _ => format!("{v:.2}"),
+    }
+}
+
+/// The perplexity table: one row per curve, the perplexity at each of `at` (positions on the
+/// curve; others are skipped) and at the end, each with its 95% interval when the curve has one.
+pub fn ppl_markdown(curves: &[PerplexityCurve], at: &[usize]) -> String {
+    let mut titles: Vec<String> = vec!["method @ budget".into()];
+    titles.extend(at.iter().map(|p| format!("≤ {p}")));
+    titles.push("all".into());
+    let mut out = header(&titles.iter().map(String::as_str).collect::<Vec<_>>());
+    for c in curves {
+        out.push_str(&format!("| {} |", row_label(&c.method, c.budget)));
+        for p in at {
+            match c.positions.iter().position(|x| x == p) {
+                Some(i) => out.push_str(&format!(" {} |", ppl_cell(c, i))),
+                None => out.push_str(" – |"),
+            }
+        }
+        match c.perplexity.len().checked_sub(1) {
+            Some(last) => out.push_str(&format!(" {} |\n", ppl_cell(c, last))),
+            None => out.push_str(" – |\n"),
+        }
+    }
+    if curves.iter().any(|c| !c.low.is_empty()) {
+        out.push_str(&format!(
+            "\nPerplexity of the tokens up to each position, [95% CI]: block bootstrap over \
+             {}-token blocks of every text ({RESAMPLES} resamples, fixed seed).\n",
+            crate::ppl::BLOCK
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(method: &str, budget: Option<usize>, example: usize, score: f64, kv: f64) -> Record {
+        Record {
+            example,
+            ..crate::records::test_record("niah", method, budget, 512, score, kv)
+        }
+    }
+
+    fn records() -> Vec<Record> {
+        let mut out = Vec::new();
+        let rows: [(&str, Option<usize>, f64, &[f64]); 4] = [
+            ("full", None, 1.0, &[1.0, 1.0, 1.0, 1.0, 1.0]),
+            ("snapkv", Some(64), 0.125, &[1.0, 1.0, 0.0, 0.0, 0.0]),
+            ("spindle", Some(64), 0.05, &[0.0, 0.0, 0.0]),
+            ("pod", Some(64), 0.9, &[1.0, 1.0, 1.0, 1.0, 0.0]),
+        ];
+        for (m, b, kv, scores) in rows {
+            out.extend(scores.iter().enumerate().map(|(e, &s)| rec(m, b, e, s, kv)));
+        }
+        out
+    }
+
+    #[test]
+    fn rows_sit_by_measured_bytes_with_intervals_and_paired_differences() {
+        let t = markdown("niah", &records());
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(
+            lines[0],
+            "| method @ budget | KV % | mean [95% CI] | Δ vs snapkv [95% CI] | Δ vs full [95% CI] | n |"
+        );
+        assert_eq!(lines[1], "|---|---:|---:|---:|---:|---:|");
+        // 5/5: Wilson [1 − (z²/5)/(1 + z²/5), 1] = [0.566, 1].
+        assert_eq!(
+            lines[2],
+            "| full | 100.0 | 100.0 [56.6, 100.0] | – | – | 5 |"
+        );
+        // PoD by its 90% of the bytes, above snapkv though at the same budget. 4/5: Wilson
+        // [0.376, 0.964]. Against snapkv: +1 on prompts 2 and 3 (McNemar 2/0: p 0.5); against
+        // full: −1 on prompt 4 (p 1). Both cannot be told apart.
+        assert!(
+            lines[3].starts_with("| pod @ 64 | 90.0 | 80.0 [37.6, 96.4] | +40.0 ["),
+            "{}",
+            lines[3]
+        );
+        assert!(lines[3].contains("] p 0.500 ≈ | -20.0 ["), "{}", lines[3]);
+        assert!(lines[3].ends_with("] p 1.000 ≈ | 5 |"), "{}", lines[3]);
+        // 2/5: Wilson [0.118, 0.769]; −1 on three prompts of five: p 0.25, so ≈ although the
+        // percentile interval [−100, −20] of five pairs excludes 0.
+        assert_eq!(
+            lines[4],
+            "| snapkv @ 64 | 12.5 | 40.0 [11.8, 76.9] | – | -60.0 [-100.0, -20.0] p 0.250 ≈ | 5 |"
+        );
+        // 0/3: Wilson [0, (z²/3)/(1 + z²/3)] = [0, 0.5615]; against full −1 on all three (p 0.25).
+        assert!(
+            lines[5].starts_with("| spindle @ 64 | 5.0 | 0.0 [0.0, 56.1] | -66.7 ["),
+            "{}",
+            lines[5]
+        );
+        assert!(
+            lines[5].ends_with("| -100.0 [-100.0, -100.0] p 0.250 ≈ | 3 |"),
+            "{}",
+            lines[5]
+        );
+        assert_eq!(lines[6], "");
+        assert!(
+            lines[7].starts_with("KV %: KV bytes held over FullKV's"),
+            "{}",
+            lines[7]
+        );
+        assert_eq!(lines.len(), 8, "one length: no per-length table");
+    }
+
+    #[test]
+    fn differences_say_their_pairs_when_fewer_than_the_rows_prompts() {
+        let p = Paired {
+            n: 3,
+            mean: 0.25,
+            interval: crate::stats::Interval { lo: 0.1, hi: 0.4 },
+            p_value: None,
+        };
+        assert_eq!(delta(Some(p), 5), "+25.0 [10.0, 40.0] (n 3)");
+        assert_eq!(delta(Some(p), 3), "+25.0 [10.0, 40.0]");
+        let tie = Paired {
+            mean: -0.0001,
+            interval: crate::stats::Interval { lo: -0.2, hi: 0.1 },
+            ..p
+        };
+        assert_eq!(delta(Some(tie), 3), "0.0 [-20.0, 10.0] ≈");
+        assert_eq!(delta(None, 3), "–");
+    }
+
+    #[test]
+    fn ppl_table_reads_the_curve_at_the_asked_positions() {
+        let mut c = PerplexityCurve {
+            method: "treekv".into(),
+            budget: Some(64),
+            positions: vec![128, 256, 300],
+            perplexity: vec![20.0, 15.5, 14.25],
+            low: Vec::new(),
+            high: Vec::new(),
+        };
+        let t = ppl_markdown(&[c.clone()], &[128, 512]);
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines[0], "| method @ budget | ≤ 128 | ≤ 512 | all |");
+        assert_eq!(lines[2], "| treekv @ 64 | 20.00 | – | 14.25 |");
+        assert_eq!(lines.len(), 3);
+        (c.low, c.high) = (vec![18.0, 14.0, 13.5], vec![22.5, 17.0, 15.0]);
+        let t = ppl_markdown(&[c], &[128]);
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(
+            lines[2],
+            "| treekv @ 64 | 20.00 [18.00, 22.50] | 14.25 [13.50, 15.00] |"
+        );
+        assert!(lines[4].starts_with("Perplexity of the tokens up to each position"));
+    }
+}

@@ -1,0 +1,223 @@
+//! A table's rows: the records of one (method, budget), by column, and what a table entry or a
+//! quality point says about them — the measured KV fraction, the mean score with its 95%
+//! interval ([`crate::stats::estimate`]: Wilson for pass rates, Efron's percentile bootstrap
+//! otherwise), and paired differences against SnapKV at the same budget and against FullKV
+//! ([`crate::stats::paired`]) over the prompts both rows scored.
+//!
+//! A prompt is identified by (task, context length, depth, example): the cell key without the
+//! method and budget, so records of other sources (kvpress's, in the same schema) pair with
+//! kvplan's.
+
+use std::collections::BTreeMap;
+
+use crate::records::Record;
+use crate::results::{PairedDelta, QualityPoint, ScoreInterval};
+use crate::stats::{estimate, paired, Estimate, Paired};
+
+/// Mean of `v` (0 when empty).
+pub(crate) fn mean(v: &[f64]) -> f64 {
+    v.iter().sum::<f64>() / v.len().max(1) as f64
+}
+
+/// How a row's overall score is formed from its records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Overall {
+    /// The mean over every record of the row (NIAH: each length weighs by its examples).
+    Records,
+    /// The mean of the column means, over the columns with records (RULER's average of tasks).
+    Columns,
+}
+
+/// What a statistic covers: the row's overall score or one column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// The overall score, formed as said.
+    Overall(Overall),
+    /// Column `i`.
+    Column(usize),
+}
+
+/// The reference method of the paired differences at each budget.
+pub const SNAPKV: &str = "snapkv";
+/// The reference method without compression.
+pub const FULL: &str = "full";
+
+/// The records of one (method, budget), by column.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordRow<'a> {
+    /// Method (registry name).
+    pub method: String,
+    /// `--budget` target; `None` for `full`.
+    pub budget: Option<usize>,
+    /// The row's records of each column.
+    pub columns: Vec<Vec<&'a Record>>,
+}
+
+/// A prompt's identity: (task, context length, depth's bits, example).
+type PromptKey<'r> = (&'r str, usize, u64, usize);
+
+fn prompt_key(r: &Record) -> PromptKey<'_> {
+    (&r.task, r.context_len, r.depth.to_bits(), r.example)
+}
+
+/// What one scope of a row says: measured KV fraction, score and paired differences.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Summary {
+    /// Mean KV fraction of the scope's records, in (0, 1].
+    pub kv_fraction: f64,
+    /// Mean score with its interval; `None` without records.
+    pub score: Option<Estimate>,
+    /// Paired difference against `snapkv` at the same budget (none for `snapkv` and `full`).
+    pub vs_snapkv: Option<Paired>,
+    /// Paired difference against `full` (none for `full`).
+    pub vs_full: Option<Paired>,
+}
+
+impl<'a> RecordRow<'a> {
+    /// The column indices of each group of `scope`: all columns as one group, each column its
+    /// own group (a mean of column means), or one column.
+    fn groups(&self, scope: Scope) -> Vec<Vec<usize>> {
+        let n = self.columns.len();
+        match scope {
+            Scope::Overall(Overall::Records) => vec![(0..n).collect()],
+            Scope::Overall(Overall::Columns) => (0..n).map(|i| vec![i]).collect(),
+            Scope::Column(i) => vec![vec![i]],
+        }
+    }
+
+    /// The records of the columns `cols`, in prompt order.
+    fn records_of(&self, cols: &[usize]) -> Vec<&'a Record> {
+        let mut out: Vec<&'a Record> = cols.iter().flat_map(|&i| self.columns[i].clone()).collect();
+        out.sort_by(|a, b| prompt_key(a).cmp(&prompt_key(b)));
+        out
+    }
+
+    /// Mean score of column `i`; `None` where the row has no records there.
+    pub fn column_score(&self, i: usize) -> Option<f64> {
+        self.estimate(Scope::Column(i)).map(|e| e.mean)
+    }
+
+    /// The mean score of `scope` with its interval; `None` without records.
+    pub fn estimate(&self, scope: Scope) -> Option<Estimate> {
+        let groups: Vec<Vec<f64>> = self
+            .groups(scope)
+            .iter()
+            .map(|cols| {
+                self.records_of(cols)
+                    .iter()
+                    .map(|r| r.score)
+                    .collect::<Vec<f64>>()
+            })
+            .filter(|g| !g.is_empty())
+            .collect();
+        estimate(&groups)
+    }
+
+    /// The row's overall score (0 without records).
+    pub fn overall(&self, how: Overall) -> f64 {
+        self.estimate(Scope::Overall(how)).map_or(0.0, |e| e.mean)
+    }
+
+    /// Mean KV fraction of `scope`'s records, kept in (0, 1] as the results schema wants it.
+    pub fn kv_fraction_of(&self, scope: Scope) -> f64 {
+        let cols: Vec<usize> = self.groups(scope).concat();
+        let f: Vec<f64> = self
+            .records_of(&cols)
+            .iter()
+            .map(|r| r.kv_fraction)
+            .collect();
+        mean(&f).clamp(f64::MIN_POSITIVE, 1.0)
+    }
+
+    /// Mean KV fraction of the row's records.
+    pub fn kv_fraction(&self) -> f64 {
+        self.kv_fraction_of(Scope::Overall(Overall::Records))
+    }
+
+    /// This row's scores minus `other`'s over the prompts both scored in `scope`, grouped as
+    /// the scope's score is; `None` without a common prompt.
+    pub fn paired(&self, other: &RecordRow<'_>, scope: Scope) -> Option<Paired> {
+        let groups: Vec<Vec<(f64, f64)>> = self
+            .groups(scope)
+            .iter()
+            .map(|cols| {
+                let theirs: BTreeMap<PromptKey<'_>, f64> = other
+                    .records_of(cols)
+                    .into_iter()
+                    .map(|r| (prompt_key(r), r.score))
+                    .collect();
+                let mine = self.records_of(cols);
+                let both = mine
+                    .into_iter()
+                    .filter_map(|r| Some((r.score, *theirs.get(&prompt_key(r))?)));
+                both.collect::<Vec<_>>()
+            })
+            .filter(|g| !g.is_empty())
+            .collect();
+        paired(&groups)
+    }
+
+    /// The row's summary in `scope`, its references found among `rows`.
+    pub fn summary(&self, rows: &[RecordRow<'_>], scope: Scope) -> Summary {
+        let find = |m: &str, b: Option<usize>| rows.iter().find(|r| r.method == m && r.budget == b);
+        let vs = |m: &str, b: Option<usize>| {
+            let is_self = self.method == m && self.budget == b;
+            find(m, b)
+                .filter(|_| !is_self)
+                .and_then(|r| self.paired(r, scope))
+        };
+        let snap = self.budget.and_then(|b| vs(SNAPKV, Some(b)));
+        Summary {
+            kv_fraction: self.kv_fraction_of(scope),
+            score: self.estimate(scope),
+            vs_snapkv: snap,
+            vs_full: vs(FULL, None),
+        }
+    }
+}
+
+impl RecordRow<'_> {
+    /// The quality point of `task` for this row in `scope`, its references found among `rows`.
+    pub fn quality_point(&self, task: &str, rows: &[RecordRow<'_>], scope: Scope) -> QualityPoint {
+        let s = self.summary(rows, scope);
+        QualityPoint {
+            task: task.to_string(),
+            method: self.method.clone(),
+            budget: self.budget,
+            kv_fraction: s.kv_fraction,
+            score: s.score.map_or(0.0, |e| e.mean),
+            n: s.score.map(|e| e.n),
+            interval: s.score.as_ref().map(ScoreInterval::from),
+            vs_snapkv: s.vs_snapkv.as_ref().map(PairedDelta::from),
+            vs_full: s.vs_full.as_ref().map(PairedDelta::from),
+        }
+    }
+}
+
+/// `records` as rows of a table of `columns` columns, in the order first met; `column_of` gives
+/// a record's column (`None`: not in the table).
+pub fn rows(
+    records: &[Record],
+    columns: usize,
+    column_of: impl Fn(&Record) -> Option<usize>,
+) -> Vec<RecordRow<'_>> {
+    let mut rows: Vec<RecordRow<'_>> = Vec::new();
+    for r in records {
+        let Some(c) = column_of(r) else {
+            continue;
+        };
+        let at = rows
+            .iter()
+            .position(|x| x.method == r.method && x.budget == r.budget);
+        let i = at.unwrap_or_else(|| {
+            rows.push(RecordRow {
+                method: r.method.clone(),
+                budget: r.budget,
+                columns: vec![Vec::new(); columns],
+            });
+            rows.len() - 1
+        });
+        rows[i].columns[c].push(r);
+    }
+    rows
+}

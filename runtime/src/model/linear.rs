@@ -1,0 +1,152 @@
+//! A linear projection and the token embedding, each holding its weights either as an f32 tensor
+//! or as the GGUF's quantised blocks ([`super::quant`]).
+//!
+//! f32 tensors are what training, `--weights` and the GPU backends use; quantised blocks are the
+//! CPU backend's default ([`super::WeightStorage`]), multiplied on the host without a whole f32
+//! copy. A tied output projection shares the embedding's blocks.
+
+use std::sync::Arc;
+
+use burn::module::{Module, Param};
+use burn::tensor::backend::Backend;
+use burn::tensor::{Int, Tensor, TensorData};
+
+use super::quant::QuantMatrix;
+
+/// `x · W` with `W` `[in, out]`.
+#[derive(Module, Debug)]
+pub struct Linear<B: Backend> {
+    /// `[in, out]` f32 weights; `None` while they stay quantised.
+    pub weight: Option<Param<Tensor<B, 2>>>,
+    /// The GGUF's blocks, `[out, in]` rows (CPU backend only).
+    pub quant: Option<Arc<QuantMatrix>>,
+}
+
+impl<B: Backend> Linear<B> {
+    /// f32 weights `[in, out]`.
+    pub fn dense(w: Tensor<B, 2>) -> Self {
+        Self {
+            weight: Some(Param::from_tensor(w)),
+            quant: None,
+        }
+    }
+
+    /// Quantised weights `[out, in]`, multiplied on the host.
+    #[cfg(feature = "flex")]
+    pub fn quantised(q: Arc<QuantMatrix>) -> Self {
+        Self {
+            weight: None,
+            quant: Some(q),
+        }
+    }
+
+    /// Whether the weights are an f32 tensor (trainable, on any backend).
+    pub fn is_dense(&self) -> bool {
+        self.weight.is_some()
+    }
+
+    /// The f32 weights `[in, out]`, dequantised when held quantised (tests, conversions).
+    pub fn to_dense(&self, device: &B::Device) -> Tensor<B, 2> {
+        if let Some(w) = &self.weight {
+            return w.val();
+        }
+        let q = self.quant_matrix();
+        let w = Tensor::<B, 2>::from_data(
+            TensorData::new(q.dequantize(), [q.rows(), q.cols()]),
+            device,
+        );
+        w.transpose()
+    }
+
+    fn quant_matrix(&self) -> &QuantMatrix {
+        self.quant
+            .as_deref()
+            .expect("a Linear holds f32 or quantised weights (its constructors)")
+    }
+
+    /// # Shapes
+    /// - x: `[t, in]` → `[t, out]`
+    pub fn forward(&self, x: Tensor<B, 2>) -> Tensor<B, 2> {
+        match &self.weight {
+            Some(w) => x.matmul(w.val()),
+            None => quantised_product(self.quant_matrix(), x),
+        }
+    }
+}
+
+/// `x · Wᵀ` on the host for weights `W` `[out, in]` held quantised.
+///
+/// # Shapes
+/// - x: `[t, in]` → `[t, out]`
+fn quantised_product<B: Backend>(q: &QuantMatrix, x: Tensor<B, 2>) -> Tensor<B, 2> {
+    let [t, _] = x.dims();
+    let device = x.device();
+    let host: Vec<f32> = x.into_data().iter::<f32>().collect();
+    #[cfg(feature = "flex")]
+    let out = q.matmul(&host, t);
+    #[cfg(not(feature = "flex"))]
+    let out: Vec<f32> = {
+        let _ = &host;
+        unreachable!("quantised weights are only built for the CPU backend")
+    };
+    Tensor::from_data(TensorData::new(out, [t, q.rows()]), &device)
+}
+
+/// The token embedding `[vocab, hidden]`.
+#[derive(Module, Debug)]
+pub struct Embedding<B: Backend> {
+    /// `[vocab, hidden]` f32 rows; `None` while they stay quantised.
+    pub weight: Option<Param<Tensor<B, 2>>>,
+    /// The GGUF's blocks (CPU backend only).
+    pub quant: Option<Arc<QuantMatrix>>,
+}
+
+impl<B: Backend> Embedding<B> {
+    /// f32 rows `[vocab, hidden]`.
+    pub fn dense(w: Tensor<B, 2>) -> Self {
+        Self {
+            weight: Some(Param::from_tensor(w)),
+            quant: None,
+        }
+    }
+
+    /// Quantised rows, dequantised one looked-up row at a time.
+    #[cfg(feature = "flex")]
+    pub fn quantised(q: Arc<QuantMatrix>) -> Self {
+        Self {
+            weight: None,
+            quant: Some(q),
+        }
+    }
+
+    /// Vocabulary size.
+    pub fn vocab(&self) -> usize {
+        match (&self.weight, &self.quant) {
+            (Some(w), _) => w.dims()[0],
+            (None, Some(q)) => q.rows(),
+            (None, None) => 0,
+        }
+    }
+
+    /// The rows of `ids`.
+    ///
+    /// # Shapes
+    /// - ids: `t` tokens → `[t, hidden]`
+    pub fn forward(&self, ids: &[u32], device: &B::Device) -> Tensor<B, 2> {
+        let t = ids.len();
+        if let Some(w) = &self.weight {
+            let idx: Vec<i64> = ids.iter().map(|&i| i as i64).collect();
+            let idx = Tensor::<B, 1, Int>::from_data(TensorData::new(idx, [t]), device);
+            return w.val().select(0, idx);
+        }
+        let q = self
+            .quant
+            .as_deref()
+            .expect("an Embedding holds f32 or quantised rows (its constructors)");
+        let rows: Vec<usize> = ids.iter().map(|&i| i as usize).collect();
+        Tensor::from_data(
+            TensorData::new(q.dequantize_rows(&rows), [t, q.cols()]),
+            device,
+        )
+    }
+}

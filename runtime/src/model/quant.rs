@@ -1,0 +1,556 @@
+//! Weights kept in memory as the GGUF stores them (`Q4_0` … `Q8_0`, `Q4_K` … `Q6_K` blocks, or
+//! `F32`/`F16`/`BF16` rows), multiplied on the host without a whole f32 copy ever existing.
+//!
+//! **Why.** A decode step multiplies one activation row by every weight, so it is bound by
+//! reading the weights: 4.5–8.5 bits a weight instead of 32 is what makes decoding fast, and what
+//! lets a 1.5B model run in well under 2 GB.
+//!
+//! **How (few rows, decode).** Each output row is a dot product over its blocks: a block is
+//! dequantised into a small buffer ([`GgmlType::dequantize_block`], the values
+//! [`GgmlType::dequantize`] gives, bit for bit) and multiplied with the activations at once;
+//! output rows are split across threads. Activations stay f32 (llama.cpp quantises them to 8 bits
+//! for its integer dot products; this does not), so the result is the f32 product of the exact
+//! dequantised weights, up to the order of the sums.
+//!
+//! **How (many rows, prefill).** Tiles of weight rows are dequantised into f32 and multiplied
+//! with the `gemm` crate (the kernel burn-flex's matmul uses), one tile per thread at a time, so
+//! at most [`TILE_BYTES`] of f32 weights per thread exist at once.
+//!
+//! A [`QuantMatrix`] stacks one or more GGUF tensors along the output dimension (the fused
+//! Q/K/V projection is three tensors, possibly of three storage types).
+
+use std::fmt;
+
+use crate::gguf::GgmlType;
+
+/// Rows of activations up to which the fused dot-product kernel runs (decode, short steps).
+pub const FUSED_MAX_ROWS: usize = 4;
+
+/// Bytes of f32 weights one prefill tile holds at most.
+pub const TILE_BYTES: usize = 8 << 20;
+
+/// Weights per thread task in the fused kernel, at least (a task is whole rows): rayon's cost
+/// per task is then small beside the work.
+const WEIGHTS_PER_TASK: usize = 1 << 17;
+
+/// Weights per dequantised step: one block, or 32 single-element blocks (`F32`/`F16`/`BF16`);
+/// [`QuantRows::dot_rows`] names the same steps per type.
+fn step_of(ty: GgmlType) -> usize {
+    ty.block_size().max(32)
+}
+
+/// The rows `[out, in]` of one GGUF tensor, in its storage type.
+#[derive(Clone)]
+pub struct QuantRows {
+    ty: GgmlType,
+    rows: usize,
+    cols: usize,
+    bytes: Vec<u8>,
+}
+
+impl fmt::Debug for QuantRows {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "QuantRows({:?}, {}×{})", self.ty, self.rows, self.cols)
+    }
+}
+
+impl QuantRows {
+    /// `rows` rows of `cols` weights stored as `ty` in `bytes` (row-major, as in the file).
+    /// Refuses a row length that is not a whole number of steps, or the wrong byte count.
+    pub fn new(ty: GgmlType, rows: usize, cols: usize, bytes: Vec<u8>) -> Result<Self, String> {
+        let step = step_of(ty);
+        if cols == 0 || !cols.is_multiple_of(step) {
+            return Err(format!(
+                "{ty:?} rows of {cols} weights: kept quantised only in whole steps of {step}"
+            ));
+        }
+        let need = rows * ty.row_bytes(cols as u64) as usize;
+        if bytes.len() != need {
+            return Err(format!(
+                "{ty:?} {rows}×{cols} needs {need} bytes, found {}",
+                bytes.len()
+            ));
+        }
+        Ok(Self {
+            ty,
+            rows,
+            cols,
+            bytes,
+        })
+    }
+
+    /// The storage type.
+    pub fn ty(&self) -> GgmlType {
+        self.ty
+    }
+
+    fn row_bytes(&self) -> usize {
+        self.ty.row_bytes(self.cols as u64) as usize
+    }
+
+    fn row(&self, r: usize) -> &[u8] {
+        let n = self.row_bytes();
+        &self.bytes[r * n..(r + 1) * n]
+    }
+
+    /// The same rows reordered: row `j` of the result is row `from[j]` (a permutation).
+    pub fn permuted(&self, from: &[usize]) -> Self {
+        let bytes = from.iter().flat_map(|&r| self.row(r)).copied().collect();
+        Self {
+            bytes,
+            ..self.clone()
+        }
+    }
+
+    /// Row `r` as f32 into `y` (`cols` values), the loop compiled once per storage type.
+    #[inline(always)]
+    fn dequantize_row(&self, r: usize, y: &mut [f32]) {
+        use GgmlType::*;
+        let row = self.row(r);
+        match self.ty {
+            Q4_0 => dequantize_blocks(Q4_0, row, y),
+            Q4_1 => dequantize_blocks(Q4_1, row, y),
+            Q5_0 => dequantize_blocks(Q5_0, row, y),
+            Q5_1 => dequantize_blocks(Q5_1, row, y),
+            Q8_0 => dequantize_blocks(Q8_0, row, y),
+            Q4K => dequantize_blocks(Q4K, row, y),
+            Q5K => dequantize_blocks(Q5K, row, y),
+            Q6K => dequantize_blocks(Q6K, row, y),
+            F32 | F16 | BF16 => dequantize_blocks(self.ty, row, y),
+        }
+    }
+
+    /// `out[i] = Σ_j w[r][j]·x[i][j]` for the `out.len()` rows of `x` (`[rows][cols]`), `out.len()
+    /// ≤ FUSED_MAX_ROWS`, the loop compiled once per storage type ([`dot_steps`]).
+    #[inline(always)]
+    fn dot_rows(&self, r: usize, x: &[f32], out: &mut [f32]) {
+        use GgmlType::*;
+        let (row, cols) = (self.row(r), self.cols);
+        match self.ty {
+            Q4_0 => dot_steps::<32>(Q4_0, row, x, cols, out),
+            Q4_1 => dot_steps::<32>(Q4_1, row, x, cols, out),
+            Q5_0 => dot_steps::<32>(Q5_0, row, x, cols, out),
+            Q5_1 => dot_steps::<32>(Q5_1, row, x, cols, out),
+            Q8_0 => dot_steps::<32>(Q8_0, row, x, cols, out),
+            Q4K => dot_steps::<256>(Q4K, row, x, cols, out),
+            Q5K => dot_steps::<256>(Q5K, row, x, cols, out),
+            Q6K => dot_steps::<256>(Q6K, row, x, cols, out),
+            F32 | F16 | BF16 => dot_steps::<32>(self.ty, row, x, cols, out),
+        }
+    }
+}
+
+/// Every block of `row` (type `ty`) into `y`; inlined per call site, so `ty` is a constant.
+#[inline(always)]
+fn dequantize_blocks(ty: GgmlType, row: &[u8], y: &mut [f32]) {
+    let (bs, bb) = (ty.block_size(), ty.block_bytes());
+    for (b, y) in row.chunks_exact(bb).zip(y.chunks_exact_mut(bs)) {
+        ty.dequantize_block(b, y);
+    }
+}
+
+/// The fused dot products of one row (`row`: its bytes) of type `ty`, `STEP` weights at a time:
+/// each step is dequantised once into a buffer ([`GgmlType::dequantize_block`]) and multiplied
+/// with every row of `x`, in eight running sums per row. Inlined per call site, so `ty` is a
+/// constant and the block decoder inlines into the loop.
+#[inline(always)]
+fn dot_steps<const STEP: usize>(ty: GgmlType, row: &[u8], x: &[f32], cols: usize, out: &mut [f32]) {
+    let (bs, bb) = (ty.block_size(), ty.block_bytes());
+    let mut w = [0f32; STEP];
+    let mut acc = [[0f32; 8]; FUSED_MAX_ROWS];
+    for (s, bytes) in row.chunks_exact(bb * (STEP / bs)).enumerate() {
+        for (b, y) in bytes.chunks_exact(bb).zip(w.chunks_exact_mut(bs)) {
+            ty.dequantize_block(b, y);
+        }
+        for (i, a) in acc.iter_mut().enumerate().take(out.len()) {
+            let xs = &x[i * cols + s * STEP..i * cols + (s + 1) * STEP];
+            for (wc, xc) in w.chunks_exact(8).zip(xs.chunks_exact(8)) {
+                for l in 0..8 {
+                    a[l] += wc[l] * xc[l];
+                }
+            }
+        }
+    }
+    for (o, a) in out.iter_mut().zip(&acc) {
+        *o = a.iter().sum();
+    }
+}
+
+/// A weight `[rows, cols]` stacked from GGUF tensors along its rows (the output features).
+#[derive(Clone)]
+pub struct QuantMatrix {
+    parts: Vec<QuantRows>,
+    /// Output features (rows of all parts).
+    rows: usize,
+    /// Input features.
+    cols: usize,
+}
+
+impl fmt::Debug for QuantMatrix {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("QuantMatrix")
+            .field("rows", &self.rows)
+            .field("cols", &self.cols)
+            .field("parts", &self.parts)
+            .finish()
+    }
+}
+
+impl QuantMatrix {
+    /// The rows of `parts`, in order; refuses parts of different row lengths.
+    pub fn stack(parts: Vec<QuantRows>) -> Result<Self, String> {
+        let cols = parts.first().map_or(0, |p| p.cols);
+        if let Some(p) = parts.iter().find(|p| p.cols != cols) {
+            return Err(format!(
+                "stacked weights have rows of {cols} and of {} weights",
+                p.cols
+            ));
+        }
+        let rows = parts.iter().map(|p| p.rows).sum();
+        Ok(Self { parts, rows, cols })
+    }
+
+    /// Output features.
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// Input features.
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+
+    /// Bytes held.
+    pub fn bytes(&self) -> usize {
+        self.parts.iter().map(|p| p.bytes.len()).sum()
+    }
+
+    /// The part holding row `r` and the row's index in it.
+    fn locate(&self, mut r: usize) -> (&QuantRows, usize) {
+        for p in &self.parts {
+            if r < p.rows {
+                return (p, r);
+            }
+            r -= p.rows;
+        }
+        unreachable!("row index below `rows` (callers iterate 0..rows)")
+    }
+
+    /// Rows `ids` as f32, `[ids.len()][cols]` (an embedding lookup).
+    pub fn dequantize_rows(&self, ids: &[usize]) -> Vec<f32> {
+        let mut out = vec![0f32; ids.len() * self.cols];
+        self.dequantize_rows_into(ids, &mut out);
+        out
+    }
+
+    /// Rows `ids` as f32 into `out` (`[ids.len()][cols]`), with AVX2 where the CPU has it (the
+    /// same values either way).
+    pub fn dequantize_rows_into(&self, ids: &[usize], out: &mut [f32]) {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // Safety: the CPU has the feature the function is compiled for.
+            unsafe { self.dequantize_into_avx2(ids, out) };
+            return;
+        }
+        self.dequantize_into(ids, out);
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn dequantize_into_avx2(&self, ids: &[usize], out: &mut [f32]) {
+        self.dequantize_into(ids, out)
+    }
+
+    #[inline(always)]
+    fn dequantize_into(&self, ids: &[usize], out: &mut [f32]) {
+        for (&r, y) in ids.iter().zip(out.chunks_exact_mut(self.cols.max(1))) {
+            let (p, pr) = self.locate(r);
+            p.dequantize_row(pr, y);
+        }
+    }
+
+    /// Every row as f32, `[rows][cols]`.
+    pub fn dequantize(&self) -> Vec<f32> {
+        let ids: Vec<usize> = (0..self.rows).collect();
+        self.dequantize_rows(&ids)
+    }
+}
+
+#[cfg(feature = "flex")]
+mod kernels {
+    use gemm::{gemm, Parallelism};
+    use rayon::prelude::*;
+
+    use std::cell::RefCell;
+
+    use super::{QuantMatrix, FUSED_MAX_ROWS, TILE_BYTES, WEIGHTS_PER_TASK};
+
+    thread_local! {
+        /// Each thread's prefill tile of f32 weights.
+        static TILE: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
+    }
+
+    impl QuantMatrix {
+        /// `x · Wᵀ` for the `t` rows of `x` (`[t][cols]`), returned `[t][rows]`: fused dot
+        /// products for up to [`FUSED_MAX_ROWS`] rows, dequantised tiles and `gemm` beyond.
+        pub fn matmul(&self, x: &[f32], t: usize) -> Vec<f32> {
+            assert_eq!(
+                x.len(),
+                t * self.cols,
+                "quantised matmul: x is not [t, cols]"
+            );
+            let by_row = if t <= FUSED_MAX_ROWS {
+                self.fused(x, t)
+            } else {
+                self.tiled(x, t)
+            };
+            if t == 1 {
+                return by_row;
+            }
+            let mut out = vec![0f32; t * self.rows];
+            for (r, row) in by_row.chunks_exact(t).enumerate() {
+                for (i, &v) in row.iter().enumerate() {
+                    out[i * self.rows + r] = v;
+                }
+            }
+            out
+        }
+
+        /// `[rows][t]`: each output row's dot products with the `t ≤ FUSED_MAX_ROWS` rows of `x`,
+        /// whole rows per task.
+        fn fused(&self, x: &[f32], t: usize) -> Vec<f32> {
+            let rows_per_task = (WEIGHTS_PER_TASK / self.cols.max(1))
+                .min(self.rows.div_ceil(2 * rayon::current_num_threads().max(1)))
+                .max(1);
+            let mut by_row = vec![0f32; self.rows * t];
+            by_row
+                .par_chunks_mut(rows_per_task * t)
+                .enumerate()
+                .for_each(|(c, chunk)| self.fused_task(c * rows_per_task, x, chunk));
+            by_row
+        }
+
+        /// Rows `first..` into `chunk` (`[n][t]`), with AVX2 and FMA where the CPU has them.
+        fn fused_task(&self, first: usize, x: &[f32], chunk: &mut [f32]) {
+            #[cfg(target_arch = "x86_64")]
+            if std::arch::is_x86_feature_detected!("avx2")
+                && std::arch::is_x86_feature_detected!("fma")
+            {
+                // Safety: the CPU has the features the function is compiled for.
+                return unsafe { self.fused_rows_avx2(first, x, chunk) };
+            }
+            self.fused_rows(first, x, chunk)
+        }
+
+        /// [`Self::fused_rows`] compiled for AVX2 and FMA (the same operations: dequantised
+        /// values are unchanged; only the dot products' sums may round differently).
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn fused_rows_avx2(&self, first: usize, x: &[f32], chunk: &mut [f32]) {
+            self.fused_rows(first, x, chunk)
+        }
+
+        #[inline(always)]
+        fn fused_rows(&self, first: usize, x: &[f32], chunk: &mut [f32]) {
+            let t = x.len() / self.cols;
+            for (k, out) in chunk.chunks_exact_mut(t).enumerate() {
+                let (part, r) = self.locate(first + k);
+                part.dot_rows(r, x, out);
+            }
+        }
+
+        /// `[rows][t]`: tiles of rows dequantised and multiplied with `gemm`, one tile per task.
+        fn tiled(&self, x: &[f32], t: usize) -> Vec<f32> {
+            let cols = self.cols;
+            let tasks = 2 * rayon::current_num_threads().max(1);
+            let tile = (self.rows.div_ceil(tasks))
+                .clamp(16, (TILE_BYTES / (4 * cols)).max(16))
+                .min(self.rows);
+            let mut by_row = vec![0f32; self.rows * t];
+            by_row
+                .par_chunks_mut(tile * t)
+                .enumerate()
+                .for_each(|(c, dst)| {
+                    let first = c * tile;
+                    let n = dst.len() / t;
+                    // One tile buffer per thread, reused: a fresh one would cost its page
+                    // faults on every call.
+                    TILE.with_borrow_mut(|w| {
+                        w.resize(n * cols, 0.0);
+                        let ids: Vec<usize> = (first..first + n).collect();
+                        self.dequantize_rows_into(&ids, w); // [n][cols]
+                        tile_product(dst, x, w, (t, n, cols));
+                    });
+                });
+            by_row
+        }
+    }
+
+    /// `dst[j][i] = Σ_k x[i][k]·w[j][k]`: `dst` `[n][t]`, `x` `[t][k]`, `w` `[n][k]`, all
+    /// row-major (the product `x · wᵀ` written transposed).
+    fn tile_product(dst: &mut [f32], x: &[f32], w: &[f32], (t, n, k): (usize, usize, usize)) {
+        assert!(
+            dst.len() == n * t && x.len() == t * k && w.len() == n * k,
+            "quantised matmul: tile operands are not [{n}×{t}] = [{t}×{k}]·[{n}×{k}]ᵀ"
+        );
+        // Safety: the assertion checks that every operand covers the extent gemm reads or
+        // writes with these strides: dst (i, j) at j·t + i, x (i, k) at i·k + k', w read as its
+        // transpose, (k', j) at j·k + k'.
+        unsafe {
+            gemm(
+                t,
+                n,
+                k,
+                dst.as_mut_ptr(),
+                t as isize,
+                1,
+                false,
+                x.as_ptr(),
+                1,
+                k as isize,
+                w.as_ptr(),
+                k as isize,
+                1,
+                0.0,
+                1.0,
+                false,
+                false,
+                false,
+                Parallelism::None,
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A `Q8_0` block: scale `d` (f16 bits), then 32 signed quants.
+    fn q8_block(d: f32, q: impl Fn(usize) -> i8) -> Vec<u8> {
+        let mut b = half::f16::from_f32(d).to_le_bytes().to_vec();
+        b.extend((0..32).map(|i| q(i) as u8));
+        b
+    }
+
+    #[test]
+    fn rows_of_the_wrong_length_or_size_are_refused() {
+        assert!(QuantRows::new(GgmlType::Q8_0, 1, 48, vec![0; 34]).is_err());
+        assert!(QuantRows::new(GgmlType::Q8_0, 1, 32, vec![0; 33]).is_err());
+        assert!(QuantRows::new(GgmlType::Q8_0, 2, 32, vec![0; 68]).is_ok());
+    }
+
+    #[test]
+    fn stacked_rows_dequantise_in_order_and_permute() {
+        // Part 1: two Q8_0 rows (d = 0.5: q·0.5); part 2: one F32 row of 32 weights.
+        let mut a = q8_block(0.5, |i| i as i8);
+        a.extend(q8_block(0.5, |i| -(i as i8)));
+        let b: Vec<u8> = (0..32)
+            .flat_map(|i| (i as f32 * 2.0).to_le_bytes())
+            .collect();
+        let m = QuantMatrix::stack(vec![
+            QuantRows::new(GgmlType::Q8_0, 2, 32, a).unwrap(),
+            QuantRows::new(GgmlType::F32, 1, 32, b).unwrap(),
+        ])
+        .unwrap();
+        let w = m.dequantize();
+        assert_eq!((m.rows(), w.len()), (3, 96));
+        assert_eq!((w[3], w[32 + 3], w[64 + 3]), (1.5, -1.5, 6.0));
+        let swapped = m.parts[0].permuted(&[1, 0]);
+        let mut y = vec![0f32; 32];
+        swapped.dequantize_row(0, &mut y);
+        assert_eq!(y[3], -1.5);
+    }
+
+    #[test]
+    fn fused_dot_equals_the_dequantised_product() {
+        // One Q8_0 row of 64 weights (two blocks): w_j = (j mod 32 − 16)·0.25 (exact in f16);
+        // x_j = 1 for j < 32, 2 after. Σ (j−16)·0.25 over j < 32 = 0.25·(496 − 512) = −4;
+        // the second block doubles it: −8. Total −12.
+        let mut bytes = q8_block(0.25, |i| i as i8 - 16);
+        bytes.extend(q8_block(0.25, |i| i as i8 - 16));
+        let rows = QuantRows::new(GgmlType::Q8_0, 1, 64, bytes).unwrap();
+        let x: Vec<f32> = (0..64).map(|j| if j < 32 { 1.0 } else { 2.0 }).collect();
+        // Two activation rows: x and 2x.
+        let x2: Vec<f32> = x
+            .iter()
+            .chain(x.iter())
+            .enumerate()
+            .map(|(i, v)| if i < 64 { *v } else { 2.0 * v })
+            .collect();
+        let mut out = [0f32; 2];
+        rows.dot_rows(0, &x2, &mut out);
+        assert_eq!(out, [-12.0, -24.0]);
+    }
+
+    /// `rows` random rows of `cols` weights of type `ty`: random bytes, with every f16 scale
+    /// (and minimum) set to a finite value, so each block decodes to finite weights.
+    fn random_rows(ty: GgmlType, rows: usize, cols: usize, seed: u64) -> QuantRows {
+        let mut rng = crate::generate::SplitMix64::new(seed);
+        let n = rows * ty.row_bytes(cols as u64) as usize;
+        let mut bytes: Vec<u8> = (0..n).map(|_| (rng.next_u64() >> 24) as u8).collect();
+        let half = |v: f64| half::f16::from_f64(v).to_le_bytes();
+        let scales: &[usize] = match ty {
+            GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0 => &[0],
+            GgmlType::Q4_1 | GgmlType::Q5_1 | GgmlType::Q4K | GgmlType::Q5K => &[0, 2],
+            GgmlType::Q6K => &[208],
+            GgmlType::F32 => {
+                for w in bytes.chunks_exact_mut(4) {
+                    w.copy_from_slice(&((rng.next_f64() - 0.5) as f32).to_le_bytes());
+                }
+                &[]
+            }
+            GgmlType::F16 | GgmlType::BF16 => &[0],
+        };
+        for b in bytes.chunks_exact_mut(ty.block_bytes()) {
+            for &at in scales {
+                let v = (rng.next_f64() - 0.5) * 0.1;
+                let h = match ty {
+                    GgmlType::BF16 => half::bf16::from_f64(v).to_le_bytes(),
+                    _ => half(v),
+                };
+                b[at..at + 2].copy_from_slice(&h);
+            }
+        }
+        QuantRows::new(ty, rows, cols, bytes).unwrap()
+    }
+
+    #[cfg(feature = "flex")]
+    #[test]
+    fn every_type_multiplies_as_its_dequantised_weights() {
+        use GgmlType::*;
+        let (rows, cols) = (37, 512);
+        for (i, ty) in [F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4K, Q5K, Q6K]
+            .into_iter()
+            .enumerate()
+        {
+            // Two parts of one type stacked, as the fused Q/K/V projection is.
+            let parts = vec![
+                random_rows(ty, rows, cols, i as u64),
+                random_rows(ty, 5, cols, 99),
+            ];
+            let m = QuantMatrix::stack(parts).unwrap();
+            let w = m.dequantize(); // [42][512], the reference weights
+            let mut rng = crate::generate::SplitMix64::new(7);
+            for t in [1, 3, FUSED_MAX_ROWS + 5] {
+                let x: Vec<f32> = (0..t * cols)
+                    .map(|_| (rng.next_f64() - 0.5) as f32)
+                    .collect();
+                let y = m.matmul(&x, t);
+                for (k, got) in y.iter().enumerate() {
+                    let (i, r) = (k / m.rows(), k % m.rows());
+                    let want: f64 = (0..cols)
+                        .map(|j| w[r * cols + j] as f64 * x[i * cols + j] as f64)
+                        .sum();
+                    let scale: f64 = (0..cols)
+                        .map(|j| (w[r * cols + j] as f64 * x[i * cols + j] as f64).abs())
+                        .sum();
+                    assert!(
+                        (*got as f64 - want).abs() <= 1e-5 * scale.max(1e-3),
+                        "{ty:?} t={t} [{i},{r}]: {got} vs {want}"
+                    );
+                }
+            }
+        }
+    }
+}

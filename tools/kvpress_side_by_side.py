@@ -1,0 +1,429 @@
+#!/usr/bin/env python3
+"""kvpress beside kvplan: NVIDIA's kvpress presses on the token ids kvplan exported.
+
+Run through tools/kvpress_side_by_side.sh, which makes the pinned virtual environment outside
+the repository. Reads a prompts file (`kvplan eval niah|ruler ... --export-prompts FILE`,
+format kvplan-prompts/v1), loads the same GGUF file with transformers (dequantised to float32,
+CPU, offline), runs each kvpress press at each budget on the same ids, greedy-decodes, scores
+with RULER's metrics as kvplan does (eval/src/score.rs), measures the KV actually held, and
+writes kvplan's records schema (eval/src/records.rs `RecordsFile` of `Record`) to
+`<out>/<model>.<task>.kvpress.records.json`, atomically after every cell; a re-run skips the
+cells already there. `kvplan eval` shows these records beside its own.
+
+Matching a kvplan budget B (tokens kept of the compressed sequence, N tokens long): kvpress's
+compression ratio is r = 1 - (B + 1/2) / N, so that kvpress's `int(N * (1 - r))` keeps exactly B
+(r = 0 when B >= N). Modes:
+- question-aware: the press runs on the whole prompt `ids` (N = len(ids)); kvpress's window is
+  the last `window_size` = 64 prompt tokens (SnapKV, PyramidKV; TOVA the last one), which take
+  in the question, the template tail and the answer prefix; kvpress has no notion of
+  `window_end`.
+- question-agnostic (kvpress's pipeline): the press runs on `context_ids` (N = len(context_ids)),
+  then `question_ids` are appended uncompressed at the following positions; the question counts
+  in the KV held.
+`kv_fraction` = KV entries held after the prompt (every layer, every KV head) over FullKV's,
+measured on the cache, except AdaKV: it only masks keys (the cache keeps every entry), so its
+fraction is the nominal one, the unmasked entries, and the settings say so.
+
+Attention: kvpress's per-layer presses (PyramidKV) leave layers with different cache lengths,
+which transformers' one mask per forward cannot describe (kvpress needs flash attention there).
+On CPU every press runs through `kvpress_causal`, a small attention function registered with
+transformers' attention interface: each layer builds its own causal mask from its own key
+length (query i sees the keys up to k_len - q_len + i), then calls PyTorch's SDPA. It is wrapped
+by kvpress's own `attention_patch`, so AdaKV's masked keys work as they do under kvpress.
+"""
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+PROMPTS_FORMAT = "kvplan-prompts/v1"
+PRESSES = ["full", "snapkv", "pyramid", "streaming", "tova", "knorm", "expected", "adakv-expected"]
+MODES = {"aware": "question-aware", "agnostic": "question-agnostic"}
+# kvplan's stop tokens beside the GGUF's eos (runtime/src/tokenizer/mod.rs END_OF_TURN).
+END_OF_TURN = ["<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<end_of_turn>"]
+RECORD_FIELDS = ["task", "model", "context_len", "depth", "example", "method", "budget", "needle",
+                 "expected", "response", "score", "kv_fraction", "seconds"]
+
+
+# --- RULER's scoring, as eval/src/score.rs does it --------------------------------------------
+
+def postprocess(pred):
+    """RULER's postprocess_pred: strip, ASCII control characters -> newline, strip."""
+    return "".join("\n" if ord(c) < 0x20 else c for c in pred.strip()).strip()
+
+
+def string_match_all(pred, refs):
+    """Share of refs found in pred (case-insensitive substrings); 0 without refs."""
+    if not refs:
+        return 0.0
+    low = pred.lower()
+    return sum(r.lower() in low for r in refs) / len(refs)
+
+
+def string_match_part(pred, refs):
+    """1 when any ref is found in pred (case-insensitive substring), else 0."""
+    low = pred.lower()
+    return 1.0 if any(r.lower() in low for r in refs) else 0.0
+
+
+METRICS = {"string_match_all": string_match_all, "string_match_part": string_match_part}
+
+
+def score(metric, response, expected):
+    if metric not in METRICS:
+        raise SystemExit(f"prompts: metric {metric!r} is not one of {sorted(METRICS)}")
+    return METRICS[metric](postprocess(response), expected)
+
+
+def self_test(cases_path):
+    """Checks the metrics against the cases the Rust tests check (tests/fixtures)."""
+    cases = json.loads(Path(cases_path).read_text())
+    bad = 0
+    for c in cases["postprocess"]:
+        if postprocess(c["pred"]) != c["expected"]:
+            bad += 1
+            print(f"postprocess({c['pred']!r}) = {postprocess(c['pred'])!r}, want {c['expected']!r}")
+    for c in cases["match"]:
+        got = METRICS[c["metric"]](c["pred"], c["refs"])
+        if got != c["score"]:
+            bad += 1
+            print(f"{c['metric']}({c['pred']!r}, {c['refs']}) = {got}, want {c['score']}")
+    n = len(cases["postprocess"]) + len(cases["match"])
+    print(f"scoring self-test: {n - bad}/{n} cases agree with {cases_path}")
+    return bad == 0
+
+
+# --- files --------------------------------------------------------------------------------------
+
+def load_prompts(path):
+    data = json.loads(Path(path).read_text())
+    if data.get("format") != PROMPTS_FORMAT:
+        raise SystemExit(f"{path}: format: expected {PROMPTS_FORMAT!r}, found {data.get('format')!r}")
+    for key in ["model", "model_sha256", "task", "settings", "prompts"]:
+        if key not in data:
+            raise SystemExit(f"{path}: cannot find `{key}`")
+    need = ["task", "context_len", "depth", "example", "ids", "context_ids", "question_ids",
+            "answer_tokens", "expected", "metric"]
+    for i, p in enumerate(data["prompts"]):
+        missing = [k for k in need if k not in p]
+        if missing:
+            raise SystemExit(f"{path}: prompts[{i}]: cannot find {', '.join(missing)}")
+        if p["metric"] not in METRICS:
+            raise SystemExit(f"{path}: prompts[{i}].metric: expected one of {sorted(METRICS)}, "
+                             f"found {p['metric']!r}")
+    return data
+
+
+def sha256(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def find_gguf(models, want):
+    """The GGUF file in `models` whose SHA-256 is `want` (sidecar `.sha256` files first)."""
+    files = sorted(Path(models).glob("*.gguf"))
+    for f in files:
+        side = f.with_name(f.name + ".sha256")
+        if side.exists() and side.read_text().split()[0] == want:
+            return f
+    for f in files:
+        if sha256(f) == want:
+            return f
+    raise SystemExit(f"no GGUF file with SHA-256 {want} in {models} (give --models)")
+
+
+def open_records(path, settings):
+    if not path.exists():
+        return {"settings": settings, "records": []}
+    data = json.loads(path.read_text())
+    if data.get("settings") != settings:
+        old = data.get("settings", {})
+        diff = [f"{k}: {old.get(k, '(none)')} → {v}" for k, v in settings.items() if old.get(k) != v]
+        diff += [f"{k}: {v} → (none)" for k, v in old.items() if k not in settings]
+        raise SystemExit(f"{path}: records made under other settings ({'; '.join(diff)}); "
+                         "move the file away or give --out")
+    return data
+
+
+def save_atomic(path, data):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(json.dumps(data, indent=2, ensure_ascii=False))
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def cell_key(task, context_len, depth, example, method, budget):
+    """kvplan's CellKey (eval/src/records.rs)."""
+    b = "full" if budget is None else str(budget)
+    return f"{task}/{context_len}/{depth:.4f}/{example}/{method}/{b}"
+
+
+def record_key(r):
+    return cell_key(r["task"], r["context_len"], r["depth"], r["example"], r["method"], r["budget"])
+
+
+# --- the model and the presses ------------------------------------------------------------------
+
+def causal_shim(module, query, key, value, attention_mask, dropout=0.0, scaling=None, **kwargs):
+    """Attention with a causal mask built from this layer's own key length.
+
+    Shapes: query [b, heads, q, d], key/value [b, kv_heads, k, d] -> output [b, q, heads, d].
+    """
+    import torch
+
+    q_len, k_len = query.shape[2], key.shape[2]
+    groups = query.shape[1] // key.shape[1]
+    if groups > 1:
+        key = key.repeat_interleave(groups, dim=1)
+        value = value.repeat_interleave(groups, dim=1)
+    rows = torch.arange(q_len).unsqueeze(1) + (k_len - q_len)
+    mask = torch.arange(k_len).unsqueeze(0) <= rows  # [q, k]: True where attended
+    out = torch.nn.functional.scaled_dot_product_attention(
+        query, key, value, attn_mask=mask, scale=scaling)
+    return out.transpose(1, 2).contiguous(), None
+
+
+def load_model(gguf, threads):
+    import torch
+    from transformers import AttentionInterface, AutoModelForCausalLM, AutoTokenizer
+    from kvpress.attention_patch import attention_patch
+
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    torch.set_num_threads(threads)
+    AttentionInterface.register("kvpress_causal", attention_patch(causal_shim))
+    model = AutoModelForCausalLM.from_pretrained(
+        str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32,
+        attn_implementation="kvpress_causal")
+    model.eval()
+    tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    return model, tok
+
+
+def make_press(name, ratio):
+    """kvpress's press `name` at compression ratio `ratio`, kvpress's defaults otherwise."""
+    import kvpress as kp
+
+    if name == "full":
+        return None
+    make = {
+        "snapkv": lambda: kp.SnapKVPress(compression_ratio=ratio),
+        "pyramid": lambda: kp.PyramidKVPress(compression_ratio=ratio),
+        "streaming": lambda: kp.StreamingLLMPress(compression_ratio=ratio),
+        "tova": lambda: kp.TOVAPress(compression_ratio=ratio),
+        "knorm": lambda: kp.KnormPress(compression_ratio=ratio),
+        "expected": lambda: kp.ExpectedAttentionPress(compression_ratio=ratio),
+        "adakv-expected": lambda: kp.AdaKVPress(kp.ExpectedAttentionPress(compression_ratio=ratio)),
+    }
+    return make[name]()
+
+
+def ratio_for(budget, n):
+    """kvpress ratio keeping exactly `budget` of `n` tokens (kvpress keeps int(n * (1 - r)))."""
+    if budget is None or budget >= n:
+        return 0.0
+    return 1.0 - (budget + 0.5) / n
+
+
+def stop_ids(model, tok):
+    eos = model.generation_config.eos_token_id
+    ids = list(eos) if isinstance(eos, (list, tuple)) else ([] if eos is None else [eos])
+    vocab = tok.get_vocab()
+    ids += [vocab[t] for t in END_OF_TURN if t in vocab]
+    return set(ids)
+
+
+def held_entries(cache, model):
+    """KV entries the cache holds (keys masked by AdaKV taken out), every layer and KV head."""
+    kv_heads = model.config.num_key_value_heads
+    total = 0
+    for i, layer in enumerate(cache.layers):
+        total += layer.keys.shape[2] * kv_heads
+        attn = model.model.layers[i].self_attn
+        masked = getattr(attn, "masked_key_indices", None)
+        if masked is not None:
+            total -= len(masked[0])
+    return total
+
+
+def run_cell(model, prompt, press, mode, stops):
+    """Prefills under `press`, greedy-decodes; returns (new ids, kv fraction, seconds)."""
+    import contextlib
+    import torch
+    from transformers import DynamicCache
+
+    started = time.perf_counter()
+    cache = DynamicCache()
+    for layer in model.model.layers:
+        layer.self_attn.masked_key_indices = None
+    with torch.inference_mode():
+        if mode == "aware":
+            ids = torch.tensor([prompt["ids"]])
+            with press(model) if press else contextlib.nullcontext():
+                out = model(input_ids=ids, past_key_values=cache, logits_to_keep=1)
+            n = ids.shape[1]
+        else:
+            ctx = torch.tensor([prompt["context_ids"]])
+            question = torch.tensor([prompt["question_ids"]])
+            with press(model) if press else contextlib.nullcontext():
+                model.model(input_ids=ctx, past_key_values=cache)
+            n = ctx.shape[1] + question.shape[1]
+            pos = torch.arange(ctx.shape[1], n).unsqueeze(0)
+            out = model(input_ids=question, past_key_values=cache, position_ids=pos,
+                        logits_to_keep=1)
+        fraction = held_entries(cache, model) / (n * model.config.num_key_value_heads
+                                                 * len(cache.layers))
+        new = []
+        nxt = int(out.logits[0, -1].argmax())
+        while nxt not in stops:
+            new.append(nxt)
+            if len(new) >= prompt["answer_tokens"]:
+                break
+            out = model(input_ids=torch.tensor([[nxt]]), past_key_values=cache,
+                        position_ids=torch.tensor([[n + len(new) - 1]]))
+            nxt = int(out.logits[0, -1].argmax())
+    return new, fraction, time.perf_counter() - started
+
+
+# --- the run ------------------------------------------------------------------------------------
+
+def gguf_name(path):
+    """general.name of the GGUF file: kvplan's records name the model by it."""
+    from gguf import GGUFReader
+
+    field = GGUFReader(str(path)).fields.get("general.name")
+    if field is None:
+        raise SystemExit(f"{path}: cannot find general.name in metadata")
+    return bytes(field.parts[field.data[0]]).decode("utf-8")
+
+
+def versions():
+    from importlib.metadata import version
+
+    return ", ".join(f"{p} {version(p)}" for p in ["kvpress", "transformers", "torch"])
+
+
+def run_settings(prompts, mode):
+    s = dict(prompts["settings"])
+    s["runner"] = versions()
+    s["kvpress_mode"] = MODES[mode]
+    s["kvpress_ratio"] = "1 - (budget + 1/2) / compressed length: keeps exactly budget tokens"
+    s["kvpress_attention"] = "kvpress_causal: per-layer causal-mask shim over SDPA (CPU, float32)"
+    s["kvpress_adakv"] = ("kvpress-adakv-expected only masks keys: kv_fraction is nominal "
+                          "(unmasked entries); the cache holds every entry")
+    return s
+
+
+def pending_cells(prompts, presses, budgets, records):
+    done = {record_key(r) for r in records}
+    for p in prompts:
+        for press in presses:
+            for b in ([None] if press == "full" else budgets):
+                key = cell_key(p["task"], p["context_len"], p["depth"], p["example"],
+                               f"kvpress-{press}", b)
+                if key not in done:
+                    yield p, press, b
+
+
+def make_record(model_name, p, press, budget, response, kv_fraction, seconds, needle):
+    r = {
+        "task": p["task"], "model": model_name, "context_len": p["context_len"],
+        "depth": float(p["depth"]), "example": p["example"], "method": f"kvpress-{press}",
+        "budget": budget, "needle": needle, "expected": list(p["expected"]),
+        "response": response, "score": score(p["metric"], response, p["expected"]),
+        "kv_fraction": min(max(kv_fraction, sys.float_info.min), 1.0), "seconds": seconds,
+    }
+    assert list(r) == RECORD_FIELDS
+    return r
+
+
+def run(args):
+    prompts = load_prompts(args.prompts)
+    gguf = Path(args.gguf) if args.gguf else find_gguf(args.models, prompts["model_sha256"])
+    model_name = gguf_name(gguf)
+    settings = run_settings(prompts, args.mode)
+    out = Path(args.out) / f"{prompts['model']}.{prompts['task']}.kvpress.records.json"
+    data = open_records(out, settings)
+    todo = list(pending_cells(prompts["prompts"][: args.limit], args.presses, args.budgets,
+                              data["records"]))
+    print(f"{len(todo)} cells to run ({MODES[args.mode]}); records {out}", flush=True)
+    if not todo:
+        return
+    model, tok = load_model(gguf, args.threads)
+    stops = stop_ids(model, tok)
+    started = time.perf_counter()
+    for i, (p, press, budget) in enumerate(todo, 1):
+        n = len(p["ids"] if args.mode == "aware" else p["context_ids"])
+        new, fraction, seconds = run_cell(model, p, make_press(press, ratio_for(budget, n)),
+                                          args.mode, stops)
+        response = tok.decode(new, skip_special_tokens=False)
+        needle = p.get("needle") or tok.decode(p["question_ids"], skip_special_tokens=True).strip()
+        r = make_record(model_name, p, press, budget, response, fraction, seconds, needle)
+        data["records"] = [x for x in data["records"] if record_key(x) != record_key(r)] + [r]
+        save_atomic(out, data)
+        print(f"[{i}/{len(todo)}] {record_key(r)}: {100 * r['score']:.0f} "
+              f"kv {r['kv_fraction']:.3f} {seconds:.1f}s {response!r}", flush=True)
+    print(f"{len(todo)} cells in {time.perf_counter() - started:.0f}s; records {out}")
+
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("prompts", nargs="?", help="prompts file (kvplan eval ... --export-prompts)")
+    ap.add_argument("--out", default="results", help="folder of the records file (results)")
+    ap.add_argument("--presses", default=",".join(PRESSES),
+                    help=f"comma-separated, of {','.join(PRESSES)} (all)")
+    ap.add_argument("--budgets", default="64,128,256,512",
+                    help="kvplan budgets (tokens kept of the compressed sequence) to match")
+    ap.add_argument("--mode", choices=list(MODES), default="aware",
+                    help="aware: press on the whole prompt; agnostic: on the context only")
+    ap.add_argument("--threads", type=int, default=2, help="torch CPU threads (2)")
+    ap.add_argument("--limit", type=int, default=None, help="first N prompts only")
+    ap.add_argument("--models", default=os.environ.get(
+        "KVPLAN_MODELS", str(Path.home() / ".cache/kvplan/models")),
+                    help="folder searched for the GGUF whose SHA-256 the prompts file names")
+    ap.add_argument("--gguf", help="the GGUF file itself (its hash is not checked)")
+    ap.add_argument("--self-test", metavar="CASES",
+                    help="check the scoring against a cases file (tests/fixtures) and exit")
+    args = ap.parse_args(argv)
+    if args.self_test is None and args.prompts is None:
+        ap.error("give a prompts file")
+    args.presses = [p for p in args.presses.split(",") if p]
+    unknown = [p for p in args.presses if p not in PRESSES]
+    if unknown:
+        ap.error(f"--presses: unknown {', '.join(unknown)}; known: {', '.join(PRESSES)}")
+    try:
+        args.budgets = [int(b) for b in args.budgets.split(",") if b]
+    except ValueError:
+        ap.error(f"--budgets: expected comma-separated token counts, found {args.budgets!r}")
+    if any(b <= 0 for b in args.budgets):
+        ap.error("--budgets: every budget must be positive")
+    return args
+
+
+def main(argv):
+    args = parse_args(argv)
+    if args.self_test:
+        return 0 if self_test(args.self_test) else 1
+    for var in ["HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HUB_DISABLE_PROGRESS_BARS", "TQDM_DISABLE"]:
+        os.environ.setdefault(var, "1")
+    run(args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
