@@ -232,3 +232,38 @@ fn bench_decode_at_4k() {
         );
     }
 }
+
+/// Benchmark, not a test (`cargo test --release --test press_smollm2 bench_pod_prefill --
+/// --ignored --nocapture`): prefill of a 4096-token prompt under FullKV and under PoD with the
+/// committed plan's blocks, side by side (best of two each), and their ratio.
+#[test]
+#[ignore]
+fn bench_pod_prefill_at_4k() {
+    let path = common::shipped_model();
+    let gguf = GgufFile::open(&path).expect("model opens");
+    let tok = Tokenizer::from_gguf(&gguf).expect("tokenizer");
+    let model = Model::<B>::from_gguf(&gguf, &kvplan_runtime::backend::device()).expect("model");
+    let plan_path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("plans/smollm2-135m-instruct.plan.json");
+    let plan = kvplan_planner::Plan::load(&plan_path, None).expect("committed plan");
+    let unit = tok.encode(&PARAGRAPHS[..4].join("\n")).expect("encodes");
+    let n = 4096;
+    let prompt: Vec<u32> = unit.iter().copied().cycle().take(n).collect();
+    let mut best = [f64::INFINITY; 2];
+    for _ in 0..2 {
+        for (i, name) in ["full", "pod"].into_iter().enumerate() {
+            let mut spec = build_press::<B>(name, Some(&plan), n, None, &model.config)
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            let mut s = Session::new(&model, spec.press.as_mut());
+            let t = std::time::Instant::now();
+            let _ = s.prefill(&prompt).expect("prefill").into_data();
+            best[i] = best[i].min(t.elapsed().as_secs_f64());
+        }
+    }
+    eprintln!(
+        "prefill {n} tokens: full {:.2}s, pod {:.2}s, pod/full {:.2}",
+        best[0],
+        best[1],
+        best[1] / best[0]
+    );
+}

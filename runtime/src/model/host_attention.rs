@@ -408,17 +408,23 @@ fn run_task(
 
 /// Sizes of one product `dst[m × n] = lhs[m × k] · rhs[k × n]`.
 #[derive(Debug, Clone, Copy)]
-struct Gemm {
-    m: usize,
-    n: usize,
-    k: usize,
+pub(crate) struct Gemm {
+    pub(crate) m: usize,
+    pub(crate) n: usize,
+    pub(crate) k: usize,
 }
 
 /// `dst = lhs · rhs`, single-threaded: `dst` `[m][n]` and `lhs` `[m][k]` row-major; `rhs`
 /// element (row `i < k`, column `j < n`) at `i·row_stride + j·col_stride`, `strides =
 /// (col_stride, row_stride)` — a row-major `[k][n]` matrix has `(1, n)`, a row-major `[n][k]`
 /// matrix read as its transpose `(k, 1)`.
-fn gemm_row_major(g: Gemm, dst: &mut [f32], lhs: &[f32], rhs: &[f32], strides: (isize, isize)) {
+pub(crate) fn gemm_row_major(
+    g: Gemm,
+    dst: &mut [f32],
+    lhs: &[f32],
+    rhs: &[f32],
+    strides: (isize, isize),
+) {
     let Gemm { m, n, k } = g;
     let (rhs_cs, rhs_rs) = strides;
     let rhs_extent = (k.saturating_sub(1) as isize * rhs_rs + n.saturating_sub(1) as isize * rhs_cs)
@@ -460,7 +466,7 @@ fn gemm_row_major(g: Gemm, dst: &mut [f32], lhs: &[f32], rhs: &[f32], strides: (
 /// Taylor polynomial to degree 6 (truncation error `0.347⁷/7! < 1.3·10⁻⁷`; with f32 rounding of `x·log₂e` the result is within 10⁻⁶ relative plus 10⁻⁹ absolute). Arguments
 /// below −87 give 0 after clamping to `2⁻¹²⁶`-scale, far under f32 softmax resolution.
 #[inline(always)]
-fn exp_nonpositive(x: f32) -> f32 {
+pub(crate) fn exp_nonpositive(x: f32) -> f32 {
     const LOG2E: f32 = std::f32::consts::LOG2_E;
     const LN2: f32 = std::f32::consts::LN_2;
     const ROUND: f32 = 12_582_912.0; // 1.5·2²³: adding it rounds to the nearest integer

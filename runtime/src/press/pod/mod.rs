@@ -16,10 +16,14 @@
 //! **Storage** (§2.3): values of every token in every layer; keys of every token only where a
 //! KV head's layer is the lowest of a block for one of its query heads (`alloc::pod::shared_keys`);
 //! elsewhere the proximal keys only (`n_s` + the last `n_r`). The press holds this cache itself, on
-//! the host; its bytes are the plan's `keys + values` figure. The attention runs on the host, one
-//! query row at a time (rows in parallel, dot products rather than gemm), so PoD's prefill is
-//! several times slower than the other presses' fused kernel. Without PoD post-training
-//! (`kvplan train-pod`, loaded with `--weights`) the shared distant scores are an approximation.
+//! the host; its bytes are the plan's `keys + values` figure. The attention runs on the host as
+//! blocked matrix products (`pod/blocked.rs`: a block of query rows per task, one softmax pass),
+//! like the model's fused kernel. Without PoD post-training (`kvplan train-pod`, loaded with
+//! `--weights`) the shared distant scores are an approximation.
+
+mod blocked;
+
+use std::ops::Range;
 
 use burn::tensor::backend::Backend;
 use burn::tensor::{Tensor, TensorData};
@@ -29,9 +33,10 @@ use super::registry::{refuse_pod_on, FromPlan, MethodPress};
 use super::{Capabilities, Press};
 use crate::cache::KvCache;
 use crate::error::{Error, Result};
-use crate::model::rope::RopeSet;
+use crate::model::rope::{Frequencies, RopeSet};
 use crate::model::Model;
 use crate::observe::{ObserveConfig, Observer};
+use blocked::{Attended, Queries};
 
 /// Eq. 3–4 for one query row: proximal scores `a_p` over values `v_p`, distant scores `a_d`
 /// over values `v_d` (rows of `d`); returns the output and the gate `g`.
@@ -184,22 +189,6 @@ struct Shape {
     decode: bool,
 }
 
-/// One row's output, its distant log-partition (lowest layers) and whether τ skipped it.
-struct Row {
-    out: Vec<f32>,
-    lse_d: Option<f32>,
-    skipped: bool,
-}
-
-/// `ln Σ exp(a)` (−∞ for no term).
-fn log_sum_exp(a: &[f32]) -> f32 {
-    let m = a.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-    if m == f32::NEG_INFINITY {
-        return m;
-    }
-    m + a.iter().map(|x| (x - m).exp()).sum::<f32>().ln()
-}
-
 /// Saved per-layer query state, for the layers above it in the same blocks.
 struct Saved {
     /// `[row][q_head][d]`, scaled and rotated.
@@ -217,63 +206,80 @@ impl PodPress {
         shape: Shape,
         saved: &mut [Option<Saved>],
     ) -> Vec<f32> {
+        self.layer_with(l, qkv, shape, saved, blocked::attend)
+    }
+
+    /// [`Self::layer`] with the attention `attend` (the blocked kernel; tests also pass the
+    /// row-by-row reference).
+    fn layer_with(
+        &mut self,
+        l: usize,
+        qkv: &[f32],
+        shape: Shape,
+        saved: &mut [Option<Saved>],
+        attend: impl Fn(&Self, &Queries<'_>) -> Attended,
+    ) -> Vec<f32> {
+        let q = self.store(l, qkv, shape);
+        let queries = Queries {
+            layer: l,
+            q: &q,
+            shape,
+            saved,
+        };
+        let a = attend(self, &queries);
+        if shape.decode {
+            let above = (0..shape.q_heads).filter(|&h| self.lowest(l, h) != l);
+            self.gated += above.count() * shape.tokens;
+        }
+        self.skipped += a.skipped.iter().filter(|&&s| s).count();
+        self.save(l, q, a.lse_d, saved);
+        self.prune(l, shape.first_position + shape.tokens - 1, shape.head_dim);
+        a.out
+    }
+
+    /// Appends layer `l`'s new keys (rotated) and values to its slots; returns the queries
+    /// `[t][q_heads][d]`, rotated and scaled by `1/√d`.
+    fn store(&mut self, l: usize, qkv: &[f32], shape: Shape) -> Vec<f32> {
         let Shape {
             tokens: t,
             first_position: p0,
             q_heads: nh,
             kv_heads: nkv,
             head_dim: d,
-            decode,
+            ..
         } = shape;
         let width = (nh + 2 * nkv) * d;
-        let freqs = self.rope.layer(l);
-        let positions: Vec<usize> = (p0..p0 + t).collect();
         let mut q = Vec::with_capacity(t * nh * d);
-        for r in 0..t {
-            let row = &qkv[r * width..(r + 1) * width];
+        let mut k = Vec::with_capacity(t * nkv * d);
+        for row in qkv.chunks_exact(width) {
             q.extend_from_slice(&row[..nh * d]);
-            for g in 0..nkv {
-                let slot = &mut self.slots[l][g];
-                let mut k = row[(nh + g) * d..(nh + g + 1) * d].to_vec();
-                freqs.rotate_rows(&mut k, &positions[r..=r], 1.0);
-                slot.keys.extend(k);
-                slot.key_pos.push(p0 + r);
-                slot.values
-                    .extend_from_slice(&row[(nh + nkv + g) * d..(nh + nkv + g + 1) * d]);
-            }
+            k.extend_from_slice(&row[nh * d..(nh + nkv) * d]);
         }
-        let qpos: Vec<usize> = positions
-            .iter()
-            .flat_map(|&p| std::iter::repeat_n(p, nh))
-            .collect();
-        freqs.rotate_rows(&mut q, &qpos, 1.0);
+        let table = angles(self.rope.layer(l), p0..p0 + t);
+        rotate(&mut q, &table, nh * d, d);
+        rotate(&mut k, &table, nkv * d, d);
         let scale = 1.0 / (d as f32).sqrt();
         q.iter_mut().for_each(|x| *x *= scale);
-        let mut out = vec![0f32; t * nh * d];
-        let mut lse_d = vec![f32::NEG_INFINITY; t * nh];
-        // Rows are independent given the saved lower layers: `[row][head]` order, in parallel.
-        let rows = {
-            let (this, saved, q) = (&*self, &*saved, &q);
-            map_rows(t * nh, |at| {
-                let (r, h) = (at / nh, at % nh);
-                this.row(l, h, r, &shape, &q[at * d..(at + 1) * d], saved)
-            })
-        };
-        for (at, row) in rows.into_iter().enumerate() {
-            let h = at % nh;
-            out[at * d..(at + 1) * d].copy_from_slice(&row.out);
-            if let Some(lse) = row.lse_d {
-                lse_d[at] = lse;
+        for (g, slot) in self.slots[l].iter_mut().enumerate() {
+            for (r, row) in qkv.chunks_exact(width).enumerate() {
+                let at = (r * nkv + g) * d;
+                slot.keys.extend_from_slice(&k[at..at + d]);
+                slot.key_pos.push(p0 + r);
+                let at = (nh + nkv + g) * d;
+                slot.values.extend_from_slice(&row[at..at + d]);
             }
-            self.gated += usize::from(decode && self.lowest(l, h) != l);
-            self.skipped += usize::from(row.skipped);
         }
+        q
+    }
+
+    /// Keeps layer `l`'s queries and distant log-partitions while a block above shares them, and
+    /// drops those of lower layers whose blocks end at `l`.
+    fn save(&self, l: usize, q: Vec<f32>, lse_d: Vec<f32>, saved: &mut [Option<Saved>]) {
         let needed = self
             .blocks
             .iter()
             .any(|b| b.iter().any(|b| b[0] == l && b[1] > l));
         saved[l] = needed.then_some(Saved { q, lse_d });
-        // Blocks whose last layer is `l` no longer need their lowest layer's queries.
         for (lo, slot) in saved.iter_mut().enumerate().take(l) {
             let live = self
                 .blocks
@@ -283,62 +289,6 @@ impl PodPress {
                 *slot = None;
             }
         }
-        self.prune(l, p0 + t - 1, d);
-        out
-    }
-
-    /// One query row of query head `h` at layer `l`: eq. 3–4, the τ gate while decoding.
-    fn row(
-        &self,
-        l: usize,
-        h: usize,
-        r: usize,
-        s: &Shape,
-        qh: &[f32],
-        saved: &[Option<Saved>],
-    ) -> Row {
-        let (d, nh) = (s.head_dim, s.q_heads);
-        let g = self.kv_of[h];
-        let lo = self.lowest(l, h);
-        let p = s.first_position + r;
-        let own = &self.slots[l][g];
-        let value = |pos: usize| &own.values[pos * d..(pos + 1) * d];
-        let (mut a_p, mut v_p) = (Vec::new(), Vec::new());
-        for (i, &kp) in own.key_pos.iter().enumerate() {
-            if kp <= p && self.proximal(kp, p) {
-                a_p.push(dot(qh, &own.keys[i * d..(i + 1) * d]));
-                v_p.push(value(kp));
-            }
-        }
-        let shared = saved[lo].as_ref().filter(|_| lo != l);
-        let (q_d, src) = match shared {
-            Some(sv) => (
-                &sv.q[(r * nh + h) * d..(r * nh + h + 1) * d],
-                &self.slots[lo][g],
-            ),
-            None => (qh, own),
-        };
-        let skipped = s.decode
-            && shared.is_some_and(|sv| {
-                let lse = sv.lse_d[r * nh + h];
-                // g = 1 / (1 + exp(lse_D − lse_P)) ≥ τ
-                1.0 / (1.0 + (lse - log_sum_exp(&a_p)).exp()) >= self.tau
-            });
-        let (mut a_d, mut v_d) = (Vec::new(), Vec::new());
-        if !skipped {
-            for (i, &kp) in src.key_pos.iter().enumerate() {
-                if kp <= p && !self.proximal(kp, p) {
-                    a_d.push(dot(q_d, &src.keys[i * d..(i + 1) * d]));
-                    v_d.push(value(kp));
-                }
-            }
-        }
-        let lse_d = (lo == l).then(|| log_sum_exp(&a_d));
-        Row {
-            out: pod_row(&a_p, &v_p, &a_d, &v_d, d).0,
-            lse_d,
-            skipped,
-        }
     }
 
     /// Drops keys that are no longer proximal where the slot does not store distant keys.
@@ -347,19 +297,48 @@ impl PodPress {
             if self.full_keys[l][g] {
                 continue;
             }
-            let (sinks, recent) = (self.sinks, self.recent);
-            let slot = &mut self.slots[l][g];
-            let keep: Vec<usize> = (0..slot.key_pos.len())
-                .filter(|&i| slot.key_pos[i] < sinks || slot.key_pos[i] + recent > last)
+            let held = &self.slots[l][g].key_pos;
+            let keep: Vec<usize> = (0..held.len())
+                .filter(|&i| self.proximal(held[i], last))
                 .collect();
+            let slot = &mut self.slots[l][g];
             if keep.len() == slot.key_pos.len() {
                 continue;
             }
-            slot.keys = keep
-                .iter()
-                .flat_map(|&i| slot.keys[i * d..(i + 1) * d].to_vec())
-                .collect();
+            let mut keys = Vec::with_capacity(keep.len() * d);
+            for &i in &keep {
+                keys.extend_from_slice(&slot.keys[i * d..(i + 1) * d]);
+            }
+            slot.keys = keys;
             slot.key_pos = keep.iter().map(|&i| slot.key_pos[i]).collect();
+        }
+    }
+}
+
+/// `(sin, cos)` of RoPE's angles at `positions`, `[position][head_dim / 2]`, computed as
+/// [`Frequencies::rotate_rows`] does.
+fn angles(freqs: &Frequencies, positions: Range<usize>) -> Vec<(f32, f32)> {
+    positions
+        .flat_map(|p| {
+            freqs
+                .inv_freq()
+                .iter()
+                .map(move |f| (p as f32 * f).sin_cos())
+        })
+        .collect()
+}
+
+/// RoPE (rotate-half) of every head of `rows` (`[r][width]`, heads of `d` dimensions) by row
+/// `r`'s angles in `table` (`[r][d / 2]`), in place.
+fn rotate(rows: &mut [f32], table: &[(f32, f32)], width: usize, d: usize) {
+    let half = d / 2;
+    for (row, angles) in rows.chunks_exact_mut(width).zip(table.chunks_exact(half)) {
+        for head in row.chunks_exact_mut(d) {
+            for (j, &(sin, cos)) in angles.iter().enumerate() {
+                let (a, b) = (head[j], head[j + half]);
+                head[j] = a * cos - b * sin;
+                head[j + half] = b * cos + a * sin;
+            }
         }
     }
 }
@@ -375,10 +354,6 @@ fn map_rows<T: Send>(n: usize, f: impl Fn(usize) -> T + Sync + Send) -> Vec<T> {
     {
         (0..n).map(f).collect()
     }
-}
-
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
 impl<B: Backend> Press<B> for PodPress {
@@ -460,23 +435,4 @@ impl<B: Backend> Press<B> for PodPress {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn gate_mixes_proximal_and_distant_outputs_by_their_partition_functions() {
-        // a^P = [0, ln 3] → Σexp = 4; a^D = [ln 4] → Σexp = 4; g = 4/8 = 0.5.
-        // o^P = (1·[1,0] + 3·[0,1])/4 = [.25, .75]; o^D = [2, 2];
-        // o = .5·[.25, .75] + .5·[2, 2] = [1.125, 1.375].
-        let (v1, v2, v3) = ([1.0, 0.0], [0.0, 1.0], [2.0, 2.0]);
-        let (o, g) = pod_row(&[0.0, 3f32.ln()], &[&v1, &v2], &[4f32.ln()], &[&v3], 2);
-        assert!((g - 0.5).abs() < 1e-6);
-        assert!(
-            (o[0] - 1.125).abs() < 1e-6 && (o[1] - 1.375).abs() < 1e-6,
-            "{o:?}"
-        );
-        // No distant tokens: g = 1 and the proximal softmax alone.
-        let (o, g) = pod_row(&[0.0, 3f32.ln()], &[&v1, &v2], &[], &[], 2);
-        assert!((g - 1.0).abs() < 1e-6 && (o[1] - 0.75).abs() < 1e-6);
-    }
-}
+mod tests;
