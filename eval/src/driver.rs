@@ -110,6 +110,7 @@ pub fn run<B: Backend, T: Task<B>>(
     task.check(ev)?;
     let model = &identity.model;
     let mut settings = identity.settings();
+    settings.extend(ev.settings());
     settings.extend(task.settings());
     let path = out.join(format!("{model}.{}.records.json", task.name()));
     let file = RecordsFile::<T::Record>::open(&path, settings)?;
@@ -120,6 +121,7 @@ pub fn run<B: Backend, T: Task<B>>(
     }
     let started = Instant::now();
     let units = task.units();
+    ev.check_pod_cells(&units)?;
     let skipped = score_units(ev, task, &units, &mut records, reporter)?;
     for line in skip_lines(&skipped) {
         reporter.note(&line);

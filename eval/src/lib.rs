@@ -5,6 +5,7 @@
 //!
 //! - [`score`]: RULER's string matching and SQuAD's token F1;
 //! - [`niah`]: RULER-style needles and token-exact placement in a haystack;
+//! - [`equal_bytes`]: SpindleKV's budget re-targeted to SnapKV's measured bytes;
 //! - [`records`]: per-cell records, atomic writes, resuming, aggregation into `EvalResults`;
 //! - [`results`]: the results schema (NIAH cells, quality points, perplexity curves);
 //! - [`table`]: the Markdown table;
@@ -21,6 +22,7 @@
 
 #[cfg(feature = "model")]
 pub mod driver;
+pub mod equal_bytes;
 pub mod niah;
 pub mod ppl;
 pub mod records;

@@ -102,5 +102,6 @@ fn run_of(args: &RulerArgs) -> anyhow::Result<RulerRun> {
 pub fn run(args: RulerArgs) -> anyhow::Result<()> {
     let run = run_of(&args)?;
     let package = args.common.ensure_data(&LONG_CONTEXT_EVAL)?;
-    args.common.run(args.quick, RulerTask::new(run, package))
+    args.common
+        .run(args.quick, RulerTask::new(run, package), None)
 }
