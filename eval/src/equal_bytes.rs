@@ -4,7 +4,8 @@
 //! budget on the same prompt. Both are *measured* on copies of the shared prefill (the press
 //! applied, [`kvplan_runtime::press::Session::memory`]), never predicted.
 //!
-//! The search ([`retarget`]) finds the largest budget whose bytes do not exceed the target,
+//! The search ([`retarget`]) finds the largest budget (from the smallest the plan accepts for
+//! the prompt up to its length) whose bytes do not exceed the target,
 //! assuming bytes grow with the budget: a bracket `[lo, hi]` with `bytes(lo) ≤ target <
 //! bytes(hi)` shrinks by regula falsi with the Illinois rule (the end kept twice in a row has its
 //! weight halved), the guess always strictly inside, until `hi = lo + 1`. Every step depends only
@@ -67,16 +68,16 @@ pub struct Retarget {
 /// Most budgets measured for one cell; the bracket's lower end is returned when reached.
 pub const MAX_PROBES: usize = 24;
 
-/// The largest budget in `[1, max]` whose `bytes` do not exceed `target`, starting from `start`
-/// (module header); the smallest, 1, when even it holds more. `bytes` measures a budget.
+/// The largest budget in `range` whose `bytes` do not exceed `target`, starting from `start`
+/// (module header); the smallest when even it holds more. `bytes` measures a budget.
 pub fn retarget<E>(
     start: usize,
-    max: usize,
+    range: std::ops::RangeInclusive<usize>,
     target: u64,
     mut bytes: impl FnMut(usize) -> Result<u64, E>,
 ) -> Result<Retarget, E> {
-    let max = max.max(1);
-    let start = start.clamp(1, max);
+    let (min, max) = (*range.start(), (*range.end()).max(*range.start()));
+    let start = start.clamp(min, max);
     let mut probes = 1;
     let at_start = bytes(start)?;
     let done = |budget, held, probes| Retarget {
@@ -97,15 +98,15 @@ pub fn retarget<E>(
         }
         ((start, at_start), (max, at_max))
     } else {
-        if start == 1 {
-            return Ok(done(1, at_start, probes));
+        if start == min {
+            return Ok(done(min, at_start, probes));
         }
         probes += 1;
-        let at_one = bytes(1)?;
-        if at_one > target {
-            return Ok(done(1, at_one, probes));
+        let at_min = bytes(min)?;
+        if at_min > target {
+            return Ok(done(min, at_min, probes));
         }
-        ((1, at_one), (start, at_start))
+        ((min, at_min), (start, at_start))
     };
     // Illinois weights of the ends' excess over the target; `side`: the end moved last.
     let (mut w_lo, mut w_hi) = (1.0f64, 1.0f64);
@@ -146,7 +147,7 @@ mod tests {
     #[test]
     fn finds_the_largest_budget_within_the_target_on_a_line() {
         // bytes(b) = 100·b; target 25 050 → b = 250 (25 000 ≤ target < 25 100), from 100.
-        let r = retarget(100, 1000, 25_050, |b| -> R { Ok(100 * b as u64) }).expect("search");
+        let r = retarget(100, 1..=1000, 25_050, |b| -> R { Ok(100 * b as u64) }).expect("search");
         assert_eq!(
             (r.budget, r.held_bytes, r.target_bytes),
             (250, 25_000, 25_050)
@@ -160,7 +161,7 @@ mod tests {
     #[test]
     fn searches_down_when_the_start_holds_more() {
         // bytes(b) = 3·b + 40 (a repeat's copies): target 400 → b = 120 (400 ≤ 400).
-        let r = retarget(512, 4096, 400, |b| -> R { Ok(3 * b as u64 + 40) }).expect("search");
+        let r = retarget(512, 9..=4096, 400, |b| -> R { Ok(3 * b as u64 + 40) }).expect("search");
         assert_eq!((r.budget, r.held_bytes), (120, 400));
     }
 
@@ -168,7 +169,7 @@ mod tests {
     fn a_convex_curve_converges_to_the_exact_budget() {
         // bytes(b) = b² / 10: target 16 000 → b = 400 (16 000), 401 gives 16 080.
         let mut seen = Vec::new();
-        let r = retarget(64, 4096, 16_000, |b| -> R {
+        let r = retarget(64, 1..=4096, 16_000, |b| -> R {
             seen.push(b);
             Ok((b * b / 10) as u64)
         })
@@ -178,7 +179,7 @@ mod tests {
         assert!(r.probes < MAX_PROBES, "{seen:?}");
         // Deterministic: the same measurements give the same probes.
         let mut again = Vec::new();
-        retarget(64, 4096, 16_000, |b| -> R {
+        retarget(64, 1..=4096, 16_000, |b| -> R {
             again.push(b);
             Ok((b * b / 10) as u64)
         })
@@ -189,13 +190,13 @@ mod tests {
     #[test]
     fn ends_of_the_range_and_errors() {
         // Everything fits: the whole prompt.
-        let r = retarget(10, 50, 1_000, |b| -> R { Ok(b as u64) }).expect("fits");
+        let r = retarget(10, 1..=50, 1_000, |b| -> R { Ok(b as u64) }).expect("fits");
         assert_eq!((r.budget, r.probes), (50, 2));
-        // Nothing fits: budget 1, over the target.
-        let r = retarget(10, 50, 5, |b| -> R { Ok(10 + b as u64) }).expect("over");
-        assert_eq!((r.budget, r.held_bytes), (1, 11));
+        // Nothing fits: the smallest budget of the range, over the target.
+        let r = retarget(10, 9..=50, 5, |b| -> R { Ok(10 + b as u64) }).expect("over");
+        assert_eq!((r.budget, r.held_bytes), (9, 19));
         // A measurement that fails stops the search with its error.
-        let e = retarget(10, 50, 5, |_| -> R { Err("below β".into()) });
+        let e = retarget(10, 1..=50, 5, |_| -> R { Err("below β".into()) });
         assert_eq!(e, Err("below β".to_string()));
         assert_eq!("budget".parse(), Ok(SpindleBytes::Budget));
         assert!("same".parse::<SpindleBytes>().is_err());

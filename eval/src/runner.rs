@@ -100,6 +100,9 @@ pub struct Scoring<'a> {
 /// A (method, budget) cell and its press, ready to run.
 type ReadyPress<B> = ((String, Option<usize>), Box<dyn Press<B>>);
 
+/// A press re-targeted to equal bytes and what the search found.
+type Retargeted<B> = (Box<dyn Press<B>>, Retarget);
+
 /// The shared prefill: the cache after the prompt, what was observed, the last logits.
 type Prefill<B> = (kvplan_runtime::cache::KvCache<B>, Observer, Vec<f32>);
 
@@ -345,13 +348,23 @@ impl<'a, B: Backend> Evaluator<'a, B> {
         n: usize,
         budget: usize,
         prefill: &Prefill<B>,
-    ) -> Result<Option<(Box<dyn Press<B>>, Retarget)>> {
+    ) -> Result<Option<Retargeted<B>>> {
         if method != "spindle" || self.spindle_bytes != SpindleBytes::Equal {
             return Ok(None);
         }
         let target =
             self.held_after(self.press("snapkv", n, Some(budget))?.as_mut(), prefill, n)?;
-        let found = retarget(budget, n, target, |b| {
+        // The smallest budget the plan accepts at this length (SpindleKV: above its window and
+        // β), found by building presses only; budgets are then measured from there up to `n`.
+        let (mut lo, mut hi) = (1, budget);
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            match self.press(method, n, Some(mid)) {
+                Ok(_) => hi = mid,
+                Err(_) => lo = mid + 1,
+            }
+        }
+        let found = retarget(budget, lo..=n.max(budget), target, |b| {
             self.held_after(self.press(method, n, Some(b))?.as_mut(), prefill, n)
         })?;
         Ok(Some((self.press(method, n, Some(found.budget))?, found)))

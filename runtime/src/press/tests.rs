@@ -521,13 +521,13 @@ fn pod_shares_distant_keys_once_per_block_and_gates_with_tau() {
     assert_same_output(&got, &full, 1e-4, "pod, nothing distant");
 }
 
+/// Per layer, per head: positions; per-head budgets; the next position.
+type Streamed = (Vec<Vec<Vec<usize>>>, Vec<Vec<usize>>, usize);
+
 /// Streams `ids[1..]` after the 1-token prompt `ids[..1]` (as `kvplan eval ppl` does) under
 /// `method` from the tiny plan (12 entries per head), positions as `policy` says; returns each
 /// layer's per-head positions, the per-head budgets and the cache's next position.
-fn streamed(
-    method: Method,
-    policy: PositionPolicy,
-) -> (Vec<Vec<Vec<usize>>>, Vec<Vec<usize>>, usize) {
+fn streamed(method: Method, policy: PositionPolicy) -> Streamed {
     let model = tiny_model();
     let plan = tiny_plan();
     let ids = prompt(41);
