@@ -117,6 +117,7 @@ pub fn run<B: Backend, T: Task<B>>(
     task.check(ev)?;
     let model = &identity.model;
     let mut settings = identity.settings();
+    settings.extend(ev.settings());
     settings.extend(task.settings());
     let path = out.join(format!("{model}.{}.records.json", task.name()));
     let beside = beside::<T::Record>(
@@ -132,6 +133,7 @@ pub fn run<B: Backend, T: Task<B>>(
     }
     let started = Instant::now();
     let units = task.units();
+    ev.check_pod_cells(&units)?;
     let skipped = score_units(ev, task, &units, &mut records, reporter)?;
     for line in skip_lines(&skipped) {
         reporter.note(&line);

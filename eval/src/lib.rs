@@ -7,6 +7,7 @@
 //! - [`niah`]: RULER-style needles and token-exact placement in a haystack;
 //! - [`prompt`]: window placement and question-agnostic mode, a prompt's ids in both forms, the
 //!   prompts file;
+//! - [`equal_bytes`]: SpindleKV's budget re-targeted to SnapKV's measured bytes;
 //! - [`records`]: per-cell records, atomic writes, resuming, aggregation into `EvalResults`;
 //! - [`companion`]: kvpress's records on the same prompts, shown beside kvplan's;
 //! - [`results`]: the results schema (NIAH cells, quality points, perplexity curves);
@@ -26,6 +27,7 @@
 pub mod companion;
 #[cfg(feature = "model")]
 pub mod driver;
+pub mod equal_bytes;
 pub mod niah;
 pub mod ppl;
 pub mod prompt;

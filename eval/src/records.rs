@@ -57,6 +57,10 @@ pub struct Record {
     pub kv_fraction: f64,
     /// Seconds of prefill (shared prefills: its share is not counted) and decode.
     pub seconds: f64,
+    /// SpindleKV at equal bytes: the budget it ran at and the bytes matched
+    /// ([`crate::equal_bytes`]); absent for every other cell.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retarget: Option<crate::equal_bytes::Retarget>,
 }
 
 /// What a records file holds per cell.
@@ -357,6 +361,7 @@ pub(crate) fn test_record(
         score,
         kv_fraction,
         seconds: 0.1,
+        retarget: None,
     }
 }
 

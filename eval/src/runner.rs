@@ -14,6 +14,11 @@
 //! prefill; `question-agnostic` prefills and compresses the context only, then every press runs
 //! the question through the model, appended uncompressed ([`Session::extend`]), before decoding;
 //! its KV fraction is measured after that, against FullKV of the whole prompt.
+//!
+//! Presses are built with the run's [`PressOptions`] (GQA aggregation, SpindleKV's GQA handling
+//! and denominator, positions); a SpindleKV cell runs at the budget whose measured bytes match
+//! SnapKV's at the row's budget unless `--spindle-bytes budget` ([`crate::equal_bytes`]); trained
+//! PoD weights run only at the proximal window they were trained with ([`PodTrained`]).
 
 use std::time::Instant;
 
@@ -22,14 +27,16 @@ use kvplan_planner::{Plan, Target};
 use kvplan_runtime::generate::{argmax, last_row};
 use kvplan_runtime::model::{Logits, Model};
 use kvplan_runtime::observe::{ObserveConfig, Observer};
-use kvplan_runtime::press::{build_press, Press, Session};
+use kvplan_runtime::press::registry::{build_press_with, PressOptions, PressRequest};
+use kvplan_runtime::press::{Press, Session};
 use kvplan_runtime::tokenizer::Tokenizer;
 
 use crate::driver::Sink;
+use crate::equal_bytes::{retarget, Retarget, SpindleBytes};
 use crate::ppl::{nll, PplRecord};
 use crate::prompt::{Mode, PromptIds, Setup, Window};
 use crate::records::Record;
-use crate::task::{Cell, Skipped};
+use crate::task::{Cell, Skipped, Unit};
 use crate::{Error, Result};
 
 /// One cell's run, before scoring.
@@ -42,8 +49,10 @@ pub struct Outcome {
     pub response: String,
     /// KV bytes held after the prompt over FullKV's.
     pub kv_fraction: f64,
-    /// Seconds of this cell (a shared prefill not counted).
+    /// Seconds of this cell (a shared prefill not counted; a re-targeting search counted).
     pub seconds: f64,
+    /// The re-targeted budget and bytes of a SpindleKV cell at equal bytes.
+    pub retarget: Option<Retarget>,
 }
 
 /// What every record of one prompt says about it.
@@ -80,6 +89,7 @@ impl Asked {
             score,
             kv_fraction: o.kv_fraction,
             seconds: o.seconds,
+            retarget: o.retarget,
         }
     }
 }
@@ -110,6 +120,9 @@ fn prefilled(setup: Setup, p: &PromptIds) -> (&[u32], Option<usize>, &[u32]) {
 /// A (method, budget) cell and its press, ready to run.
 type ReadyPress<B> = ((String, Option<usize>), Box<dyn Press<B>>);
 
+/// A press re-targeted to equal bytes and what the search found.
+type Retargeted<B> = (Box<dyn Press<B>>, Retarget);
+
 /// The shared prefill: the cache after the prompt, what was observed, the last logits.
 type Prefill<B> = (kvplan_runtime::cache::KvCache<B>, Observer, Vec<f32>);
 
@@ -123,6 +136,45 @@ pub struct Evaluator<'a, B: Backend> {
     pub plan: Option<&'a Plan>,
     /// Model name recorded in each record.
     pub model_name: String,
+    /// Press switches beyond the plan.
+    pub options: PressOptions,
+    /// How SpindleKV cells choose their budget.
+    pub spindle_bytes: SpindleBytes,
+    /// The proximal window PoD weights (`--weights`) were trained with, when given.
+    pub pod_trained: Option<PodTrained>,
+}
+
+/// The budgets of `units`' PoD cells at which `plan` gives PoD another proximal window than
+/// `trained` (PoD's `n_r` is `budget − n_s`), in first-seen order.
+pub fn untrained_pod_budgets(
+    plan: Option<&Plan>,
+    trained: PodTrained,
+    units: &[Unit],
+) -> Vec<usize> {
+    let Some(plan) = plan else {
+        return Vec::new();
+    };
+    let mut wrong: Vec<usize> = Vec::new();
+    for c in units.iter().flat_map(|u| &u.cells) {
+        let (Some(b), true) = (c.budget, c.method == "pod") else {
+            continue;
+        };
+        let budgets = plan.budgets(kvplan_planner::Method::Pod, b.max(1), Target::Tokens(b));
+        let fits = budgets.is_ok_and(|x| (x.sinks, x.recent) == (trained.sinks, trained.recent));
+        if !fits && !wrong.contains(&b) {
+            wrong.push(b);
+        }
+    }
+    wrong
+}
+
+/// The proximal window of trained PoD weights (`kvplan train-pod`'s `n_s`, `n_r`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PodTrained {
+    /// `n_s`: initial tokens.
+    pub sinks: usize,
+    /// `n_r`: recent tokens.
+    pub recent: usize,
 }
 
 impl<'a, B: Backend> Evaluator<'a, B> {
@@ -133,7 +185,72 @@ impl<'a, B: Backend> Evaluator<'a, B> {
             tok,
             plan,
             model_name: model.config.name.clone(),
+            options: PressOptions::default(),
+            spindle_bytes: SpindleBytes::default(),
+            pod_trained: None,
         }
+    }
+
+    /// The settings the run's press options make, for every records file: the GQA
+    /// aggregation, SpindleKV's GQA handling, denominator and bytes, the position policy when
+    /// set, and the trained PoD window when weights are given.
+    pub fn settings(&self) -> Vec<(String, String)> {
+        let o = &self.options;
+        let mut s = vec![
+            ("gqa".to_string(), o.gqa.name().to_string()),
+            ("spindle_gqa".into(), o.spindle_gqa.name().into()),
+            (
+                "spindle_denominator".into(),
+                o.spindle_denominator.name().into(),
+            ),
+            ("spindle_bytes".into(), self.spindle_bytes.name().into()),
+        ];
+        if let Some(p) = o.positions {
+            s.push(("positions".into(), p.name().into()));
+        }
+        if let Some(t) = self.pod_trained {
+            s.push(("pod_trained_sinks".into(), t.sinks.to_string()));
+            s.push(("pod_trained_recent".into(), t.recent.to_string()));
+        }
+        s
+    }
+
+    /// Refuses the run when trained PoD weights would run at another proximal window than
+    /// they were trained with ([`untrained_pod_budgets`]).
+    pub fn check_pod_cells(&self, units: &[Unit]) -> Result<()> {
+        let Some(t) = self.pod_trained else {
+            return Ok(());
+        };
+        let wrong = untrained_pod_budgets(self.plan, t, units);
+        if wrong.is_empty() {
+            return Ok(());
+        }
+        let list: Vec<String> = wrong.iter().map(usize::to_string).collect();
+        Err(Error::Request(format!(
+            "--weights were trained for PoD with n_s = {}, n_r = {} (n_r = budget − n_s): PoD \
+             runs at --budgets {} only, not {}; drop those budgets, or train one set per budget \
+             (`kvplan train-pod --recent`)",
+            t.sinks,
+            t.recent,
+            t.sinks + t.recent,
+            list.join(",")
+        )))
+    }
+
+    /// What a press at `budget` is asked for on a prompt of `n` tokens.
+    fn request(&self, n: usize, budget: Option<usize>) -> PressRequest<'a> {
+        PressRequest {
+            plan: self.plan,
+            context_len: n,
+            target: budget.map(Target::Tokens),
+            options: self.options,
+        }
+    }
+
+    /// The press of `method` at `budget` for a prompt of `n` tokens.
+    fn press(&self, method: &str, n: usize, budget: Option<usize>) -> Result<Box<dyn Press<B>>> {
+        let request = self.request(n, budget);
+        Ok(build_press_with::<B>(method, &request, &self.model.config)?.press)
     }
 
     /// Scores `pending` cells on `prompt`: each cell whose press the plan can build at the
@@ -152,10 +269,8 @@ impl<'a, B: Backend> Evaluator<'a, B> {
         let setup = scoring.setup;
         let compressed = prefilled(setup, prompt).0.len();
         for c in pending {
-            let target = c.budget.map(Target::Tokens);
-            let config = &self.model.config;
-            match build_press::<B>(&c.method, self.plan, compressed, target, config) {
-                Ok(spec) => ready.push(((c.method.clone(), c.budget), spec.press)),
+            match self.press(&c.method, compressed, c.budget) {
+                Ok(press) => ready.push(((c.method.clone(), c.budget), press)),
                 Err(e) => sink.skip(Skipped {
                     method: c.method.clone(),
                     budget: c.budget,
@@ -168,20 +283,27 @@ impl<'a, B: Backend> Evaluator<'a, B> {
         }
         let model = &self.model_name;
         let run = (prompt, setup, scoring.answer_tokens);
-        self.score_prompt(run, ready, &mut |o| {
-            let score = (scoring.metric)(&o.response);
-            sink.record(scoring.asked.record(model, score, o))
+        self.score_prompt(run, ready, &mut |o| match o {
+            Ok(o) => {
+                let score = (scoring.metric)(&o.response);
+                sink.record(scoring.asked.record(model, score, o))
+            }
+            Err(skipped) => {
+                sink.skip(skipped);
+                Ok(())
+            }
         })
     }
 
     /// Runs the prompt `ids` under every ready press and greedy-decodes at most `answer_tokens`
-    /// tokens for each, handing each outcome to `on_cell`. Every press that keeps the model's
-    /// forward pass adopts a copy of one shared prefill (module header).
+    /// tokens for each, handing each outcome (or the cell skipped, when its re-targeting
+    /// failed) to `on_cell`. Every press that keeps the model's forward pass adopts a copy of
+    /// one shared prefill (module header).
     fn score_prompt(
         &self,
         (prompt, setup, answer_tokens): (&PromptIds, Setup, usize),
         presses: Vec<ReadyPress<B>>,
-        on_cell: &mut dyn FnMut(Outcome) -> Result<()>,
+        on_cell: &mut dyn FnMut(std::result::Result<Outcome, Skipped>) -> Result<()>,
     ) -> Result<()> {
         let (ids, rows_end, question) = prefilled(setup, prompt);
         let n = ids.len();
@@ -193,6 +315,23 @@ impl<'a, B: Backend> Evaluator<'a, B> {
         for (((method, budget), press), &share) in cells.iter().zip(presses.iter_mut()).zip(&shared)
         {
             let started = Instant::now();
+            let mut retargeted = None;
+            if let (Some(p), true, Some(b)) = (&prefill, share, *budget) {
+                match self.equal_bytes(method, n, b, p) {
+                    Ok(Some((new, r))) => (*press, retargeted) = (new, Some(r)),
+                    Ok(None) => {}
+                    Err(e) => {
+                        let reason = format!("re-targeting to SnapKV's bytes: {e}");
+                        let (method, budget) = (method.clone(), *budget);
+                        on_cell(Err(Skipped {
+                            method,
+                            budget,
+                            reason,
+                        }))?;
+                        continue;
+                    }
+                }
+            }
             let mut session = Session::new(self.model, press.as_mut());
             session.rows_end = rows_end;
             let mut first = match (&prefill, share) {
@@ -208,15 +347,55 @@ impl<'a, B: Backend> Evaluator<'a, B> {
             let kv_fraction = session.memory().ratio();
             let new = self.decode(&mut session, &first, answer_tokens)?;
             let response = self.tok.decode(&new)?;
-            on_cell(Outcome {
+            on_cell(Ok(Outcome {
                 method: method.clone(),
                 budget: *budget,
                 response,
                 kv_fraction: kv_fraction.clamp(f64::MIN_POSITIVE, 1.0),
                 seconds: started.elapsed().as_secs_f64(),
-            })?;
+                retarget: retargeted,
+            }))?;
         }
         Ok(())
+    }
+
+    /// Bytes `press` holds once applied to a copy of the shared prefill of `n` tokens.
+    fn held_after(&self, press: &mut dyn Press<B>, prefill: &Prefill<B>, n: usize) -> Result<u64> {
+        let (cache, obs, _) = prefill;
+        let mut session = Session::new(self.model, press);
+        session.adopt(cache.clone(), n, Some(obs))?;
+        Ok(session.memory().held_bytes)
+    }
+
+    /// A SpindleKV cell at equal bytes (`spindle_bytes` is `equal`): its press at the budget
+    /// whose bytes match SnapKV's at `budget` on this prompt, and what the search found;
+    /// `None` for every other cell.
+    fn equal_bytes(
+        &self,
+        method: &str,
+        n: usize,
+        budget: usize,
+        prefill: &Prefill<B>,
+    ) -> Result<Option<Retargeted<B>>> {
+        if method != "spindle" || self.spindle_bytes != SpindleBytes::Equal {
+            return Ok(None);
+        }
+        let target =
+            self.held_after(self.press("snapkv", n, Some(budget))?.as_mut(), prefill, n)?;
+        // The smallest budget the plan accepts at this length (SpindleKV: above its window and
+        // β), found by building presses only; budgets are then measured from there up to `n`.
+        let (mut lo, mut hi) = (1, budget);
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            match self.press(method, n, Some(mid)) {
+                Ok(_) => hi = mid,
+                Err(_) => lo = mid + 1,
+            }
+        }
+        let found = retarget(budget, lo..=n.max(budget), target, |b| {
+            self.held_after(self.press(method, n, Some(b))?.as_mut(), prefill, n)
+        })?;
+        Ok(Some((self.press(method, n, Some(found.budget))?, found)))
     }
 
     /// One prefill of `ids` observing the union of what the `shared` presses ask, the rows
@@ -284,14 +463,8 @@ impl<B: Backend> Evaluator<'_, B> {
             return Err(Error::Request(format!("{text}: fewer than 2 tokens")));
         }
         let started = Instant::now();
-        let mut spec = build_press::<B>(
-            method,
-            self.plan,
-            ids.len(),
-            budget.map(Target::Tokens),
-            &self.model.config,
-        )?;
-        let mut session = Session::new(self.model, spec.press.as_mut());
+        let mut press = self.press(method, ids.len(), budget)?;
+        let mut session = Session::new(self.model, press.as_mut());
         let mut logits = last_row(session.prefill(&ids[..1])?);
         let mut nlls = Vec::with_capacity(ids.len() - 1);
         for (i, &next) in ids.iter().enumerate().skip(1) {
@@ -310,5 +483,51 @@ impl<B: Backend> Evaluator<'_, B> {
             kv_fraction: session.memory().ratio().clamp(f64::MIN_POSITIVE, 1.0),
             seconds: started.elapsed().as_secs_f64(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::records::CellKey;
+
+    #[test]
+    fn trained_pod_weights_fit_only_the_budget_of_their_window() {
+        // The committed SmolLM2 plan: PoD's n_s = 16, so budget b gives n_r = b − 16; weights
+        // trained with (16, 112) fit budget 128 only.
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../plans/smollm2-135m-instruct.plan.json"
+        );
+        let plan = Plan::load(std::path::Path::new(path), None).expect("committed plan");
+        let variants: Vec<(String, Option<usize>)> = [64, 128, 512]
+            .iter()
+            .flat_map(|&b| {
+                [
+                    ("pod".to_string(), Some(b)),
+                    ("snapkv".to_string(), Some(b)),
+                ]
+            })
+            .chain([("full".to_string(), None)])
+            .collect();
+        let key = |m: &str, b: Option<usize>| CellKey::new("niah", 1024, 0.5, 0, m, b);
+        let units = vec![Unit::new("u".into(), &variants, key)];
+        let trained = PodTrained {
+            sinks: 16,
+            recent: 112,
+        };
+        assert_eq!(
+            untrained_pod_budgets(Some(&plan), trained, &units),
+            [64, 512]
+        );
+        let at_64 = PodTrained {
+            sinks: 16,
+            recent: 48,
+        };
+        assert_eq!(
+            untrained_pod_budgets(Some(&plan), at_64, &units),
+            [128, 512]
+        );
+        assert!(untrained_pod_budgets(None, trained, &units).is_empty());
     }
 }

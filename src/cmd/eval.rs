@@ -24,15 +24,17 @@ use kvplan_common::data::{DataPackage, PAUL_GRAHAM};
 use kvplan_common::fetch::{sha256_file, Pip};
 use kvplan_common::paths;
 use kvplan_eval::driver::{self, Task};
+use kvplan_eval::equal_bytes::SpindleBytes;
 use kvplan_eval::prompt::{Mode, Setup, Window};
-use kvplan_eval::runner::Evaluator;
+use kvplan_eval::runner::{Evaluator, PodTrained};
 use kvplan_eval::task::{Identity, Progress, ReportError, Reporter};
 use kvplan_eval::tasks::{NiahGrid, NiahTask};
 use kvplan_planner::{ModelIdentity, Plan};
 use kvplan_runtime::backend::{self, Selected};
 use kvplan_runtime::identity::model_identity;
+use kvplan_runtime::press::registry::{PositionPolicy, PressOptions};
 
-use super::model_args::{self, load_model, plan_file, ModelArgs, WeightsArg};
+use super::model_args::{self, load_model, plan_file, ModelArgs, PressArgs, WeightsArg};
 
 /// Arguments of `kvplan eval`.
 #[derive(clap::Args, Debug)]
@@ -71,6 +73,12 @@ pub struct EvalCommon {
     pub model: ModelArgs,
     #[command(flatten)]
     pub weights: WeightsArg,
+    #[command(flatten)]
+    pub press: PressArgs,
+    /// SpindleKV's budget: equal (re-targeted until its measured bytes match SnapKV's at the
+    /// row's budget on each prompt) or budget (the row's budget as given).
+    #[arg(long, value_name = "MODE", default_value = "equal")]
+    pub spindle_bytes: SpindleBytes,
 }
 
 impl EvalCommon {
@@ -81,9 +89,15 @@ impl EvalCommon {
     }
 
     /// Loads the model (fetching it when missing) and its plan, and runs `task` through the
-    /// eval driver into `<out>` (`<out>/quick` for `--quick`).
-    pub fn run<T: Task<Selected>>(&self, quick: bool, task: T) -> anyhow::Result<()> {
-        self.run_or_export(quick, task, None)
+    /// eval driver into `<out>` (`<out>/quick` for `--quick`), evicting presses placing their
+    /// entries as `positions` says (`None`: each method's own).
+    pub fn run<T: Task<Selected>>(
+        &self,
+        quick: bool,
+        task: T,
+        positions: Option<PositionPolicy>,
+    ) -> anyhow::Result<()> {
+        self.run_or_export(quick, task, positions, None)
     }
 
     /// [`EvalCommon::run`], or with `export` only writes the run's prompts there
@@ -92,6 +106,7 @@ impl EvalCommon {
         &self,
         quick: bool,
         mut task: T,
+        positions: Option<PositionPolicy>,
         export: Option<&Path>,
     ) -> anyhow::Result<()> {
         let path = self.model.resolve()?;
@@ -114,7 +129,19 @@ impl EvalCommon {
                 .map(sha256_file)
                 .transpose()?,
         };
-        let evaluator = Evaluator::new(&model, &tok, plan.as_ref().map(|p| &p.0));
+        let mut evaluator = Evaluator::new(&model, &tok, plan.as_ref().map(|p| &p.0));
+        evaluator.options = PressOptions {
+            positions,
+            ..self.press.options()
+        };
+        evaluator.spindle_bytes = self.spindle_bytes;
+        if let Some(w) = self.weights.weights.as_deref() {
+            let t = kvplan_runtime::train::load_window(w)?;
+            evaluator.pod_trained = Some(PodTrained {
+                sinks: t.sinks,
+                recent: t.recent,
+            });
+        }
         let mut terminal = Terminal {
             bar: None,
             figures: !self.no_figures,
@@ -158,6 +185,10 @@ pub struct PplArgs {
     /// 256 tokens of one text at budget 64 (unless given), into `<out>/quick/`.
     #[arg(long)]
     pub quick: bool,
+    /// Positions of the evicting methods: reassign (0..len after every eviction, TreeKV §4.1
+    /// and StreamingLLM §3.2) or keep (original positions until the trained context).
+    #[arg(long, value_name = "POLICY", default_value = "reassign")]
+    pub positions: PositionPolicy,
     #[command(flatten)]
     pub common: EvalCommon,
 }
@@ -282,7 +313,7 @@ fn run_niah(args: NiahArgs) -> anyhow::Result<()> {
     let mut task = NiahTask::new(grid, essays);
     task.setup = args.prompts.setup()?;
     let export = args.prompts.export_prompts.as_deref();
-    args.common.run_or_export(args.quick, task, export)
+    args.common.run_or_export(args.quick, task, None, export)
 }
 
 /// Draws every figure the results file at `path` implies (NIAH heatmaps, quality against KV

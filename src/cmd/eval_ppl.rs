@@ -33,5 +33,7 @@ pub fn run(args: PplArgs) -> anyhow::Result<()> {
         texts,
     };
     let dir = args.common.ensure_data(&SHAKESPEARE)?;
-    args.common.run(args.quick, PplTask::new(run, dir))
+    let positions = Some(args.positions);
+    args.common
+        .run(args.quick, PplTask::new(run, dir), positions)
 }

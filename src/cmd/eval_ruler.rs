@@ -111,5 +111,5 @@ pub fn run(args: RulerArgs) -> anyhow::Result<()> {
     let mut task = RulerTask::new(run, package);
     task.setup = args.prompts.setup()?;
     let export = args.prompts.export_prompts.as_deref();
-    args.common.run_or_export(args.quick, task, export)
+    args.common.run_or_export(args.quick, task, None, export)
 }

@@ -13,13 +13,13 @@ use std::io::Write;
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use kvplan_planner::{Budgets, Plan, Target};
 use kvplan_runtime::backend::Selected;
 use kvplan_runtime::generate::{GenerateConfig, Sampling};
 use kvplan_runtime::identity::model_identity;
 use kvplan_runtime::model::Model;
-use kvplan_runtime::press::registry::{build_press_with, PressOptions, PressRequest};
+use kvplan_runtime::press::registry::{build_press_with, PressRequest};
 use kvplan_runtime::press::{generate_pressed, MemoryReport};
 
 use super::model_args::{self, load_model, plan_file, ModelArgs, WeightsArg};
@@ -63,10 +63,8 @@ pub struct GenerateArgs {
     /// Re-target the plan: share of the prompt kept per head, 0 < R <= 1.
     #[arg(long, value_name = "R")]
     pub ratio: Option<f64>,
-    /// `--method spindle` only: the GQA repeat variant (SpindleKV §3.3): KV heads repeated per
-    /// query head, eviction per query head, one codebook per layer. Off by default.
-    #[arg(long)]
-    pub spindle_repeat: bool,
+    #[command(flatten)]
+    pub press: super::model_args::PressArgs,
     #[command(flatten)]
     pub model: ModelArgs,
     #[command(flatten)]
@@ -90,9 +88,6 @@ fn load_plan(
 /// Runs `kvplan generate`.
 pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
     super::methods_or_all(Some(std::slice::from_ref(&args.method)))?;
-    if args.spindle_repeat && args.method != "spindle" {
-        bail!("--spindle-repeat applies to --method spindle only");
-    }
     let path = args.model.resolve()?;
     let (tok, model) = load_model(&path, args.weights.weights.as_deref())?;
     let prompt = if args.chat {
@@ -110,9 +105,7 @@ pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
         plan: plan.as_ref(),
         context_len: prompt.len(),
         target,
-        options: PressOptions {
-            spindle_repeat: args.spindle_repeat,
-        },
+        options: args.press.options(),
     };
     let mut spec = build_press_with::<Selected>(&args.method, &request, &model.config)?;
     let config = GenerateConfig {

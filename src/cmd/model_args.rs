@@ -21,6 +21,9 @@ use kvplan_planner::{ModelIdentity, Plan};
 use kvplan_runtime::backend::{self, Selected};
 use kvplan_runtime::gguf::GgufFile;
 use kvplan_runtime::model::{Model, WeightStorage};
+use kvplan_runtime::press::registry::PressOptions;
+use kvplan_runtime::press::spindle::{Denominator, SpindleGqa};
+use kvplan_runtime::press::GqaAggregation;
 use kvplan_runtime::tokenizer::Tokenizer;
 
 /// Which model file to use.
@@ -125,6 +128,37 @@ pub fn load_plan(
     let plan = Plan::load(file, Some(identity))
         .with_context(|| format!("cannot use plan {}", file.display()))?;
     Ok((plan, sha256_file(file)?))
+}
+
+/// The press switches beyond the plan (`kvplan generate`, `kvplan eval`), recorded in every
+/// results file's settings.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct PressArgs {
+    /// How window-based selections (snapkv, pyramid, headkv, headkv-r; spindle under
+    /// `--spindle-gqa group`) combine a KV head's query heads: pool-then-mean (each query head
+    /// pooled, then the mean), mean-then-pool (KVCache-Factory's KV-head mode),
+    /// max-then-pool.
+    #[arg(long, value_name = "MODE", default_value = "pool-then-mean")]
+    pub gqa: GqaAggregation,
+    /// SpindleKV on a GQA model: repeat (KV heads repeated per query head before eviction,
+    /// §3.3, the paper's choice) or group (one decision per KV head, eq. 3).
+    #[arg(long, value_name = "MODE", default_value = "repeat")]
+    pub spindle_gqa: SpindleGqa,
+    /// SpindleKV's eq. 2 denominator: window-rows (the window's mean) or l-a (as printed).
+    #[arg(long, value_name = "D", default_value = "window-rows")]
+    pub spindle_denominator: Denominator,
+}
+
+impl PressArgs {
+    /// The runtime's press options (positions: each method's own).
+    pub fn options(&self) -> PressOptions {
+        PressOptions {
+            gqa: self.gqa,
+            spindle_gqa: self.spindle_gqa,
+            spindle_denominator: self.spindle_denominator,
+            positions: None,
+        }
+    }
 }
 
 /// `--weights`: weights written by `kvplan train-pod`, applied over the GGUF's.

@@ -4,7 +4,9 @@
 //! and PoD after training saved as JSON.
 //!
 //! Checkpoints go to `--out` (atomic, resumed from when the same command runs again); the
-//! trained weights end in `<out>/pod-trained.bpk`, a burnpack file for `generate --weights`.
+//! trained weights end in `<out>/pod-trained.bpk`, a burnpack file for `generate --weights`, with
+//! the `n_s`, `n_r` they were trained with beside them (`pod-trained.bpk.json`), which `kvplan
+//! eval --weights` reads to run PoD only at that window.
 
 use std::path::{Path, PathBuf};
 
@@ -265,6 +267,13 @@ pub fn run(args: TrainPodArgs) -> anyhow::Result<()> {
     let full_kv_after = eval(&after, &full)?;
     let weights = args.out.join("pod-trained.bpk");
     train::save_weights(&after, &weights)?;
+    train::save_window(
+        &weights,
+        &train::TrainedWindow {
+            sinks,
+            recent: args.recent,
+        },
+    )?;
     eprintln!(
         "kvplan: held-out perplexity FullKV {:.3}, PoD before {:.3}, PoD after {:.3}; FullKV \
          after training {:.3}",

@@ -3,9 +3,11 @@
 //! ([`Evaluator::stream_ppl`]); the curves go into the results file, the perplexity at fixed
 //! positions into the table.
 //!
-//! Past the model's trained context the evicting methods re-assign positions within their cache
-//! (StreamingLLM §3.2; TreeKV does it after every eviction, §4.1), so no position exceeds what the
-//! model was trained on; methods that cannot ([`streams_past_context`]) are refused at such
+//! One position policy for every evicting method (`--positions`, recorded in the settings):
+//! `reassign` (the default) moves their entries to positions `0..len` after every eviction, as
+//! TreeKV §4.1 and StreamingLLM §3.2 do; `keep` keeps original positions and re-assigns only when
+//! the stream reaches the model's trained context. Either way no position exceeds what the model
+//! was trained on; methods that cannot re-assign ([`streams_past_context`]) are refused at such
 //! lengths.
 
 use std::path::{Path, PathBuf};

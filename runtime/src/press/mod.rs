@@ -8,10 +8,10 @@
 //! plain selection (TreeKV's tree, SpindleKV's codebook, PoD's shared attention) implement
 //! [`Press`] directly; what each can do is on its type ([`Capabilities`]).
 //!
-//! **GQA.** Attention is observed per query head; the cache stores KV heads. Every
-//! selection-based press combines the scores of a KV head's query heads by their **mean**
-//! ([`group_mean`]), computed after any per-query-head pooling (as kvpress's SnapKV does), so a
-//! KV head keeps what its query heads need on average.
+//! **GQA.** Attention is observed per query head; the cache stores KV heads. Window-based
+//! selections combine a KV head's query heads as [`GqaAggregation`] says (the mean after each
+//! head's pooling by default, as kvpress's SnapKV does; [`gqa`] has the other orders); the
+//! methods that accumulate attention (H2O, TreeKV) take the group's mean ([`group_mean`]).
 //!
 //! Budgets always come from the plan (`kvplan_planner::Plan::budgets`); see [`registry`].
 //! [`driver::generate_pressed`] runs prefill, the press, then decode steps with the press's
@@ -19,6 +19,7 @@
 
 pub mod driver;
 pub mod full;
+pub mod gqa;
 pub mod h2o;
 pub mod knorm;
 pub mod pod;
@@ -43,6 +44,7 @@ use crate::model::{Logits, Model};
 use crate::observe::{LayerObservation, ObserveConfig, Observer};
 
 pub use driver::{generate_pressed, MemoryReport, PressedRun, Session};
+pub use gqa::{group_max, group_mean, GqaAggregation};
 pub use registry::{build_press, capabilities, PressSpec, PRESS_NAMES};
 
 /// What a press can do. Callers ask the press ([`Press::capabilities`]) or, before building
@@ -320,11 +322,13 @@ pub trait Scorer {
     fn retained(&mut self, _layer: usize, _keep: &[Vec<usize>]) {}
 }
 
-/// A [`Scorer`] under an [`Allocation`]: keeps each head's top-`budget` entries.
+/// A [`Scorer`] under an [`Allocation`]: keeps each head's top-`budget` entries; optionally
+/// re-assigns positions `0..len` after every eviction ([`SelectionPress::reassigning`]).
 pub struct SelectionPress {
     name: String,
     scorer: Box<dyn Scorer>,
     allocation: Allocation,
+    reassign: Option<RopeSet>,
 }
 
 impl SelectionPress {
@@ -334,6 +338,22 @@ impl SelectionPress {
             name: name.into(),
             scorer,
             allocation,
+            reassign: None,
+        }
+    }
+
+    /// The same press re-assigning positions `0..len` after every eviction (keys re-rotated at
+    /// `rope`'s frequencies, [`reassign_all`]), as TreeKV §4.1 and StreamingLLM §3.2 do, instead
+    /// of only when a stream reaches the trained context.
+    pub fn reassigning(mut self, rope: RopeSet) -> Self {
+        self.reassign = Some(rope);
+        self
+    }
+
+    /// Re-assigns positions when the press does so after evictions and `evicted`.
+    fn after_eviction<B: Backend>(&self, cache: &mut KvCache<B>, evicted: bool) {
+        if let (Some(rope), true) = (&self.reassign, evicted) {
+            reassign_all(cache, rope);
         }
     }
 
@@ -342,7 +362,13 @@ impl SelectionPress {
         &self.allocation
     }
 
-    fn apply<B: Backend>(&mut self, layer: usize, cache: &mut LayerCache<B>, scores: &Scores) {
+    /// Keeps each head's top entries; true when an entry was evicted.
+    fn apply<B: Backend>(
+        &mut self,
+        layer: usize,
+        cache: &mut LayerCache<B>,
+        scores: &Scores,
+    ) -> bool {
         let budgets = self.allocation.layer(layer, cache.kv_heads());
         let keep: Vec<Vec<usize>> = scores
             .iter()
@@ -354,6 +380,7 @@ impl SelectionPress {
             self.scorer.retained(layer, &keep);
             cache.retain(&keep);
         }
+        changed
     }
 }
 
@@ -382,14 +409,16 @@ impl<B: Backend> Press<B> for SelectionPress {
     }
 
     fn after_prefill(&mut self, cache: &mut KvCache<B>, obs: Option<&Observer>) -> Result<()> {
+        let mut evicted = false;
         for (l, layer) in cache.layers.iter_mut().enumerate() {
             let budgets = self.allocation.layer(l, layer.kv_heads());
             let positions = positions_of(layer);
             let scores = self
                 .scorer
                 .prefill_scores(l, &positions, layer_obs(obs, l), &budgets);
-            self.apply(l, layer, &scores);
+            evicted |= self.apply(l, layer, &scores);
         }
+        self.after_eviction(cache, evicted);
         Ok(())
     }
 
@@ -398,6 +427,7 @@ impl<B: Backend> Press<B> for SelectionPress {
     }
 
     fn after_decode(&mut self, cache: &mut KvCache<B>, obs: Option<&Observer>) -> Result<()> {
+        let mut evicted = false;
         for (l, layer) in cache.layers.iter_mut().enumerate() {
             let budgets = self.allocation.layer(l, layer.kv_heads());
             let positions = positions_of(layer);
@@ -405,9 +435,10 @@ impl<B: Backend> Press<B> for SelectionPress {
                 .scorer
                 .decode_scores(l, &positions, layer_obs(obs, l), &budgets);
             if let Some(scores) = scores {
-                self.apply(l, layer, &scores);
+                evicted |= self.apply(l, layer, &scores);
             }
         }
+        self.after_eviction(cache, evicted);
         Ok(())
     }
 
@@ -429,37 +460,19 @@ pub fn top_k(scores: &[f32], k: usize) -> Vec<usize> {
     idx
 }
 
-/// Mean over each KV head's query heads: `per_q[q][key]` → `[kv][key]`, query head `q` reading
-/// cache head `kv_of[q]` (the observation's map: the geometry's query→KV map, or its unfolded
-/// copy). Keys are in the KV head's storage order, so the group's rows have equal lengths.
-pub fn group_mean(per_q: &[Vec<f32>], kv_of: &[usize], kv_heads: usize) -> Scores {
-    (0..kv_heads)
-        .map(|g| {
-            let rows: Vec<&Vec<f32>> = per_q
-                .iter()
-                .zip(kv_of)
-                .filter(|(_, &k)| k == g)
-                .map(|(r, _)| r)
-                .collect();
-            let len = rows.first().map_or(0, |r| r.len());
-            (0..len)
-                .map(|i| rows.iter().map(|r| r[i]).sum::<f32>() / rows.len() as f32)
-                .collect()
-        })
-        .collect()
-}
-
 /// Scores of a layer from its observation window: `per_row(len, before, rows)` gets, for each
 /// query head, the entry count of its KV head, how many of them lie before the window
 /// ([`window_start`]) and the last `window` observed rows (an observer shared with other presses
-/// may record more), and returns one score per entry; query heads are then combined per KV head
-/// by their mean ([`group_mean`]; a layer unfolded to one head per query head has groups of
-/// one). Zeros when nothing was observed.
+/// may record more), and returns one score per key before the window; `gqa` then combines the
+/// query heads of each KV head with the scorer's `pool` ([`GqaAggregation::combine`]; a layer
+/// unfolded to one head per query head has groups of one). Zeros when nothing was observed.
 pub fn window_scores(
     positions: &[Vec<usize>],
     obs: Option<&LayerObservation>,
     window: usize,
+    gqa: GqaAggregation,
     per_row: impl Fn(usize, usize, &[Vec<f32>]) -> Vec<f32>,
+    pool: impl Fn(&[f32]) -> Vec<f32>,
 ) -> Scores {
     let kv = positions.len();
     let Some(rows) = obs.and_then(|o| o.attention.last()) else {
@@ -477,7 +490,7 @@ pub fn window_scores(
             per_row(positions[g].len(), before, &head_rows[from..])
         })
         .collect();
-    group_mean(&per_q, &kv_of, kv)
+    gqa.combine(&per_q, &kv_of, kv, pool)
 }
 
 /// Where the observation window starts: the position of the first of the last `window` observed
@@ -525,6 +538,7 @@ pub fn unfolded(kv_of: &[usize], cache_heads: usize) -> Vec<usize> {
         .collect()
 }
 
+/// Observation of every layer: only `attn_rows` rows and/or column sums, as asked.
 pub fn observe(attn_rows: usize, column_sums: bool) -> ObserveConfig {
     ObserveConfig {
         attn_rows,

@@ -8,13 +8,15 @@
 //! plan section ([`MethodPress::from_plan`]). `registry!` below is the one table mapping each
 //! planner [`Method`] to that type, one line per method; its matches are exhaustive over the
 //! planner's method table, so the compiler names a method without a line.
-//! [`PressOptions`] carries the switches that are not part of a plan (SpindleKV's GQA repeat).
+//! [`PressOptions`] carries the switches that are not part of a plan (GQA aggregation,
+//! SpindleKV's GQA handling and eq. 2 denominator, the position policy of evicting presses).
 
 use burn::tensor::backend::Backend;
 use kvplan_planner::{Budgets, Geometry, Method, MethodSection, Plan, Section, Target};
 
 use super::full::FullPress;
-use super::{Allocation, Capabilities, Press, Scorer, SelectionPress};
+use super::spindle::{Denominator, SpindleGqa};
+use super::{Allocation, Capabilities, GqaAggregation, Press, Scorer, SelectionPress};
 use crate::error::{Error, Result};
 use crate::model::ModelConfig;
 
@@ -82,14 +84,57 @@ fn unknown(name: &str) -> Error {
     ))
 }
 
-/// Press switches beyond the plan, all off by default.
+/// Press switches beyond the plan; the defaults are each method's own setting.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PressOptions {
-    /// SpindleKV: the GQA repeat variant (`spindlekv.md` §3.3) — KV heads repeated per query
-    /// head, eviction per query head, one codebook per layer. Off by default, the paper's
-    /// default for MHA: the plan's budgets are per KV head, and the repeat has every query head
-    /// keep that budget (×`h_n` references and magnitudes per token).
-    pub spindle_repeat: bool,
+    /// How window-based selections (SnapKV, PyramidKV, HeadKV, HeadKV-R; SpindleKV without
+    /// the repeat) combine a KV head's query heads ([`super::gqa`]).
+    pub gqa: GqaAggregation,
+    /// SpindleKV on a GQA model: the repeat variant (`spindlekv.md` §3.3, the default) or one
+    /// decision per KV head (eq. 3).
+    pub spindle_gqa: SpindleGqa,
+    /// SpindleKV's eq. 2 denominator (the window's mean by default; `l − a` as printed).
+    pub spindle_denominator: Denominator,
+    /// Positions of evicting presses; `None`: each method's own (TreeKV re-assigns after every
+    /// eviction, the others when the stream reaches the trained context).
+    pub positions: Option<PositionPolicy>,
+}
+
+/// Where an evicting press's entries sit after an eviction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PositionPolicy {
+    /// Positions `0..len` after every eviction, keys re-rotated (TreeKV §4.1, StreamingLLM §3.2).
+    Reassign,
+    /// Original positions, re-assigned only when the stream reaches the trained context.
+    Keep,
+}
+
+impl PositionPolicy {
+    /// The names the command line and the results' settings use.
+    pub const NAMES: [&'static str; 2] = ["reassign", "keep"];
+
+    /// This policy's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Reassign => Self::NAMES[0],
+            Self::Keep => Self::NAMES[1],
+        }
+    }
+}
+
+impl std::str::FromStr for PositionPolicy {
+    type Err = String;
+
+    fn from_str(s: &str) -> std::result::Result<Self, Self::Err> {
+        match s {
+            "reassign" => Ok(Self::Reassign),
+            "keep" => Ok(Self::Keep),
+            _ => Err(format!(
+                "unknown position policy `{s}`; expected one of {}",
+                Self::NAMES.join(", ")
+            )),
+        }
+    }
 }
 
 /// What the press called `name` can do ([`Capabilities`]), read off its type without building
@@ -217,13 +262,14 @@ impl<'a> FromPlan<'a> {
         ))
     }
 
-    /// `scorer` under the plan's allocation, reported under the method's name.
+    /// `scorer` under the plan's allocation, reported under the method's name; re-assigning
+    /// positions after every eviction when the request's position policy says so.
     pub fn selection<B: Backend>(&self, scorer: impl Scorer + 'static) -> Box<dyn Press<B>> {
-        Box::new(SelectionPress::new(
-            self.method.name(),
-            Box::new(scorer),
-            self.allocation(),
-        ))
+        let press = SelectionPress::new(self.method.name(), Box::new(scorer), self.allocation());
+        Box::new(match self.options.positions {
+            Some(PositionPolicy::Reassign) => press.reassigning(self.config.rope()),
+            _ => press,
+        })
     }
 }
 

@@ -6,10 +6,11 @@
 //! k/2, stride 1, over the keys before the window only); the top `B − α` of them are kept and the
 //! window is appended (scored `∞`). The window is whatever rows the prefill observed
 //! ([`crate::observe::ObserveConfig::rows_end`]): the prompt's last α rows, or the α rows ending
-//! with the user's question (PyramidKV §4.2 "instruction tokens"); in the second case the prompt's
-//! tokens after the window (the chat template's tail, the answer prefix) are kept as well, inside
-//! the budget: the top `B − α − tail` keys before the window are kept. Pooling is per query head, then the KV head takes the mean of
-//! its query heads (module doc of [`super`]).
+//! with the user's question (PyramidKV §4.2 "instruction tokens"); in the second case the
+//! prompt's tokens after the window (the chat template's tail, the answer prefix) are kept as
+//! well, inside the budget: the top `B − α − tail` keys before the window are kept. A KV head's
+//! query heads are combined as the request's [`GqaAggregation`] says ([`super::gqa`]): by
+//! default each head is pooled, then the KV head takes their mean.
 //!
 //! The same scorer serves PyramidKV (per-layer budgets) and HeadKV (per-head budgets): only the
 //! [`super::Allocation`] differs.
@@ -18,7 +19,7 @@ use burn::tensor::backend::Backend;
 use kvplan_planner::{Pooling, Section};
 
 use super::registry::{FromPlan, MethodPress};
-use super::{observe, window_scores, Capabilities, Press, Scorer, Scores};
+use super::{observe, window_scores, Capabilities, GqaAggregation, Press, Scorer, Scores};
 use crate::error::Result;
 use crate::observe::{LayerObservation, ObserveConfig};
 
@@ -29,6 +30,7 @@ pub struct SnapKvScorer {
     window: usize,
     kernel: usize,
     pooling: Pooling,
+    gqa: GqaAggregation,
 }
 
 impl MethodPress for SnapKvScorer {
@@ -36,7 +38,8 @@ impl MethodPress for SnapKvScorer {
     const CAPABILITIES: Capabilities = Capabilities::selection(false);
 
     /// The window and pooling of the SnapKV, PyramidKV or HeadKV section, under the plan's
-    /// allocation (uniform, per layer, per head).
+    /// allocation (uniform, per layer, per head), query heads combined as the request's GQA
+    /// aggregation says.
     fn from_plan<B: Backend>(p: &FromPlan<'_>) -> Result<Box<dyn Press<B>>> {
         let (window, kernel, pooling) = match p.section()? {
             Section::SnapKv(x) => (x.window, x.kernel_size, x.pooling),
@@ -45,7 +48,8 @@ impl MethodPress for SnapKvScorer {
             other => return Err(p.wrong_section(other)),
         };
         let name = p.method.name();
-        Ok(p.selection(Self::new(name, window, kernel, pooling)))
+        let scorer = Self::new(name, window, kernel, pooling).with_gqa(p.options.gqa);
+        Ok(p.selection(scorer))
     }
 }
 
@@ -57,7 +61,14 @@ impl SnapKvScorer {
             window,
             kernel: kernel.max(1),
             pooling,
+            gqa: GqaAggregation::default(),
         }
+    }
+
+    /// The same scorer combining a KV head's query heads as `gqa` says.
+    pub fn with_gqa(mut self, gqa: GqaAggregation) -> Self {
+        self.gqa = gqa;
+        self
     }
 }
 
@@ -95,15 +106,17 @@ impl Scorer for SnapKvScorer {
         _budgets: &[usize],
     ) -> Scores {
         let (window, kernel, pooling) = (self.window, self.kernel, self.pooling);
-        let scores = window_scores(positions, obs, window, |_, before, rows| {
+        let sum_rows = |_: usize, before: usize, rows: &[Vec<f32>]| {
             let mut sums = vec![0f32; before];
             for r in rows {
                 for (s, p) in sums.iter_mut().zip(r) {
                     *s += p;
                 }
             }
-            pool(&sums, kernel, pooling)
-        });
+            sums
+        };
+        let pooled = |sums: &[f32]| pool(sums, kernel, pooling);
+        let scores = window_scores(positions, obs, window, self.gqa, sum_rows, pooled);
         scores
             .into_iter()
             .zip(positions)
@@ -204,5 +217,35 @@ mod tests {
         assert!(scores[0][5..].iter().all(|s| s.is_infinite()));
         assert_eq!(top_k(&scores[0], 7), vec![3, 4, 5, 6, 7, 8, 9]);
         assert_eq!(top_k(&scores[0], 6), vec![3, 5, 6, 7, 8, 9]);
+    }
+
+    #[test]
+    fn gqa_aggregation_changes_which_keys_a_kv_head_keeps() {
+        // 7 keys, window 1 (key 6), kernel 3, max-pooling; two query heads on one KV head whose
+        // window rows are q0 = [.1 .2 .1 .3 0 0 .3], q1 = [.2 .3 .1 0 .4 .4 .6] (any numbers
+        // serve: the scorer only sums rows). Budget 4 = 3 keys + the window. By hand
+        // (`super::super::gqa`'s test): pool-then-mean scores [.25 .25 .3 .35 .35 .2] → keys
+        // 2, 3, 4; mean-then-pool [.25 .25 .25 .2 .2 .2] → 0, 1, 2; max-then-pool
+        // [.3 .3 .3 .4 .4 .4] → 3, 4, 5.
+        let obs = LayerObservation {
+            attention: vec![AttentionRows {
+                query_positions: vec![6],
+                probs: vec![
+                    vec![vec![0.1, 0.2, 0.1, 0.3, 0.0, 0.0, 0.3]],
+                    vec![vec![0.2, 0.3, 0.1, 0.0, 0.4, 0.4, 0.6]],
+                ],
+                key_positions: vec![(0..7).collect()],
+                kv_of: vec![0, 0],
+            }],
+            ..Default::default()
+        };
+        let keep = |gqa: GqaAggregation| {
+            let mut s = SnapKvScorer::new("snapkv", 1, 3, Pooling::Maxpool).with_gqa(gqa);
+            let scores = s.prefill_scores(0, &[(0..7).collect()], Some(&obs), &[4]);
+            top_k(&scores[0], 4)
+        };
+        assert_eq!(keep(GqaAggregation::PoolThenMean), [2, 3, 4, 6]);
+        assert_eq!(keep(GqaAggregation::MeanThenPool), [0, 1, 2, 6]);
+        assert_eq!(keep(GqaAggregation::MaxThenPool), [3, 4, 5, 6]);
     }
 }

@@ -8,7 +8,7 @@ use kvplan_planner::{build_plan, Method, Plan, PlanOptions, Pooling, Profile, Ta
 
 use super::full::FullPress;
 use super::pod::{PodPress, Proximal};
-use super::registry::{press_from, FromPlan, PressOptions};
+use super::registry::{press_from, FromPlan, PositionPolicy, PressOptions};
 use super::snapkv::SnapKvScorer;
 use super::spindle::{Codebooks, SpindlePress};
 use super::treekv::TreeKvPress;
@@ -519,4 +519,73 @@ fn pod_shares_distant_keys_once_per_block_and_gates_with_tau() {
     let mut pod = PodPress::new(blocks, &geometry(), proximal(4, 60), 0.7, rope());
     let got = run(&model, &mut pod, &ids, 3);
     assert_same_output(&got, &full, 1e-4, "pod, nothing distant");
+}
+
+/// Per layer, per head: positions; per-head budgets; the next position.
+type Streamed = (Vec<Vec<Vec<usize>>>, Vec<Vec<usize>>, usize);
+
+/// Streams `ids[1..]` after the 1-token prompt `ids[..1]` (as `kvplan eval ppl` does) under
+/// `method` from the tiny plan (12 entries per head), positions as `policy` says; returns each
+/// layer's per-head positions, the per-head budgets and the cache's next position.
+fn streamed(method: Method, policy: PositionPolicy) -> Streamed {
+    let model = tiny_model();
+    let plan = tiny_plan();
+    let ids = prompt(41);
+    let budgets = plan
+        .budgets(method, ids.len(), plan.target)
+        .unwrap_or_else(|e| panic!("{method}: {e}"));
+    let from = FromPlan {
+        method,
+        plan: &plan,
+        budgets: &budgets,
+        config: &model.config,
+        options: PressOptions {
+            positions: Some(policy),
+            ..Default::default()
+        },
+    };
+    let mut press = press_from::<B>(&from).unwrap_or_else(|e| panic!("{method}: {e}"));
+    let mut s = Session::new(&model, press.as_mut());
+    s.prefill(&ids[..1]).expect("prefill");
+    for &t in &ids[1..] {
+        s.step(t).expect("step");
+    }
+    let positions = s
+        .cache
+        .layers
+        .iter()
+        .map(|l| (0..l.kv_heads()).map(|h| l.positions(h).to_vec()).collect())
+        .collect();
+    (
+        positions,
+        budgets.per_layer_per_kv_head,
+        s.cache.next_position,
+    )
+}
+
+#[test]
+fn evicting_presses_under_reassign_end_with_positions_zero_to_len() {
+    for method in [Method::Streaming, Method::H2o, Method::TreeKv] {
+        let (positions, budgets, next) = streamed(method, PositionPolicy::Reassign);
+        for (l, layer) in positions.iter().enumerate() {
+            for (h, pos) in layer.iter().enumerate() {
+                // 41 tokens seen, `budget` held, at positions 0..budget.
+                let want: Vec<usize> = (0..budgets[l][h]).collect();
+                assert_eq!(pos, &want, "{method} l{l} h{h}");
+            }
+        }
+        assert_eq!(
+            next, 12,
+            "{method}: the next token goes right after the cache"
+        );
+        // Keep: original positions; the newest entry is token 40, the next position 41.
+        let (positions, _, next) = streamed(method, PositionPolicy::Keep);
+        assert_eq!(next, 41, "{method}");
+        for layer in &positions {
+            for pos in layer {
+                assert_eq!(pos.last(), Some(&40), "{method}");
+                assert!(pos.len() <= 12 && pos.windows(2).all(|w| w[0] < w[1]));
+            }
+        }
+    }
 }

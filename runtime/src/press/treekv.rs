@@ -32,7 +32,7 @@
 use burn::tensor::backend::Backend;
 use kvplan_planner::TreeKvSection;
 
-use super::registry::{FromPlan, MethodPress};
+use super::registry::{FromPlan, MethodPress, PositionPolicy};
 use super::{group_mean, observe, Allocation, Capabilities, Press};
 use crate::cache::{KvCache, LayerCache};
 use crate::error::Result;
@@ -94,12 +94,14 @@ impl MethodPress for TreeKvPress {
     /// Evicts one entry per decode step (Algorithm 1) and re-assigns positions (§4.1).
     const CAPABILITIES: Capabilities = Capabilities::selection(true);
 
-    /// The plan's budgets and sink/recent split, the section's block size.
+    /// The plan's budgets and sink/recent split, the section's block size; positions kept
+    /// (re-assigned only at the trained context) when the request's position policy is `keep`.
     fn from_plan<B: Backend>(p: &FromPlan<'_>) -> Result<Box<dyn Press<B>>> {
         let s: &TreeKvSection = p.section_as()?;
         let b = p.budgets;
         let rope = p.config.rope();
-        let press = Self::new(p.allocation(), b.sinks, b.recent, s.block_size, rope);
+        let mut press = Self::new(p.allocation(), b.sinks, b.recent, s.block_size, rope);
+        press.reassign_positions = p.options.positions != Some(PositionPolicy::Keep);
         Ok(Box::new(press))
     }
 }

@@ -5,17 +5,19 @@
 //! [`pod_attention`] is eq. 3–4 in a parallel, differentiable form; [`trainer`] the loop (AdamW,
 //! cosine with warm-up, accumulation, clipping, seeded); [`checkpoint`] atomic, resumable
 //! checkpoints whose weights `generate --weights` loads; [`eval`] held-out perplexities and the
-//! run's report.
+//! run's report; [`window`] the `n_s`, `n_r` sidecar beside the trained weights.
 
 pub mod checkpoint;
 pub mod eval;
 pub mod pod_attention;
 pub mod trainer;
+pub mod window;
 
 pub use checkpoint::{load_weights, save_weights};
 pub use eval::{perplexity, Perplexities, Perplexity, TrainReport};
 pub use pod_attention::{forward, next_token_loss, PodLayout};
 pub use trainer::{learning_rate, train, StepReport, TrainConfig, TrainOutcome, Trainable};
+pub use window::{load_window, save_window, TrainedWindow};
 
 /// The training backend: autodiff over the selected backend.
 pub type TrainBackend = burn::backend::Autodiff<crate::backend::Selected>;

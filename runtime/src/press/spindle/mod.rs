@@ -4,10 +4,26 @@
 //! the plan's `codebook_layers` names when its shallow/deep split is set.
 //!
 //! **Eviction** (eq. 2–3, 7): a key `a` scores the attention the observation window's rows give
-//! it divided by `l − a` (eq. 2 as printed), averaged over the KV head's query heads (eq. 3);
+//! it over a denominator ([`Denominator`]), combined over the KV head's query heads (eq. 3's
+//! mean, or as the request's [`GqaAggregation`] says) unless the GQA repeat unfolds the group;
 //! the window is kept and the top entries of the rest fill the layer's budget. With the window
 //! placed at the end of the question ([`crate::observe::ObserveConfig::rows_end`]) the entries
 //! after it are kept too; `l` stays the number of entries held.
+//!
+//! **Eq. 2's denominator.** Eq. 2 prints `ac_a = Σ_{b=l−l_w}^{l−1} A_{a,b} / (l − a)`: a sum
+//! over the `l_w` window rows divided by the count of *all* queries that see key `a`
+//! (PyramidInfer's accumulated attention, whose sum runs over all `l − a` of them). With the
+//! sum cut to the window, every key before the window is seen by exactly `l_w` summed rows, so
+//! `l − a` only weights recency: at `l = 4096`, `l_w = 8`, the first key is divided by 4096 and
+//! the last key before the window by 9 — a 455× factor; a key 100 tokens back needs 41× less
+//! window attention than the first token to rank equal (4096 / 100), one at the middle 2× less
+//! than the first. The paper's own text defines `ac` as "the average attention score in a
+//! window `l_w` for each query", and its needle results (Table 4, Figure 6: retrieval at every
+//! depth with 15% of the cache) are not what a 455× recency weight would keep. **Decision**:
+//! by default divide by the number of window rows that see the key, `min(l_w, l − a)`
+//! ([`Denominator::WindowRows`]: the mean over the window, a constant `l_w` before it, so the
+//! ranking there is the window sum's); eq. 2 as printed stays selectable for the ablation
+//! ([`Denominator::Printed`], `--spindle-denominator l-a`).
 //!
 //! **Codebook** (eq. 8–14, [`codebook`]), one per (layer, KV head) and per K/V: unit vectors
 //! grouped greedily at θ_K/θ_V, a magnitude and a reference per token. Reconstruction is eq. 14,
@@ -17,8 +33,9 @@
 //! **Decode**: each new entry is merged into the code of highest cosine above θ (the token
 //! references it; the code vector is unchanged), or added as a new code.
 //!
-//! **GQA repeat** (§3.3, "directly repeat these KV vectors h_n times"; opt-in,
-//! [`SpindlePress::with_repeat`]): after prefill each codebook layer's cache is unfolded to one
+//! **GQA repeat** (§3.3, "directly repeat these KV vectors h_n times"; the default for GQA
+//! models, [`SpindleGqa::Repeat`], [`SpindlePress::with_repeat`]; Table 2 measures it against the
+//! group mean of eq. 3 on LLaMA-3-8B: 39.59 vs 36.58 at a 30% ratio): after prefill each codebook layer's cache is unfolded to one
 //! head per query head ([`LayerCache::repeat_heads`]), so eviction is decided per query head
 //! from that head's own eq. 2 scores (the scorer then sees groups of 1: no eq. 3 mean) and each
 //! query head keeps its KV head's budget. The layer then has ONE codebook for K and one for V
@@ -27,9 +44,12 @@
 //! per-token references and magnitudes — `h_n` times as many, eq. 15 with `h_g = h`. Attention
 //! sees the unfolded layer as `n_heads` heads of group 1 (the model's attention repeats the new
 //! tokens' K/V on append). Layers without a codebook (a split plan) are not unfolded: there the
-//! copies would cost `h_n`× with nothing to absorb them, so they keep the eq. 3 mean. Off by
-//! default: the plan's budgets are per KV head, and with the repeat each of the `h_n` query heads
-//! keeps that budget, so the held bytes per token grow (×`h_n` references and magnitudes).
+//! copies would cost `h_n`× with nothing to absorb them, so they keep the eq. 3 mean. The plan's
+//! budgets are per KV head, and with the repeat each of the `h_n` query heads keeps that budget,
+//! so the held bytes per token grow (×`h_n` references and magnitudes); comparisons at equal
+//! memory re-target the budget until the bytes match (`kvplan eval`'s `--spindle-bytes`).
+//! [`SpindleGqa::Group`] keeps one decision per KV head (eq. 3). A model without GQA (`h_n = 1`)
+//! has nothing to repeat.
 //!
 //! **Memory**: between forward calls a codebook layer holds no K/V tensors, only its codebooks:
 //! `(|C_K| + |C_V|) × head_dim × 4` bytes plus, per (head, token), a 4-byte reference and a
@@ -47,8 +67,8 @@ use kvplan_planner::SpindleSection;
 
 use super::registry::{FromPlan, MethodPress};
 use super::{
-    keep_from, observe, window_scores, window_start, Allocation, Capabilities, Press, Scorer,
-    Scores, SelectionPress,
+    keep_from, observe, window_scores, window_start, Allocation, Capabilities, GqaAggregation,
+    Press, Scorer, Scores, SelectionPress,
 };
 use crate::cache::{KvCache, KvStore, LayerCache};
 use crate::error::Result;
@@ -57,10 +77,90 @@ use crate::model::Model;
 use crate::observe::{LayerObservation, ObserveConfig, Observer};
 pub use codebook::{Codebook, Entries, MAX_GROUP};
 
-/// Eq. 2–3 scores: window attention over `l − a`, mean over the group; window kept.
+/// Eq. 2's denominator (module header).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Denominator {
+    /// `min(l_w, l − a)`: the window rows that see key `a` — the window's mean attention.
+    #[default]
+    WindowRows,
+    /// `l − a`, eq. 2 as printed.
+    Printed,
+}
+
+/// How SpindleKV serves a GQA model (§3.3, module header).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum SpindleGqa {
+    /// KV heads repeated per query head before eviction, one codebook per layer.
+    #[default]
+    Repeat,
+    /// One eviction per KV head from its query heads' combined scores (eq. 3).
+    Group,
+}
+
+/// `FromStr` and `name()` over a fixed table of names.
+macro_rules! named {
+    ($ty:ty, $what:literal, $($variant:ident => $name:literal,)+) => {
+        impl $ty {
+            /// The names the command line and the results' settings use.
+            pub const NAMES: &'static [&'static str] = &[$($name),+];
+
+            /// This value's name.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(Self::$variant => $name,)+
+                }
+            }
+        }
+
+        impl std::str::FromStr for $ty {
+            type Err = String;
+
+            fn from_str(s: &str) -> std::result::Result<Self, Self::Err> {
+                match s {
+                    $($name => Ok(Self::$variant),)+
+                    _ => Err(format!(
+                        "unknown {} `{s}`; expected one of {}",
+                        $what,
+                        Self::NAMES.join(", ")
+                    )),
+                }
+            }
+        }
+    };
+}
+
+named!(Denominator, "SpindleKV denominator", WindowRows => "window-rows", Printed => "l-a",);
+named!(SpindleGqa, "SpindleKV GQA handling", Repeat => "repeat", Group => "group",);
+
+impl Denominator {
+    /// The denominator of key `a` among `l` entries, `rows` window rows observed.
+    pub fn of(self, l: usize, a: usize, rows: usize) -> f32 {
+        match self {
+            Self::WindowRows => rows.min(l - a).max(1) as f32,
+            Self::Printed => (l - a) as f32,
+        }
+    }
+}
+
+/// Eq. 2–3 scores: window attention over the [`Denominator`], combined over the group as
+/// [`GqaAggregation`] says (no pooling, so `pool-then-mean` = `mean-then-pool`, eq. 3's mean);
+/// window kept.
 #[derive(Debug, Clone)]
 pub struct SpindleScorer {
     window: usize,
+    denominator: Denominator,
+    gqa: GqaAggregation,
+}
+
+impl SpindleScorer {
+    /// Window `l_w`, eq. 2's denominator and the group's combination.
+    pub fn new(window: usize, denominator: Denominator, gqa: GqaAggregation) -> Self {
+        Self {
+            window,
+            denominator,
+            gqa,
+        }
+    }
 }
 
 impl Scorer for SpindleScorer {
@@ -79,12 +179,14 @@ impl Scorer for SpindleScorer {
         obs: Option<&LayerObservation>,
         _budgets: &[usize],
     ) -> Scores {
+        let den = self.denominator;
         // Query heads per stored head: the model's group, or 1 once the layer is unfolded.
-        let scores = window_scores(positions, obs, self.window, |l, _, rows| {
+        let eq2 = |l: usize, _: usize, rows: &[Vec<f32>]| -> Vec<f32> {
             (0..l)
-                .map(|a| rows.iter().map(|r| r[a]).sum::<f32>() / (l - a) as f32)
+                .map(|a| rows.iter().map(|r| r[a]).sum::<f32>() / den.of(l, a, rows.len()))
                 .collect()
-        });
+        };
+        let scores = window_scores(positions, obs, self.window, self.gqa, eq2, <[f32]>::to_vec);
         // The window and what follows it are kept; unobserved: the last `window` entries.
         match window_start(obs, self.window) {
             Some(start) => keep_from(scores, positions, Some(start)),
@@ -131,7 +233,7 @@ impl Book {
 /// SpindleKV: eviction, then codebooks in the codebook layers.
 pub struct SpindlePress {
     evict: SelectionPress,
-    window: usize,
+    scorer: SpindleScorer,
     codebook_layers: Vec<bool>,
     theta_k: f32,
     theta_v: f32,
@@ -163,8 +265,9 @@ impl MethodPress for SpindlePress {
         adopts_shared_prefill: true,
     };
 
-    /// The plan's budgets, window and codebook layers, the section's θ_K and θ_V; the GQA
-    /// repeat when [`super::registry::PressOptions::spindle_repeat`] asks for it.
+    /// The plan's budgets, window and codebook layers, the section's θ_K and θ_V; eq. 2's
+    /// denominator, the GQA handling and the group's combination as the request's
+    /// [`super::registry::PressOptions`] say.
     fn from_plan<B: Backend>(p: &FromPlan<'_>) -> Result<Box<dyn Press<B>>> {
         let s: &SpindleSection = p.section_as()?;
         let books = Codebooks {
@@ -172,21 +275,27 @@ impl MethodPress for SpindlePress {
             theta_k: s.theta_k,
             theta_v: s.theta_v,
         };
-        let press = Self::new(p.allocation(), p.budgets.window, books, p.config.rope());
-        Ok(Box::new(if p.options.spindle_repeat {
-            press.with_repeat(p.geometry().group_size())
-        } else {
-            press
+        let o = p.options;
+        let scorer = SpindleScorer::new(p.budgets.window, o.spindle_denominator, o.gqa);
+        let press =
+            Self::new(p.allocation(), p.budgets.window, books, p.config.rope()).with_scorer(scorer);
+        let h_n = p.geometry().group_size();
+        Ok(Box::new(match o.spindle_gqa {
+            SpindleGqa::Repeat if h_n > 1 => press.with_repeat(h_n),
+            _ => press,
         }))
     }
 }
 
 impl SpindlePress {
     /// Budgets `alloc` (window `window` inside), codebooks as `books` says.
+    /// Scores with [`Denominator::WindowRows`] and the group mean until
+    /// [`SpindlePress::with_scorer`] says otherwise.
     pub fn new(alloc: Allocation, window: usize, books: Codebooks, rope: RopeSet) -> Self {
+        let scorer = SpindleScorer::new(window, Denominator::default(), GqaAggregation::default());
         Self {
-            evict: SelectionPress::new("spindle", Box::new(SpindleScorer { window }), alloc),
-            window,
+            evict: SelectionPress::new("spindle", Box::new(scorer.clone()), alloc),
+            scorer,
             codebook_layers: books.layers,
             theta_k: books.theta_k as f32,
             theta_v: books.theta_v as f32,
@@ -215,11 +324,18 @@ impl SpindlePress {
             ),
             other => other.clone(),
         };
-        let scorer = Box::new(SpindleScorer {
-            window: self.window,
-        });
+        let scorer = Box::new(self.scorer.clone());
         self.evict = SelectionPress::new("spindle", scorer, alloc);
         self.repeat = Some(h_n);
+        self
+    }
+
+    /// The same press scoring with `scorer` (eq. 2's denominator, the group's combination).
+    /// Call before [`SpindlePress::with_repeat`].
+    pub fn with_scorer(mut self, scorer: SpindleScorer) -> Self {
+        let alloc = self.evict.allocation().clone();
+        self.evict = SelectionPress::new("spindle", Box::new(scorer.clone()), alloc);
+        self.scorer = scorer;
         self
     }
 

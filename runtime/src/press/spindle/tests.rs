@@ -7,7 +7,7 @@ use burn::tensor::{Tensor, TensorData};
 use super::*;
 use crate::cache::KvCache;
 use crate::model::rope::Frequencies;
-use crate::observe::AttentionRows;
+use crate::observe::{AttentionRows, LayerObservation};
 use crate::press::full::FullPress;
 use crate::press::tests::{
     allocations, assert_same_output, prompt, run, spindle, tiny_model, B, D, L, NH, NKV, THETA,
@@ -66,12 +66,65 @@ fn hand_press() -> SpindlePress {
         theta_k: 0.9,
         theta_v: 1.0,
     };
+    // Eq. 2 as printed: the hand-worked scores above divide by l − a.
+    let scorer = SpindleScorer::new(1, Denominator::Printed, GqaAggregation::PoolThenMean);
     SpindlePress::new(
         Allocation::Uniform(2),
         1,
         books,
         RopeSet::uniform(2, THETA, 1),
     )
+    .with_scorer(scorer)
+}
+
+/// One KV head, one query head, six keys, window 2 (keys 4, 5); window rows
+/// r4 = [.3 0 .1 .2 .4 0] and r5 = [.1 .1 .2 .1 .2 .3] sum to [.4 .1 .3 .3] over keys 0–3.
+fn recency_layer() -> LayerObservation {
+    LayerObservation {
+        attention: vec![AttentionRows {
+            query_positions: vec![4, 5],
+            probs: vec![vec![
+                vec![0.3, 0.0, 0.1, 0.2, 0.4, 0.0],
+                vec![0.1, 0.1, 0.2, 0.1, 0.2, 0.3],
+            ]],
+            key_positions: vec![(0..6).collect()],
+            kv_of: vec![0],
+        }],
+        ..Default::default()
+    }
+}
+
+#[test]
+fn eq2_denominators_weigh_recency_as_worked_by_hand() {
+    let obs = recency_layer();
+    let positions = [(0..6).collect::<Vec<usize>>()];
+    let score = |d: Denominator| {
+        let mut s = SpindleScorer::new(2, d, GqaAggregation::PoolThenMean);
+        s.prefill_scores(0, &positions, Some(&obs), &[4]).remove(0)
+    };
+    // l − a: .4/6, .1/5, .3/4, .3/3 = .0667 .02 .075 .1 → keys 3, 2 (and the window).
+    let printed = score(Denominator::Printed);
+    let want = [0.4 / 6.0, 0.02, 0.075, 0.1];
+    for (a, b) in printed.iter().zip(want) {
+        assert!((a - b).abs() < 1e-6, "{printed:?}");
+    }
+    assert_eq!(crate::press::top_k(&printed, 4), [2, 3, 4, 5]);
+    // Window rows (2 see every key before the window): .2 .05 .15 .15 → key 0, then 2 (tie
+    // with 3, the earlier kept).
+    let rows = score(Denominator::WindowRows);
+    let want = [0.2, 0.05, 0.15, 0.15];
+    for (a, b) in rows.iter().zip(want) {
+        assert!((a - b).abs() < 1e-6, "{rows:?}");
+    }
+    assert_eq!(crate::press::top_k(&rows, 4), [0, 2, 4, 5]);
+    assert!(printed[4..]
+        .iter()
+        .chain(&rows[4..])
+        .all(|s| s.is_infinite()));
+    // Names as the command line gives them.
+    assert_eq!("l-a".parse::<Denominator>(), Ok(Denominator::Printed));
+    assert_eq!("group".parse::<SpindleGqa>(), Ok(SpindleGqa::Group));
+    assert!("mean".parse::<SpindleGqa>().is_err());
 }
 
 #[test]
@@ -226,7 +279,7 @@ fn a_question_end_window_keeps_the_tail_and_scores_keys_before_it_over_l_minus_a
         }],
         ..Default::default()
     };
-    let mut s = SpindleScorer { window: 1 };
+    let mut s = SpindleScorer::new(1, Denominator::Printed, GqaAggregation::PoolThenMean);
     let scores = s.prefill_scores(0, &[(0..5).collect()], Some(&obs), &[3]);
     assert!((scores[0][0] - 0.1).abs() < 1e-6 && (scores[0][1] - 0.05).abs() < 1e-6);
     assert!(
