@@ -111,8 +111,12 @@ fn every_method_compresses_and_selection_methods_keep_the_needle() {
         };
         let mem = session.memory();
         if name == "spindle" {
-            // The codebook holds less than the eviction alone would (the plan's estimate).
-            let planned = spec.budgets.as_ref().expect("budgets").kv_bytes(64, 4);
+            // SpindleKV's GQA repeat (the default on GQA models) unfolds each KV head into its
+            // query heads' copies, each holding the layer's budget; the codebook then holds less
+            // than that eviction alone would (the plan's estimate × the group).
+            let g = &model.config.geometry;
+            let group = (g.q_heads / g.kv_heads) as u64;
+            let planned = spec.budgets.as_ref().expect("budgets").kv_bytes(64, 4) * group;
             assert!(
                 mem.held_bytes < planned,
                 "{name}: {} vs {planned}",
