@@ -278,12 +278,12 @@ impl QuantMatrix {
 
 #[cfg(feature = "flex")]
 mod kernels {
-    use gemm::{gemm, Parallelism};
     use rayon::prelude::*;
 
     use std::cell::RefCell;
 
     use super::{QuantMatrix, FUSED_MAX_ROWS, TILE_BYTES, WEIGHTS_PER_TASK};
+    use crate::model::host_attention::{gemm_row_major, Gemm};
 
     thread_local! {
         /// Each thread's prefill tile of f32 weights.
@@ -387,38 +387,10 @@ mod kernels {
     }
 
     /// `dst[j][i] = Σ_k x[i][k]·w[j][k]`: `dst` `[n][t]`, `x` `[t][k]`, `w` `[n][k]`, all
-    /// row-major (the product `x · wᵀ` written transposed).
+    /// row-major — `w · xᵀ`, with `x` read as its transpose (the host attention's gemm).
     fn tile_product(dst: &mut [f32], x: &[f32], w: &[f32], (t, n, k): (usize, usize, usize)) {
-        assert!(
-            dst.len() == n * t && x.len() == t * k && w.len() == n * k,
-            "quantised matmul: tile operands are not [{n}×{t}] = [{t}×{k}]·[{n}×{k}]ᵀ"
-        );
-        // Safety: the assertion checks that every operand covers the extent gemm reads or
-        // writes with these strides: dst (i, j) at j·t + i, x (i, k) at i·k + k', w read as its
-        // transpose, (k', j) at j·k + k'.
-        unsafe {
-            gemm(
-                t,
-                n,
-                k,
-                dst.as_mut_ptr(),
-                t as isize,
-                1,
-                false,
-                x.as_ptr(),
-                1,
-                k as isize,
-                w.as_ptr(),
-                k as isize,
-                1,
-                0.0,
-                1.0,
-                false,
-                false,
-                false,
-                Parallelism::None,
-            );
-        }
+        let g = Gemm { m: n, n: t, k };
+        gemm_row_major(g, dst, w, x, (k as isize, 1));
     }
 }
 
