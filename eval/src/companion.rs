@@ -21,8 +21,20 @@ use crate::{io_err, Error, Result};
 /// The tool whose records sit beside kvplan's.
 pub const COMPANION: &str = "kvpress";
 
-/// Settings that say how kvplan ran its own presses, not which prompts it ran them on.
-pub const KVPLAN_ONLY: [&str; 3] = ["backend", "plan_sha256", "weights_sha256"];
+/// Settings that say how kvplan ran its own presses, not which prompts it ran them on: the
+/// backend, plan and weights, and the press options of [`crate::runner::Evaluator::settings`].
+pub const KVPLAN_ONLY: [&str; 10] = [
+    "backend",
+    "plan_sha256",
+    "weights_sha256",
+    "gqa",
+    "spindle_gqa",
+    "spindle_denominator",
+    "spindle_bytes",
+    "positions",
+    "pod_trained_sinks",
+    "pod_trained_recent",
+];
 
 /// `<out>/<model>.<task>.kvpress.records.json`.
 pub fn path(out: &Path, model: &str, task: &str) -> PathBuf {
@@ -118,6 +130,8 @@ mod tests {
             ("prompt", "p/v1"),
             ("backend", "flex"),
             ("plan_sha256", "bb"),
+            ("gqa", "pool-then-mean"),
+            ("spindle_bytes", "equal"),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -146,7 +160,7 @@ mod tests {
         let p = written("usable", FILE);
         assert!(p.ends_with("m.niah.kvpress.records.json"));
         let Ok(Companion::Usable(file)) = load::<Record>(&p, &run_settings("0")) else {
-            panic!("backend and plan differ, the prompts do not: usable");
+            panic!("backend, plan and press options differ, the prompts do not: usable");
         };
         let shown = of_units(&file, &units());
         assert_eq!(shown.len(), 1, "example 1 and budget 32 are not in the run");
