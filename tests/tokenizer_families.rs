@@ -82,6 +82,13 @@ fn gemma_tokenizer_reproduces_every_fixture_case() {
     assert_eq!(tok.encode_prompt(question).unwrap(), with_bos);
     let err = tok.encode_chat(question).unwrap_err().to_string();
     assert!(err.contains("no chat template"), "{err}");
+    // Evaluation prompts fall back to kvpress's plain form: `<bos>{context}{question}` then
+    // `\n{answer prefix}`, the BOS written as its special token's text so it encodes to id 2.
+    let (pre, post) = kvplan_eval::tasks::user_frame(&tok).unwrap();
+    assert_eq!((pre.as_str(), post.as_str()), ("<bos>", "\n"));
+    let mut framed = vec![2];
+    framed.extend(tok.encode(question).unwrap());
+    assert_eq!(tok.encode(&format!("{pre}{question}")).unwrap(), framed);
 }
 
 /// The ChatML SmolLM2 prompts were built with before templates were rendered: the default system

@@ -119,7 +119,7 @@ impl NiahTask {
     ) -> Result<PromptIds> {
         let encode = |text: &str| tok.encode(text).map_err(Error::from);
         let (head, question) = needle.user_frame();
-        let (chat_pre, chat_post) = tok.user_frame()?;
+        let (chat_pre, chat_post) = super::user_frame(tok)?;
         let (pre, post) = (
             format!("{chat_pre}{head}"),
             format!("{question}{chat_post}"),

@@ -29,9 +29,10 @@ pub struct ChatFramer<'a> {
 }
 
 impl<'a> ChatFramer<'a> {
-    /// The framer of `tok`'s chat template (an error when the model has none).
+    /// The framer of `tok`'s chat template, or of the plain form for a model without one
+    /// ([`super::user_frame`]).
     pub fn new(tok: &'a Tokenizer) -> Result<Self> {
-        let frame = tok.user_frame()?;
+        let frame = super::user_frame(tok)?;
         Ok(Self { tok, frame })
     }
 }

@@ -9,6 +9,10 @@
 //! 1 (§3.4: "the cosine similarity of the unfolded components is clearly 1"), which rounding of
 //! the dot product could otherwise keep apart at θ = 1.
 //!
+//! Cosines are computed in blocks, as matrix products of unit vectors (a group's entries against
+//! the existing codes, and against each other), so building a codebook of N entries costs one
+//! `N × codes × dim` product rather than N scans of scalar dot products.
+//!
 //! The codes ([`Codebook`]) are held apart from the entries that reference them ([`Entries`]: a
 //! code and a magnitude per entry), so several heads can share one codebook — SpindleKV's GQA
 //! repeat variant keeps one per layer for all its query heads.
@@ -61,24 +65,38 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
-/// Splits `v` into (unit vector, magnitude); a zero vector stays zero with magnitude 0.
-fn unit(v: &[f32]) -> (Vec<f32>, f32) {
+/// Turns `v` into its unit vector in place and returns its magnitude; a zero vector stays zero
+/// with magnitude 0.
+fn normalise(v: &mut [f32]) -> f32 {
     let m = dot(v, v).sqrt();
     if m > 0.0 {
-        (v.iter().map(|x| x / m).collect(), m)
+        v.iter_mut().for_each(|x| *x /= m);
+    }
+    m
+}
+
+/// Dot products of unit vectors closer to 1 than this are checked for identical directions.
+const NEAR_ONE: f32 = 0.999;
+
+/// Cosine of unit vectors `a` and `b` whose dot product is `dot`: identical directions rank
+/// above any cosine, so they merge at every θ ≤ 1 whatever the rounding of their dot product.
+fn cosine(dot: f32, a: &[f32], b: &[f32]) -> f32 {
+    if dot > NEAR_ONE && a == b {
+        f32::INFINITY
     } else {
-        (v.to_vec(), 0.0)
+        dot
     }
 }
 
-/// Cosine of unit vectors, identical directions above any cosine: they merge at every θ ≤ 1,
-/// whatever the rounding of their dot product.
-fn cosine(a: &[f32], b: &[f32]) -> f32 {
-    if a == b {
-        f32::INFINITY
-    } else {
-        dot(a, b)
+/// Dot products `[i][j]` of the rows of `a` (`[m][dim]`) with those of `b` (`[n][dim]`).
+fn dots(a: &[f32], b: &[f32], dim: usize) -> Vec<f32> {
+    use crate::model::host_attention::{gemm_row_major, Gemm};
+    let (m, n) = (a.len() / dim, b.len() / dim);
+    let mut out = vec![0.0; m * n];
+    if m * n > 0 {
+        gemm_row_major(Gemm { m, n, k: dim }, &mut out, a, b, (dim as isize, 1));
     }
+    out
 }
 
 impl Codebook {
@@ -105,10 +123,12 @@ impl Codebook {
         &self.codes[c * self.dim..(c + 1) * self.dim]
     }
 
-    /// The existing code of highest cosine above θ with unit vector `u`.
-    fn best(&self, u: &[f32]) -> Option<usize> {
-        (0..self.len())
-            .map(|c| (c, cosine(self.code(c), u)))
+    /// The existing code of highest cosine above θ with unit vector `u`, whose dot products
+    /// with the codes are `dots` (ties: the first code).
+    fn best(&self, u: &[f32], dots: &[f32]) -> Option<usize> {
+        dots.iter()
+            .enumerate()
+            .map(|(c, &d)| (c, cosine(d, self.code(c), u)))
             .filter(|&(_, s)| s > self.theta)
             .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)))
             .map(|(c, _)| c)
@@ -117,43 +137,85 @@ impl Codebook {
     /// Adds entries (`rows` of `dim` floats), appending their references and magnitudes to
     /// `out`: groups of at most [`MAX_GROUP`]; in each, entries close to an existing code merge
     /// into it (the code vector is unchanged), the others are grouped greedily (eq. 9–13).
+    ///
+    /// Entries of one direction (bit-identical unit vectors: under the GQA repeat every token a
+    /// group's query heads all keep comes once per head) are handled once, weighted by their
+    /// count: they always share a code (their cosine is exactly 1), and in eq. 10's degrees each
+    /// still counts once per entry, so the codes and references are those of the entries taken
+    /// one by one.
     pub fn extend(&mut self, rows: &[f32], out: &mut Entries) {
         for group in rows.chunks(MAX_GROUP * self.dim) {
-            let start = out.refs.len();
-            let mut fresh: Vec<(usize, Vec<f32>)> = Vec::new();
-            for (i, v) in group.chunks_exact(self.dim).enumerate() {
-                let (u, m) = unit(v);
-                out.mags.push(m);
-                match self.best(&u) {
-                    Some(c) => out.refs.push(c as u32),
-                    None => {
-                        out.refs.push(u32::MAX);
-                        fresh.push((start + i, u));
-                    }
+            let d = self.dim;
+            // The group's distinct directions in order of first appearance, their counts, and
+            // the direction of each entry.
+            let mut all = group.to_vec();
+            for v in all.chunks_exact_mut(d) {
+                out.mags.push(normalise(v));
+            }
+            // `+ 0.0` turns −0 into +0, so the keys equate what `==` on floats equates.
+            let bits: Vec<u32> = all.iter().map(|x| (x + 0.0).to_bits()).collect();
+            let mut units: Vec<f32> = Vec::with_capacity(group.len());
+            let mut weights: Vec<usize> = Vec::new();
+            let mut of_entry: Vec<usize> = Vec::with_capacity(group.len() / d);
+            let mut seen: std::collections::HashMap<&[u32], usize> =
+                std::collections::HashMap::with_capacity(group.len() / d);
+            for (u, key) in all.chunks_exact(d).zip(bits.chunks_exact(d)) {
+                let next = weights.len();
+                let i = *seen.entry(key).or_insert(next);
+                if i == next {
+                    units.extend_from_slice(u);
+                    weights.push(0);
+                }
+                weights[i] += 1;
+                of_entry.push(i);
+            }
+            let codes = self.len();
+            let to_codes = dots(&units, &self.codes, d);
+            let mut code_of: Vec<u32> = vec![u32::MAX; weights.len()];
+            let mut fresh: Vec<usize> = Vec::new();
+            for (i, u) in units.chunks_exact(d).enumerate() {
+                match self.best(u, &to_codes[i * codes..(i + 1) * codes]) {
+                    Some(c) => code_of[i] = c as u32,
+                    None => fresh.push(i),
                 }
             }
-            self.group_greedily(&fresh, &mut out.refs);
+            let fresh_units: Vec<f32> = fresh
+                .iter()
+                .flat_map(|&i| units[i * d..(i + 1) * d].iter().copied())
+                .collect();
+            let fresh_weights: Vec<usize> = fresh.iter().map(|&i| weights[i]).collect();
+            let assigned = self.group_greedily(&fresh_units, &fresh_weights);
+            for (&i, c) in fresh.iter().zip(assigned) {
+                code_of[i] = c;
+            }
+            out.refs.extend(of_entry.iter().map(|&i| code_of[i]));
         }
     }
 
-    /// Eq. 9–13 over `entries` (index into `refs`, unit vector), with a bitset adjacency and
-    /// incrementally updated degrees; writes each entry's code into `refs`.
-    fn group_greedily(&mut self, entries: &[(usize, Vec<f32>)], refs: &mut [u32]) {
-        let n = entries.len();
+    /// Eq. 9–13 over distinct unit vectors `units` (`[n][dim]`), each standing for `weights`
+    /// entries, with a bitset adjacency and incrementally updated degrees (a vertex's degree:
+    /// the entries adjacent to it, itself included); returns each vector's code.
+    fn group_greedily(&mut self, units: &[f32], weights: &[usize]) -> Vec<u32> {
+        let d = self.dim;
+        let n = weights.len();
+        let unit_of = |i: usize| &units[i * d..(i + 1) * d];
+        let gram = dots(units, units, d);
         let words = n.div_ceil(64);
         let mut adj = vec![0u64; n * words];
         for i in 0..n {
             for j in i..n {
-                if i == j || cosine(&entries[i].1, &entries[j].1) > self.theta {
+                let s = cosine(gram[i * n + j], unit_of(i), unit_of(j));
+                if i == j || s > self.theta {
                     adj[i * words + j / 64] |= 1 << (j % 64);
                     adj[j * words + i / 64] |= 1 << (i % 64);
                 }
             }
         }
-        let row = |i: usize| &adj[i * words..(i + 1) * words];
+        let linked = |i: usize, j: usize| adj[i * words + j / 64] >> (j % 64) & 1 == 1;
         let mut degree: Vec<usize> = (0..n)
-            .map(|i| row(i).iter().map(|w| w.count_ones() as usize).sum())
+            .map(|i| (0..n).filter(|&j| linked(i, j)).map(|j| weights[j]).sum())
             .collect();
+        let mut code_of = vec![u32::MAX; n];
         let mut alive = vec![true; n];
         let mut left = n;
         while left > 0 {
@@ -162,23 +224,24 @@ impl Codebook {
                 .max_by(|&a, &b| degree[a].cmp(&degree[b]).then(b.cmp(&a)))
                 .expect("an alive vertex");
             let code = self.len() as u32;
-            self.codes.extend_from_slice(&entries[iota].1);
+            self.codes.extend_from_slice(unit_of(iota));
             let members: Vec<usize> = (0..n)
-                .filter(|&j| alive[j] && (j == iota || row(iota)[j / 64] >> (j % 64) & 1 == 1))
+                .filter(|&j| alive[j] && (j == iota || linked(iota, j)))
                 .collect();
             for &j in &members {
                 alive[j] = false;
                 left -= 1;
-                refs[entries[j].0] = code;
+                code_of[j] = code;
             }
             for &j in &members {
-                for (k, d) in degree.iter_mut().enumerate() {
-                    if alive[k] && row(j)[k / 64] >> (k % 64) & 1 == 1 {
-                        *d -= 1;
+                for (k, deg) in degree.iter_mut().enumerate() {
+                    if alive[k] && linked(j, k) {
+                        *deg -= weights[j];
                     }
                 }
             }
         }
+        code_of
     }
 
     /// Eq. 14: the vectors of `entries`, `C[r]·m`, as `[entries][dim]`.
@@ -242,6 +305,28 @@ mod tests {
         assert_eq!((e.refs[7], cb.len()), (3, 4));
         // 4 codes × 2 dims × 4 bytes; 8 entries × (reference 4 + magnitude 4).
         assert_eq!((cb.bytes(), e.bytes()), (32, 64));
+    }
+
+    #[test]
+    fn repeated_entries_count_once_each_in_the_degrees() {
+        // θ = 0.95 on a chain x = 0°, y = 10°, z = 20°, w = 30° (neighbours 10° apart: cos 10° =
+        // .985 > θ; 20° apart: .940 < θ). Once each, degrees x 2, y 3, z 3, w 2: y wins the tie
+        // (first) and takes x, y, z; w is alone. With w entered twice (as the GQA repeat enters
+        // a token every query head keeps), eq. 10 counts both: z has degree 4 (y, z, w, w) and
+        // takes y, z and both w; x is alone.
+        let once: Vec<f32> = [at(0.0, 1.0), at(10.0, 1.0), at(20.0, 1.0), at(30.0, 1.0)].concat();
+        let mut cb = Codebook::new(2, 0.95);
+        let mut e = Entries::default();
+        cb.extend(&once, &mut e);
+        assert_eq!(e.refs, vec![0, 0, 0, 1]);
+        let twice: Vec<f32> = [once.clone(), at(30.0, 1.0).to_vec()].concat();
+        let mut cb = Codebook::new(2, 0.95);
+        let mut e = Entries::default();
+        cb.extend(&twice, &mut e);
+        assert_eq!(e.refs, vec![1, 0, 0, 0, 0]);
+        let z = at(20.0, 1.0);
+        assert!((cb.codes[0] - z[0]).abs() < 1e-6 && (cb.codes[1] - z[1]).abs() < 1e-6);
+        assert_eq!(e.mags[3], e.mags[4]);
     }
 
     #[test]

@@ -396,14 +396,21 @@ impl SpindlePress {
                     counts.push(0);
                     continue;
                 };
+                // Only the entries the book does not hold yet come to the host.
                 let first = entries.positions.len();
                 let pos = layer.positions(h)[first..].to_vec();
-                let mut k: Vec<f32> = k.into_data().iter::<f32>().collect();
-                let v: Vec<f32> = v.into_data().iter::<f32>().collect();
-                let k = &mut k[first * d..];
-                freqs.rotate_rows(k, &pos, -1.0);
-                keys.extend_from_slice(k);
-                values.extend_from_slice(&v[first * d..]);
+                let rows = |t: Tensor<B, 2>| -> Vec<f32> {
+                    let n = t.dims()[0];
+                    let data = t.narrow(0, first, n - first).into_data();
+                    match data.dtype {
+                        burn::tensor::DType::F32 => data.into_vec().expect("an f32 tensor"),
+                        _ => data.iter::<f32>().collect(),
+                    }
+                };
+                let mut k = rows(k);
+                freqs.rotate_rows(&mut k, &pos, -1.0);
+                keys.extend_from_slice(&k);
+                values.extend_from_slice(&rows(v));
                 counts.push(pos.len());
                 entries.positions.extend(pos);
             }
