@@ -29,6 +29,9 @@ enum Command {
     Bench(cmd::bench::BenchArgs),
     /// Turn a profile into a KV-cache budget plan.
     Plan(cmd::plan::PlanArgs),
+    /// Write a plan in the files serving engines and kvpress read (vLLM, TensorRT-LLM, kvpress,
+    /// LU-KV, DuoAttention, HeadKV).
+    Export(cmd::export::ExportArgs),
     /// Upgrade plan and profile files to the current schema version, in place.
     Migrate(cmd::migrate::MigrateArgs),
     /// Draw the figures of profiles, plans and evaluation results (PNG and SVG).
@@ -64,6 +67,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Generate(args) => cmd::generate::run(args),
         Command::Bench(args) => cmd::bench::run(args),
         Command::Plan(args) => cmd::plan::run(args),
+        Command::Export(args) => cmd::export::run(args),
         Command::Migrate(args) => cmd::migrate::run(args),
         Command::Plot(args) => cmd::plot::run(args),
         Command::Data(args) => cmd::data::run(args),

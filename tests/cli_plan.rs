@@ -1,5 +1,6 @@
 //! `kvplan plan` end to end on the hand-made SmolLM2 profile: the written plan loads and
-//! validates, the summary and exports are written, and bad inputs fail with clear messages.
+//! validates, the summary and `kvplan export`'s files are written, and bad inputs fail with
+//! clear messages.
 
 use kvplan_planner::{Method, Plan, Target};
 use std::path::{Path, PathBuf};
@@ -99,8 +100,7 @@ fn rebuilds_the_committed_plan_byte_for_byte() {
 fn summary_and_exports() {
     let dir = scratch("summary");
     let out = dir.join("p.json");
-    let scores = dir.join("scores.json");
-    let tsv = dir.join("heads.tsv");
+    let exports = dir.join("exports");
     let profile = fixture();
     let o = kvplan(&[
         "plan",
@@ -120,10 +120,6 @@ fn summary_and_exports() {
         out.to_str().unwrap_or_default(),
         "--context-len",
         "1024",
-        "--export-headkv",
-        scores.to_str().unwrap_or_default(),
-        "--export-tsv",
-        tsv.to_str().unwrap_or_default(),
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let text = String::from_utf8_lossy(&o.stdout);
@@ -131,15 +127,69 @@ fn summary_and_exports() {
     assert!(text.contains("== pod =="), "{text}");
     // FullKV at 1024 tokens, f32: 2 × 1024 × 64 × 4 × 30 × 3 = 47,185,920 bytes.
     assert!(text.contains("vs FullKV 47185920"), "{text}");
-    let line = std::fs::read_to_string(&scores).unwrap_or_default();
+    // The score and gate files moved to `kvplan export`; the plan holds retrieval-reasoning
+    // scores only (headkv), so they are asked for by name.
+    let o = kvplan(&[
+        "export",
+        out.to_str().unwrap_or_default(),
+        "--to",
+        "headkv,duo",
+        "--scores",
+        "reasoning",
+        "--context-len",
+        "1024",
+        "--out",
+        exports.to_str().unwrap_or_default(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let line =
+        std::fs::read_to_string(exports.join("headkv/headkv_scores.json")).unwrap_or_default();
     assert!(
         line.starts_with("{\"0-0\": [0.01], \"0-1\": [0.01]"),
         "{line}"
     );
     assert_eq!(line.lines().count(), 1);
-    let rows = std::fs::read_to_string(&tsv).unwrap_or_default();
+    let rows =
+        std::fs::read_to_string(exports.join("duo/full_attention_heads.tsv")).unwrap_or_default();
     assert_eq!(rows.lines().count(), 30);
     assert!(rows.lines().all(|r| r.split('\t').count() == 3));
+    // Beside each export: the context length and target the files are for. Ratio 0.125 at
+    // 1024 tokens = 128 per head: 4 sinks + 124 recent for DuoAttention's streaming heads.
+    let manifest =
+        std::fs::read_to_string(exports.join("duo/kvplan-export.json")).unwrap_or_default();
+    let m: serde_json::Value = serde_json::from_str(&manifest).unwrap_or_default();
+    assert_eq!(m["context_len"], 1024, "{manifest}");
+    assert_eq!(m["target"]["ratio"], 0.125, "{manifest}");
+    let config = std::fs::read_to_string(exports.join("duo/config.json")).unwrap_or_default();
+    let c: serde_json::Value = serde_json::from_str(&config).unwrap_or_default();
+    assert_eq!(
+        (c["sink_size"].clone(), c["recent_size"].clone()),
+        (4.into(), 124.into())
+    );
+    // A method the plan does not hold is one clear error naming its section, and nothing is
+    // written (the other formats asked with it included).
+    let refused = dir.join("refused");
+    let o = kvplan(&[
+        "export",
+        out.to_str().unwrap_or_default(),
+        "--to",
+        "headkv,vllm",
+        "--method",
+        "pyramid",
+        "--scores",
+        "reasoning",
+        "--context-len",
+        "1024",
+        "--out",
+        refused.to_str().unwrap_or_default(),
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("cannot export") && stderr(&o).contains("sections.pyramid"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!refused.exists());
 }
 
 #[test]

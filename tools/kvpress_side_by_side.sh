@@ -5,6 +5,8 @@
 # pinned versions, and everything runs offline on the GGUF models already in the cache.
 #
 #   tools/kvpress_side_by_side.sh PROMPTS.json [options of tools/kvpress_side_by_side.py]
+#   tools/kvpress_side_by_side.sh --check-exports EXPORTS PROMPTS.json [options of
+#     tools/kvpress_exports_check.py]: load `kvplan export --to all` files into kvpress, generate
 #
 # Environment: KVPRESS_VENV (default ~/.cache/kvplan/venvs/kvpress-0.5.5), PYTHON (the
 # interpreter that creates the venv, default python3), KVPLAN_MODELS (where the GGUF files are).
@@ -50,4 +52,8 @@ print("kvpress venv:", ", ".join(f"{p} {version(p)}" for p in
       ["kvpress", "transformers", "torch", "gguf", "accelerate", "numpy"]))
 EOF
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 TQDM_DISABLE=1
+if [ "${1:-}" = "--check-exports" ]; then
+  shift
+  exec "$py" "$repo/tools/kvpress_exports_check.py" "$@"
+fi
 exec "$py" "$repo/tools/kvpress_side_by_side.py" "$@"

@@ -1,13 +1,13 @@
-//! `kvplan plan`: profile → plan, and reading a plan back (summary, exports).
+//! `kvplan plan`: profile → plan, and reading a plan back (summary). Exports: `kvplan export`.
 //!
 //! Build: `kvplan plan --profile P.json (--budget N | --ratio R) --method pyramid,headkv --out
-//! plan.json`. Read: `kvplan plan --summary plan.json`. Exports work on either plan.
+//! plan.json`. Read: `kvplan plan --summary plan.json`.
 
 use anyhow::{bail, Context};
-use kvplan_planner::export::{headkv_scores, summary, tsv};
+use kvplan_planner::export::summary;
 use kvplan_planner::methods::pod::{PodOptions, DEFAULT_POD_DELTA};
 use kvplan_planner::methods::spindle::SpindleOptions;
-use kvplan_planner::{build_plan, io, HeadKvSection, Method, Plan, PlanOptions, Profile, Target};
+use kvplan_planner::{build_plan, Method, Plan, PlanOptions, Profile, Target};
 use std::path::{Path, PathBuf};
 
 /// Arguments of `kvplan plan`.
@@ -17,7 +17,7 @@ Examples:
   kvplan plan --profile plans/smollm2.profile.json --budget 128 --method all --out plans/smollm2.plan.json
   kvplan plan --profile P.json --ratio 0.125 --method pyramid,headkv,pod --out plan.json --summary
   kvplan plan --summary plans/smollm2.plan.json --context-len 4096
-  kvplan plan --summary plan.json --export-headkv scores.json --export-tsv heads.tsv")]
+Exports for serving engines, kvpress, DuoAttention and HeadKV: kvplan export --help")]
 pub struct PlanArgs {
     /// Profile to build a plan from (written by `kvplan profile`).
     #[arg(long, value_name = "FILE")]
@@ -47,14 +47,6 @@ pub struct PlanArgs {
     /// or of the plan FILE.
     #[arg(long, value_name = "PLAN", num_args = 0..=1)]
     summary: Option<Option<PathBuf>>,
-    /// Write the HeadKV / Retrieval_Head score file (one line, {"layer-head": [score]}), from the
-    /// headkv section (retrieval-reasoning scores), else headkv-r.
-    #[arg(long, value_name = "FILE")]
-    export_headkv: Option<PathBuf>,
-    /// Write a DuoAttention-style TSV (rows = layers, columns = KV heads): HeadKV KV-head
-    /// importance scaled to a maximum of 1.
-    #[arg(long, value_name = "FILE")]
-    export_tsv: Option<PathBuf>,
     /// PoD similarity threshold δ (1 − JS, base 2).
     #[arg(long, value_name = "D", default_value_t = DEFAULT_POD_DELTA)]
     pod_delta: f64,
@@ -90,7 +82,6 @@ pub fn run(args: PlanArgs) -> anyhow::Result<()> {
             }
         }
     }
-    export(&args, &plan)?;
     if args.summary.is_some() {
         let text = summary::summary(&plan, args.context_len, args.bytes_per_element)?;
         print!("{text}");
@@ -154,29 +145,6 @@ fn parse_methods(names: &[String]) -> anyhow::Result<Vec<Method>> {
         }
     }
     Ok(out)
-}
-
-fn export(args: &PlanArgs, plan: &Plan) -> anyhow::Result<()> {
-    if args.export_headkv.is_none() && args.export_tsv.is_none() {
-        return Ok(());
-    }
-    let sections = &plan.sections;
-    let Some(section) = sections
-        .get::<HeadKvSection>(Method::HeadKv)
-        .or(sections.get::<HeadKvSection>(Method::HeadKvR))
-    else {
-        bail!("the exports need a headkv or headkv-r section in the plan");
-    };
-    if let Some(path) = &args.export_headkv {
-        io::write_atomic(path, &headkv_scores::to_headkv_json(&section.scores))
-            .with_context(|| format!("cannot write HeadKV scores {}", path.display()))?;
-    }
-    if let Some(path) = &args.export_tsv {
-        let gates = tsv::kv_head_gates(&section.scores, &plan.model.geometry, section.temperature);
-        io::write_atomic(path, &tsv::to_tsv(&gates))
-            .with_context(|| format!("cannot write TSV {}", path.display()))?;
-    }
-    Ok(())
 }
 
 /// Today's UTC date, `YYYY-MM-DD`.

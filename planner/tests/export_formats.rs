@@ -1,0 +1,234 @@
+//! `kvplan export`'s formats from the hand-made SmolLM2 profile, each checked against the layout
+//! its reader expects (kvpress 0.5.5's `PerLayerCompressionPress`, `LUKVPress`,
+//! `DuoAttentionPress.load_attention_pattern`; HF `config.json` `layer_types`; TensorRT-LLM's
+//! `KvCacheConfig`), with budgets worked by hand in `fixture_plan.rs`
+//! (`headkv_r_on_smollm2_by_hand`: at B = 128, n = 8192, head (14, kv 1) keeps 3608, (16, kv 0)
+//! 2796, (20, kv 2) 2041, (11, kv 0) 1229, (22, kv 1) 706, (8, kv 0) 300, every other head 10).
+
+use kvplan_planner::export::engines::{export, Export, Format, Request, ScoreSet};
+use kvplan_planner::{build_plan, Method, Plan, PlanOptions, Profile, Target};
+use serde_json::Value;
+use std::path::PathBuf;
+
+fn profile() -> Profile {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/smollm2-handmade.profile.json");
+    Profile::load(&path).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn plan() -> Plan {
+    build_plan(
+        &profile(),
+        &Method::ALL,
+        Target::Tokens(128),
+        &PlanOptions::default(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn request(format: Format) -> Request {
+    Request {
+        format,
+        method: None,
+        context_len: 8192,
+        target: None,
+        scores: ScoreSet::Retrieval,
+    }
+}
+
+fn run(plan: &Plan, req: &Request) -> Export {
+    export(plan, req).unwrap_or_else(|e| panic!("{}: {e}", req.format.name()))
+}
+
+fn only_json(e: &Export, name: &str) -> Value {
+    assert_eq!(e.files.len(), 1, "{:?}", e.files.iter().map(|f| &f.name));
+    assert_eq!(e.files[0].name, name);
+    serde_json::from_slice(&e.files[0].bytes).expect("JSON")
+}
+
+/// The mean kept entries per KV head of each layer under headkv-r at B = 128, n = 8192.
+fn headkv_r_layer_means() -> Vec<f64> {
+    let mut kept = vec![[10.0f64; 3]; 30];
+    kept[14][1] = 3608.0;
+    kept[16][0] = 2796.0;
+    kept[20][2] = 2041.0;
+    kept[11][0] = 1229.0;
+    kept[22][1] = 706.0;
+    kept[8][0] = 300.0;
+    kept.iter().map(|r| r.iter().sum::<f64>() / 3.0).collect()
+}
+
+#[test]
+fn trtllm_gets_one_window_per_layer_from_the_layer_means() {
+    let e = run(&plan(), &request(Format::Trtllm));
+    let v = only_json(&e, "kv_cache_config.json");
+    let windows: Vec<u64> = serde_json::from_value(v["max_attention_window"].clone()).unwrap();
+    let want: Vec<u64> = headkv_r_layer_means()
+        .iter()
+        .map(|m| m.round() as u64)
+        .collect();
+    // (10 + 3608 + 10) / 3 = 1209.3 → 1209; (2796 + 20) / 3 = 938.7 → 939; 10 elsewhere.
+    assert_eq!((windows[14], windows[16], windows[0]), (1209, 939, 10));
+    assert_eq!(windows, want);
+    assert_eq!(v["sink_token_length"], 0);
+    assert_eq!(e.manifest.method, "headkv-r");
+    assert_eq!(e.manifest.context_len, 8192);
+    let r = e.manifest.reduction.as_ref().expect("a reduction");
+    // The plan holds 30 · 128 = 3840 entries per KV head over the layers.
+    assert!((r.plan_entries - 3840.0).abs() < 1e-9, "{}", r.plan_entries);
+    assert_eq!(r.reduced_entries as u64, want.iter().sum::<u64>());
+}
+
+#[test]
+fn vllm_two_classes_and_the_hf_config_keys() {
+    // headkv-r at n = 8192: the 3840 entries cannot hold one full layer (8192), so every layer
+    // slides over W = 3840 / 30 = 128.
+    let e = run(&plan(), &request(Format::Vllm));
+    let v = only_json(&e, "config_override.json");
+    let types: Vec<String> = serde_json::from_value(v["layer_types"].clone()).unwrap();
+    assert_eq!(types, vec!["sliding_attention".to_string(); 30]);
+    assert_eq!(
+        (v["sliding_window"].clone(), v["use_sliding_window"].clone()),
+        (128.into(), true.into())
+    );
+    // At n = 256 the same plan target (128 per head) leaves room for full layers: headkv-r's
+    // layer means are then different, but the classes still keep the plan's bytes within one
+    // window's rounding per layer.
+    let mut req = request(Format::Vllm);
+    req.context_len = 256;
+    let e = run(&plan(), &req);
+    let r = e.manifest.reduction.expect("a reduction");
+    assert!(
+        r.bytes_error.abs() <= 30.0 * 0.5 / r.plan_entries + 1e-12,
+        "{r:?}"
+    );
+    let v: Value = serde_json::from_slice(&e.files[0].bytes).unwrap();
+    let types: Vec<String> = serde_json::from_value(v["layer_types"].clone()).unwrap();
+    let full = types.iter().filter(|t| *t == "full_attention").count();
+    assert_eq!(full, r.layers.iter().filter(|l| *l == "full").count());
+}
+
+#[test]
+fn kvpress_ratios_are_one_minus_the_kept_share_per_layer() {
+    let e = run(&plan(), &request(Format::Kvpress));
+    let v = only_json(&e, "compression_ratios.json");
+    let ratios: Vec<f64> = serde_json::from_value(v["compression_ratios"].clone()).unwrap();
+    assert_eq!(ratios.len(), 30);
+    for (r, m) in ratios.iter().zip(headkv_r_layer_means()) {
+        assert!((r - (1.0 - m / 8192.0)).abs() < 1e-12, "{r} vs {m}");
+    }
+    // PerLayerCompressionPress's compression_ratio is their mean: 1 − 128/8192.
+    let mean = ratios.iter().sum::<f64>() / 30.0;
+    assert!((mean - (1.0 - 128.0 / 8192.0)).abs() < 1e-12, "{mean}");
+}
+
+#[test]
+fn lukv_curve_is_a_float32_npy_of_99_layers_by_kv_heads() {
+    let e = run(&plan(), &request(Format::Lukv));
+    assert_eq!(e.files[0].name, "lukv_curve.npy");
+    let bytes = &e.files[0].bytes;
+    assert_eq!(&bytes[..8], b"\x93NUMPY\x01\x00");
+    let hlen = u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
+    let header = std::str::from_utf8(&bytes[10..10 + hlen]).unwrap();
+    assert!(header.contains("'descr': '<f4'") && header.contains("'shape': (99, 30, 3)"));
+    let values: Vec<f32> = bytes[10 + hlen..]
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
+    assert_eq!(values.len(), 99 * 30 * 3);
+    // Row r−1 averages r/100: the per-head target is ⌊(1 − r/100) · 8192⌋, so the mean prune
+    // ratio is r/100 up to 1/8192 (the flooring), and every entry is a ratio in [0, 1].
+    for r in 1..=99usize {
+        let row = &values[(r - 1) * 90..r * 90];
+        let mean = row.iter().map(|&x| x as f64).sum::<f64>() / 90.0;
+        let want = r as f64 / 100.0;
+        assert!(
+            mean >= want - 1e-6 && mean <= want + 1.0 / 8192.0 + 1e-6,
+            "r = {r}: {mean}"
+        );
+        assert!(row.iter().all(|&x| (0.0..=1.0).contains(&x)));
+    }
+    // At 50%: the retrieval head (14, kv 1) prunes less than a head without retrieval score.
+    let at50 = &values[49 * 90..50 * 90];
+    assert!(at50[14 * 3 + 1] < at50[0]);
+}
+
+#[test]
+fn duo_writes_sink_recent_and_gates_per_kv_head() {
+    let e = run(&plan(), &request(Format::Duo));
+    let names: Vec<&str> = e.files.iter().map(|f| f.name.as_str()).collect();
+    assert_eq!(names, ["config.json", "full_attention_heads.tsv"]);
+    let config: Value = serde_json::from_slice(&e.files[0].bytes).unwrap();
+    // Streaming's 4 sinks + 124 recent = the plan's 128 per head.
+    assert_eq!(
+        (config["sink_size"].clone(), config["recent_size"].clone()),
+        (4.into(), 124.into())
+    );
+    // np.loadtxt(..., delimiter="\t"): 30 rows of 3 numbers in [0, 1]; the head with the
+    // largest retrieval score (14, q4 → kv 1, 0.62) is 1.
+    let text = std::str::from_utf8(&e.files[1].bytes).unwrap();
+    let rows: Vec<Vec<f64>> = text
+        .lines()
+        .map(|l| l.split('\t').map(|x| x.parse().unwrap()).collect())
+        .collect();
+    assert_eq!(rows.len(), 30);
+    assert!(rows
+        .iter()
+        .all(|r| r.len() == 3 && r.iter().all(|x| (0.0..=1.0).contains(x))));
+    assert_eq!(rows[14][1], 1.0);
+    assert_eq!(e.manifest.scores, Some("retrieval"));
+}
+
+#[test]
+fn headkv_scores_and_an_all_zero_set_refused() {
+    let e = run(&plan(), &request(Format::Headkv));
+    let line = std::str::from_utf8(&e.files[0].bytes).unwrap();
+    assert_eq!(line.matches('\n').count(), 1);
+    let v: Value = serde_json::from_str(line).unwrap();
+    assert_eq!(v.as_object().unwrap().len(), 30 * 9);
+    assert_eq!(v["14-4"], serde_json::json!([0.62]));
+    // A model that answered no reasoning trial has all-zero retrieval-reasoning scores.
+    let mut p = profile();
+    for row in &mut p.retrieval_reasoning.scores {
+        row.iter_mut().for_each(|s| *s = 0.0);
+    }
+    let plan = build_plan(
+        &p,
+        &Method::ALL,
+        Target::Tokens(128),
+        &PlanOptions::default(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let mut req = request(Format::Headkv);
+    req.scores = ScoreSet::Reasoning;
+    let err = export(&plan, &req).unwrap_err().to_string();
+    assert!(
+        err.contains("sections.headkv.scores") && err.contains("all zero"),
+        "{err}"
+    );
+}
+
+#[test]
+fn pod_and_missing_sections_are_refused_by_name() {
+    let mut req = request(Format::Trtllm);
+    req.method = Some(Method::Pod);
+    let err = export(&plan(), &req).unwrap_err().to_string();
+    assert!(err.contains("--method") && err.contains("pod"), "{err}");
+    let only_snapkv = build_plan(
+        &profile(),
+        &[Method::SnapKv],
+        Target::Tokens(128),
+        &PlanOptions::default(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let e = run(&only_snapkv, &request(Format::Kvpress));
+    assert_eq!(e.manifest.method, "snapkv");
+    req.method = Some(Method::Pyramid);
+    let err = export(&only_snapkv, &req).unwrap_err().to_string();
+    assert!(err.contains("sections.pyramid"), "{err}");
+    let err = "nope".parse::<Format>().unwrap_err().to_string();
+    assert!(
+        err.contains("--to") && err.contains("vllm, trtllm"),
+        "{err}"
+    );
+}
