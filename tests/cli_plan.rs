@@ -381,3 +381,54 @@ fn the_plans_decode_policy_is_what_the_presses_do() {
         assert_eq!(held, caps.evicts_while_decoding, "{m}");
     }
 }
+
+/// Every committed plan's published exports (`plans/exports/<slug>/`) are what `kvplan export
+/// --to all --context-len 4096` writes from it today, file for file.
+#[test]
+fn published_exports_match_the_committed_plans() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let plans: Vec<PathBuf> = std::fs::read_dir(root.join("plans"))
+        .unwrap_or_else(|e| panic!("plans/: {e}"))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.to_string_lossy().ends_with(".plan.json"))
+        .collect();
+    assert!(plans.len() >= 3, "{plans:?}");
+    for plan in plans {
+        let name = plan.file_name().unwrap_or_default().to_string_lossy();
+        let slug = name.trim_end_matches(".plan.json").to_string();
+        let out = scratch(&format!("published-{slug}"));
+        let o = kvplan(&[
+            "export",
+            plan.to_str().unwrap_or_default(),
+            "--to",
+            "all",
+            "--context-len",
+            "4096",
+            "--out",
+            out.to_str().unwrap_or_default(),
+        ]);
+        assert!(o.status.success(), "{slug}: {}", stderr(&o));
+        let published = root.join("plans/exports").join(&slug);
+        for format in ["vllm", "trtllm", "kvpress", "lukv", "duo", "headkv"] {
+            let (built, committed) = (out.join(format), published.join(format));
+            let mut files: Vec<String> = std::fs::read_dir(&built)
+                .unwrap_or_else(|e| panic!("{}: {e}", built.display()))
+                .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
+                .collect();
+            files.sort();
+            assert!(
+                files.contains(&"kvplan-export.json".to_string()),
+                "{files:?}"
+            );
+            for f in files {
+                let a = std::fs::read(built.join(&f)).unwrap_or_default();
+                let b = std::fs::read(committed.join(&f)).unwrap_or_default();
+                assert!(
+                    a == b,
+                    "{slug}/{format}/{f} differs from plans/exports (regenerate: kvplan export \
+                     plans/{slug}.plan.json --to all --context-len 4096 --out plans/exports/{slug})"
+                );
+            }
+        }
+    }
+}
