@@ -29,6 +29,18 @@ for model in "${models[@]}"; do
     --out "$out/question-end"
 done
 
+# The engines' layer classes (kvplan export --to vllm|trtllm) beside the plans they come from.
+$kvplan eval niah --budgets $budgets --out "$out/question-end" \
+  --methods vllm:headkv-r,trtllm:headkv-r,vllm:pyramid,trtllm:pyramid
+
+# GQA aggregation (issue 15): the window selections under the two other orders of pooling and
+# the group's combination, at budget 512 (at 128 every window method is at 0–6%), on the same
+# prompts (pool-then-mean is the run above).
+for gqa in mean-then-pool max-then-pool; do
+  $kvplan eval niah --budgets 512 --methods snapkv,pyramid,headkv,headkv-r --gqa $gqa \
+    --out "$out/gqa/$gqa"
+done
+
 # SmolLM2 in kvpress's question-agnostic mode as well.
 $kvplan eval niah --budgets $budgets --mode question-agnostic --out "$out/question-agnostic"
 

@@ -122,6 +122,22 @@ pub enum DecodePolicy {
     ProximalKeys { compress_every: usize },
 }
 
+impl DecodePolicy {
+    /// The compression interval while generating (`None`: the cache grows, nothing to compress).
+    pub fn compress_every(self) -> Option<usize> {
+        match self {
+            DecodePolicy::Grows => None,
+            DecodePolicy::HeldAtBudget { compress_every }
+            | DecodePolicy::ProximalKeys { compress_every } => Some(compress_every),
+        }
+    }
+
+    /// Whether `self` and `other` are the same policy, whatever their intervals.
+    pub fn same_kind(self, other: DecodePolicy) -> bool {
+        std::mem::discriminant(&self) == std::mem::discriminant(&other)
+    }
+}
+
 impl BudgetSemantics {
     /// What this build does, for a plan holding `methods`.
     pub fn of(methods: &[Method]) -> Self {
@@ -184,8 +200,16 @@ impl BudgetSemantics {
             if s.gqa != w.gqa {
                 return differ(&format!("methods.{m}.gqa"), &w.gqa, &s.gqa);
             }
-            if s.decode != w.decode {
+            // The kind of policy is the press's; its interval is the user's to set (≥ 1).
+            if !s.decode.same_kind(w.decode) {
                 return differ(&format!("methods.{m}.decode"), &w.decode, &s.decode);
+            }
+            if s.decode.compress_every() == Some(0) {
+                return Err(Error::invalid(
+                    format!("budget_semantics.methods.{m}.decode.compress_every"),
+                    "at least 1 generated token",
+                    0,
+                ));
             }
         }
         Ok(())
@@ -283,6 +307,26 @@ mod tests {
                  (what this build does), found Grows"
             )
         );
+    }
+
+    #[test]
+    fn the_decode_interval_is_the_users_but_at_least_one() {
+        let methods = [Method::H2o, Method::Pod];
+        let mut s = BudgetSemantics::of(&methods);
+        if let Some(h) = s.methods.get_mut(&Method::H2o) {
+            h.decode = DecodePolicy::HeldAtBudget { compress_every: 8 };
+        }
+        assert!(s.validate(&methods).is_ok());
+        assert_eq!(s.methods[&Method::H2o].decode.compress_every(), Some(8));
+        if let Some(h) = s.methods.get_mut(&Method::H2o) {
+            h.decode = DecodePolicy::HeldAtBudget { compress_every: 0 };
+        }
+        let e = s.validate(&methods).err().map(|e| e.to_string());
+        assert_eq!(
+            e.as_deref(),
+            Some("budget_semantics.methods.h2o.decode.compress_every: expected at least 1 generated token, found 0")
+        );
+        assert_eq!(DecodePolicy::Grows.compress_every(), None);
     }
 
     #[test]

@@ -21,14 +21,15 @@ pub mod train_pod;
 /// The `--methods` asked for, or every method of the press registry; an unknown name is one
 /// error listing the registry.
 pub fn methods_or_all(asked: Option<&[String]>) -> anyhow::Result<Vec<String>> {
-    use kvplan_runtime::press::PRESS_NAMES;
+    use kvplan_runtime::press::{is_press_name, PRESS_NAMES};
     let methods: Vec<String> = match asked {
         Some(m) => m.to_vec(),
         None => PRESS_NAMES.iter().map(|s| s.to_string()).collect(),
     };
-    if let Some(m) = methods.iter().find(|m| !PRESS_NAMES.contains(&m.as_str())) {
+    if let Some(m) = methods.iter().find(|m| !is_press_name(m)) {
         anyhow::bail!(
-            "unknown method `{m}`; the registry has: {}",
+            "unknown method `{m}`; the registry has: {}, and vllm:<method> or trtllm:<method> \
+             for an engine's layer classes (kvplan export)",
             PRESS_NAMES.join(", ")
         );
     }

@@ -220,7 +220,10 @@ impl<B: Backend> Attention<B> {
         let q = reorder_heads(q, ctx.order.heads()); // [nh in slot order, t, d]
         let q = q.reshape([heads, nh / heads, t, d]); // [kv][group][t][d]
         let marks = obs.as_deref().map(ObservedSoFar::of);
-        let out = attend_cache(q, self.window, ctx, cache, obs.as_deref_mut()); // [kv, group, t, d]
+        // A global layer may run under a window recorded in its cache (an engine's layer
+        // classes, `press::classes`).
+        let window = self.window.or(cache.window());
+        let out = attend_cache(q, window, ctx, cache, obs.as_deref_mut()); // [kv, group, t, d]
         if let (Some(o), Some(m)) = (obs, marks) {
             observed_to_head_order(o, m, ctx.order, heads);
         }

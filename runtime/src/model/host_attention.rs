@@ -141,7 +141,8 @@ pub fn forward<B: Backend>(
         t,
         keys: t,
         head_dim: d,
-        window: attn.window,
+        // A global layer may run under a window recorded in its cache (`press::classes`).
+        window: attn.window.or(cache.window()),
     };
     let res = attend_cache(&q, cache, shape, observe.clone(), colsum);
     if let Some(o) = obs {

@@ -17,6 +17,7 @@
 //! [`driver::generate_pressed`] runs prefill, the press, then decode steps with the press's
 //! decode hook.
 
+pub mod classes;
 pub mod driver;
 pub mod full;
 pub mod gqa;
@@ -45,7 +46,7 @@ use crate::observe::{LayerObservation, ObserveConfig, Observer};
 
 pub use driver::{generate_pressed, MemoryReport, PressedRun, Session};
 pub use gqa::{group_max, group_mean, GqaAggregation};
-pub use registry::{build_press, capabilities, PressSpec, PRESS_NAMES};
+pub use registry::{build_press, capabilities, is_press_name, PressSpec, PRESS_NAMES};
 
 /// What a press can do. Callers ask the press ([`Press::capabilities`]) or, before building
 /// one, the registry ([`registry::capabilities`]) — never a list of method names. Each press
@@ -131,6 +132,22 @@ pub trait Press<B: Backend> {
     /// Decode-time hook, after each decode step's forward call.
     fn after_decode(&mut self, _cache: &mut KvCache<B>, _obs: Option<&Observer>) -> Result<()> {
         Ok(())
+    }
+
+    /// Sets the plan's decode-time compression interval (`budget_semantics.methods.<m>.decode`,
+    /// `compress_every`): the press compresses after every `every`-th generated token, the cache
+    /// growing by one entry per token in between. The default accepts only 1 (a press without
+    /// decode-time compression, or one whose method compresses at every token by definition).
+    fn set_compress_every(&mut self, every: usize) -> Result<()> {
+        if every == 1 {
+            Ok(())
+        } else {
+            Err(crate::error::Error::Request(format!(
+                "{}: compresses at every generated token or never; the plan's compress_every \
+                 must be 1, found {every}",
+                self.name()
+            )))
+        }
     }
 
     /// Bytes the compressed cache actually holds (default: the K/V tensors of `cache`).
@@ -329,6 +346,10 @@ pub struct SelectionPress {
     scorer: Box<dyn Scorer>,
     allocation: Allocation,
     reassign: Option<RopeSet>,
+    /// Compress after every `compress_every`-th decode step ([`Press::set_compress_every`]).
+    compress_every: usize,
+    /// Decode steps since the prompt.
+    steps: usize,
 }
 
 impl SelectionPress {
@@ -339,6 +360,8 @@ impl SelectionPress {
             scorer,
             allocation,
             reassign: None,
+            compress_every: 1,
+            steps: 0,
         }
     }
 
@@ -426,7 +449,11 @@ impl<B: Backend> Press<B> for SelectionPress {
         self.scorer.decode_observe()
     }
 
+    /// Scores every step (a scorer accumulating attention, H2O, sees every token); evicts down
+    /// to the budgets at every `compress_every`-th step only.
     fn after_decode(&mut self, cache: &mut KvCache<B>, obs: Option<&Observer>) -> Result<()> {
+        self.steps += 1;
+        let compress = self.steps.is_multiple_of(self.compress_every);
         let mut evicted = false;
         for (l, layer) in cache.layers.iter_mut().enumerate() {
             let budgets = self.allocation.layer(l, layer.kv_heads());
@@ -434,11 +461,23 @@ impl<B: Backend> Press<B> for SelectionPress {
             let scores = self
                 .scorer
                 .decode_scores(l, &positions, layer_obs(obs, l), &budgets);
-            if let Some(scores) = scores {
+            if let (Some(scores), true) = (scores, compress) {
                 evicted |= self.apply(l, layer, &scores);
             }
         }
         self.after_eviction(cache, evicted);
+        Ok(())
+    }
+
+    fn set_compress_every(&mut self, every: usize) -> Result<()> {
+        if every == 0 || (every > 1 && !self.scorer.evicts_while_decoding()) {
+            return Err(crate::error::Error::Request(format!(
+                "{}: compress_every must be at least 1 (and 1 for a press that does not compress \
+                 while generating), found {every}",
+                self.name
+            )));
+        }
+        self.compress_every = every;
         Ok(())
     }
 

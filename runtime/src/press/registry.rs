@@ -79,9 +79,25 @@ pub struct PressSpec<B: Backend> {
 
 fn unknown(name: &str) -> Error {
     Error::Request(format!(
-        "unknown method `{name}`; the registry has: {}",
-        PRESS_NAMES.join(", ")
+        "unknown method `{name}`; the registry has: {}, and <engine>:<method> for an engine's \
+         layer classes ({})",
+        PRESS_NAMES.join(", "),
+        super::classes::ENGINES.join(", ")
     ))
+}
+
+/// What a [`super::classes::LayerClassesPress`] can do (its own windowed prefill).
+pub(super) const CLASSES_CAPABILITIES: Capabilities = Capabilities {
+    changes_forward: true,
+    streams_past_context: false,
+    evicts_while_decoding: false,
+    adopts_shared_prefill: false,
+};
+
+/// Whether the registry builds a press called `name`: a method of the table, or
+/// `<engine>:<method>` ([`super::classes`]).
+pub fn is_press_name(name: &str) -> bool {
+    PRESS_NAMES.contains(&name) || super::classes::is_classes_name(name)
 }
 
 /// Press switches beyond the plan; the defaults are each method's own setting.
@@ -140,6 +156,9 @@ impl std::str::FromStr for PositionPolicy {
 /// What the press called `name` can do ([`Capabilities`]), read off its type without building
 /// it: no plan needed, so callers can check a request before any model run.
 pub fn capabilities(name: &str) -> Result<Capabilities> {
+    if super::classes::is_classes_name(name) {
+        return Ok(CLASSES_CAPABILITIES);
+    }
     let method: Method = name.parse().map_err(|_| unknown(name))?;
     Ok(capabilities_of(method))
 }
@@ -182,6 +201,14 @@ pub fn build_press_with<B: Backend>(
     request: &PressRequest<'_>,
     config: &ModelConfig,
 ) -> Result<PressSpec<B>> {
+    if super::classes::is_classes_name(name) {
+        let press = super::classes::LayerClassesPress::from_request(name, request, config)?;
+        return Ok(PressSpec {
+            press: Box::new(press),
+            method: None,
+            budgets: None,
+        });
+    }
     let method: Method = name.parse().map_err(|_| unknown(name))?;
     if !method.has_section() {
         return Ok(PressSpec {
@@ -202,7 +229,16 @@ pub fn build_press_with<B: Backend>(
         config,
         options: request.options,
     };
-    let press = press_from(&from)?;
+    let mut press = press_from(&from)?;
+    // The plan's decode-time interval (budget_semantics.methods.<m>.decode), read by the press.
+    let every = plan
+        .budget_semantics
+        .methods
+        .get(&method)
+        .and_then(|s| s.decode.compress_every());
+    if let Some(every) = every {
+        press.set_compress_every(every)?;
+    }
     Ok(PressSpec {
         press,
         method: Some(method),

@@ -589,3 +589,48 @@ fn evicting_presses_under_reassign_end_with_positions_zero_to_len() {
         }
     }
 }
+
+/// The plan's decode interval (`compress_every`) is read: StreamingLLM at 4 entries per head with
+/// `compress_every = 3` grows by one entry per generated token and is cut back to 4 at every
+/// third token (4 → 5 → 6 → 4 → 5 → 6 → 4); with 1 it holds 4 at every step. A press that does
+/// not compress while generating (SnapKV) refuses an interval other than 1, and 0 is refused.
+#[test]
+fn decode_compression_interval_is_honoured() {
+    use super::streaming::StreamingScorer;
+    let model = tiny_model();
+    let ids = prompt(20);
+    for (every, want) in [(3, [5, 6, 4, 5, 6, 4]), (1, [4; 6])] {
+        let mut press = SelectionPress::new(
+            "streaming",
+            Box::new(StreamingScorer::new(2)),
+            Allocation::Uniform(4),
+        );
+        Press::<B>::set_compress_every(&mut press, every).expect("an interval");
+        let mut s = Session::new(&model, &mut press);
+        let mut logits = s.prefill(&ids).expect("prefill");
+        assert_eq!(s.cache.layers[0].positions(0).len(), 4);
+        let mut held = Vec::new();
+        for _ in 0..6 {
+            let host: Vec<f32> = logits.into_data().iter::<f32>().collect();
+            logits = s.step(crate::generate::argmax(&host)).expect("step");
+            held.push(s.cache.layers[1].positions(1).len());
+        }
+        assert_eq!(held, want, "compress_every {every}");
+    }
+    let mut snap = SelectionPress::new(
+        "snapkv",
+        Box::new(SnapKvScorer::new("snapkv", 2, 3, Pooling::Maxpool)),
+        Allocation::Uniform(8),
+    );
+    let e = Press::<B>::set_compress_every(&mut snap, 2)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("compress_every") && e.contains("found 2"), "{e}");
+    assert!(Press::<B>::set_compress_every(&mut snap, 1).is_ok());
+    let mut streaming = SelectionPress::new(
+        "streaming",
+        Box::new(StreamingScorer::new(2)),
+        Allocation::Uniform(4),
+    );
+    assert!(Press::<B>::set_compress_every(&mut streaming, 0).is_err());
+}

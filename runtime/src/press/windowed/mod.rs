@@ -61,9 +61,11 @@ pub fn global_observations<'o>(obs: &'o Observer, windows: &[Option<usize>]) -> 
 }
 
 /// Keeps each layer of `cache` at its window (`windows[l]`, [`LayerCache::slide`]), recording
-/// the window in the layer.
+/// the window in the layer. A global layer whose cache already records a window (an engine's
+/// layer classes, [`super::classes`]) keeps sliding at it.
 pub fn slide<B: Backend>(cache: &mut KvCache<B>, windows: &[Option<usize>]) {
     for (layer, &w) in cache.layers.iter_mut().zip(windows) {
+        let w = w.or(layer.window());
         layer.slide(w);
     }
 }

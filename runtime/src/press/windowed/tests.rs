@@ -371,3 +371,46 @@ fn an_adopted_prefill_leaves_windowed_layers_alone() {
     assert_eq!(s.cache.layers[0].positions(1), &[14, 15, 16, 17, 18, 19]);
     assert_eq!(s.cache.layers[1].len(1), 3);
 }
+
+/// An engine's layer classes (`press::classes`) run as the model's own windows would: a global
+/// layer under the press's window `W` gives the logits, in prefill and in every decode step, of
+/// the same layer with a window `W` in its mask (FullKV), and holds the same `W` entries per head.
+/// The windows change the output (full attention's logits differ), so the match is not trivial.
+#[test]
+fn layer_classes_run_as_native_windows() {
+    use super::super::classes::LayerClassesPress;
+    let plain = tiny_model();
+    let ids = prompt(20);
+    let mut full = FullPress;
+    let unwindowed = host(
+        Session::new(&plain, &mut full)
+            .prefill(&ids)
+            .expect("prefill"),
+    );
+    for windows in [[Some(W), None], [Some(W), Some(W)]] {
+        let native = windowed_model(&windows);
+        let mut classes = LayerClassesPress::new("vllm:snapkv", windows.to_vec());
+        let mut full = FullPress;
+        let mut a = Session::new(&plain, &mut classes);
+        let mut b = Session::new(&native, &mut full);
+        let mut la = host(a.prefill(&ids).expect("prefill"));
+        let mut lb = host(b.prefill(&ids).expect("prefill"));
+        assert!(max_diff(&la, &lb) < 1e-5, "{windows:?} prefill");
+        assert!(
+            max_diff(&la, &unwindowed) > 1e-3,
+            "{windows:?}: windows change nothing"
+        );
+        for step in 0..8 {
+            let id = argmax(&lb);
+            la = host(a.step(id).expect("step"));
+            lb = host(b.step(id).expect("step"));
+            assert!(max_diff(&la, &lb) < 1e-5, "{windows:?} step {step}");
+        }
+        for (l, w) in windows.iter().enumerate() {
+            let held = |s: &Session<'_, B>| s.cache.layers[l].positions(0).len();
+            assert_eq!(held(&a), held(&b), "{windows:?} layer {l}");
+            assert_eq!(held(&a), w.unwrap_or(28), "{windows:?} layer {l}");
+        }
+        assert_eq!(a.memory().held_bytes, b.memory().held_bytes);
+    }
+}
