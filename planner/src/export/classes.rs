@@ -18,7 +18,7 @@
 //! **Per-layer windows** ([`per_layer`]): each global layer's window is its budget rounded to the
 //! nearest entry (at least 1, at most `n`); a layer the model already windows keeps its window.
 
-use crate::{Error, Result};
+use crate::{Error, Method, Plan, Result, Target};
 
 /// The classes of one layer under a reduction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,6 +82,21 @@ pub struct LayerBudgets {
 }
 
 impl LayerBudgets {
+    /// `method`'s budgets in `plan` at context `n` under `target`, averaged over each layer's KV
+    /// heads, with the model's own windows.
+    pub fn of(plan: &Plan, method: Method, n: usize, target: Target) -> Result<Self> {
+        let b = plan.budgets(method, n, target)?;
+        Ok(LayerBudgets {
+            context_len: n,
+            budgets: b
+                .per_layer_per_kv_head
+                .iter()
+                .map(|row| row.iter().sum::<usize>() as f64 / row.len().max(1) as f64)
+                .collect(),
+            model_windows: plan.model.geometry.layer_windows.clone(),
+        })
+    }
+
     fn check(&self) -> Result<()> {
         if self.budgets.len() != self.model_windows.len() || self.budgets.is_empty() {
             return Err(Error::invalid(

@@ -265,20 +265,6 @@ fn file(name: &str, bytes: Vec<u8>) -> ExportFile {
     }
 }
 
-/// Mean kept entries per KV head of each layer, from `method`'s budgets.
-fn layer_budgets(plan: &Plan, method: Method, n: usize, target: Target) -> Result<LayerBudgets> {
-    let b = plan.budgets(method, n, target)?;
-    Ok(LayerBudgets {
-        context_len: n,
-        budgets: b
-            .per_layer_per_kv_head
-            .iter()
-            .map(|row| row.iter().sum::<usize>() as f64 / row.len().max(1) as f64)
-            .collect(),
-        model_windows: plan.model.geometry.layer_windows.clone(),
-    })
-}
-
 /// The HeadKV scores `[layer][q_head]` of `set`, refused when all zero.
 fn scores(plan: &Plan, set: ScoreSet) -> Result<&HeadKvSection> {
     let method = set.method();
@@ -339,7 +325,7 @@ pub fn export(plan: &Plan, req: &Request) -> Result<Export> {
     let mut score_set = None;
     let files = match req.format {
         Format::Vllm => {
-            let r = classes::two_classes(&layer_budgets(plan, method, n, target)?)?;
+            let r = classes::two_classes(&LayerBudgets::of(plan, method, n, target)?)?;
             let window = r.window();
             let layer_types: Vec<&str> = r
                 .layers
@@ -370,7 +356,7 @@ pub fn export(plan: &Plan, req: &Request) -> Result<Export> {
             vec![file("config_override.json", json(&body)?)]
         }
         Format::Trtllm => {
-            let r = classes::per_layer(&layer_budgets(plan, method, n, target)?)?;
+            let r = classes::per_layer(&LayerBudgets::of(plan, method, n, target)?)?;
             let windows: Vec<usize> = r.layers.iter().map(|c| c.held(n)).collect();
             let mut distinct = windows.clone();
             distinct.sort_unstable();
@@ -389,7 +375,7 @@ pub fn export(plan: &Plan, req: &Request) -> Result<Export> {
             vec![file("kv_cache_config.json", json(&body)?)]
         }
         Format::Kvpress => {
-            let b = layer_budgets(plan, method, n, target)?;
+            let b = LayerBudgets::of(plan, method, n, target)?;
             let ratios: Vec<f64> = b.budgets.iter().map(|&x| 1.0 - x / n as f64).collect();
             notes.push(
                 "kvpress applies the ratios by masking: the cache keeps every entry".to_string(),

@@ -81,16 +81,7 @@ impl LayerClassesPress {
             .ok_or_else(|| Error::Request(format!("method `{name}` needs a plan (--plan FILE)")))?;
         let n = request.context_len;
         let target = request.target.unwrap_or(plan.target);
-        let b = plan.budgets(method, n, target)?;
-        let budgets = LayerBudgets {
-            context_len: n,
-            budgets: b
-                .per_layer_per_kv_head
-                .iter()
-                .map(|row| row.iter().sum::<usize>() as f64 / row.len().max(1) as f64)
-                .collect(),
-            model_windows: config.layer_windows.clone(),
-        };
+        let budgets = LayerBudgets::of(plan, method, n, target)?;
         let reduction = match engine {
             "vllm" => classes::two_classes(&budgets)?,
             _ => classes::per_layer(&budgets)?,
