@@ -54,25 +54,11 @@ pub struct ExportArgs {
     out: PathBuf,
 }
 
-fn formats(names: &[String]) -> anyhow::Result<Vec<Format>> {
-    if names.iter().any(|n| n == "all") {
-        return Ok(Format::ALL.to_vec());
-    }
-    let mut out = Vec::new();
-    for n in names {
-        let f: Format = n.trim().parse()?;
-        if !out.contains(&f) {
-            out.push(f);
-        }
-    }
-    Ok(out)
-}
-
 /// Runs `kvplan export`.
 pub fn run(args: ExportArgs) -> anyhow::Result<()> {
     let plan = Plan::load(&args.plan, None)
         .with_context(|| format!("cannot read plan {}", args.plan.display()))?;
-    let formats = formats(&args.to)?;
+    let formats = super::parse_list(&args.to, &Format::ALL)?;
     let target = match (args.budget, args.ratio) {
         (Some(n), None) => Some(Target::Tokens(n)),
         (None, Some(r)) => Some(Target::Ratio(r)),

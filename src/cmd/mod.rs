@@ -36,6 +36,26 @@ pub fn methods_or_all(asked: Option<&[String]>) -> anyhow::Result<Vec<String>> {
     Ok(methods)
 }
 
+/// `names` (comma-separated on the command line) parsed, duplicates dropped in order, or `all`
+/// when one of them is `all`.
+pub fn parse_list<T>(names: &[String], all: &[T]) -> anyhow::Result<Vec<T>>
+where
+    T: std::str::FromStr + PartialEq + Clone,
+    T::Err: std::error::Error + Send + Sync + 'static,
+{
+    if names.iter().any(|n| n == "all") {
+        return Ok(all.to_vec());
+    }
+    let mut out = Vec::new();
+    for n in names {
+        let x: T = n.trim().parse()?;
+        if !out.contains(&x) {
+            out.push(x);
+        }
+    }
+    Ok(out)
+}
+
 /// Writes `text` to stdout; a closed pipe (`kvplan inspect | head`) is not an error.
 pub fn write_stdout(text: &str) -> anyhow::Result<()> {
     use std::io::Write;

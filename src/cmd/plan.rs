@@ -134,17 +134,7 @@ fn method_help() -> String {
 }
 
 fn parse_methods(names: &[String]) -> anyhow::Result<Vec<Method>> {
-    if names.iter().any(|n| n == "all") {
-        return Ok(Method::ALL.to_vec());
-    }
-    let mut out = Vec::new();
-    for n in names {
-        let m: Method = n.trim().parse()?;
-        if !out.contains(&m) {
-            out.push(m);
-        }
-    }
-    Ok(out)
+    super::parse_list(names, &Method::ALL)
 }
 
 /// Today's UTC date, `YYYY-MM-DD`.

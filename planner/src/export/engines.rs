@@ -248,14 +248,15 @@ pub fn default_method(plan: &Plan) -> Result<Method> {
     })
 }
 
+/// The layout of every JSON file kvplan writes ([`kvplan_common::fs::pretty_json`]).
 fn json(value: &impl Serialize) -> Result<Vec<u8>> {
-    let mut text = serde_json::to_string_pretty(value).map_err(|e| Error::Parse {
-        what: "export",
-        path: String::from("."),
-        message: e.to_string(),
-    })?;
-    text.push('\n');
-    Ok(text.into_bytes())
+    kvplan_common::fs::pretty_json(value)
+        .map(String::into_bytes)
+        .map_err(|e| Error::Parse {
+            what: "export",
+            path: String::from("."),
+            message: e.to_string(),
+        })
 }
 
 fn file(name: &str, bytes: Vec<u8>) -> ExportFile {
