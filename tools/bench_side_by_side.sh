@@ -1,14 +1,109 @@
 #!/usr/bin/env bash
-# Runs `kvplan bench` and the transformers baseline back to back, twice, alternating, so the
-# ratio is measured in one session on the same machine state. Needs the /tmp/ref venv
-# (see tools/bench_transformers.py) and a release build.
+# kvplan's CPU speed against two anchors, side by side in one session on the same machine state:
+# Hugging Face transformers (float32, sdpa; tools/bench_transformers.py) and llama.cpp through
+# llama-cpp-python (its own quantised kernels; tools/bench_llamacpp.py), same GGUF file, same
+# text, same thread count. Rounds alternate kvplan → transformers → llama.cpp, and each tool keeps
+# its best of --repeats per round; the summary takes each tool's best over the rounds.
+#
+#   tools/bench_side_by_side.sh [MODEL...]   (catalog names; default: smollm2-135m-instruct
+#                                             qwen2.5-coder-0.5b-instruct)
+#
+# Environment: ROUNDS (2), REPEATS (best of, per round: 2), PREFILL (512,2048), CONTEXTS (decode contexts, 2048,8160: 8160 + 32
+# decode tokens fill SmolLM2's 8K context), THREADS (2), OUT (folder of the JSON files and
+# summary, default /tmp/kvplan-bench), BENCH_VENV (default ~/.cache/kvplan/venvs/bench).
+#
+# Never part of CI, never a dependency: the anchors live in a virtual environment OUTSIDE the
+# repository with pinned versions. llama-cpp-python has no wheel for this machine on the
+# registry, so pip builds its sdist (a C++ toolchain is needed; cmake comes from pip; 10–25 min
+# on 2 cores, once).
 set -euo pipefail
-cd "$(dirname "$0")/.."
-model=${1:-${KVPLAN_MODELS:-${XDG_CACHE_HOME:-$HOME/.cache}/kvplan/models}/SmolLM2-135M-Instruct.Q4_1.gguf}
-py=${PYTHON:-/tmp/ref/bin/python}
-for round in 1 2; do
-  echo "== round $round: kvplan"
-  ./target/release/kvplan bench --model "$model"
-  echo "== round $round: transformers"
-  "$py" tools/bench_transformers.py "$model"
+repo=$(cd "$(dirname "$0")/.." && pwd)
+cd "$repo"
+venv=${BENCH_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/kvplan/venvs/bench}
+case "$(realpath -m "$venv")/" in
+  "$repo"/*) echo "BENCH_VENV=$venv is inside the repository; put it outside" >&2; exit 2 ;;
+esac
+TORCH=2.9.1
+TRANSFORMERS=5.2.0
+GGUF=0.19.0
+ACCELERATE=1.12.0
+LLAMA_CPP_PYTHON=0.3.36
+rounds=${ROUNDS:-2}
+prefill=${PREFILL:-512,2048}
+contexts=${CONTEXTS:-2048,8160}
+threads=${THREADS:-2}
+out=${OUT:-/tmp/kvplan-bench}
+models=("$@")
+[ ${#models[@]} -eq 0 ] && models=(smollm2-135m-instruct qwen2.5-coder-0.5b-instruct)
+
+[ -x "$venv/bin/python" ] || "${PYTHON:-python3}" -m venv "$venv"
+py="$venv/bin/python"
+if ! "$py" - "$TORCH" "$TRANSFORMERS" "$GGUF" "$LLAMA_CPP_PYTHON" <<'PY' 2>/dev/null; then
+import sys
+from importlib.metadata import version
+want = dict(zip(["torch", "transformers", "gguf", "llama_cpp_python"], sys.argv[1:]))
+have = {k: version(k).split("+")[0] for k in want}
+sys.exit(0 if have == want else 1)
+PY
+  "$py" -m pip install --retries 0 --timeout 20 "torch==$TORCH" \
+    --index-url https://download.pytorch.org/whl/cpu || "$py" -m pip install "torch==$TORCH"
+  "$py" -m pip install "transformers==$TRANSFORMERS" "gguf==$GGUF" "accelerate==$ACCELERATE"
+  CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=ON -DLLAMA_CURL=OFF}" \
+    "$py" -m pip install "llama-cpp-python==$LLAMA_CPP_PYTHON"
+fi
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TQDM_DISABLE=1 OMP_NUM_THREADS=$threads
+export RAYON_NUM_THREADS=$threads
+
+cargo build --release --quiet
+kvplan=target/release/kvplan
+mkdir -p "$out"
+repeats=${REPEATS:-2}
+args=(--prefill "$prefill" --decode-tokens 32 --repeats "$repeats")
+for model in "${models[@]}"; do
+  gguf=$($kvplan models | awk -v m="$model" '$1 == m { print $NF }')
+  [ -f "$gguf" ] || { $kvplan fetch --model "$model"; gguf=$($kvplan models | awk -v m="$model" '$1 == m { print $NF }'); }
+  for round in $(seq 1 "$rounds"); do
+    echo "== $model, round $round: kvplan"
+    first=1
+    for ctx in ${contexts//,/ }; do
+      # Prefill lengths once per round (with the first context).
+      pre=$prefill; [ $first = 1 ] || pre=16
+      $kvplan bench --model "$model" --prefill "$pre" --decode-context "$ctx" --decode-tokens 32 \
+        --repeats "$repeats" --json "$out/$model.kvplan.$round.$ctx.json"
+      first=0
+    done
+    echo "== $model, round $round: transformers"
+    "$py" tools/bench_transformers.py "$gguf" "${args[@]}" --contexts "$contexts" \
+      --threads "$threads" --json "$out/$model.transformers.$round.json"
+    echo "== $model, round $round: llama.cpp"
+    (cd tools && "$py" bench_llamacpp.py "$gguf" "${args[@]}" --contexts "$contexts" \
+      --threads "$threads" --json "$out/$model.llamacpp.$round.json")
+  done
 done
+
+# Summary: each tool's best over the rounds; ratios kvplan / anchor in speed (> 1: kvplan faster).
+"$py" - "$out" "$prefill" "$contexts" "${models[@]}" <<'PY' | tee "$out/summary.md"
+import glob, json, sys
+out, prefill, contexts, models = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+prefill = [int(x) for x in prefill.split(",")]
+contexts = [int(x) for x in contexts.split(",")]
+
+def best(files, phase, key, value):
+    secs = [r["seconds"] for f in files for r in json.load(open(f))["results"]
+            if r["phase"] == phase and r.get(key) == value]
+    return min(secs) if secs else None
+
+print("| model | phase | kvplan | transformers | llama.cpp | kvplan / transformers | kvplan / llama.cpp |")
+print("|---|---|---:|---:|---:|---:|---:|")
+for m in models:
+    tools = {t: sorted(glob.glob(f"{out}/{m}.{t}.*.json")) for t in ["kvplan", "transformers", "llamacpp"]}
+    rows = [("prefill", "tokens", n, n, f"prefill {n}", "tokens/s") for n in prefill]
+    rows += [("decode", "context", c, 32, f"decode at {c}", "tokens/s") for c in contexts]
+    for phase, key, value, count, label, unit in rows:
+        s = {t: best(f, phase, key, value) for t, f in tools.items()}
+        rate = {t: (count / v if v else None) for t, v in s.items()}
+        cell = lambda t: f"{rate[t]:.1f}" if rate[t] else "–"
+        ratio = lambda a, b: f"{rate[a] / rate[b]:.2f}×" if rate[a] and rate[b] else "–"
+        print(f"| {m} | {label} ({unit}) | {cell('kvplan')} | {cell('transformers')} | "
+              f"{cell('llamacpp')} | {ratio('kvplan', 'transformers')} | {ratio('kvplan', 'llamacpp')} |")
+PY

@@ -26,9 +26,9 @@ use burn::tensor::backend::Backend;
 use kvplan_planner::{Plan, Target};
 use kvplan_runtime::generate::{argmax, last_row};
 use kvplan_runtime::model::{Logits, Model};
-use kvplan_runtime::observe::{ObserveConfig, Observer};
+use kvplan_runtime::observe::Observer;
 use kvplan_runtime::press::registry::{build_press_with, PressOptions, PressRequest};
-use kvplan_runtime::press::{Press, Session};
+use kvplan_runtime::press::{shared_observe, Press, Session};
 use kvplan_runtime::tokenizer::Tokenizer;
 
 use crate::driver::Sink;
@@ -410,17 +410,8 @@ impl<'a, B: Backend> Evaluator<'a, B> {
         if !shared.iter().any(|&s| s) {
             return Ok(None);
         }
-        let mut config = ObserveConfig {
-            rows_end,
-            ..ObserveConfig::default()
-        };
-        for (p, _) in presses.iter().zip(shared).filter(|(_, s)| **s) {
-            if let Some(c) = p.prefill_observe() {
-                config.attn_rows = config.attn_rows.max(c.attn_rows);
-                config.column_sums |= c.column_sums;
-                config.keys_values |= c.keys_values;
-            }
-        }
+        let sharing = presses.iter().zip(shared).filter(|(_, s)| **s);
+        let config = shared_observe(sharing.map(|(p, _)| p.as_ref()), rows_end);
         let mut obs = Observer::new(config, self.model.config.geometry.layers);
         let mut cache = self.model.new_cache();
         let logits = self

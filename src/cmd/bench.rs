@@ -5,16 +5,27 @@
 //! `--decode-context` prefill. Each phase is repeated `--repeats` times and the best time is
 //! reported (the machine is noisy). Peak memory is the process's peak resident set during the
 //! phase (Linux `VmHWM`, reset through `/proc/self/clear_refs` before each phase).
+//!
+//! `--methods` adds decode under KV methods: one observed prefill of `--decode-context` tokens
+//! (what every listed press asks to observe), then each method compresses a copy of that cache
+//! (its plan at `--budget`/`--ratio`, else the plan's own target) and decodes the same
+//! `--decode-tokens` steps; reported with the KV it holds and its speed against FullKV's in the
+//! same run. A method that runs its own forward pass (PoD) prefills on its own.
 
 use std::time::Instant;
 
 use anyhow::Context;
+use kvplan_planner::{Plan, Target};
 use kvplan_runtime::backend::{self, Selected};
 use kvplan_runtime::gguf::GgufFile;
+use kvplan_runtime::identity::model_identity;
 use kvplan_runtime::model::{Logits, Model};
+use kvplan_runtime::observe::Observer;
+use kvplan_runtime::press::registry::{build_press_with, PressRequest};
+use kvplan_runtime::press::{shared_observe, Session};
 use kvplan_runtime::tokenizer::Tokenizer;
 
-use super::model_args::ModelArgs;
+use super::model_args::{self, plan_file, ModelArgs, PressArgs};
 
 /// A paragraph of ordinary English, repeated to the lengths measured.
 const TEXT: &str = "The river runs past the old mill, where the miller's children once counted \
@@ -40,6 +51,21 @@ pub struct BenchArgs {
     /// Also write the results as JSON to this file.
     #[arg(long, value_name = "FILE")]
     pub json: Option<std::path::PathBuf>,
+    /// Decode under these KV methods as well (comma-separated, e.g. `full,snapkv,streaming`;
+    /// `all`: every method of the registry), after one shared prefill of --decode-context tokens.
+    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+    pub methods: Option<Vec<String>>,
+    /// Plan the methods' budgets come from [default: plans/<slug>.plan.json].
+    #[arg(long, value_name = "FILE")]
+    pub plan: Option<std::path::PathBuf>,
+    /// Re-target the plan: entries per (layer, KV head).
+    #[arg(long, value_name = "N", conflicts_with = "ratio")]
+    pub budget: Option<usize>,
+    /// Re-target the plan: share of the prompt kept per head, 0 < R <= 1.
+    #[arg(long, value_name = "R")]
+    pub ratio: Option<f64>,
+    #[command(flatten)]
+    pub press: PressArgs,
     #[command(flatten)]
     pub model: ModelArgs,
 }
@@ -63,6 +89,11 @@ fn ids_of_length(tok: &Tokenizer, n: usize) -> anyhow::Result<Vec<u32>> {
 /// Runs `kvplan bench`.
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     anyhow::ensure!(args.repeats > 0, "--repeats must be at least 1");
+    let methods = match &args.methods {
+        Some(m) if m.iter().any(|n| n == "all") => Some(super::methods_or_all(None)?),
+        Some(m) => Some(super::methods_or_all(Some(m))?),
+        None => None,
+    };
     let path = args.model.resolve()?;
     let gguf = GgufFile::open(&path).with_context(|| format!("reading {}", path.display()))?;
     let tok = Tokenizer::from_gguf(&gguf)?;
@@ -105,6 +136,14 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         results.push(serde_json::json!({"phase": "prefill", "tokens": n, "seconds": best, "tokens_per_s": n as f64 / best, "peak_rss_mib": peak}));
     }
     let ids = ids_of_length(&tok, args.decode_context + args.decode_tokens)?;
+    let context = model.config.context_len;
+    anyhow::ensure!(
+        ids.len() <= context,
+        "--decode-context {} + --decode-tokens {} = {} tokens pass the model's context of {context}",
+        args.decode_context,
+        args.decode_tokens,
+        ids.len()
+    );
     reset_peak();
     let mut best = f64::INFINITY;
     let mut kv_bytes = 0;
@@ -125,6 +164,17 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     println!("decode  {} tokens at {} context: {best:>7.3} s  {tps:>8.2} tokens/s  KV {:.1} MiB  peak RSS {:.0} MiB",
         args.decode_tokens, args.decode_context, kv_bytes as f64 / (1 << 20) as f64, peak.unwrap_or(f64::NAN));
     results.push(serde_json::json!({"phase": "decode", "context": args.decode_context, "tokens": args.decode_tokens, "seconds": best, "tokens_per_s": tps, "kv_bytes": kv_bytes, "peak_rss_mib": peak}));
+    if let Some(methods) = &methods {
+        let plan = load_plan(&args, &path, &model)?;
+        results.extend(methods_phase(
+            &args,
+            methods,
+            plan.as_ref(),
+            &model,
+            &ids,
+            tps,
+        )?);
+    }
     if let Some(out) = args.json {
         let body = serde_json::to_string_pretty(
             &serde_json::json!({"model": model.config.name, "backend": backend::name(), "results": results}),
@@ -133,4 +183,93 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
             .with_context(|| format!("writing {}", out.display()))?;
     }
     Ok(())
+}
+
+/// The plan of the methods (`--plan`, else the model's default plan), when any needs one.
+fn load_plan(
+    args: &BenchArgs,
+    path: &std::path::Path,
+    model: &Model<Selected>,
+) -> anyhow::Result<Option<Plan>> {
+    if args.methods.iter().flatten().all(|m| m == "full") {
+        return Ok(None);
+    }
+    let identity = model_identity(path, &model.config)?;
+    let file = plan_file(args.plan.as_deref(), &identity);
+    Ok(Some(model_args::load_plan(&file, &identity, path)?.0))
+}
+
+/// Decode under each method after one shared prefill of the first `--decode-context` of `ids`
+/// (module header), once each (a press's state moves with its cache), against `full_tps`, the
+/// model's own FullKV decode measured just before; one JSON row per method.
+fn methods_phase(
+    args: &BenchArgs,
+    methods: &[String],
+    plan: Option<&Plan>,
+    model: &Model<Selected>,
+    ids: &[u32],
+    full_tps: f64,
+) -> anyhow::Result<Vec<serde_json::Value>> {
+    let n = args.decode_context;
+    let target = match (args.budget, args.ratio) {
+        (Some(b), _) => Some(Target::Tokens(b)),
+        (None, Some(r)) => Some(Target::Ratio(r)),
+        (None, None) => None,
+    };
+    let request = PressRequest {
+        plan,
+        context_len: n,
+        target,
+        options: args.press.options(),
+    };
+    let mut presses = Vec::new();
+    for name in methods {
+        let spec = build_press_with::<Selected>(name, &request, &model.config)
+            .with_context(|| format!("--methods {name}"))?;
+        presses.push((name.as_str(), spec.press));
+    }
+    let sharing = presses.iter().filter(|(_, p)| p.adopts_shared_prefill());
+    let config = shared_observe(sharing.map(|(_, p)| p.as_ref()), None);
+    let mut obs = Observer::new(config, model.config.geometry.layers);
+    let mut cache = model.new_cache();
+    let started = Instant::now();
+    model.forward(&ids[..n], &mut cache, Some(&mut obs), Logits::Last)?;
+    println!(
+        "methods: shared prefill of {n} tokens (observed) {:.1} s; budgets: {}",
+        started.elapsed().as_secs_f64(),
+        match target {
+            Some(Target::Tokens(b)) => format!("{b} entries per head"),
+            Some(Target::Ratio(r)) => format!("ratio {r}"),
+            None => "the plan's target".into(),
+        }
+    );
+    let mut rows = Vec::new();
+    for (name, press) in &mut presses {
+        let mut session = Session::new(model, press.as_mut());
+        let t = Instant::now();
+        if session.press.adopts_shared_prefill() {
+            session.adopt(cache.clone(), n, Some(&obs))?;
+        } else {
+            let _ = session.prefill(&ids[..n])?.into_data();
+        }
+        let press_s = t.elapsed().as_secs_f64();
+        let memory = session.memory();
+        // Once: a press's state (H2O's scores, TOVA's, TreeKV's tree) moves with its cache.
+        let t = Instant::now();
+        for &id in &ids[n..] {
+            let _ = session.step(id)?.into_data();
+        }
+        let secs = t.elapsed().as_secs_f64();
+        let tps = args.decode_tokens as f64 / secs;
+        println!(
+            "{name:>16}: KV {:>7.1} MiB ({:.3} of FullKV)  press {press_s:>6.2} s  decode {tps:>7.2} tokens/s  {:.2}x the model's FullKV decode",
+            memory.held_bytes as f64 / (1 << 20) as f64,
+            memory.ratio(),
+            tps / full_tps,
+        );
+        rows.push(serde_json::json!({"phase": "decode-method", "method": name, "context": n,
+            "tokens": args.decode_tokens, "seconds": secs, "tokens_per_s": tps,
+            "kv_bytes": memory.held_bytes, "kv_fraction": memory.ratio(), "press_seconds": press_s}));
+    }
+    Ok(rows)
 }

@@ -18,6 +18,16 @@
 //! windows the attention; the profiler reads rows aligned across layers). [`window_span`] is the
 //! rule for how many entries a layer holds; FullKV counts a windowed layer at the same span
 //! (the planner's `budgets::full_kv_bytes`, over the geometry's `layer_windows`).
+//!
+//! **Where the entries live.** The CPU attention kernel ([`crate::model::host_attention`]) keeps a
+//! layer on the host ([`HostKv`]: one growing `[len_h][head_dim]` run per head), so a decode step
+//! appends its row in place instead of concatenating and copying the whole cache twice (a 2K
+//! SmolLM2 cache is 47 MB a token). Everything else sees burn tensors: [`LayerCache::store`] and
+//! [`LayerCache::head`] make them from the host rows on first use (kept until the next change),
+//! and burn-side changes (the generic attention's append, a press's `replace`) move the layer to
+//! tensors. Eviction ([`LayerCache::retain`], [`LayerCache::slide`]) works in place on either.
+
+use std::sync::OnceLock;
 
 use burn::tensor::backend::Backend;
 use burn::tensor::{Int, Tensor, TensorData};
@@ -63,10 +73,107 @@ impl<B: Backend> KvStore<B> {
     }
 }
 
+/// One layer's keys and values on the host: per head, `[len_h][head_dim]` row-major, in storage
+/// order (the rows of [`LayerCache::positions`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct HostKv {
+    /// Keys per head (post-RoPE).
+    pub keys: Vec<Vec<f32>>,
+    /// Values per head.
+    pub values: Vec<Vec<f32>>,
+}
+
+impl HostKv {
+    /// Takes `store`'s tensors to the host (no copy where burn hands its buffer over).
+    fn of_store<B: Backend>(store: KvStore<B>) -> Self {
+        let split = |t: Tensor<B, 3>| -> Vec<Vec<f32>> {
+            let [heads, len, d] = t.dims();
+            let all = host_vec(t);
+            if heads == 1 {
+                return vec![all];
+            }
+            all.chunks_exact(len * d).map(<[f32]>::to_vec).collect()
+        };
+        match store {
+            KvStore::Uniform { keys, values } => Self {
+                keys: split(keys),
+                values: split(values),
+            },
+            KvStore::PerHead { keys, values } => Self {
+                keys: keys.into_iter().map(host_vec).collect(),
+                values: values.into_iter().map(host_vec).collect(),
+            },
+        }
+    }
+
+    /// The same entries as burn tensors.
+    fn to_store<B: Backend>(&self, head_dim: usize, device: &B::Device) -> KvStore<B> {
+        let tensor = |rows: &[f32]| {
+            Tensor::<B, 2>::from_data(
+                TensorData::new(rows.to_vec(), [rows.len() / head_dim, head_dim]),
+                device,
+            )
+        };
+        let uniform = self.keys.windows(2).all(|w| w[0].len() == w[1].len());
+        if uniform {
+            let (heads, len) = (self.keys.len(), self.keys[0].len() / head_dim);
+            let stacked = |per_head: &[Vec<f32>]| {
+                Tensor::<B, 3>::from_data(
+                    TensorData::new(per_head.concat(), [heads, len, head_dim]),
+                    device,
+                )
+            };
+            KvStore::Uniform {
+                keys: stacked(&self.keys),
+                values: stacked(&self.values),
+            }
+        } else {
+            KvStore::PerHead {
+                keys: self.keys.iter().map(|k| tensor(k)).collect(),
+                values: self.values.iter().map(|v| tensor(v)).collect(),
+            }
+        }
+    }
+
+    /// Keeps each head's rows at the sorted storage indices `keep[h]`.
+    fn gather(&mut self, keep: &[Vec<usize>], head_dim: usize) {
+        let pick = |rows: &mut Vec<f32>, ids: &[usize]| {
+            let mut kept = Vec::with_capacity(ids.len() * head_dim);
+            for &i in ids {
+                kept.extend_from_slice(&rows[i * head_dim..(i + 1) * head_dim]);
+            }
+            *rows = kept;
+        };
+        for (h, ids) in keep.iter().enumerate() {
+            pick(&mut self.keys[h], ids);
+            pick(&mut self.values[h], ids);
+        }
+    }
+}
+
+/// A tensor's values on the host as f32.
+fn host_vec<B: Backend, const D: usize>(t: Tensor<B, D>) -> Vec<f32> {
+    t.into_data()
+        .convert::<f32>()
+        .into_vec::<f32>()
+        .expect("converted to f32")
+}
+
+/// Where a layer's entries are held.
+#[derive(Debug, Clone)]
+enum Held<B: Backend> {
+    /// Burn tensors (the generic attention, the presses, GPU backends).
+    Tensors(KvStore<B>),
+    /// Host rows (the CPU attention kernel), with the device their tensors are made on.
+    Host { kv: HostKv, device: B::Device },
+}
+
 /// One layer's cache.
 #[derive(Debug, Clone)]
 pub struct LayerCache<B: Backend> {
-    store: Option<KvStore<B>>,
+    held: Option<Held<B>>,
+    /// The tensors of a host-held layer, made on first use, cleared by every change.
+    view: OnceLock<KvStore<B>>,
     positions: Vec<Vec<usize>>,
     head_dim: usize,
     window: Option<usize>,
@@ -76,7 +183,8 @@ impl<B: Backend> LayerCache<B> {
     /// An empty cache for `kv_heads` heads of `head_dim`.
     pub fn new(kv_heads: usize, head_dim: usize) -> Self {
         Self {
-            store: None,
+            held: None,
+            view: OnceLock::new(),
             positions: vec![Vec::new(); kv_heads],
             head_dim,
             window: None,
@@ -106,7 +214,16 @@ impl<B: Backend> LayerCache<B> {
         if lens.iter().all(|&n| n <= w) {
             return;
         }
-        if lens.iter().any(|&n| n > 2 * w) {
+        let d = self.head_dim;
+        if let Some(Held::Host { kv, .. }) = &mut self.held {
+            // Host rows: drop each head's oldest rows in place.
+            for (h, &n) in lens.iter().enumerate() {
+                let drop = n.saturating_sub(w) * d;
+                kv.keys[h].drain(..drop);
+                kv.values[h].drain(..drop);
+            }
+            self.view = OnceLock::new();
+        } else if lens.iter().any(|&n| n > 2 * w) {
             // Far past the window (after a prefill): gather the kept rows into new tensors, so
             // the old ones are freed now; a narrowed view could keep them until the next append.
             let keep: Vec<Vec<usize>> = lens
@@ -115,28 +232,30 @@ impl<B: Backend> LayerCache<B> {
                 .collect();
             self.retain(&keep);
             return;
-        }
-        self.store = self.store.take().map(|store| match store {
-            KvStore::Uniform { keys, values } => {
-                let [_, len, _] = keys.dims();
-                let from = len.saturating_sub(w);
-                KvStore::Uniform {
-                    keys: keys.narrow(1, from, len - from),
-                    values: values.narrow(1, from, len - from),
-                }
-            }
-            KvStore::PerHead { keys, values } => {
-                let last = |t: Tensor<B, 2>| {
-                    let len = t.dims()[0];
+        } else {
+            let store = self.take_tensors().map(|store| match store {
+                KvStore::Uniform { keys, values } => {
+                    let [_, len, _] = keys.dims();
                     let from = len.saturating_sub(w);
-                    t.narrow(0, from, len - from)
-                };
-                KvStore::PerHead {
-                    keys: keys.into_iter().map(last).collect(),
-                    values: values.into_iter().map(last).collect(),
+                    KvStore::Uniform {
+                        keys: keys.narrow(1, from, len - from),
+                        values: values.narrow(1, from, len - from),
+                    }
                 }
-            }
-        });
+                KvStore::PerHead { keys, values } => {
+                    let last = |t: Tensor<B, 2>| {
+                        let len = t.dims()[0];
+                        let from = len.saturating_sub(w);
+                        t.narrow(0, from, len - from)
+                    };
+                    KvStore::PerHead {
+                        keys: keys.into_iter().map(last).collect(),
+                        values: values.into_iter().map(last).collect(),
+                    }
+                }
+            });
+            self.held = store.map(Held::Tensors);
+        }
         for p in &mut self.positions {
             let n = p.len().saturating_sub(w);
             p.drain(..n);
@@ -164,9 +283,34 @@ impl<B: Backend> LayerCache<B> {
         &self.positions[h]
     }
 
-    /// The tensors, if any entry is held.
+    /// The tensors, if any entry is held (made from the host rows of a host-held layer on first
+    /// use, then kept until the layer changes).
     pub fn store(&self) -> Option<&KvStore<B>> {
-        self.store.as_ref()
+        match self.held.as_ref()? {
+            Held::Tensors(store) => Some(store),
+            Held::Host { kv, device } => {
+                Some(self.view.get_or_init(|| kv.to_store(self.head_dim, device)))
+            }
+        }
+    }
+
+    /// The host rows, when the layer is held on the host (the CPU kernel's appends).
+    pub fn host(&self) -> Option<&HostKv> {
+        match self.held.as_ref()? {
+            Held::Host { kv, .. } => Some(kv),
+            Held::Tensors(_) => None,
+        }
+    }
+
+    /// Takes the entries as tensors (moving host rows into tensors), leaving nothing held.
+    fn take_tensors(&mut self) -> Option<KvStore<B>> {
+        let view = self.view.take();
+        match self.held.take()? {
+            Held::Tensors(store) => Some(store),
+            Held::Host { kv, device } => {
+                Some(view.unwrap_or_else(|| kv.to_store(self.head_dim, &device)))
+            }
+        }
     }
 
     /// Bytes of K and V held: entries × head_dim × [`BYTES_PER_ELEMENT`] × 2.
@@ -182,7 +326,7 @@ impl<B: Backend> LayerCache<B> {
         for p in &mut self.positions {
             p.extend_from_slice(positions);
         }
-        self.store = Some(match self.store.take() {
+        let store = match self.take_tensors() {
             None => KvStore::Uniform { keys, values },
             Some(KvStore::Uniform { keys: k, values: v }) => KvStore::Uniform {
                 keys: Tensor::cat(vec![k, keys], 1),
@@ -205,6 +349,45 @@ impl<B: Backend> LayerCache<B> {
                     values: nv,
                 }
             }
+        };
+        self.held = Some(Held::Tensors(store));
+    }
+
+    /// Appends `t` new entries to every head on the host, in place; a layer held as tensors
+    /// moves to the host first (once).
+    ///
+    /// # Shapes
+    /// - keys, values: `[kv_heads][t][head_dim]`; `positions.len() == t`
+    pub fn append_host(
+        &mut self,
+        keys: &[f32],
+        values: &[f32],
+        positions: &[usize],
+        device: &B::Device,
+    ) {
+        let (heads, block) = (self.kv_heads(), positions.len() * self.head_dim);
+        assert_eq!(keys.len(), heads * block, "append_host: keys size");
+        assert_eq!(values.len(), heads * block, "append_host: values size");
+        for p in &mut self.positions {
+            p.extend_from_slice(positions);
+        }
+        self.view = OnceLock::new();
+        let kv = match self.held.take() {
+            Some(Held::Host { kv, .. }) => kv,
+            Some(Held::Tensors(store)) => HostKv::of_store(store),
+            None => HostKv {
+                keys: vec![Vec::new(); heads],
+                values: vec![Vec::new(); heads],
+            },
+        };
+        let mut kv = kv;
+        for h in 0..heads {
+            kv.keys[h].extend_from_slice(&keys[h * block..(h + 1) * block]);
+            kv.values[h].extend_from_slice(&values[h * block..(h + 1) * block]);
+        }
+        self.held = Some(Held::Host {
+            kv,
+            device: device.clone(),
         });
     }
 
@@ -213,7 +396,7 @@ impl<B: Backend> LayerCache<B> {
     /// # Shapes
     /// - returns `([len_h, head_dim], [len_h, head_dim])`
     pub fn head(&self, h: usize) -> Option<(Tensor<B, 2>, Tensor<B, 2>)> {
-        match self.store.as_ref()? {
+        match self.store()? {
             KvStore::Uniform { keys, values } => Some((
                 keys.clone().narrow(0, h, 1).squeeze_dim(0),
                 values.clone().narrow(0, h, 1).squeeze_dim(0),
@@ -239,7 +422,7 @@ impl<B: Backend> LayerCache<B> {
                 .flat_map(|t| std::iter::repeat_n(t, times))
                 .collect()
         };
-        self.store = self.store.take().map(|store| match store {
+        let store = self.take_tensors().map(|store| match store {
             KvStore::Uniform { keys, values } => KvStore::Uniform {
                 keys: repeat_heads(keys, times),
                 values: repeat_heads(values, times),
@@ -249,22 +432,27 @@ impl<B: Backend> LayerCache<B> {
                 values: copies(values),
             },
         });
+        self.held = store.map(Held::Tensors);
     }
 
     /// Switches to one tensor per head (what a per-head press produces), keeping every entry.
     pub fn to_per_head(&mut self) {
-        if let Some(KvStore::Uniform { keys, values }) = self.store.take() {
-            let n = self.kv_heads();
-            let split = |t: Tensor<B, 3>| -> Vec<Tensor<B, 2>> {
-                (0..n)
-                    .map(|h| t.clone().narrow(0, h, 1).squeeze_dim(0))
-                    .collect()
-            };
-            self.store = Some(KvStore::PerHead {
-                keys: split(keys),
-                values: split(values),
-            });
-        }
+        let store = self.take_tensors().map(|store| match store {
+            KvStore::Uniform { keys, values } => {
+                let n = self.kv_heads();
+                let split = |t: Tensor<B, 3>| -> Vec<Tensor<B, 2>> {
+                    (0..n)
+                        .map(|h| t.clone().narrow(0, h, 1).squeeze_dim(0))
+                        .collect()
+                };
+                KvStore::PerHead {
+                    keys: split(keys),
+                    values: split(values),
+                }
+            }
+            per_head => per_head,
+        });
+        self.held = store.map(Held::Tensors);
     }
 
     /// Replaces the tensors and positions wholesale, for presses that rewrite entries in place
@@ -276,7 +464,8 @@ impl<B: Backend> LayerCache<B> {
             self.kv_heads(),
             "replace: one position list per KV head"
         );
-        self.store = store;
+        self.view = OnceLock::new();
+        self.held = store.map(Held::Tensors);
         self.positions = positions;
     }
 
@@ -294,18 +483,26 @@ impl<B: Backend> LayerCache<B> {
             self.kv_heads(),
             "retain: one index list per KV head"
         );
-        let Some(store) = self.store.take() else {
+        let mut sorted: Vec<Vec<usize>> = keep.to_vec();
+        for s in &mut sorted {
+            s.sort_unstable();
+            s.dedup();
+        }
+        for (h, ids) in sorted.iter().enumerate() {
+            self.positions[h] = ids.iter().map(|&i| self.positions[h][i]).collect();
+        }
+        if let Some(Held::Host { kv, .. }) = &mut self.held {
+            kv.gather(&sorted, self.head_dim);
+            self.view = OnceLock::new();
+            return;
+        }
+        let Some(store) = self.take_tensors() else {
             return;
         };
         let device = match &store {
             KvStore::Uniform { keys, .. } => keys.device(),
             KvStore::PerHead { keys, .. } => keys[0].device(),
         };
-        let mut sorted: Vec<Vec<usize>> = keep.to_vec();
-        for s in &mut sorted {
-            s.sort_unstable();
-            s.dedup();
-        }
         let index = |ids: &[usize]| {
             let ids: Vec<i64> = ids.iter().map(|&i| i as i64).collect();
             let n = ids.len();
@@ -323,9 +520,8 @@ impl<B: Backend> LayerCache<B> {
             };
             nk.push(k.select(0, index(ids)));
             nv.push(v.select(0, index(ids)));
-            self.positions[h] = ids.iter().map(|&i| self.positions[h][i]).collect();
         }
-        self.store = Some(if uniform {
+        self.held = Some(Held::Tensors(if uniform {
             KvStore::Uniform {
                 keys: Tensor::stack(nk, 0),
                 values: Tensor::stack(nv, 0),
@@ -335,7 +531,7 @@ impl<B: Backend> LayerCache<B> {
                 keys: nk,
                 values: nv,
             }
-        });
+        }));
     }
 }
 
@@ -383,4 +579,85 @@ impl<B: Backend> KvCache<B> {
 /// for a global layer (`None`), at most the window for a windowed one.
 pub fn window_span(window: Option<usize>, tokens: usize) -> usize {
     window.map_or(tokens, |w| w.min(tokens))
+}
+
+#[cfg(all(test, feature = "flex"))]
+mod tests {
+    use burn::backend::Flex;
+
+    use super::*;
+
+    type B = Flex;
+
+    /// `[heads][t][d]` rows whose values name their head, position and dimension.
+    fn rows(heads: usize, positions: &[usize], d: usize, salt: f32) -> Vec<f32> {
+        let mut out = Vec::new();
+        for h in 0..heads {
+            for &p in positions {
+                out.extend((0..d).map(|i| salt + (h * 1000 + p * 10 + i) as f32));
+            }
+        }
+        out
+    }
+
+    fn per_head(cache: &LayerCache<B>) -> Vec<(Vec<f32>, Vec<f32>)> {
+        (0..cache.kv_heads())
+            .map(|h| {
+                let (k, v) = cache.head(h).expect("entries");
+                (host_vec(k), host_vec(v))
+            })
+            .collect()
+    }
+
+    /// The same appends and evictions on a host-held and a tensor-held layer leave the same
+    /// entries, positions and bytes; host rows stay on the host through retain and slide.
+    #[test]
+    fn host_and_tensor_layers_hold_the_same_entries() {
+        let (heads, d) = (2, 3);
+        let device = Default::default();
+        let tensor = |v: Vec<f32>, t: usize| {
+            Tensor::<B, 3>::from_data(TensorData::new(v, [heads, t, d]), &device)
+        };
+        let mut host = LayerCache::<B>::new(heads, d);
+        let mut burn = LayerCache::<B>::new(heads, d);
+        let steps: [&[usize]; 3] = [&[0, 1, 2, 3, 4], &[5], &[6, 7]];
+        for (i, pos) in steps.iter().enumerate() {
+            let (k, v) = (rows(heads, pos, d, 0.0), rows(heads, pos, d, 0.5));
+            host.append_host(&k, &v, pos, &device);
+            burn.append(tensor(k, pos.len()), tensor(v, pos.len()), pos);
+            if i == 0 {
+                // Uneven lists: per-head storage on the tensor side.
+                host.retain(&[vec![4, 0, 2], vec![1, 3]]);
+                burn.retain(&[vec![4, 0, 2], vec![1, 3]]);
+            }
+        }
+        assert!(host.host().is_some(), "retain keeps host rows on the host");
+        assert_eq!(host.positions(0), &[0, 2, 4, 5, 6, 7]);
+        assert_eq!(host.positions(1), &[1, 3, 5, 6, 7]);
+        assert_eq!(per_head(&host), per_head(&burn));
+        host.slide(Some(4));
+        burn.slide(Some(4));
+        assert!(host.host().is_some(), "slide keeps host rows on the host");
+        assert_eq!(host.positions(0), &[4, 5, 6, 7]);
+        assert_eq!(host.positions(1), &[3, 5, 6, 7]);
+        assert_eq!(per_head(&host), per_head(&burn));
+        assert_eq!(host.bytes(), burn.bytes());
+        // A burn-side append moves the host rows to tensors, with nothing lost.
+        let pos = [8];
+        host.append(
+            tensor(rows(heads, &pos, d, 0.0), 1),
+            tensor(rows(heads, &pos, d, 0.5), 1),
+            &pos,
+        );
+        burn.append_host(
+            &rows(heads, &pos, d, 0.0),
+            &rows(heads, &pos, d, 0.5),
+            &pos,
+            &device,
+        );
+        assert!(host.host().is_none() && burn.host().is_some());
+        assert_eq!(per_head(&host), per_head(&burn));
+        // The head rows are the ones appended: head 1, position 8, dims 0..3.
+        assert_eq!(per_head(&burn)[1].0[12..], [1080.0, 1081.0, 1082.0]);
+    }
 }

@@ -3,8 +3,8 @@
 //!
 //! [`forward`] takes the fused QKV projection's output to the host once, applies RoPE (rotate-half,
 //! HF order, the shared tables of [`super::rope::Rope`]) and the query scale in one loop, appends
-//! the rotated keys and the values to the [`LayerCache`], runs the fused kernel below over what
-//! the cache holds, and hands `[t, heads·d]` back to burn for the output projection.
+//! the rotated keys and the values to the [`LayerCache`] on the host (in place, no copy of what it
+//! holds), runs the fused kernel below over what the cache holds, and hands `[t, heads·d]` back to burn for the output projection.
 //!
 //! Per (query head, block of [`ROWS`] query rows): `S = Q_b·K[..cols]ᵀ` with one gemm, a single
 //! fused pass for the causal mask and the softmax of each row, then `O_b = P·V[..cols]` with one
@@ -26,11 +26,16 @@ use rayon::prelude::*;
 
 use super::attention::{observed_to_head_order, Attention, ForwardCtx, ObservedSoFar};
 use super::rope::rotate_half_scaled;
-use crate::cache::{KvStore, LayerCache};
+use crate::cache::LayerCache;
 use crate::observe::{AttentionRows, ColumnSums, KeysValues, LayerObservation};
 
 /// Query rows per task.
 pub const ROWS: usize = 64;
+
+/// Query rows per task up to which the products are plain dot products and row updates
+/// ([`few_rows`]) instead of `gemm`, which packs the keys first: a decode step's single row
+/// reads each key once.
+const FEW_ROWS: usize = 4;
 
 /// Shapes of one kernel call: queries `[kv_heads][group][t][head_dim]`, keys and values
 /// `[kv_heads][keys][head_dim]`; the last `t` keys are the new tokens.
@@ -52,7 +57,10 @@ pub struct Dims {
 }
 
 fn to_host<B: Backend, const D: usize>(t: Tensor<B, D>) -> Vec<f32> {
-    t.into_data().iter::<f32>().collect()
+    t.into_data()
+        .convert::<f32>()
+        .into_vec::<f32>()
+        .expect("converted to f32")
 }
 
 /// The new tokens' projections on the host, RoPE applied where it belongs.
@@ -126,11 +134,12 @@ pub fn forward<B: Backend>(
             values: v.clone(),
         });
     }
-    let kv_tensor = |data: Vec<f32>| {
-        let data = repeat_heads(data, heads / nkv, t * d); // [heads][t][d]
-        Tensor::<B, 3>::from_data(TensorData::new(data, [heads, t, d]), &device)
-    };
-    cache.append(kv_tensor(k_rot), kv_tensor(v), ctx.positions);
+    // [heads][t][d]: the KV heads, or each repeated per query head in an unfolded cache.
+    let (k_rot, v) = (
+        repeat_heads(k_rot, heads / nkv, t * d),
+        repeat_heads(v, heads / nkv, t * d),
+    );
+    cache.append_host(&k_rot, &v, ctx.positions, &device);
     let (observe, colsum) = match obs {
         Some(_) => (ctx.observed_rows(), ctx.obs_colsum),
         None => (0..0, false),
@@ -164,8 +173,9 @@ pub fn forward<B: Backend>(
     ))
 }
 
-/// The kernel over what `cache` holds: one call for a uniform store, one per cache head for
-/// per-head storage (outputs and observations concatenated in slot order).
+/// The kernel over what `cache` holds on the host: one call while every head holds the same
+/// number of entries, one per cache head otherwise (outputs and observations concatenated in slot
+/// order).
 ///
 /// # Shapes
 /// - q: `[kv][group][t][d]` → `out` of the same layout; `shape` gives the group, `t`, the head
@@ -180,36 +190,42 @@ fn attend_cache<B: Backend>(
     let Dims {
         group, t, head_dim, ..
     } = shape;
-    match cache.store() {
-        Some(KvStore::Uniform { keys, values }) => {
-            let dims = Dims {
-                kv_heads: cache.kv_heads(),
-                keys: cache.len(0),
-                ..shape
-            };
-            let (k, v) = (to_host(keys.clone()), to_host(values.clone()));
-            attend(q, &k, &v, dims, observe, colsum)
-        }
-        Some(KvStore::PerHead { keys, values }) => {
-            let mut all = HostOutput::default();
-            let per_head = group * t * head_dim;
-            for (g, (k, v)) in keys.iter().zip(values).enumerate() {
-                let qg = &q[g * per_head..(g + 1) * per_head];
-                let dims = Dims {
-                    kv_heads: 1,
-                    keys: cache.len(g),
-                    ..shape
-                };
-                let (k, v) = (to_host(k.clone()), to_host(v.clone()));
-                let mut r = attend(qg, &k, &v, dims, observe.clone(), colsum);
-                all.out.append(&mut r.out);
-                all.rows.append(&mut r.rows);
-                all.column_sums.append(&mut r.column_sums);
-            }
-            all
-        }
-        None => unreachable!("append always leaves a store"),
+    let kv = cache
+        .host()
+        .expect("append_host leaves the layer on the host");
+    let keys: Vec<&[f32]> = kv.keys.iter().map(Vec::as_slice).collect();
+    let values: Vec<&[f32]> = kv.values.iter().map(Vec::as_slice).collect();
+    let heads = cache.kv_heads();
+    if (1..heads).all(|h| cache.len(h) == cache.len(0)) {
+        let dims = Dims {
+            kv_heads: heads,
+            keys: cache.len(0),
+            ..shape
+        };
+        return attend_heads(q, &keys, &values, dims, observe, colsum);
     }
+    let mut all = HostOutput::default();
+    let per_head = group * t * head_dim;
+    for g in 0..heads {
+        let qg = &q[g * per_head..(g + 1) * per_head];
+        let dims = Dims {
+            kv_heads: 1,
+            keys: cache.len(g),
+            ..shape
+        };
+        let mut r = attend_heads(
+            qg,
+            &keys[g..=g],
+            &values[g..=g],
+            dims,
+            observe.clone(),
+            colsum,
+        );
+        all.out.append(&mut r.out);
+        all.rows.append(&mut r.rows);
+        all.column_sums.append(&mut r.column_sums);
+    }
+    all
 }
 
 /// Records the kernel's observed rows and column sums (slot order) in query-head order.
@@ -290,6 +306,34 @@ pub fn attend(
 ) -> HostOutput {
     let Dims {
         kv_heads: kv,
+        keys: l,
+        head_dim: d,
+        ..
+    } = dims;
+    assert_eq!(k.len(), kv * l * d, "host attention: k size");
+    assert_eq!(v.len(), kv * l * d, "host attention: v size");
+    let (keys, values): (Vec<&[f32]>, Vec<&[f32]>) = (0..kv)
+        .map(|h| {
+            (
+                &k[h * l * d..(h + 1) * l * d],
+                &v[h * l * d..(h + 1) * l * d],
+            )
+        })
+        .unzip();
+    attend_heads(q, &keys, &values, dims, observe, colsum)
+}
+
+/// [`attend`] over keys and values given per cache head (`dims.keys` rows of `head_dim` each).
+fn attend_heads(
+    q: &[f32],
+    k: &[&[f32]],
+    v: &[&[f32]],
+    dims: Dims,
+    observe: Range<usize>,
+    colsum: bool,
+) -> HostOutput {
+    let Dims {
+        kv_heads: kv,
         group,
         t,
         keys: l,
@@ -297,8 +341,10 @@ pub fn attend(
         ..
     } = dims;
     assert_eq!(q.len(), kv * group * t * d, "host attention: q size");
-    assert_eq!(k.len(), kv * l * d, "host attention: k size");
-    assert_eq!(v.len(), kv * l * d, "host attention: v size");
+    assert!(
+        k.len() == kv && v.len() == kv && k.iter().chain(v).all(|x| x.len() == l * d),
+        "host attention: k/v sizes"
+    );
     assert!(l >= t, "host attention: fewer keys than new tokens");
     let heads = kv * group;
     let tasks: Vec<Task> = (0..heads)
@@ -342,8 +388,8 @@ pub fn attend(
 fn run_task(
     task: &Task,
     q: &[f32],
-    k: &[f32],
-    v: &[f32],
+    k: &[&[f32]],
+    v: &[&[f32]],
     dims: Dims,
     observe: Range<usize>,
     colsum: bool,
@@ -361,17 +407,22 @@ fn run_task(
     let m = task.end - task.start;
     let cols = past + task.end;
     let q_blk = &q[(task.head * t + task.start) * d..(task.head * t + task.end) * d];
-    let k_h = &k[kvh * l * d..(kvh * l + cols) * d];
-    let v_h = &v[kvh * l * d..(kvh * l + cols) * d];
+    let k_h = &k[kvh][..cols * d];
+    let v_h = &v[kvh][..cols * d];
     let mut s = vec![0f32; m * cols];
-    // S[m × cols] = Q_b[m × d] · K[cols × d]ᵀ: K read with column stride d, row stride 1.
-    gemm_row_major(
-        Gemm { m, n: cols, k: d },
-        &mut s,
-        q_blk,
-        k_h,
-        (d as isize, 1),
-    );
+    let few = m <= FEW_ROWS;
+    if few {
+        few_rows::scores(&mut s, q_blk, k_h, d);
+    } else {
+        // S[m × cols] = Q_b[m × d] · K[cols × d]ᵀ: K read with column stride d, row stride 1.
+        gemm_row_major(
+            Gemm { m, n: cols, k: d },
+            &mut s,
+            q_blk,
+            k_h,
+            (d as isize, 1),
+        );
+    }
     let mut rows = Vec::new();
     let mut sums = if colsum { vec![0f32; l] } else { Vec::new() };
     for (i, row) in s.chunks_exact_mut(cols).enumerate() {
@@ -392,18 +443,104 @@ fn run_task(
         }
     }
     let mut out = vec![0f32; m * d];
-    // O[m × d] = P[m × cols] · V[cols × d].
-    gemm_row_major(
-        Gemm { m, n: d, k: cols },
-        &mut out,
-        &s,
-        v_h,
-        (1, d as isize),
-    );
+    if few {
+        few_rows::weighted_values(&mut out, &s, v_h, d);
+    } else {
+        // O[m × d] = P[m × cols] · V[cols × d].
+        gemm_row_major(
+            Gemm { m, n: d, k: cols },
+            &mut out,
+            &s,
+            v_h,
+            (1, d as isize),
+        );
+    }
     TaskOut {
         out,
         rows,
         colsum: sums,
+    }
+}
+
+/// The two products of a task with few query rows (decode), reading keys and values once each,
+/// in storage order. AVX2 and FMA where the CPU has them (the same sums, in lanes of 8).
+mod few_rows {
+    /// `s[i][j] = q[i]·k[j]` for the rows of `q` (`[m][d]`) and `s` (`[m][cols]`), `k` `[cols][d]`.
+    pub(super) fn scores(s: &mut [f32], q: &[f32], k: &[f32], d: usize) {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+        {
+            // Safety: the CPU has the features the function is compiled for.
+            return unsafe { scores_avx2(s, q, k, d) };
+        }
+        scores_body(s, q, k, d)
+    }
+
+    /// `out[i] = Σ_j p[i][j]·v[j]` for the rows of `p` (`[m][cols]`) and `out` (`[m][d]`), `v`
+    /// `[cols][d]`.
+    pub(super) fn weighted_values(out: &mut [f32], p: &[f32], v: &[f32], d: usize) {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+        {
+            // Safety: the CPU has the features the function is compiled for.
+            return unsafe { weighted_values_avx2(out, p, v, d) };
+        }
+        weighted_values_body(out, p, v, d)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn scores_avx2(s: &mut [f32], q: &[f32], k: &[f32], d: usize) {
+        scores_body(s, q, k, d)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn weighted_values_avx2(out: &mut [f32], p: &[f32], v: &[f32], d: usize) {
+        weighted_values_body(out, p, v, d)
+    }
+
+    #[inline(always)]
+    fn scores_body(s: &mut [f32], q: &[f32], k: &[f32], d: usize) {
+        let cols = k.len() / d;
+        for (row, q) in s.chunks_exact_mut(cols).zip(q.chunks_exact(d)) {
+            for (dst, key) in row.iter_mut().zip(k.chunks_exact(d)) {
+                *dst = dot(q, key);
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn weighted_values_body(out: &mut [f32], p: &[f32], v: &[f32], d: usize) {
+        let cols = v.len() / d;
+        for (o, p) in out.chunks_exact_mut(d).zip(p.chunks_exact(cols)) {
+            for (&w, value) in p.iter().zip(v.chunks_exact(d)) {
+                if w != 0.0 {
+                    for (a, &x) in o.iter_mut().zip(value) {
+                        *a = w.mul_add(x, *a);
+                    }
+                }
+            }
+        }
+    }
+
+    /// `a·b` in 8 lanes, then the lanes summed.
+    #[inline(always)]
+    fn dot(a: &[f32], b: &[f32]) -> f32 {
+        let mut lanes = [0f32; 8];
+        let (ac, bc) = (a.chunks_exact(8), b.chunks_exact(8));
+        let tail: f32 = ac
+            .remainder()
+            .iter()
+            .zip(bc.remainder())
+            .map(|(x, y)| x * y)
+            .sum();
+        for (x, y) in ac.zip(bc) {
+            for l in 0..8 {
+                lanes[l] = x[l].mul_add(y[l], lanes[l]);
+            }
+        }
+        lanes.iter().sum::<f32>() + tail
     }
 }
 
@@ -520,6 +657,40 @@ mod tests {
         let mut x = [0.0, 2f32.ln(), 0.0];
         softmax_in_place(&mut x);
         assert!((x[0] - 0.25).abs() < 1e-6 && (x[1] - 0.5).abs() < 1e-6);
+    }
+
+    /// The few-row products (decode) give what the gemm products give.
+    #[test]
+    fn few_row_products_match_gemm() {
+        let (m, cols, d) = (3, 37, 20);
+        let val = |i: usize, salt: usize| ((i * 7919 + salt * 104_729) % 1000) as f32 / 500.0 - 1.0;
+        let q: Vec<f32> = (0..m * d).map(|i| val(i, 1)).collect();
+        let k: Vec<f32> = (0..cols * d).map(|i| val(i, 2)).collect();
+        let v: Vec<f32> = (0..cols * d).map(|i| val(i, 3)).collect();
+        let (mut s_few, mut s_gemm) = (vec![0f32; m * cols], vec![0f32; m * cols]);
+        few_rows::scores(&mut s_few, &q, &k, d);
+        gemm_row_major(
+            Gemm { m, n: cols, k: d },
+            &mut s_gemm,
+            &q,
+            &k,
+            (d as isize, 1),
+        );
+        let (mut o_few, mut o_gemm) = (vec![0f32; m * d], vec![0f32; m * d]);
+        few_rows::weighted_values(&mut o_few, &s_gemm, &v, d);
+        gemm_row_major(
+            Gemm { m, n: d, k: cols },
+            &mut o_gemm,
+            &s_gemm,
+            &v,
+            (1, d as isize),
+        );
+        for (a, b) in s_few.iter().zip(&s_gemm).chain(o_few.iter().zip(&o_gemm)) {
+            assert!((a - b).abs() <= 1e-5 * (1.0 + b.abs()), "{a} vs {b}");
+        }
+        // One score by hand: q[0]·k[0].
+        let want: f32 = (0..d).map(|i| q[i] * k[i]).sum();
+        assert!((s_few[0] - want).abs() < 1e-5);
     }
 
     #[test]

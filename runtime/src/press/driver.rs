@@ -42,6 +42,25 @@ impl MemoryReport {
     }
 }
 
+/// What one prefill must observe so that every press in `presses` can adopt a copy of it
+/// ([`Session::adopt`]): the most rows any asks for, ending at `rows_end`, and column sums or
+/// keys and values when any asks for them.
+pub fn shared_observe<'p, B: Backend + 'p>(
+    presses: impl IntoIterator<Item = &'p dyn Press<B>>,
+    rows_end: Option<usize>,
+) -> ObserveConfig {
+    let mut config = ObserveConfig {
+        rows_end,
+        ..ObserveConfig::default()
+    };
+    for c in presses.into_iter().filter_map(|p| p.prefill_observe()) {
+        config.attn_rows = config.attn_rows.max(c.attn_rows);
+        config.column_sums |= c.column_sums;
+        config.keys_values |= c.keys_values;
+    }
+    config
+}
+
 /// A cache, its press and the count of tokens seen.
 pub struct Session<'a, B: Backend> {
     /// The model.

@@ -44,7 +44,7 @@ use crate::model::rope::{Frequencies, RopeSet};
 use crate::model::{Logits, Model};
 use crate::observe::{LayerObservation, ObserveConfig, Observer};
 
-pub use driver::{generate_pressed, MemoryReport, PressedRun, Session};
+pub use driver::{generate_pressed, shared_observe, MemoryReport, PressedRun, Session};
 pub use gqa::{group_max, group_mean, GqaAggregation};
 pub use registry::{build_press, capabilities, is_press_name, PressSpec, PRESS_NAMES};
 
