@@ -8,26 +8,17 @@ per `eval`, the next token of the text) after a prefill of each decode context.
     python tools/bench_llamacpp.py MODEL.gguf [--prefill 512,2048] [--contexts 2048,8160]
         [--decode-tokens 32] [--repeats 2] [--threads 2] [--json FILE]
 """
-import argparse
 import json
 import time
 
 import llama_cpp
 from llama_cpp import Llama
 
-from bench_transformers import TEXT, ints
+from bench_transformers import TEXT, bench_args
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("gguf")
-    ap.add_argument("--prefill", type=ints, default=[512, 2048])
-    ap.add_argument("--contexts", type=ints, default=[2048])
-    ap.add_argument("--decode-tokens", type=int, default=32)
-    ap.add_argument("--repeats", type=int, default=2)
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--json")
-    args = ap.parse_args()
+    args = bench_args(__doc__)
     steps = args.decode_tokens
     n_ctx = max(args.prefill + [c + steps for c in args.contexts])
     llm = Llama(model_path=args.gguf, n_ctx=n_ctx, n_batch=2048, n_threads=args.threads,

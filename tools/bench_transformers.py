@@ -32,8 +32,9 @@ def ints(s):
     return [int(x) for x in s.split(",") if x]
 
 
-def main():
-    ap = argparse.ArgumentParser()
+def bench_args(doc):
+    """The options every anchor takes (the same as tools/bench_side_by_side.sh passes)."""
+    ap = argparse.ArgumentParser(description=doc)
     ap.add_argument("gguf")
     ap.add_argument("--prefill", type=ints, default=[512, 2048])
     ap.add_argument("--contexts", type=ints, default=[2048])
@@ -41,7 +42,11 @@ def main():
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--json")
-    args = ap.parse_args()
+    return ap.parse_args()
+
+
+def main():
+    args = bench_args(__doc__)
     torch.set_num_threads(args.threads)
     gguf = os.path.abspath(args.gguf)
     d, f = os.path.dirname(gguf), os.path.basename(gguf)
