@@ -563,25 +563,48 @@ pub(crate) fn gemm_row_major(
     rhs: &[f32],
     strides: (isize, isize),
 ) {
+    let Gemm { m, n, .. } = g;
+    assert!(
+        dst.len() >= m * n,
+        "host attention: gemm destination shorter than {m}×{n}"
+    );
+    // Safety: `dst` covers the m rows of n written, and the borrow keeps it ours.
+    unsafe { gemm_into(g, dst.as_mut_ptr(), n, lhs, rhs, strides) }
+}
+
+/// [`gemm_row_major`] into rows `dst_row_stride` apart: `dst[i·dst_row_stride + j]` for `i < m`,
+/// `j < n` (a band of columns of a wider row-major matrix).
+///
+/// # Safety
+/// `dst` must be valid for writes at every such element, and no other thread may read or write
+/// them during the call.
+pub(crate) unsafe fn gemm_into(
+    g: Gemm,
+    dst: *mut f32,
+    dst_row_stride: usize,
+    lhs: &[f32],
+    rhs: &[f32],
+    strides: (isize, isize),
+) {
     let Gemm { m, n, k } = g;
     let (rhs_cs, rhs_rs) = strides;
     let rhs_extent = (k.saturating_sub(1) as isize * rhs_rs + n.saturating_sub(1) as isize * rhs_cs)
         as usize
         + 1;
     assert!(
-        dst.len() >= m * n && lhs.len() >= m * k && (k * n == 0 || rhs.len() >= rhs_extent),
+        lhs.len() >= m * k && (k * n == 0 || rhs.len() >= rhs_extent),
         "host attention: gemm operands shorter than {m}×{k}·{k}×{n}"
     );
-    // Safety: the assertion above checks that every slice covers the strided extent gemm
-    // reads (lhs, rhs) or writes (dst).
+    // Safety: the assertion above checks that lhs and rhs cover the strided extent gemm reads;
+    // the caller vouches for dst.
     unsafe {
         gemm(
             m,
             n,
             k,
-            dst.as_mut_ptr(),
+            dst,
             1,
-            n as isize,
+            dst_row_stride as isize,
             false,
             lhs.as_ptr(),
             1,

@@ -14,7 +14,8 @@
 //!
 //! **How (many rows, prefill).** Tiles of weight rows are dequantised into f32 and multiplied
 //! with the `gemm` crate (the kernel burn-flex's matmul uses), one tile per thread at a time, so
-//! at most [`TILE_BYTES`] of f32 weights per thread exist at once.
+//! at most [`TILE_BYTES`] of f32 weights per thread exist at once; each tile's product is written
+//! straight into its band of output columns.
 //!
 //! A [`QuantMatrix`] stacks one or more GGUF tensors along the output dimension (the fused
 //! Q/K/V projection is three tensors, possibly of three storage types).
@@ -283,7 +284,18 @@ mod kernels {
     use std::cell::RefCell;
 
     use super::{QuantMatrix, FUSED_MAX_ROWS, TILE_BYTES, WEIGHTS_PER_TASK};
-    use crate::model::host_attention::{gemm_row_major, Gemm};
+    use crate::model::host_attention::{gemm_into, Gemm};
+
+    /// The output buffer, shared by the tile tasks, each writing its own band of columns.
+    struct Bands(*mut f32);
+    // Safety: tasks write disjoint column bands (see `tiled`), and the buffer outlives them.
+    unsafe impl Send for Bands {}
+    unsafe impl Sync for Bands {}
+    impl Bands {
+        fn ptr(&self) -> *mut f32 {
+            self.0
+        }
+    }
 
     thread_local! {
         /// Each thread's prefill tile of f32 weights.
@@ -299,11 +311,10 @@ mod kernels {
                 t * self.cols,
                 "quantised matmul: x is not [t, cols]"
             );
-            let by_row = if t <= FUSED_MAX_ROWS {
-                self.fused(x, t)
-            } else {
-                self.tiled(x, t)
-            };
+            if t > FUSED_MAX_ROWS {
+                return self.tiled(x, t);
+            }
+            let by_row = self.fused(x, t);
             if t == 1 {
                 return by_row;
             }
@@ -359,38 +370,37 @@ mod kernels {
             }
         }
 
-        /// `[rows][t]`: tiles of rows dequantised and multiplied with `gemm`, one tile per task.
+        /// `[t][rows]`: tiles of rows dequantised and multiplied with `gemm`, one tile per task,
+        /// each writing its band of output columns.
         fn tiled(&self, x: &[f32], t: usize) -> Vec<f32> {
-            let cols = self.cols;
+            let (rows, cols) = (self.rows, self.cols);
             let tasks = 2 * rayon::current_num_threads().max(1);
-            let tile = (self.rows.div_ceil(tasks))
+            let tile = (rows.div_ceil(tasks))
                 .clamp(16, (TILE_BYTES / (4 * cols)).max(16))
-                .min(self.rows);
-            let mut by_row = vec![0f32; self.rows * t];
-            by_row
-                .par_chunks_mut(tile * t)
-                .enumerate()
-                .for_each(|(c, dst)| {
-                    let first = c * tile;
-                    let n = dst.len() / t;
-                    // One tile buffer per thread, reused: a fresh one would cost its page
-                    // faults on every call.
-                    TILE.with_borrow_mut(|w| {
-                        w.resize(n * cols, 0.0);
-                        let ids: Vec<usize> = (first..first + n).collect();
-                        self.dequantize_rows_into(&ids, w); // [n][cols]
-                        tile_product(dst, x, w, (t, n, cols));
-                    });
+                .min(rows);
+            let mut out = vec![0f32; t * rows];
+            let bands = Bands(out.as_mut_ptr());
+            (0..rows.div_ceil(tile)).into_par_iter().for_each(|c| {
+                let first = c * tile;
+                let n = tile.min(rows - first);
+                // One tile buffer per thread, reused: a fresh one would cost its page faults on
+                // every call.
+                TILE.with_borrow_mut(|w| {
+                    w.resize(n * cols, 0.0);
+                    let ids: Vec<usize> = (first..first + n).collect();
+                    self.dequantize_rows_into(&ids, w); // [n][cols]
+                                                        // out[i][first + j] = Σ_k x[i][k]·w[j][k]: x `[t][cols]` times w read as
+                                                        // its transpose, into columns first..first + n of every output row.
+                    let g = Gemm { m: t, n, k: cols };
+                    // Safety: out holds t rows of `rows`; this task alone writes columns
+                    // first..first + n < rows of them, and out outlives the parallel loop.
+                    unsafe {
+                        gemm_into(g, bands.ptr().add(first), rows, x, w, (cols as isize, 1));
+                    }
                 });
-            by_row
+            });
+            out
         }
-    }
-
-    /// `dst[j][i] = Σ_k x[i][k]·w[j][k]`: `dst` `[n][t]`, `x` `[t][k]`, `w` `[n][k]`, all
-    /// row-major — `w · xᵀ`, with `x` read as its transpose (the host attention's gemm).
-    fn tile_product(dst: &mut [f32], x: &[f32], w: &[f32], (t, n, k): (usize, usize, usize)) {
-        let g = Gemm { m: n, n: t, k };
-        gemm_row_major(g, dst, w, x, (k as isize, 1));
     }
 }
 
