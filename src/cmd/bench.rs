@@ -18,14 +18,13 @@ use anyhow::Context;
 use kvplan_planner::{Plan, Target};
 use kvplan_runtime::backend::{self, Selected};
 use kvplan_runtime::gguf::GgufFile;
-use kvplan_runtime::identity::model_identity;
 use kvplan_runtime::model::{Logits, Model};
 use kvplan_runtime::observe::Observer;
 use kvplan_runtime::press::registry::{build_press_with, PressRequest};
 use kvplan_runtime::press::{shared_observe, Session};
 use kvplan_runtime::tokenizer::Tokenizer;
 
-use super::model_args::{self, plan_file, ModelArgs, PressArgs};
+use super::model_args::{self, ModelArgs, PressArgs};
 
 /// A paragraph of ordinary English, repeated to the lengths measured.
 const TEXT: &str = "The river runs past the old mill, where the miller's children once counted \
@@ -165,7 +164,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         args.decode_tokens, args.decode_context, kv_bytes as f64 / (1 << 20) as f64, peak.unwrap_or(f64::NAN));
     results.push(serde_json::json!({"phase": "decode", "context": args.decode_context, "tokens": args.decode_tokens, "seconds": best, "tokens_per_s": tps, "kv_bytes": kv_bytes, "peak_rss_mib": peak}));
     if let Some(methods) = &methods {
-        let plan = load_plan(&args, &path, &model)?;
+        let plan = model_args::plan_for_methods(methods, args.plan.as_deref(), &path, &model)?;
         results.extend(methods_phase(
             &args,
             methods,
@@ -185,20 +184,6 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The plan of the methods (`--plan`, else the model's default plan), when any needs one.
-fn load_plan(
-    args: &BenchArgs,
-    path: &std::path::Path,
-    model: &Model<Selected>,
-) -> anyhow::Result<Option<Plan>> {
-    if args.methods.iter().flatten().all(|m| m == "full") {
-        return Ok(None);
-    }
-    let identity = model_identity(path, &model.config)?;
-    let file = plan_file(args.plan.as_deref(), &identity);
-    Ok(Some(model_args::load_plan(&file, &identity, path)?.0))
-}
-
 /// Decode under each method after one shared prefill of the first `--decode-context` of `ids`
 /// (module header), once each (a press's state moves with its cache), against `full_tps`, the
 /// model's own FullKV decode measured just before; one JSON row per method.
@@ -211,11 +196,7 @@ fn methods_phase(
     full_tps: f64,
 ) -> anyhow::Result<Vec<serde_json::Value>> {
     let n = args.decode_context;
-    let target = match (args.budget, args.ratio) {
-        (Some(b), _) => Some(Target::Tokens(b)),
-        (None, Some(r)) => Some(Target::Ratio(r)),
-        (None, None) => None,
-    };
+    let target = model_args::retarget(args.budget, args.ratio);
     let request = PressRequest {
         plan,
         context_len: n,

@@ -11,18 +11,17 @@
 
 use std::io::Write;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::Context;
-use kvplan_planner::{Budgets, Plan, Target};
+use kvplan_planner::Budgets;
 use kvplan_runtime::backend::Selected;
 use kvplan_runtime::generate::{GenerateConfig, Sampling};
-use kvplan_runtime::identity::model_identity;
 use kvplan_runtime::model::Model;
 use kvplan_runtime::press::registry::{build_press_with, PressRequest};
 use kvplan_runtime::press::{generate_pressed, MemoryReport};
 
-use super::model_args::{self, load_model, plan_file, ModelArgs, WeightsArg};
+use super::model_args::{self, load_model, ModelArgs, WeightsArg};
 
 /// Arguments of `kvplan generate`.
 #[derive(clap::Args, Debug)]
@@ -71,20 +70,6 @@ pub struct GenerateArgs {
     pub weights: WeightsArg,
 }
 
-/// The plan for `--method` (none for `full`): `--plan`, else the model's default plan.
-fn load_plan(
-    args: &GenerateArgs,
-    path: &Path,
-    model: &Model<Selected>,
-) -> anyhow::Result<Option<Plan>> {
-    if args.method == "full" {
-        return Ok(None);
-    }
-    let identity = model_identity(path, &model.config)?;
-    let file = plan_file(args.plan.as_deref(), &identity);
-    Ok(Some(model_args::load_plan(&file, &identity, path)?.0))
-}
-
 /// Runs `kvplan generate`.
 pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
     super::methods_or_all(Some(std::slice::from_ref(&args.method)))?;
@@ -95,12 +80,13 @@ pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
     } else {
         tok.encode_prompt(&args.prompt)?
     };
-    let plan = load_plan(&args, &path, &model)?;
-    let target = match (args.budget, args.ratio) {
-        (Some(n), _) => Some(Target::Tokens(n)),
-        (None, Some(r)) => Some(Target::Ratio(r)),
-        (None, None) => None,
-    };
+    let plan = model_args::plan_for_methods(
+        std::slice::from_ref(&args.method),
+        args.plan.as_deref(),
+        &path,
+        &model,
+    )?;
+    let target = model_args::retarget(args.budget, args.ratio);
     let request = PressRequest {
         plan: plan.as_ref(),
         context_len: prompt.len(),

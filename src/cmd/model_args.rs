@@ -117,6 +117,33 @@ pub fn missing_plan(file: &Path, identity: &ModelIdentity, model_path: &Path) ->
 
 /// Loads the plan at `file` for the model `identity` (of the GGUF at `model_path`), checked
 /// against it, with the file's SHA-256. A missing file is [`missing_plan`]'s error.
+/// The plan the `methods` take their budgets from — `explicit`, else the model's default plan —
+/// or none when every one is `full` (which needs none).
+pub fn plan_for_methods(
+    methods: &[String],
+    explicit: Option<&Path>,
+    model_path: &Path,
+    model: &Model<Selected>,
+) -> anyhow::Result<Option<Plan>> {
+    if methods.iter().all(|m| m == "full") {
+        return Ok(None);
+    }
+    let identity = kvplan_runtime::identity::model_identity(model_path, &model.config)?;
+    let file = plan_file(explicit, &identity);
+    Ok(Some(load_plan(&file, &identity, model_path)?.0))
+}
+
+/// `--budget N` / `--ratio R` as a re-target of the plan (clap keeps them exclusive); `None`:
+/// the plan's own target.
+pub fn retarget(budget: Option<usize>, ratio: Option<f64>) -> Option<kvplan_planner::Target> {
+    use kvplan_planner::Target;
+    match (budget, ratio) {
+        (Some(n), _) => Some(Target::Tokens(n)),
+        (None, Some(r)) => Some(Target::Ratio(r)),
+        (None, None) => None,
+    }
+}
+
 pub fn load_plan(
     file: &Path,
     identity: &ModelIdentity,
