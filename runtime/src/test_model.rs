@@ -104,3 +104,49 @@ pub(crate) fn tiny_gguf(spec: &TinySpec) -> GgufFile {
     }
     GgufFile::from_bytes(w.to_bytes()).expect("tiny GGUF")
 }
+
+/// `g` with its architecture renamed to `arch` (every `llama.` key moved), `meta` added and
+/// `tensors` (f32, seeded values) appended.
+pub(crate) fn rewrite(
+    g: &GgufFile,
+    arch: &str,
+    meta: &[(&str, MetaValue)],
+    tensors: &[(String, Vec<usize>)],
+) -> GgufFile {
+    let mut w = GgufWriter::new();
+    for (k, v) in &g.metadata {
+        let (k, v) = match (k.as_str(), k.strip_prefix("llama.")) {
+            ("general.architecture", _) => (k.clone(), MetaValue::String(arch.into())),
+            (_, Some(rest)) => (format!("{arch}.{rest}"), v.clone()),
+            _ => (k.clone(), v.clone()),
+        };
+        w = w.meta(&k, v);
+    }
+    for (k, v) in meta {
+        w = w.meta(k, v.clone());
+    }
+    for t in &g.tensors {
+        let (data, shape) = g.tensor_f32(&t.name).expect("tiny tensor");
+        w = w.tensor_f32(&t.name, &shape, &data);
+    }
+    let mut rng = crate::generate::SplitMix64::new(5);
+    for (name, shape) in tensors {
+        let n = shape.iter().product();
+        w = w.tensor_f32(name, shape, &random(&mut rng, n, 0.5));
+    }
+    GgufFile::from_bytes(w.to_bytes()).expect("rewritten tiny GGUF")
+}
+
+/// `g` (a tiny Llama of `spec`) as a Qwen2 file: the same weights, seeded Q/K/V biases in every
+/// layer (NEOX rows as GGUF stores them; the Llama file's rows are un-permuted at load, so the
+/// two models differ).
+pub(crate) fn as_qwen2(g: &GgufFile, spec: &TinySpec) -> GgufFile {
+    let (nh, nkv, d) = (spec.heads, spec.kv_heads, spec.head_dim);
+    let biases: Vec<(String, Vec<usize>)> = (0..spec.layers)
+        .flat_map(|l| {
+            [("q", nh), ("k", nkv), ("v", nkv)]
+                .map(|(w, n)| (format!("blk.{l}.attn_{w}.bias"), vec![n * d]))
+        })
+        .collect();
+    rewrite(g, "qwen2", &[], &biases)
+}

@@ -152,7 +152,7 @@ impl HostKv {
 }
 
 /// A tensor's values on the host as f32.
-fn host_vec<B: Backend, const D: usize>(t: Tensor<B, D>) -> Vec<f32> {
+pub(crate) fn host_vec<B: Backend, const D: usize>(t: Tensor<B, D>) -> Vec<f32> {
     t.into_data()
         .convert::<f32>()
         .into_vec::<f32>()

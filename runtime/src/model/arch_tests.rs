@@ -8,7 +8,7 @@ use burn::tensor::{Tensor, TensorData};
 use super::*;
 use crate::generate::argmax;
 use crate::gguf::{GgufWriter, MetaValue};
-use crate::test_model::{random, tiny_gguf, TinySpec};
+use crate::test_model::{rewrite, tiny_gguf, TinySpec};
 
 type B = Flex;
 
@@ -32,38 +32,6 @@ fn spec(layers: usize) -> TinySpec {
         qk_scale: 0.5,
         random_norms: true,
     }
-}
-
-/// `g` with its architecture renamed to `arch` (every `llama.` key moved), `meta` added and
-/// `tensors` (f32, seeded values) appended.
-fn rewrite(
-    g: &GgufFile,
-    arch: &str,
-    meta: &[(&str, MetaValue)],
-    tensors: &[(String, Vec<usize>)],
-) -> GgufFile {
-    let mut w = GgufWriter::new();
-    for (k, v) in &g.metadata {
-        let (k, v) = match (k.as_str(), k.strip_prefix("llama.")) {
-            ("general.architecture", _) => (k.clone(), MetaValue::String(arch.into())),
-            (_, Some(rest)) => (format!("{arch}.{rest}"), v.clone()),
-            _ => (k.clone(), v.clone()),
-        };
-        w = w.meta(&k, v);
-    }
-    for (k, v) in meta {
-        w = w.meta(k, v.clone());
-    }
-    for t in &g.tensors {
-        let (data, shape) = g.tensor_f32(&t.name).unwrap();
-        w = w.tensor_f32(&t.name, &shape, &data);
-    }
-    let mut rng = crate::generate::SplitMix64::new(5);
-    for (name, shape) in tensors {
-        let n = shape.iter().product();
-        w = w.tensor_f32(name, shape, &random(&mut rng, n, 0.5));
-    }
-    GgufFile::from_bytes(w.to_bytes()).unwrap()
 }
 
 fn load(g: &GgufFile) -> Result<Model<B>> {

@@ -26,7 +26,7 @@ use rayon::prelude::*;
 
 use super::attention::{observed_to_head_order, Attention, ForwardCtx, ObservedSoFar};
 use super::rope::rotate_half_scaled;
-use crate::cache::LayerCache;
+use crate::cache::{host_vec, LayerCache};
 use crate::observe::{AttentionRows, ColumnSums, KeysValues, LayerObservation};
 
 /// Query rows per task.
@@ -54,13 +54,6 @@ pub struct Dims {
     /// Sliding window in slots (`None`: global): row `a` sees slots `a − window < j ≤ a`, slots
     /// being positions, as in the generic path.
     pub window: Option<usize>,
-}
-
-fn to_host<B: Backend, const D: usize>(t: Tensor<B, D>) -> Vec<f32> {
-    t.into_data()
-        .convert::<f32>()
-        .into_vec::<f32>()
-        .expect("converted to f32")
 }
 
 /// The new tokens' projections on the host, RoPE applied where it belongs.
@@ -124,7 +117,7 @@ pub fn forward<B: Backend>(
     let (nh, nkv, d) = (attn.n_heads, attn.n_kv_heads, attn.head_dim);
     let heads = super::attention::cache_heads(cache, nh, nkv);
     let device = x.device();
-    let qkv = to_host(attn.project(x)); // [t][(nh + 2·nkv)·d]
+    let qkv = host_vec(attn.project(x)); // [t][(nh + 2·nkv)·d]
     let Projected { q, k_pre, k_rot, v } = project(attn, &qkv, ctx);
     let mut obs = obs;
     if let Some(o) = obs.as_deref_mut().filter(|_| ctx.obs_kv) {

@@ -309,15 +309,17 @@ impl<'a> FromPlan<'a> {
     }
 }
 
-/// PoD's press and its training run their own attention forward pass, written for the `llama`
-/// block: no Q/K/V biases (qwen2), Q/K norms, post-norms or sliding windows (gemma3). Another
-/// architecture would run wrongly, so it is refused.
+/// PoD's press and its training run their own attention forward pass over the model's own
+/// projection (`Attention::project`: Q/K/V biases and Q/K norms included) and a pre-norm block:
+/// `llama` and `qwen2`. Gemma 3's post-norms, embedding scale and sliding-window layers are not
+/// applied there, so that architecture (and any other) is refused.
 pub fn refuse_pod_on(architecture: &str) -> Result<()> {
-    if architecture == "llama" {
+    if matches!(architecture, "llama" | "qwen2") {
         return Ok(());
     }
     Err(Error::Request(format!(
-        "pod: its shared-attention forward pass supports general.architecture = \"llama\" only, \
-         not {architecture:?} (biases, Q/K norms and sliding windows are not applied there)"
+        "pod: its shared-attention forward pass supports general.architecture = \"llama\" or \
+         \"qwen2\", not {architecture:?} (post-norms, embedding scale and sliding-window layers \
+         are not applied there)"
     )))
 }

@@ -32,9 +32,9 @@ pub(super) fn rope() -> RopeSet {
     RopeSet::uniform(D, THETA, L)
 }
 
-/// A 2-layer Llama with 4 query heads on 2 KV heads, random weights.
-pub(crate) fn tiny_model() -> Model<B> {
-    let g = crate::test_model::tiny_gguf(&crate::test_model::TinySpec {
+/// The tiny model's geometry and weight draw.
+fn tiny_spec() -> crate::test_model::TinySpec {
+    crate::test_model::TinySpec {
         seed: 99,
         layers: L,
         heads: NH,
@@ -46,8 +46,20 @@ pub(crate) fn tiny_model() -> Model<B> {
         ctx: 256,
         qk_scale: 0.6,
         random_norms: false,
-    });
+    }
+}
+
+/// A 2-layer Llama with 4 query heads on 2 KV heads, random weights.
+pub(crate) fn tiny_model() -> Model<B> {
+    let g = crate::test_model::tiny_gguf(&tiny_spec());
     Model::from_gguf(&g, &Default::default()).expect("tiny model")
+}
+
+/// [`tiny_model`] as a Qwen2 file: Q/K/V biases in every layer.
+fn tiny_qwen2_model() -> Model<B> {
+    let spec = tiny_spec();
+    let g = crate::test_model::as_qwen2(&crate::test_model::tiny_gguf(&spec), &spec);
+    Model::from_gguf(&g, &Default::default()).expect("tiny qwen2 model")
 }
 
 pub(super) fn prompt(n: usize) -> Vec<u32> {
@@ -479,15 +491,34 @@ fn geometry() -> kvplan_planner::Geometry {
 #[test]
 fn pod_with_every_layer_in_its_own_block_equals_fullkv() {
     // Each layer is the lowest of its own block: distant scores are the layer's own, so eq. 4
-    // is plain softmax attention split in two groups.
-    let model = tiny_model();
-    let ids = prompt(30);
-    let full = run(&model, &mut FullPress, &ids, 5);
-    let blocks = vec![vec![[0, 0], [1, 1]]; NH];
-    let mut pod = PodPress::new(blocks, &geometry(), proximal(2, 6), 0.7, rope());
-    let got = run(&model, &mut pod, &ids, 5);
-    assert_same_output(&got, &full, 1e-4, "pod, one layer a block");
-    assert_eq!((pod.gated, pod.skipped), (0, 0));
+    // is plain softmax attention split in two groups. Qwen2's Q/K/V biases go through PoD's
+    // forward pass as through the model's.
+    for (arch, model) in [("llama", tiny_model()), ("qwen2", tiny_qwen2_model())] {
+        let ids = prompt(30);
+        let full = run(&model, &mut FullPress, &ids, 5);
+        let blocks = vec![vec![[0, 0], [1, 1]]; NH];
+        let mut pod = PodPress::new(blocks, &geometry(), proximal(2, 6), 0.7, rope());
+        let got = run(&model, &mut pod, &ids, 5);
+        assert_same_output(&got, &full, 1e-4, &format!("{arch} pod, one layer a block"));
+        assert_eq!((pod.gated, pod.skipped), (0, 0));
+    }
+}
+
+#[test]
+fn pod_refuses_the_architectures_its_forward_pass_does_not_apply() {
+    for arch in ["llama", "qwen2"] {
+        assert!(
+            crate::press::registry::refuse_pod_on(arch).is_ok(),
+            "{arch}"
+        );
+    }
+    let err = crate::press::registry::refuse_pod_on("gemma3")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("\"gemma3\"") && err.contains("sliding-window"),
+        "{err}"
+    );
 }
 
 #[test]

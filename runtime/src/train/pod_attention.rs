@@ -218,7 +218,8 @@ impl<B: Backend> Pass<'_, B> {
         let a = &block.attention;
         let (nh, nkv, d) = (a.n_heads, a.n_kv_heads, a.head_dim);
         let [t, _] = x.dims();
-        let qkv = a.wqkv.forward(block.attn_norm.forward(x)); // [t, (nh+2nkv)·d]
+        // The model's own projection: biases (Qwen2) included.
+        let qkv = a.project(block.attn_norm.forward(x)); // [t, (nh+2nkv)·d]
         let split = |start: usize, heads: usize| {
             qkv.clone()
                 .narrow(1, start * d, heads * d)
@@ -228,7 +229,7 @@ impl<B: Backend> Pass<'_, B> {
         let q = self
             .rope
             .apply(l, split(0, nh), self.positions.clone())
-            .mul_scalar(1.0 / (d as f64).sqrt());
+            .mul_scalar(a.query_scale);
         let k = self.rope.apply(l, split(nh, nkv), self.positions.clone());
         let v = split(nh + nkv, nkv);
         let group = nh / nkv;

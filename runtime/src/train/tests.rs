@@ -28,8 +28,8 @@ const V: usize = 50;
 const THETA: f64 = 10_000.0;
 const CTX: usize = 128;
 
-fn tiny_gguf() -> GgufFile {
-    crate::test_model::tiny_gguf(&crate::test_model::TinySpec {
+fn spec() -> crate::test_model::TinySpec {
+    crate::test_model::TinySpec {
         seed: 77,
         layers: L,
         heads: NH,
@@ -41,14 +41,26 @@ fn tiny_gguf() -> GgufFile {
         ctx: CTX,
         qk_scale: 0.5,
         random_norms: false,
-    })
+    }
+}
+
+fn tiny_gguf() -> GgufFile {
+    crate::test_model::tiny_gguf(&spec())
 }
 
 fn tiny<Bk: burn::tensor::backend::Backend>() -> (Model<Bk>, Rope<Bk>) {
+    tiny_from(&tiny_gguf())
+}
+
+/// The tiny model as a Qwen2 file: Q/K/V biases in every layer.
+fn tiny_qwen2<Bk: burn::tensor::backend::Backend>() -> (Model<Bk>, Rope<Bk>) {
+    tiny_from(&crate::test_model::as_qwen2(&tiny_gguf(), &spec()))
+}
+
+fn tiny_from<Bk: burn::tensor::backend::Backend>(g: &GgufFile) -> (Model<Bk>, Rope<Bk>) {
     let device = Default::default();
     // f32 weights, as training and `load_weights` need on every backend.
-    let model =
-        Model::from_gguf_with(&tiny_gguf(), &device, WeightStorage::Dense).expect("tiny model");
+    let model = Model::from_gguf_with(g, &device, WeightStorage::Dense).expect("tiny model");
     (model, Rope::new(D, THETA, CTX, &device))
 }
 
@@ -82,7 +94,12 @@ fn max_diff(a: &[f32], b: &[f32]) -> f32 {
 
 #[test]
 fn full_kv_layout_equals_the_models_own_forward() {
-    let (model, rope) = tiny::<B>();
+    for (arch, (model, rope)) in [("llama", tiny::<B>()), ("qwen2", tiny_qwen2::<B>())] {
+        full_kv_layout_equals_the_forward_of(arch, &model, &rope);
+    }
+}
+
+fn full_kv_layout_equals_the_forward_of(arch: &str, model: &Model<B>, rope: &Rope<B>) {
     let ids = ids(24, 1);
     let mut cache = model.new_cache();
     let want = rows(
@@ -91,25 +108,30 @@ fn full_kv_layout_equals_the_models_own_forward() {
             .expect("forward"),
     );
     let layout = PodLayout::full_kv(L, NH);
-    let got = rows(forward(&model.transformer, &rope, &layout, &ids).expect("pod forward"));
+    let got = rows(forward(&model.transformer, rope, &layout, &ids).expect("pod forward"));
     for (i, (a, b)) in got.iter().zip(&want).enumerate() {
-        assert!(max_diff(a, b) < 1e-4, "row {i}: {}", max_diff(a, b));
+        assert!(max_diff(a, b) < 1e-4, "{arch} row {i}: {}", max_diff(a, b));
     }
 }
 
 #[test]
 fn pod_forward_equals_the_inference_press_token_by_token() {
-    let (model, rope) = tiny::<B>();
+    for (arch, (model, rope)) in [("llama", tiny::<B>()), ("qwen2", tiny_qwen2::<B>())] {
+        pod_forward_equals_the_press_on(arch, &model, &rope);
+    }
+}
+
+fn pod_forward_equals_the_press_on(arch: &str, model: &Model<B>, rope: &Rope<B>) {
     let ids = ids(30, 2);
     let (sinks, recent) = (2, 5);
     let layout = PodLayout::new(&blocks(), L, sinks, recent).expect("layout");
-    let got = rows(forward(&model.transformer, &rope, &layout, &ids).expect("pod forward"));
+    let got = rows(forward(&model.transformer, rope, &layout, &ids).expect("pod forward"));
     // τ = 2 > g: the gate never skips, so decoding computes eq. 3–4 exactly, one token a step.
     let geometry = kvplan_planner::Geometry::new(L, NH, NKV, D).expect("geometry");
     let proximal = Proximal { sinks, recent };
     let freqs = model.rope_set().clone();
     let mut press = PodPress::new(blocks(), &geometry, proximal, 2.0, freqs);
-    let mut session = Session::new(&model, &mut press);
+    let mut session = Session::new(model, &mut press);
     let mut want = vec![rows(session.prefill(&ids[..1]).expect("prefill")).remove(0)];
     for &id in &ids[1..] {
         want.push(rows(session.step(id).expect("step")).remove(0));
@@ -117,11 +139,15 @@ fn pod_forward_equals_the_inference_press_token_by_token() {
     drop(session);
     assert_eq!(press.skipped, 0);
     for (i, (a, b)) in got.iter().zip(&want).enumerate() {
-        assert!(max_diff(a, b) < 1e-4, "token {i}: {}", max_diff(a, b));
+        assert!(
+            max_diff(a, b) < 1e-4,
+            "{arch} token {i}: {}",
+            max_diff(a, b)
+        );
     }
     // Tokens far enough back to be distant change the output: PoD is not FullKV here.
     let full =
-        rows(forward(&model.transformer, &rope, &PodLayout::full_kv(L, NH), &ids).expect("full"));
+        rows(forward(&model.transformer, rope, &PodLayout::full_kv(L, NH), &ids).expect("full"));
     assert!(max_diff(&got[29], &full[29]) > 1e-3);
     assert!(
         max_diff(&got[5], &full[5]) < 1e-4,

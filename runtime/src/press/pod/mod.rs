@@ -31,7 +31,7 @@ use kvplan_planner::{Geometry, PodSection};
 
 use super::registry::{refuse_pod_on, FromPlan, MethodPress};
 use super::{Capabilities, Press};
-use crate::cache::KvCache;
+use crate::cache::{host_vec, KvCache};
 use crate::error::{Error, Result};
 use crate::model::rope::{Frequencies, RopeSet};
 use crate::model::Model;
@@ -115,7 +115,7 @@ impl MethodPress for PodPress {
         adopts_shared_prefill: false,
     };
 
-    /// The section's blocks and gate τ, the plan's proximal split; `llama` models only
+    /// The section's blocks and gate τ, the plan's proximal split; Llama and Qwen2 models only
     /// ([`refuse_pod_on`]).
     fn from_plan<B: Backend>(p: &FromPlan<'_>) -> Result<Box<dyn Press<B>>> {
         refuse_pod_on(&p.config.architecture)?;
@@ -185,6 +185,8 @@ struct Shape {
     q_heads: usize,
     kv_heads: usize,
     head_dim: usize,
+    /// The model's query scale (`1/√d` for Llama and Qwen2).
+    query_scale: f32,
     /// One token after a prefill (the τ gate applies).
     decode: bool,
 }
@@ -238,7 +240,7 @@ impl PodPress {
     }
 
     /// Appends layer `l`'s new keys (rotated) and values to its slots; returns the queries
-    /// `[t][q_heads][d]`, rotated and scaled by `1/√d`.
+    /// `[t][q_heads][d]`, rotated and scaled by the model's query scale.
     fn store(&mut self, l: usize, qkv: &[f32], shape: Shape) -> Vec<f32> {
         let Shape {
             tokens: t,
@@ -246,6 +248,7 @@ impl PodPress {
             q_heads: nh,
             kv_heads: nkv,
             head_dim: d,
+            query_scale,
             ..
         } = shape;
         let width = (nh + 2 * nkv) * d;
@@ -258,8 +261,7 @@ impl PodPress {
         let table = angles(self.rope.layer(l), p0..p0 + t);
         rotate(&mut q, &table, nh * d, d);
         rotate(&mut k, &table, nkv * d, d);
-        let scale = 1.0 / (d as f32).sqrt();
-        q.iter_mut().for_each(|x| *x *= scale);
+        q.iter_mut().for_each(|x| *x *= query_scale);
         for (g, slot) in self.slots[l].iter_mut().enumerate() {
             for (r, row) in qkv.chunks_exact(width).enumerate() {
                 let at = (r * nkv + g) * d;
@@ -408,18 +410,15 @@ impl<B: Backend> Press<B> for PodPress {
         let mut saved: Vec<Option<Saved>> = (0..c.geometry.layers).map(|_| None).collect();
         for (l, block) in tr.blocks.iter().enumerate() {
             let a = &block.attention;
-            let qkv: Vec<f32> = a
-                .wqkv
-                .forward(block.attn_norm.forward(x.clone()))
-                .into_data()
-                .iter::<f32>()
-                .collect();
+            // The model's own projection: biases (Qwen2) included.
+            let qkv = host_vec(a.project(block.attn_norm.forward(x.clone())));
             let shape = Shape {
                 tokens: t,
                 first_position: p0,
                 q_heads: nh,
                 kv_heads: nkv,
                 head_dim: d,
+                query_scale: a.query_scale as f32,
                 decode,
             };
             let o = self.layer(l, &qkv, shape, &mut saved);

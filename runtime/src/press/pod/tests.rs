@@ -139,6 +139,7 @@ fn blocked_matches_reference(press: &mut PodPress, lens: &[usize]) -> (usize, us
             q_heads: NH,
             kv_heads: NKV,
             head_dim: D,
+            query_scale: 1.0 / (D as f32).sqrt(),
             decode: call > 0,
         };
         let mut saved: Vec<Option<Saved>> = (0..L).map(|_| None).collect();

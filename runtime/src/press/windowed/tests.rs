@@ -69,7 +69,11 @@ fn values(layer: &crate::cache::LayerCache<B>, h: usize) -> Vec<f32> {
 fn decoding_with_the_window_trimmed_gives_the_logits_of_the_whole_sequence() {
     // The model's own forward over 20 tokens in one call holds all of them (its mask alone
     // windows layer 0); FullKV decoding them one by one after a 3-token prefill holds at most W
-    // in layer 0.
+    // in layer 0. Tolerance: the whole-sequence forward multiplies with a gemm whose kernel
+    // (AVX2 or AVX-512, picked at run time) sums in another order than a decode step's dot
+    // products — 1.1e-5 apart on an AVX-512 machine; a wrongly trimmed window moves the logits
+    // by tenths.
+    const TOL: f32 = 1e-4;
     let ids = prompt(20);
     for generic in [false, true] {
         let mut m = windowed_model(&[Some(W), None]);
@@ -91,9 +95,10 @@ fn decoding_with_the_window_trimmed_gives_the_logits_of_the_whole_sequence() {
         for (i, &id) in ids.iter().enumerate().skip(3) {
             let want = &all[(i - 1) * vocab..i * vocab];
             assert!(
-                max_diff(&got, want) < 1e-5,
-                "generic {generic} row {}",
-                i - 1
+                max_diff(&got, want) < TOL,
+                "generic {generic} row {}: {}",
+                i - 1,
+                max_diff(&got, want)
             );
             got = host(s.step(id).expect("step"));
             let n = i + 1;
@@ -106,7 +111,7 @@ fn decoding_with_the_window_trimmed_gives_the_logits_of_the_whole_sequence() {
             );
         }
         assert!(
-            max_diff(&got, &all[19 * vocab..]) < 1e-5,
+            max_diff(&got, &all[19 * vocab..]) < TOL,
             "generic {generic}"
         );
         // The window matters: the same model without it gives other logits.
