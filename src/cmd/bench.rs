@@ -10,7 +10,9 @@
 //! (what every listed press asks to observe), then each method compresses a copy of that cache
 //! (its plan at `--budget`/`--ratio`, else the plan's own target) and decodes the same
 //! `--decode-tokens` steps; reported with the KV it holds and its speed against FullKV's in the
-//! same run. A method that runs its own forward pass (PoD) prefills on its own.
+//! same run. A method that runs its own forward pass (PoD) prefills on its own. Under
+//! `--methods all` a method the model or plan cannot run (PoD on Gemma 3) is reported as skipped,
+//! with the reason, in the output and the JSON rows; a method named explicitly is an error.
 
 use std::time::Instant;
 
@@ -203,11 +205,21 @@ fn methods_phase(
         target,
         options: args.press.options(),
     };
+    // `--methods all` skips (and reports) a method this model or plan cannot run (PoD on
+    // Gemma 3, a method without a plan section); one named explicitly is an error.
+    let every = args.methods.iter().flatten().any(|n| n == "all");
     let mut presses = Vec::new();
+    let mut rows = Vec::new();
     for name in methods {
-        let spec = build_press_with::<Selected>(name, &request, &model.config)
-            .with_context(|| format!("--methods {name}"))?;
-        presses.push((name.as_str(), spec.press));
+        match build_press_with::<Selected>(name, &request, &model.config) {
+            Ok(spec) => presses.push((name.as_str(), spec.press)),
+            Err(e) if every => {
+                println!("{name:>16}: skipped: {e}");
+                rows.push(serde_json::json!({"phase": "decode-method", "method": name,
+                    "context": n, "skipped": e.to_string()}));
+            }
+            Err(e) => return Err(e).with_context(|| format!("--methods {name}")),
+        }
     }
     let sharing = presses.iter().filter(|(_, p)| p.adopts_shared_prefill());
     let config = shared_observe(sharing.map(|(_, p)| p.as_ref()), None);
@@ -224,7 +236,6 @@ fn methods_phase(
             None => "the plan's target".into(),
         }
     );
-    let mut rows = Vec::new();
     for (name, press) in &mut presses {
         let mut session = Session::new(model, press.as_mut());
         let t = Instant::now();
