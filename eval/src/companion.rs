@@ -85,11 +85,14 @@ pub fn load<R: CellRecord>(
     }
 }
 
-/// The records of `file` on the prompts of `units`, at the budgets the run has, in file order.
+/// The records of `file` on the prompts of `units`, at the budgets the run has and without a
+/// budget (FullKV, the reference of every Δ), any method, in file order. A run's table shows these
+/// from its own records file too, so a run of a few methods is shown beside the methods an earlier
+/// run recorded on the same prompts under the same settings.
 pub fn of_units<'r, R: CellRecord>(file: &'r RecordsFile<R>, units: &[Unit]) -> Vec<&'r R> {
     let cells = || units.iter().flat_map(|u| u.cells.iter());
     let prompts: HashSet<&str> = cells().map(|c| c.key.prompt()).collect();
-    let budgets: HashSet<Option<usize>> = cells().map(|c| c.budget).collect();
+    let budgets: HashSet<Option<usize>> = cells().map(|c| c.budget).chain([None]).collect();
     file.records
         .iter()
         .filter(|r| {

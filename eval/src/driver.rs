@@ -141,7 +141,17 @@ pub fn run<B: Backend, T: Task<B>>(
     let results = out.join(format!("{model}.results.json"));
     let table = out.join(format!("{model}.{}.md", task.name()));
     let wanted = of_units(&records.file, &units);
-    let mut shown = wanted.clone();
+    // The table: every method recorded on the run's prompts and budgets (this run's and those of
+    // earlier runs into the same file), then kvpress's.
+    let mut shown = companion::of_units(&records.file, &units);
+    if shown.len() > wanted.len() {
+        reporter.note(&format!(
+            "table: cells of this run's methods {}, of other methods recorded on the same prompts \
+             and budgets {}",
+            wanted.len(),
+            shown.len() - wanted.len()
+        ));
+    }
     if let Some(file) = &beside {
         shown.extend(companion::of_units(file, &units));
     }

@@ -125,6 +125,51 @@ fn overall_table(overall: &str, how: Overall, rows: &[RecordRow<'_>]) -> String 
     out
 }
 
+/// The row a reduction or a peer's press is judged against: `vllm:pyramid` (an engine's layer
+/// classes, `press::classes`) against `pyramid`, the plan it comes from; `kvpress-snapkv` against
+/// kvplan's `snapkv`; `None` for everything else.
+pub fn counterpart(method: &str) -> Option<&str> {
+    method
+        .split_once(':')
+        .map(|(_, m)| m)
+        .or_else(|| method.strip_prefix("kvpress-"))
+}
+
+/// Each row with a [`counterpart`] in the table at the same budget, against it, paired over the
+/// prompts both scored; empty when there is none.
+fn counterpart_table(how: Overall, rows: &[RecordRow<'_>]) -> String {
+    let mut out = String::new();
+    for row in by_kv(rows) {
+        let Some(other) = counterpart(&row.method).and_then(|m| {
+            rows.iter()
+                .find(|r| r.method == m && r.budget == row.budget)
+        }) else {
+            continue;
+        };
+        if out.is_empty() {
+            out = header(&[
+                "reduction or peer @ budget",
+                "KV %",
+                "against",
+                "KV %",
+                "Δ [95% CI]",
+                "n",
+            ]);
+        }
+        let scope = Scope::Overall(how);
+        let n = row.estimate(scope).map_or(0, |e| e.n);
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {n} |\n",
+            row_label(&row.method, row.budget),
+            pct(row.kv_fraction()),
+            row_label(&other.method, other.budget),
+            pct(other.kv_fraction()),
+            delta(row.paired(other, scope), n),
+        ));
+    }
+    out
+}
+
 /// Each column's score with its interval, rows as in the main table.
 fn column_table(columns: &[String], rows: &[RecordRow<'_>]) -> String {
     let mut titles = vec!["method @ budget", "KV %"];
@@ -174,12 +219,24 @@ pub fn score_markdown(
     rows: &[RecordRow<'_>],
 ) -> String {
     let mut out = overall_table(overall, how, rows);
+    let against = counterpart_table(how, rows);
+    if !against.is_empty() {
+        out.push('\n');
+        out.push_str(&against);
+    }
     if columns.len() > 1 {
         out.push('\n');
         out.push_str(&column_table(columns, rows));
     }
     out.push('\n');
     out.push_str(&legend(how));
+    if !against.is_empty() {
+        out.push_str(
+            "Against: an engine's layer classes (`vllm:m`, `trtllm:m`) against the plan m they \
+             reduce, a kvpress press against kvplan's method of the same name, at the same \
+             budget; Δ paired as above.\n",
+        );
+    }
     out
 }
 
@@ -314,6 +371,41 @@ mod tests {
             lines[7]
         );
         assert_eq!(lines.len(), 8, "one length: no per-length table");
+    }
+
+    #[test]
+    fn reductions_and_peers_are_paired_with_the_method_they_stand_for() {
+        assert_eq!(counterpart("vllm:headkv-r"), Some("headkv-r"));
+        assert_eq!(counterpart("trtllm:pyramid"), Some("pyramid"));
+        assert_eq!(counterpart("kvpress-snapkv"), Some("snapkv"));
+        assert_eq!(counterpart("kvpress-expected"), Some("expected"));
+        assert_eq!((counterpart("snapkv"), counterpart("full")), (None, None));
+        let mut recs = records();
+        // The engine's reduction of snapkv: right on prompts 0, 2, 3 (snapkv on 0, 1): +1 on 2
+        // and 3, −1 on 1, mean +1/5 = +20 points; McNemar 2/1: p = 1.
+        for (e, s) in [1.0, 0.0, 1.0, 1.0, 0.0].into_iter().enumerate() {
+            recs.push(rec("vllm:snapkv", Some(64), e, s, 0.125));
+        }
+        // A peer without its counterpart in the table has no line.
+        recs.push(rec("kvpress-expected", Some(64), 0, 1.0, 0.125));
+        let t = markdown("niah", &recs);
+        let at = t
+            .lines()
+            .position(|l| l.starts_with("| reduction or peer @ budget |"))
+            .unwrap_or_else(|| panic!("no counterpart table: {t}"));
+        let line = t.lines().nth(at + 2).expect("one row");
+        assert!(
+            line.starts_with("| vllm:snapkv @ 64 | 12.5 | snapkv @ 64 | 12.5 | +20.0 ["),
+            "{line}"
+        );
+        assert!(line.ends_with("] p 1.000 ≈ | 5 |"), "{line}");
+        assert_eq!(
+            t.lines().nth(at + 3),
+            Some(""),
+            "kvpress-expected has no counterpart: {t}"
+        );
+        // Without such rows the table is absent.
+        assert!(!markdown("niah", &records()).contains("reduction or peer"));
     }
 
     #[test]
