@@ -86,7 +86,7 @@ fn quick_niah_writes_records_results_and_table_and_resumes() {
     assert_eq!(saved, table);
     // Figures by default: one NIAH heatmap per method and budget, PNG and SVG.
     for f in ["niah-full.png", "niah-snapkv-64.png", "niah-pod-64.svg"] {
-        let path = out.join("figures").join(f);
+        let path = out.join("figures").join("SmolLM2-135M-Instruct").join(f);
         let len = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
         assert!(
             len > 1000,

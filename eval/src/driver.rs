@@ -156,7 +156,10 @@ pub fn run<B: Backend, T: Task<B>>(
         shown.extend(companion::of_units(file, &units));
     }
     let md = task.summarise(&shown, &results, model)?;
-    reporter.figures(&results, out).map_err(Error::Report)?;
+    let figures = out.join("figures").join(model);
+    reporter
+        .figures(&results, &figures)
+        .map_err(Error::Report)?;
     write_atomic(&table, &md)?;
     reporter.table(&md).map_err(Error::Report)?;
     let line = format!(

@@ -161,8 +161,9 @@ pub trait Reporter {
     fn progress(&mut self, p: &Progress);
     /// The loop is over.
     fn finish(&mut self);
-    /// Draws the figures of the results file at `results` for the output folder `out`.
-    fn figures(&mut self, results: &Path, out: &Path) -> std::result::Result<(), ReportError>;
+    /// Draws the figures of the results file at `results` into the folder `dir`
+    /// (`<out>/figures/<model>/`: models evaluated into one folder keep their own figures).
+    fn figures(&mut self, results: &Path, dir: &Path) -> std::result::Result<(), ReportError>;
     /// Shows the Markdown table of the run.
     fn table(&mut self, markdown: &str) -> std::result::Result<(), ReportError>;
 }

@@ -66,7 +66,7 @@ pub struct EvalCommon {
     /// Data folder [env: KVPLAN_DATA; default: data/].
     #[arg(long, value_name = "DIR")]
     pub data: Option<PathBuf>,
-    /// Do not draw the results figures (default: into `<out>/figures/`).
+    /// Do not draw the results figures (default: into `<out>/figures/<model>/`).
     #[arg(long)]
     pub no_figures: bool,
     #[command(flatten)]
@@ -334,7 +334,7 @@ fn draw_results(path: &Path, dir: &Path) -> anyhow::Result<()> {
 
 /// What the driver reports, on the terminal: lines and a progress bar (or plain progress lines
 /// when stderr is not a terminal) on stderr, the table on stdout, figures into
-/// `<out>/figures/` unless `--no-figures`.
+/// `<out>/figures/<model>/` unless `--no-figures`.
 struct Terminal {
     bar: Option<Bar>,
     figures: bool,
@@ -361,9 +361,9 @@ impl Reporter for Terminal {
         }
     }
 
-    fn figures(&mut self, results: &Path, out: &Path) -> Result<(), ReportError> {
+    fn figures(&mut self, results: &Path, dir: &Path) -> Result<(), ReportError> {
         if self.figures {
-            draw_results(results, &out.join("figures"))?;
+            draw_results(results, dir)?;
         }
         Ok(())
     }
