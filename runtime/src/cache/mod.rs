@@ -469,6 +469,28 @@ impl<B: Backend> LayerCache<B> {
         self.positions = positions;
     }
 
+    /// [`Self::replace`] with host rows: the layer is then held on the host, as the CPU kernel
+    /// appends to it (SpindleKV restoring its codebook entries each step).
+    pub fn replace_host(&mut self, kv: HostKv, positions: Vec<Vec<usize>>, device: &B::Device) {
+        assert_eq!(
+            positions.len(),
+            self.kv_heads(),
+            "replace_host: one position list per KV head"
+        );
+        let rows = |h: usize| positions[h].len() * self.head_dim;
+        assert!(
+            (0..positions.len())
+                .all(|h| kv.keys[h].len() == rows(h) && kv.values[h].len() == rows(h)),
+            "replace_host: one row of head_dim per position"
+        );
+        self.view = OnceLock::new();
+        self.held = Some(Held::Host {
+            kv,
+            device: device.clone(),
+        });
+        self.positions = positions;
+    }
+
     /// Head dimension.
     pub fn head_dim(&self) -> usize {
         self.head_dim

@@ -62,7 +62,7 @@ pub mod codebook;
 mod tests;
 
 use burn::tensor::backend::Backend;
-use burn::tensor::{Tensor, TensorData};
+use burn::tensor::Tensor;
 use kvplan_planner::SpindleSection;
 
 use super::registry::{FromPlan, MethodPress};
@@ -70,7 +70,7 @@ use super::{
     keep_from, observe, window_scores, window_start, Allocation, Capabilities, GqaAggregation,
     Press, Scorer, Scores, SelectionPress,
 };
-use crate::cache::{KvCache, KvStore, LayerCache};
+use crate::cache::{HostKv, KvCache, LayerCache};
 use crate::error::Result;
 use crate::model::rope::{Frequencies, RopeSet};
 use crate::model::Model;
@@ -392,25 +392,33 @@ impl SpindlePress {
             let (mut keys, mut values, mut counts) = (Vec::new(), Vec::new(), Vec::new());
             for (j, entries) in book.heads.iter_mut().enumerate() {
                 let h = b * per_book + j;
-                let Some((k, v)) = layer.head(h) else {
-                    counts.push(0);
-                    continue;
-                };
-                // Only the entries the book does not hold yet come to the host.
+                // Only the entries the book does not hold yet are read: from the host rows
+                // where the CPU kernel appended them, else from the tensors.
                 let first = entries.positions.len();
-                let pos = layer.positions(h)[first..].to_vec();
-                let rows = |t: Tensor<B, 2>| -> Vec<f32> {
-                    let n = t.dims()[0];
-                    let data = t.narrow(0, first, n - first).into_data();
-                    match data.dtype {
-                        burn::tensor::DType::F32 => data.into_vec().expect("an f32 tensor"),
-                        _ => data.iter::<f32>().collect(),
-                    }
+                let (mut k, v) = if let Some(kv) = layer.host() {
+                    (
+                        kv.keys[h][first * d..].to_vec(),
+                        kv.values[h][first * d..].to_vec(),
+                    )
+                } else {
+                    let Some((k, v)) = layer.head(h) else {
+                        counts.push(0);
+                        continue;
+                    };
+                    let rows = |t: Tensor<B, 2>| -> Vec<f32> {
+                        let n = t.dims()[0];
+                        let data = t.narrow(0, first, n - first).into_data();
+                        match data.dtype {
+                            burn::tensor::DType::F32 => data.into_vec().expect("an f32 tensor"),
+                            _ => data.iter::<f32>().collect(),
+                        }
+                    };
+                    (rows(k), rows(v))
                 };
-                let mut k = rows(k);
+                let pos = layer.positions(h)[first..].to_vec();
                 freqs.rotate_rows(&mut k, &pos, -1.0);
                 keys.extend_from_slice(&k);
-                values.extend_from_slice(&rows(v));
+                values.extend_from_slice(&v);
                 counts.push(pos.len());
                 entries.positions.extend(pos);
             }
@@ -427,7 +435,10 @@ impl SpindlePress {
         layer.replace(None, vec![Vec::new(); heads]);
     }
 
-    /// Puts the reconstructed K (RoPE re-applied) and V of every head back into the layer.
+    /// Puts the reconstructed K (RoPE re-applied) and V of every head back into the layer, as
+    /// host rows: the CPU kernel attends over them and appends the step's entry in place, and
+    /// [`Self::absorb`] reads that entry back without a tensor round trip (other backends make
+    /// their tensors from the rows on first use).
     fn restore<B: Backend>(
         &self,
         layer: &mut LayerCache<B>,
@@ -435,28 +446,18 @@ impl SpindlePress {
         books: &[Book],
         device: &B::Device,
     ) {
-        let d = layer.head_dim();
-        let mut keys = Vec::new();
-        let mut values = Vec::new();
+        let mut kv = HostKv::default();
         let mut positions = Vec::new();
         for book in books {
             for e in &book.heads {
-                let n = e.positions.len();
                 let mut k = book.keys.reconstruct(&e.keys);
                 freqs.rotate_rows(&mut k, &e.positions, 1.0);
-                keys.push(Tensor::<B, 2>::from_data(
-                    TensorData::new(k, [n, d]),
-                    device,
-                ));
-                let v = book.values.reconstruct(&e.values);
-                values.push(Tensor::<B, 2>::from_data(
-                    TensorData::new(v, [n, d]),
-                    device,
-                ));
+                kv.keys.push(k);
+                kv.values.push(book.values.reconstruct(&e.values));
                 positions.push(e.positions.clone());
             }
         }
-        layer.replace(Some(KvStore::from_heads(keys, values)), positions);
+        layer.replace_host(kv, positions, device);
     }
 }
 
