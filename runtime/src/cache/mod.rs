@@ -491,6 +491,40 @@ impl<B: Backend> LayerCache<B> {
         self.positions = positions;
     }
 
+    /// Moves head `h`'s entries to positions `new[h]` (one per entry, storage order), turning
+    /// each head's key rows with `turn(rows, old, new)` (`[len_h][head_dim]`, in place). The
+    /// layer is then held on the host: a host-held layer is turned where it is, a tensor-held one
+    /// comes to the host once (TreeKV re-assigning positions after every eviction).
+    pub fn move_keys(
+        &mut self,
+        new: Vec<Vec<usize>>,
+        turn: impl Fn(&mut [f32], &[usize], &[usize]),
+    ) {
+        assert_eq!(
+            new.len(),
+            self.kv_heads(),
+            "move_keys: one position list per KV head"
+        );
+        let (mut kv, device) = match self.held.take() {
+            Some(Held::Host { kv, device }) => (kv, device),
+            Some(Held::Tensors(store)) => {
+                let device = match &store {
+                    KvStore::Uniform { keys, .. } => keys.device(),
+                    KvStore::PerHead { keys, .. } => keys[0].device(),
+                };
+                (HostKv::of_store(store), device)
+            }
+            None => return,
+        };
+        for (h, to) in new.iter().enumerate() {
+            assert_eq!(to.len(), self.positions[h].len(), "move_keys: head {h}");
+            turn(&mut kv.keys[h], &self.positions[h], to);
+        }
+        self.view = OnceLock::new();
+        self.held = Some(Held::Host { kv, device });
+        self.positions = new;
+    }
+
     /// Head dimension.
     pub fn head_dim(&self) -> usize {
         self.head_dim

@@ -36,9 +36,9 @@ pub mod windowed;
 mod tests;
 
 use burn::tensor::backend::Backend;
-use burn::tensor::{Tensor, TensorData};
+use burn::tensor::Tensor;
 
-use crate::cache::{KvCache, KvStore, LayerCache};
+use crate::cache::{KvCache, LayerCache};
 use crate::error::Result;
 use crate::model::rope::{Frequencies, RopeSet};
 use crate::model::{Logits, Model};
@@ -223,29 +223,11 @@ pub fn move_layer<B: Backend>(
     freqs: &Frequencies,
     new: Vec<Vec<usize>>,
 ) {
-    let kv = cache.kv_heads();
-    let d = cache.head_dim();
-    let moved = (0..kv).any(|h| cache.positions(h) != new[h].as_slice());
+    let moved = (0..cache.kv_heads()).any(|h| cache.positions(h) != new[h].as_slice());
     if !moved {
         return;
     }
-    let mut keys = Vec::with_capacity(kv);
-    let mut values = Vec::with_capacity(kv);
-    let mut positions = Vec::with_capacity(kv);
-    for (h, new) in new.into_iter().enumerate() {
-        let Some((k, v)) = cache.head(h) else { return };
-        let device = k.device();
-        let len = cache.len(h);
-        let mut host: Vec<f32> = k.into_data().iter::<f32>().collect(); // [len][d]
-        freqs.shift_rows(&mut host, cache.positions(h), &new);
-        keys.push(Tensor::<B, 2>::from_data(
-            TensorData::new(host, [len, d]),
-            &device,
-        ));
-        values.push(v);
-        positions.push(new);
-    }
-    cache.replace(Some(KvStore::from_heads(keys, values)), positions);
+    cache.move_keys(new, |rows, old, to| freqs.shift_rows(rows, old, to));
 }
 
 /// Where the budget goes: entries each (layer, KV head) keeps, the observation window included.
