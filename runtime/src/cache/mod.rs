@@ -55,6 +55,14 @@ pub enum KvStore<B: Backend> {
 }
 
 impl<B: Backend> KvStore<B> {
+    /// The device the tensors are on.
+    fn device(&self) -> B::Device {
+        match self {
+            KvStore::Uniform { keys, .. } => keys.device(),
+            KvStore::PerHead { keys, .. } => keys[0].device(),
+        }
+    }
+
     /// One `[len_h, head_dim]` key and value tensor per head: stacked into [`KvStore::Uniform`]
     /// when every head holds the same number of entries, else kept [`KvStore::PerHead`].
     ///
@@ -313,6 +321,19 @@ impl<B: Backend> LayerCache<B> {
         }
     }
 
+    /// Takes the entries as host rows (moving tensors to the host) with their device, leaving
+    /// nothing held.
+    fn take_host(&mut self) -> Option<(HostKv, B::Device)> {
+        self.view = OnceLock::new();
+        match self.held.take()? {
+            Held::Host { kv, device } => Some((kv, device)),
+            Held::Tensors(store) => {
+                let device = store.device();
+                Some((HostKv::of_store(store), device))
+            }
+        }
+    }
+
     /// Bytes of K and V held: entries × head_dim × [`BYTES_PER_ELEMENT`] × 2.
     pub fn bytes(&self) -> usize {
         self.positions.iter().map(Vec::len).sum::<usize>() * self.head_dim * BYTES_PER_ELEMENT * 2
@@ -371,16 +392,13 @@ impl<B: Backend> LayerCache<B> {
         for p in &mut self.positions {
             p.extend_from_slice(positions);
         }
-        self.view = OnceLock::new();
-        let kv = match self.held.take() {
-            Some(Held::Host { kv, .. }) => kv,
-            Some(Held::Tensors(store)) => HostKv::of_store(store),
+        let mut kv = match self.take_host() {
+            Some((kv, _)) => kv,
             None => HostKv {
                 keys: vec![Vec::new(); heads],
                 values: vec![Vec::new(); heads],
             },
         };
-        let mut kv = kv;
         for h in 0..heads {
             kv.keys[h].extend_from_slice(&keys[h * block..(h + 1) * block]);
             kv.values[h].extend_from_slice(&values[h * block..(h + 1) * block]);
@@ -505,22 +523,13 @@ impl<B: Backend> LayerCache<B> {
             self.kv_heads(),
             "move_keys: one position list per KV head"
         );
-        let (mut kv, device) = match self.held.take() {
-            Some(Held::Host { kv, device }) => (kv, device),
-            Some(Held::Tensors(store)) => {
-                let device = match &store {
-                    KvStore::Uniform { keys, .. } => keys.device(),
-                    KvStore::PerHead { keys, .. } => keys[0].device(),
-                };
-                (HostKv::of_store(store), device)
-            }
-            None => return,
+        let Some((mut kv, device)) = self.take_host() else {
+            return;
         };
         for (h, to) in new.iter().enumerate() {
             assert_eq!(to.len(), self.positions[h].len(), "move_keys: head {h}");
             turn(&mut kv.keys[h], &self.positions[h], to);
         }
-        self.view = OnceLock::new();
         self.held = Some(Held::Host { kv, device });
         self.positions = new;
     }
@@ -555,10 +564,7 @@ impl<B: Backend> LayerCache<B> {
         let Some(store) = self.take_tensors() else {
             return;
         };
-        let device = match &store {
-            KvStore::Uniform { keys, .. } => keys.device(),
-            KvStore::PerHead { keys, .. } => keys[0].device(),
-        };
+        let device = store.device();
         let index = |ids: &[usize]| {
             let ids: Vec<i64> = ids.iter().map(|&i| i as i64).collect();
             let n = ids.len();

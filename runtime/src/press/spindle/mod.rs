@@ -70,7 +70,7 @@ use super::{
     keep_from, observe, window_scores, window_start, Allocation, Capabilities, GqaAggregation,
     Press, Scorer, Scores, SelectionPress,
 };
-use crate::cache::{HostKv, KvCache, LayerCache};
+use crate::cache::{host_vec, HostKv, KvCache, LayerCache};
 use crate::error::Result;
 use crate::model::rope::{Frequencies, RopeSet};
 use crate::model::Model;
@@ -405,13 +405,9 @@ impl SpindlePress {
                         counts.push(0);
                         continue;
                     };
-                    let rows = |t: Tensor<B, 2>| -> Vec<f32> {
+                    let rows = |t: Tensor<B, 2>| {
                         let n = t.dims()[0];
-                        let data = t.narrow(0, first, n - first).into_data();
-                        match data.dtype {
-                            burn::tensor::DType::F32 => data.into_vec().expect("an f32 tensor"),
-                            _ => data.iter::<f32>().collect(),
-                        }
+                        host_vec(t.narrow(0, first, n - first))
                     };
                     (rows(k), rows(v))
                 };
