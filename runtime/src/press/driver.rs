@@ -184,9 +184,11 @@ impl<'a, B: Backend> Session<'a, B> {
     }
 
     /// Runs `ids` after what the cache holds in one forward call (through the press's forward)
-    /// and appends their K/V uncompressed: no press hook runs, so they stay whatever the press
-    /// does next. Question-agnostic evaluation appends the question after compressing the
-    /// context this way. Returns the last position's logits.
+    /// and appends their K/V uncompressed: no compression hook runs, and a press holding a
+    /// budget while decoding holds them on top of it ([`Press::appended_uncompressed`]), so
+    /// decoding does not evict context to make room for them. Question-agnostic evaluation
+    /// appends the question after compressing the context this way. Returns the last
+    /// position's logits.
     ///
     /// # Shapes
     /// - ids: `t` tokens → `[1, vocab]`
@@ -197,6 +199,7 @@ impl<'a, B: Backend> Session<'a, B> {
         let logits = self.press.forward(self.model, ids, &mut self.cache, None)?;
         windowed::slide(&mut self.cache, &self.model.config.layer_windows);
         self.tokens += ids.len();
+        self.press.appended_uncompressed(ids.len());
         Ok(logits)
     }
 

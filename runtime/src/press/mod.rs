@@ -134,6 +134,14 @@ pub trait Press<B: Backend> {
         Ok(())
     }
 
+    /// `entries` tokens were appended after the compression without a press hook
+    /// ([`Session::extend`](driver::Session::extend): question-agnostic evaluation's question).
+    /// A press that holds a budget while generating holds them on top of it, so decoding keeps
+    /// the bytes the appended tokens were counted in instead of evicting context to make room
+    /// (default: nothing to do — the press does not evict while decoding, or never below what it
+    /// holds).
+    fn appended_uncompressed(&mut self, _entries: usize) {}
+
     /// Sets the plan's decode-time compression interval (`budget_semantics.methods.<m>.decode`,
     /// `compress_every`): the press compresses after every `every`-th generated token, the cache
     /// growing by one entry per token in between. The default accepts only 1 (a press without
@@ -264,6 +272,15 @@ impl Allocation {
             Allocation::Uniform(b) => *b,
             Allocation::PerLayer(v) => v[layer],
             Allocation::PerHead(g) => g[layer][head],
+        }
+    }
+
+    /// Every budget raised by `n` entries.
+    pub fn widen(&mut self, n: usize) {
+        match self {
+            Allocation::Uniform(b) => *b += n,
+            Allocation::PerLayer(v) => v.iter_mut().for_each(|b| *b += n),
+            Allocation::PerHead(g) => g.iter_mut().flatten().for_each(|b| *b += n),
         }
     }
 
@@ -449,6 +466,11 @@ impl<B: Backend> Press<B> for SelectionPress {
         }
         self.after_eviction(cache, evicted);
         Ok(())
+    }
+
+    /// Decoding holds the appended entries on top of each head's budget.
+    fn appended_uncompressed(&mut self, entries: usize) {
+        self.allocation.widen(entries);
     }
 
     fn set_compress_every(&mut self, every: usize) -> Result<()> {

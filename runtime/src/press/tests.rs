@@ -231,6 +231,35 @@ fn every_press_under_every_wrapper_keeps_at_most_its_budget() {
 }
 
 #[test]
+fn tokens_appended_uncompressed_stay_on_top_of_the_budget_while_decoding() {
+    // Question-agnostic evaluation: the context (30 tokens) is compressed to the budget, the
+    // question (5 tokens) appended whole. A method holding its budget while generating must
+    // hold budget + 5 from then on — evicting 5 context entries at the first step to get back
+    // to the budget would leave it fewer bytes than the reported KV fraction; the others grow
+    // by one entry a step from budget + 5.
+    let model = tiny_model();
+    let ids = prompt(35);
+    for alloc in allocations(12) {
+        for (name, mut press) in presses(&model, &alloc, 30) {
+            let decoding = press.evicts_while_decoding();
+            let mut s = Session::new(&model, press.as_mut());
+            s.prefill(&ids[..30]).expect("context");
+            s.extend(&ids[30..]).expect("question");
+            for step in 0..=4 {
+                for (l, layer) in s.cache.layers.iter().enumerate() {
+                    for h in 0..NKV {
+                        let b = alloc.budget(l, h) + 5;
+                        let want = if decoding { b } else { b + step };
+                        assert_eq!(layer.len(h), want, "{name} {alloc:?} l{l} h{h} step {step}");
+                    }
+                }
+                s.step(7).expect("step");
+            }
+        }
+    }
+}
+
+#[test]
 fn a_budget_above_the_context_gives_fullkv_output() {
     let model = tiny_model();
     let ids = prompt(20);
