@@ -200,7 +200,8 @@ proptest! {
         let p = profile(l, kv, g, &scores, &sims, &windows);
         let geo = &p.model.geometry;
         let per_head = &p.layer_similarity.per_head;
-        for (h, blocks) in pod::blocks(per_head, delta, &p.model.geometry).iter().enumerate() {
+        for grouping in [pod::Grouping::QueryHead, pod::Grouping::KvHead] {
+        for (h, blocks) in pod::blocks(per_head, delta, geo, grouping).iter().enumerate() {
             let mut next = 0;
             for b in blocks {
                 prop_assert_eq!(b[0], next);
@@ -214,6 +215,17 @@ proptest! {
                 next = b[1] + 1;
             }
             prop_assert_eq!(next, l);
+        }
+        }
+        // Under kv-head blocks the query heads of a KV head share their blocks, and the saving is
+        // never below the query-head blocks' on one KV head per query head (MHA: the same).
+        let kvb = pod::blocks(per_head, delta, geo, pod::Grouping::KvHead);
+        for h in 0..geo.q_heads {
+            let first = geo.q_heads_of(geo.kv_of(h)).next().unwrap_or(h);
+            prop_assert_eq!(&kvb[h], &kvb[first]);
+        }
+        if geo.q_heads == geo.kv_heads {
+            prop_assert_eq!(kvb, pod::blocks(per_head, delta, geo, pod::Grouping::QueryHead));
         }
         // PoD keys never exceed the context and values keep every token.
         let plan = build(&p, Target::Tokens(64));

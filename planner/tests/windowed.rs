@@ -75,6 +75,7 @@ fn sections() -> Sections {
         sinks: 16,
         tau: 0.7,
         blocks: vec![vec![[0, 0], [1, 2], [3, 3]]; 2],
+        grouping: Default::default(),
     }));
     s
 }
@@ -173,6 +174,7 @@ fn pod_shares_keys_between_adjacent_global_layers_only() {
         sinks: 16,
         tau: 0.7,
         blocks: vec![vec![[0, 1], [2, 2], [3, 3]]; 2],
+        grouping: Default::default(),
     }));
     let e = s.validate(&geometry()).err().map(|e| e.to_string());
     assert_eq!(

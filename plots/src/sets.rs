@@ -96,6 +96,7 @@ pub fn profile_figures(
                 &p.layer_similarity.per_head,
                 DEFAULT_POD_DELTA,
                 &p.model.geometry,
+                pod::Grouping::QueryHead,
             ),
             source: format!("greedy rule at δ = {DEFAULT_POD_DELTA}"),
         },

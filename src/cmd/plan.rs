@@ -4,6 +4,7 @@
 //! plan.json`. Read: `kvplan plan --summary plan.json`.
 
 use anyhow::{bail, Context};
+use kvplan_planner::alloc::pod::Grouping;
 use kvplan_planner::export::summary;
 use kvplan_planner::methods::pod::{PodOptions, DEFAULT_POD_DELTA};
 use kvplan_planner::methods::spindle::SpindleOptions;
@@ -53,6 +54,12 @@ pub struct PlanArgs {
     /// Choose PoD's δ for this saving (fraction of (layer, KV head) key slots) instead.
     #[arg(long, value_name = "S")]
     pod_saving: Option<f64>,
+    /// PoD's blocks per query head (the paper's head-wise blocks) or per KV head (Algorithm 1 on
+    /// the least similarity of its query heads, shared by them). On a GQA model a KV head drops
+    /// distant keys only where none of its query heads starts a block, so query-head blocks save
+    /// nothing on Qwen2.5 (7 query heads per KV head) or Gemma 3 (4): use kv-head there.
+    #[arg(long, value_name = "G", default_value = "query-head")]
+    pod_blocks: Grouping,
     /// SpindleKV option: apply the codebook only in layers below K (default: every layer).
     #[arg(long, value_name = "K")]
     spindle_split: Option<usize>,
@@ -108,6 +115,7 @@ fn build(args: &PlanArgs, profile_path: &Path) -> anyhow::Result<Plan> {
         pod: PodOptions {
             delta: args.pod_delta,
             target_saving: args.pod_saving,
+            grouping: args.pod_blocks,
             ..PodOptions::default()
         },
         spindle: SpindleOptions {

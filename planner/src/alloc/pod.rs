@@ -24,11 +24,60 @@
 //! tokens to the baselines' window (n_s = 16, n_r = 4080 at a 4096 budget): n_s = min(16, B),
 //! n_r = B − n_s. τ gates the distant attention of layers that are not the lowest of their block.
 //!
+//! **Blocks per KV head** (`Grouping::KvHead`, kvplan's option for GQA models; the paper's models
+//! are evaluated with head-wise blocks and say nothing of GQA): with one grouping per query head a
+//! KV head of g query heads drops its keys at a layer only where none of the g starts a block,
+//! which on Qwen2.5-0.5B (7 per KV head) and Gemma 3 (4) happens nowhere — PoD then saves
+//! nothing. Under `KvHead` Algorithm 1 runs once per KV head on the *least* similarity of its
+//! query heads, `sim_kv(a, b) = min_h sim_h(a, b)`, and each of its query heads takes those
+//! blocks: every query head of a block is still ≥ δ-similar across it (Algorithm 1's condition
+//! holds per head), and every layer past a block's lowest drops the KV head's distant keys.
+//!
 //! δ can be chosen for a target saving: the largest δ (among the similarity values, so the choice
 //! is exact) whose blocks reach it.
 
+use serde::{Deserialize, Serialize};
+
 use crate::geometry::Geometry;
 use crate::{Error, Method, Result};
+
+/// Whose similarities Algorithm 1 groups (module header).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Grouping {
+    /// One grouping per query head (the paper's head-wise blocks).
+    #[default]
+    QueryHead,
+    /// One grouping per KV head on its query heads' least similarity, shared by them.
+    KvHead,
+}
+
+impl Grouping {
+    /// The name in plans and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Grouping::QueryHead => "query-head",
+            Grouping::KvHead => "kv-head",
+        }
+    }
+
+    /// True for the default (plans leave it out).
+    pub fn is_query_head(&self) -> bool {
+        *self == Grouping::QueryHead
+    }
+}
+
+impl std::str::FromStr for Grouping {
+    type Err = String;
+
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "query-head" => Ok(Grouping::QueryHead),
+            "kv-head" => Ok(Grouping::KvHead),
+            other => Err(format!("expected query-head or kv-head, found `{other}`")),
+        }
+    }
+}
 
 /// Algorithm 1 for one head: `sim[a][b]` (layers × layers) → blocks `[first, last]`, bottom-up;
 /// `windowed[l]` marks layers with a sliding window, each a block of its own.
@@ -49,15 +98,51 @@ pub fn group_layers(sim: &[Vec<f64>], delta: f64, windowed: &[bool]) -> Vec<[usi
 }
 
 /// Blocks of every query head: `per_head[q_head][layer][layer]` → `[q_head][block]`, windowed
-/// layers of `geometry` alone in their blocks.
-pub fn blocks(per_head: &[Vec<Vec<f64>>], delta: f64, geometry: &Geometry) -> Vec<Vec<[usize; 2]>> {
+/// layers of `geometry` alone in their blocks; under `Grouping::KvHead` the query heads of a KV
+/// head share the blocks of their least similarity (module header).
+pub fn blocks(
+    per_head: &[Vec<Vec<f64>>],
+    delta: f64,
+    geometry: &Geometry,
+    grouping: Grouping,
+) -> Vec<Vec<[usize; 2]>> {
     let windowed: Vec<bool> = (0..geometry.layers)
         .map(|l| geometry.is_windowed(l))
         .collect();
-    per_head
+    match grouping {
+        Grouping::QueryHead => per_head
+            .iter()
+            .map(|s| group_layers(s, delta, &windowed))
+            .collect(),
+        Grouping::KvHead => {
+            let per_kv: Vec<Vec<[usize; 2]>> = (0..geometry.kv_heads)
+                .map(|kv| group_layers(&least_similarity(per_head, geometry, kv), delta, &windowed))
+                .collect();
+            (0..per_head.len())
+                .map(|h| per_kv[geometry.kv_of(h)].clone())
+                .collect()
+        }
+    }
+}
+
+/// `sim_kv[a][b]`: the least of `a`, `b`'s similarity over the query heads reading KV head `kv`.
+fn least_similarity(per_head: &[Vec<Vec<f64>>], geometry: &Geometry, kv: usize) -> Vec<Vec<f64>> {
+    let mut heads = per_head
         .iter()
-        .map(|s| group_layers(s, delta, &windowed))
-        .collect()
+        .enumerate()
+        .filter(|(h, _)| geometry.kv_of(*h) == kv)
+        .map(|(_, s)| s);
+    let Some(first) = heads.next() else {
+        return Vec::new();
+    };
+    heads.fold(first.clone(), |mut least, s| {
+        for (row, other) in least.iter_mut().zip(s) {
+            for (x, y) in row.iter_mut().zip(other) {
+                *x = x.min(*y);
+            }
+        }
+        least
+    })
 }
 
 /// `[layer][kv_head]`: true when the KV head's distant keys at that layer are shared (dropped),
@@ -84,15 +169,20 @@ pub fn saving(blocks: &[Vec<[usize; 2]>], geometry: &Geometry) -> f64 {
     n as f64 / (geometry.layers * geometry.kv_heads) as f64
 }
 
-/// The largest δ whose blocks save at least `target` (a fraction in [0, 1)).
-pub fn choose_delta(per_head: &[Vec<Vec<f64>>], geometry: &Geometry, target: f64) -> Result<f64> {
+/// The largest δ whose blocks (under `grouping`) save at least `target` (a fraction in [0, 1)).
+pub fn choose_delta(
+    per_head: &[Vec<Vec<f64>>],
+    geometry: &Geometry,
+    grouping: Grouping,
+    target: f64,
+) -> Result<f64> {
     let mut candidates: Vec<f64> = per_head.iter().flatten().flatten().copied().collect();
     candidates.push(0.0);
     candidates.sort_by(|a, b| b.total_cmp(a));
     candidates.dedup();
     let mut best = 0.0_f64;
     for &delta in &candidates {
-        let s = saving(&blocks(per_head, delta, geometry), geometry);
+        let s = saving(&blocks(per_head, delta, geometry, grouping), geometry);
         if s >= target {
             return Ok(delta);
         }
@@ -180,7 +270,7 @@ mod tests {
         let g = Geometry::new(4, 2, 1, 8)
             .and_then(|g| g.with_windows(vec![Some(512), None, Some(512), None]))
             .unwrap_or_else(|e| panic!("{e}"));
-        let bl = blocks(&[head_b(), head_b()], 0.5, &g);
+        let bl = blocks(&[head_b(), head_b()], 0.5, &g, Grouping::QueryHead);
         assert_eq!(bl, vec![singles.clone(), singles]);
         assert_eq!(saving(&bl, &g), 0.0);
     }
@@ -190,7 +280,7 @@ mod tests {
         // 2 query heads on 1 KV head. δ = 0.5: A starts blocks at 0, 2, 3; B at 0.
         // Union of lowest layers {0, 2, 3}: only layer 1 drops its distant keys → saving 1/4.
         let g = Geometry::new(4, 2, 1, 8).unwrap_or_else(|e| panic!("{e}"));
-        let bl = blocks(&[head_a(), head_b()], 0.5, &g);
+        let bl = blocks(&[head_a(), head_b()], 0.5, &g, Grouping::QueryHead);
         assert_eq!(
             shared_keys(&bl, &g),
             vec![vec![false], vec![true], vec![false], vec![false]]
@@ -200,17 +290,90 @@ mod tests {
     }
 
     #[test]
+    fn kv_head_blocks_group_on_the_least_similarity_of_the_query_heads() {
+        // 2 query heads on 1 KV head, A and B. The least similarity: 0–1 min(0.9, 0.6) = 0.6,
+        // 0–2 0.3, 1–2 0.6, 0–3 0.1, 1–3 0.2, 2–3 0.4. δ = 0.5: {0,1}; 2 vs 0: 0.3 → {2};
+        // 3 vs 2: 0.4 → {3}. Both heads get [0,1], [2,2], [3,3]: layer 1 drops the KV head's
+        // distant keys → saving 1/4, as under query-head blocks (A's starts cover B's).
+        let g = Geometry::new(4, 2, 1, 8).unwrap_or_else(|e| panic!("{e}"));
+        let want = vec![[0, 1], [2, 2], [3, 3]];
+        let bl = blocks(&[head_a(), head_b()], 0.5, &g, Grouping::KvHead);
+        assert_eq!(bl, vec![want.clone(), want]);
+        assert!((saving(&bl, &g) - 0.25).abs() < 1e-12);
+        // A head C whose blocks start where A's do not: every pair 0.6 but 1–2 (0.2), so C
+        // alone is [0,1], [2,3]. Query-head blocks: starts {0, 2, 3} ∪ {0, 2} → only layer 1
+        // shared. KV-head blocks on min(A, C): 0–1 0.6, 0–2 0.3 → [0,1]; 2–3 min(0.4, 0.6) = 0.4
+        // < 0.5 → [2], [3]: the same 1/4. At δ = 0.35: query-head A [0,1],[2,3] (0–2 0.3 fails;
+        // 2–3 0.4), C [0,1],[2,3] → starts {0, 2}: layers 1 and 3 shared, 2/4; KV-head on the
+        // least: [0,1], [2,3] (2–3 0.4 ≥ 0.35) → 2/4.
+        let c: Vec<Vec<f64>> = (0..4)
+            .map(|a| {
+                (0..4)
+                    .map(|b| match (a.min(b), a.max(b)) {
+                        (x, y) if x == y => 1.0,
+                        (1, 2) => 0.2,
+                        _ => 0.6,
+                    })
+                    .collect()
+            })
+            .collect();
+        let sims = [head_a(), c];
+        for grouping in [Grouping::QueryHead, Grouping::KvHead] {
+            assert!((saving(&blocks(&sims, 0.5, &g, grouping), &g) - 0.25).abs() < 1e-12);
+            let bl = blocks(&sims, 0.35, &g, grouping);
+            assert!(
+                (saving(&bl, &g) - 0.5).abs() < 1e-12,
+                "{grouping:?}: {bl:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn kv_head_blocks_save_where_query_head_blocks_on_a_gqa_model_cannot() {
+        // 2 query heads on 1 KV head that split at different layers. Query-head blocks at
+        // δ = 0.5: A {0,1},{2},{3} starts {0, 2, 3}; E {0},{1,2},{3} starts {0, 1, 3} — their union
+        // is every layer, so the KV head keeps its keys everywhere (saving 0). KV-head blocks on
+        // the least similarity: 0–1 min(0.9, 0.4) = 0.4 → {0}; 1–2 min(0.8, 0.9) = 0.8 → {1,2};
+        // 3 vs 1: 0.2 → {3}. Layer 2 drops the KV head's distant keys: saving 1/4.
+        let g = Geometry::new(4, 2, 1, 8).unwrap_or_else(|e| panic!("{e}"));
+        let e = vec![
+            vec![1.0, 0.4, 0.3, 0.1],
+            vec![0.4, 1.0, 0.9, 0.2],
+            vec![0.3, 0.9, 1.0, 0.4],
+            vec![0.1, 0.2, 0.4, 1.0],
+        ];
+        let sims = [head_a(), e];
+        assert_eq!(
+            saving(&blocks(&sims, 0.5, &g, Grouping::QueryHead), &g),
+            0.0
+        );
+        let bl = blocks(&sims, 0.5, &g, Grouping::KvHead);
+        assert_eq!(bl[0], vec![[0, 0], [1, 2], [3, 3]]);
+        assert_eq!(bl[0], bl[1]);
+        assert!((saving(&bl, &g) - 0.25).abs() < 1e-12);
+    }
+
+    #[test]
     fn delta_is_chosen_for_a_target_saving() {
         // Two KV heads (one query head each) to see the saving move:
         // δ = 1: nothing merges (0/8). δ = 0.9: A {0,1}; B none → 1/8.
         // δ = 0.8: A {0,1},{2},{3} (2 vs 0: 0.3) → 1/8. δ = 0.6: A same; B one block → 4/8.
         let g = Geometry::new(4, 2, 2, 8).unwrap_or_else(|e| panic!("{e}"));
         let sims = [head_a(), head_b()];
-        assert_eq!(choose_delta(&sims, &g, 0.1).ok(), Some(0.9));
-        assert_eq!(choose_delta(&sims, &g, 0.5).ok(), Some(0.6));
+        assert_eq!(
+            choose_delta(&sims, &g, Grouping::QueryHead, 0.1).ok(),
+            Some(0.9)
+        );
+        assert_eq!(
+            choose_delta(&sims, &g, Grouping::QueryHead, 0.5).ok(),
+            Some(0.6)
+        );
         // δ = 0.1: A one block too → 6/8; more is impossible (layer 0 always keeps its keys).
-        assert_eq!(choose_delta(&sims, &g, 0.75).ok(), Some(0.1));
-        assert!(choose_delta(&sims, &g, 0.8).is_err());
+        assert_eq!(
+            choose_delta(&sims, &g, Grouping::QueryHead, 0.75).ok(),
+            Some(0.1)
+        );
+        assert!(choose_delta(&sims, &g, Grouping::QueryHead, 0.8).is_err());
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! global layers (`alloc::pod`).
 
 use super::{Method, MethodSection};
-use crate::alloc::pod;
+use crate::alloc::pod::{self, Grouping};
 use crate::budgets::Budgets;
 use crate::build::PlanOptions;
 use crate::geometry::Geometry;
@@ -31,6 +31,8 @@ pub struct PodOptions {
     pub target_saving: Option<f64>,
     /// Gate threshold τ.
     pub tau: f64,
+    /// Blocks per query head (the paper) or per KV head (`alloc::pod`, for GQA models).
+    pub grouping: Grouping,
 }
 
 impl Default for PodOptions {
@@ -39,6 +41,7 @@ impl Default for PodOptions {
             delta: DEFAULT_POD_DELTA,
             target_saving: None,
             tau: DEFAULT_POD_TAU,
+            grouping: Grouping::QueryHead,
         }
     }
 }
@@ -59,6 +62,10 @@ pub struct PodSection {
     pub tau: f64,
     /// `[q_head][block] = [first_layer, last_layer]`, bottom-up.
     pub blocks: Vec<Vec<[usize; 2]>>,
+    /// Whose similarities the blocks group: `query-head` (the paper; left out of the file) or
+    /// `kv-head` (the query heads of a KV head share its blocks).
+    #[serde(default, skip_serializing_if = "Grouping::is_query_head")]
+    pub grouping: Grouping,
 }
 
 impl MethodSection for PodSection {
@@ -69,10 +76,10 @@ impl MethodSection for PodSection {
         let g = &p.model.geometry;
         let sims = &p.layer_similarity.per_head;
         let delta = match o.target_saving {
-            Some(t) => pod::choose_delta(sims, g, t)?,
+            Some(t) => pod::choose_delta(sims, g, o.grouping, t)?,
             None => o.delta,
         };
-        let blocks = pod::blocks(sims, delta, g);
+        let blocks = pod::blocks(sims, delta, g, o.grouping);
         Ok(PodSection {
             delta,
             target_saving: o.target_saving,
@@ -80,6 +87,7 @@ impl MethodSection for PodSection {
             sinks: DEFAULT_POD_SINKS,
             tau: o.tau,
             blocks,
+            grouping: o.grouping,
         })
     }
 
@@ -111,8 +119,11 @@ impl MethodSection for PodSection {
 
     fn parameters(&self) -> String {
         format!(
-            "δ {}, τ {}, saving {:.4} of key slots",
-            self.delta, self.tau, self.saving
+            "δ {}, τ {}, blocks per {}, saving {:.4} of key slots",
+            self.delta,
+            self.tau,
+            self.grouping.name(),
+            self.saving
         )
     }
 
@@ -166,6 +177,75 @@ impl PodSection {
                 ));
             }
         }
+        if self.grouping == Grouping::KvHead {
+            for h in 0..g.q_heads {
+                let first = g.q_heads_of(g.kv_of(h)).next().unwrap_or(h);
+                if self.blocks[h] != self.blocks[first] {
+                    return Err(Error::invalid(
+                        format!("{p}.blocks[{h}]"),
+                        format!(
+                            "the blocks of query head {first} (grouping kv-head: the query heads \
+                             of KV head {} share them)",
+                            g.kv_of(h)
+                        ),
+                        "other blocks",
+                    ));
+                }
+            }
+        }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// 2 layers, 4 query heads on 2 KV heads (heads 0, 1 read KV 0; 2, 3 read KV 1).
+    fn section(blocks: Vec<Vec<[usize; 2]>>, grouping: Grouping) -> PodSection {
+        let g = Geometry::new(2, 4, 2, 8).unwrap_or_else(|e| panic!("{e}"));
+        PodSection {
+            delta: 0.5,
+            target_saving: None,
+            saving: pod::saving(&blocks, &g),
+            sinks: DEFAULT_POD_SINKS,
+            tau: DEFAULT_POD_TAU,
+            blocks,
+            grouping,
+        }
+    }
+
+    #[test]
+    fn kv_head_grouping_is_written_and_checked_query_head_is_left_out() {
+        let g = Geometry::new(2, 4, 2, 8).unwrap_or_else(|e| panic!("{e}"));
+        let (one, two) = (vec![[0, 1]], vec![[0, 0], [1, 1]]);
+        // Query-head blocks (the default) may differ within a KV head and are written as before:
+        // no `grouping` key, so plans made before the option keep their bytes and hashes.
+        let q = section(
+            vec![one.clone(), two.clone(), one.clone(), one.clone()],
+            Grouping::QueryHead,
+        );
+        q.validate("pod", &g).unwrap_or_else(|e| panic!("{e}"));
+        let text = serde_json::to_string(&q).unwrap_or_else(|e| panic!("{e}"));
+        assert!(!text.contains("grouping"), "{text}");
+        // KV 0's heads differ in layer 1, KV 1's share [0, 1]: saving 1/4 (layer 1 of KV 1).
+        assert!((q.saving - 0.25).abs() < 1e-12);
+        // The same blocks under kv-head are refused at query head 1, naming the rule.
+        let bad = section(q.blocks.clone(), Grouping::KvHead);
+        let err = bad
+            .validate("pod", &g)
+            .expect_err("heads of KV 0 differ")
+            .to_string();
+        assert!(
+            err.contains("pod.blocks[1]") && err.contains("kv-head"),
+            "{err}"
+        );
+        // Shared within each KV head: valid, written, and read back.
+        let kv = section(vec![two.clone(), two, one.clone(), one], Grouping::KvHead);
+        kv.validate("pod", &g).unwrap_or_else(|e| panic!("{e}"));
+        let text = serde_json::to_string(&kv).unwrap_or_else(|e| panic!("{e}"));
+        assert!(text.contains(r#""grouping":"kv-head""#), "{text}");
+        let back: PodSection = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(back, kv);
     }
 }
