@@ -201,24 +201,24 @@ proptest! {
         let geo = &p.model.geometry;
         let per_head = &p.layer_similarity.per_head;
         for grouping in [pod::Grouping::QueryHead, pod::Grouping::KvHead] {
-        for (h, blocks) in pod::blocks(per_head, delta, geo, grouping).iter().enumerate() {
-            let mut next = 0;
-            for b in blocks {
-                prop_assert_eq!(b[0], next);
-                prop_assert!(b[1] >= b[0]);
-                prop_assert!(b[0] == b[1] || (b[0]..=b[1]).all(|x| !geo.is_windowed(x)));
-                let inside = b[0]..=b[1];
-                let pairs = inside.clone().flat_map(|a| inside.clone().map(move |c| (a, c)));
-                for (a, c) in pairs {
-                    prop_assert!(a == c || per_head[h][a][c] >= delta);
+            for (h, blocks) in pod::blocks(per_head, delta, geo, grouping).iter().enumerate() {
+                let mut next = 0;
+                for b in blocks {
+                    prop_assert_eq!(b[0], next);
+                    prop_assert!(b[1] >= b[0]);
+                    prop_assert!(b[0] == b[1] || (b[0]..=b[1]).all(|x| !geo.is_windowed(x)));
+                    let inside = b[0]..=b[1];
+                    let pairs = inside.clone().flat_map(|a| inside.clone().map(move |c| (a, c)));
+                    for (a, c) in pairs {
+                        prop_assert!(a == c || per_head[h][a][c] >= delta);
+                    }
+                    next = b[1] + 1;
                 }
-                next = b[1] + 1;
+                prop_assert_eq!(next, l);
             }
-            prop_assert_eq!(next, l);
         }
-        }
-        // Under kv-head blocks the query heads of a KV head share their blocks, and the saving is
-        // never below the query-head blocks' on one KV head per query head (MHA: the same).
+        // Under kv-head blocks the query heads of a KV head share their blocks; with one query
+        // head per KV head (MHA) they are the query-head blocks.
         let kvb = pod::blocks(per_head, delta, geo, pod::Grouping::KvHead);
         for h in 0..geo.q_heads {
             let first = geo.q_heads_of(geo.kv_of(h)).next().unwrap_or(h);

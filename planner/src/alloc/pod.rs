@@ -71,11 +71,10 @@ impl std::str::FromStr for Grouping {
     type Err = String;
 
     fn from_str(s: &str) -> std::result::Result<Self, String> {
-        match s {
-            "query-head" => Ok(Grouping::QueryHead),
-            "kv-head" => Ok(Grouping::KvHead),
-            other => Err(format!("expected query-head or kv-head, found `{other}`")),
-        }
+        [Grouping::QueryHead, Grouping::KvHead]
+            .into_iter()
+            .find(|g| g.name() == s)
+            .ok_or_else(|| format!("expected query-head or kv-head, found `{s}`"))
     }
 }
 
@@ -127,11 +126,7 @@ pub fn blocks(
 
 /// `sim_kv[a][b]`: the least of `a`, `b`'s similarity over the query heads reading KV head `kv`.
 fn least_similarity(per_head: &[Vec<Vec<f64>>], geometry: &Geometry, kv: usize) -> Vec<Vec<f64>> {
-    let mut heads = per_head
-        .iter()
-        .enumerate()
-        .filter(|(h, _)| geometry.kv_of(*h) == kv)
-        .map(|(_, s)| s);
+    let mut heads = geometry.q_heads_of(kv).map(|h| &per_head[h]);
     let Some(first) = heads.next() else {
         return Vec::new();
     };
