@@ -46,6 +46,17 @@ for model in "${models[@]}"; do
   $kvplan eval niah --model "$model" --budgets $budgets --out "$out/question-end" \
     --methods vllm:headkv-r,trtllm:headkv-r,vllm:pyramid,trtllm:pyramid
 done
+# The two other catalog models: the published exports' method (headkv-r) and its reductions
+# only, beside FullKV and the plans (PyramidKV's reductions on the two models above showed the
+# same shape: a window keeps the end-of-context needles). Every reduction cell runs its own
+# prefill (windowed layers change the hidden states), so these are the costly cells. The 1.5B
+# runs 1024-token prompts only (10 needles × 5 depths = 50 prompts): its prefill is ~3× the
+# 0.5B's on this CPU.
+$kvplan eval niah --model gemma-3-270m --budgets $budgets --out "$out/question-end" \
+  --methods full,pyramid,headkv-r,vllm:headkv-r,trtllm:headkv-r
+$kvplan eval niah --model qwen2.5-coder-1.5b-instruct --lengths 1024 --examples 10 \
+  --budgets $budgets --out "$out/question-end" \
+  --methods full,pyramid,headkv-r,vllm:headkv-r,trtllm:headkv-r
 
 # GQA aggregation (issue 15): the window selections under the two other orders of pooling and
 # the group's combination, at budget 512 (at 128 every window method is at 0–6%), on the same
