@@ -68,8 +68,13 @@ for gqa in mean-then-pool max-then-pool; do
     --out "$out/gqa/$gqa"
 done
 
-# SmolLM2 in kvpress's question-agnostic mode as well.
+# SmolLM2 in kvpress's question-agnostic mode as well: NIAH with every method; RULER with the
+# eight methods of Qwen's RULER run, for time: H2O and SpindleKV could not be told from SnapKV on
+# this mode's NIAH, KNorm scored 0, and PoD (~90% of the bytes, not a budget column) has its
+# question-end RULER row.
 $kvplan eval niah --budgets $budgets --mode question-agnostic --out "$out/question-agnostic"
+$kvplan eval ruler --length 2048 --budgets $budgets --tasks $ruler_tasks --mode question-agnostic \
+  --methods "${ruler_methods[qwen2.5-coder-0.5b-instruct]}" --out "$out/question-agnostic"
 
 # Streaming perplexity (TreeKV §5.2), one position policy for every evicting method.
 $kvplan eval ppl --texts winters_tale_gut.txt --budgets 64,256 --out "$out/ppl"
