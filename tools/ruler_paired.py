@@ -17,13 +17,16 @@ import random
 import sys
 
 
-def row(path, label):
-    method, _, budget = label.partition("@")
-    budget = int(budget) if budget else None
+def load(path):
     try:
-        records = json.load(open(path))["records"]
+        return json.load(open(path))["records"]
     except (OSError, ValueError, KeyError) as e:
         sys.exit(f"{path}: not a kvplan records file ({e})")
+
+
+def row(path, records, label):
+    method, _, budget = label.partition("@")
+    budget = int(budget) if budget else None
     cells = {
         (r["task"], r["example"]): r["score"]
         for r in records
@@ -42,7 +45,10 @@ def main():
     ap.add_argument("b", help="METHOD@BUDGET, or `full`")
     ap.add_argument("--resamples", type=int, default=2000)
     args = ap.parse_args()
-    a, b = row(args.records_a, args.a), row(args.records_b, args.b)
+    # One read per file: both rows often come from the same records file.
+    files = {path: load(path) for path in {args.records_a, args.records_b}}
+    a = row(args.records_a, files[args.records_a], args.a)
+    b = row(args.records_b, files[args.records_b], args.b)
     tasks = sorted({t for t, _ in a} | {t for t, _ in b})
     diffs = {}
     for t in tasks:
