@@ -11,6 +11,11 @@
 //! - the observation window (SnapKV, PyramidKV, HeadKV, SpindleKV's l_w, TreeKV's last block)
 //!   and the sinks (StreamingLLM, TreeKV, PoD's n_s) count inside a head's budget;
 //! - no (layer, KV head) keeps fewer than one entry (`budgets::MIN_ENTRIES_PER_KV_HEAD`);
+//! - the prompt's end is never evicted ([`PromptEnd`]): the observation window and every prompt
+//!   token after it stay in every head, inside its budget; the allocators' floor is the window α
+//!   (every head keeps `α` plus its selected entries), and where a prompt's tail after a window
+//!   that ends at the question makes that suffix longer than a head's budget, the head keeps the
+//!   whole suffix (the runtime's floor, counted in the bytes it reports);
 //! - per method, how the runtime's press combines the query heads of a KV head ([`Gqa`]) and what
 //!   it does while generating ([`DecodePolicy`]), declared by each method's module
 //!   ([`crate::MethodSection::gqa`], [`crate::MethodSection::decode`]).
@@ -41,6 +46,10 @@ pub struct BudgetSemantics {
     pub sinks_inside_budget: bool,
     /// Fewest entries any (layer, KV head) keeps.
     pub min_entries_per_kv_head: usize,
+    /// What happens to the prompt's end (absent in plans made before this field: those builds
+    /// could evict it when a head's budget was below the suffix).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_end: Option<PromptEnd>,
     /// Per planned method: GQA aggregation and decode-time policy of its press.
     pub methods: BTreeMap<Method, MethodSemantics>,
 }
@@ -81,6 +90,18 @@ pub enum WindowedLayers {
     HoldWindow,
 }
 
+/// `kept_in_every_head`: the observation window and the prompt's tokens after it (a chat
+/// template's tail and answer prefix after a window that ends at the question) are kept in every
+/// (layer, KV head), as the papers keep the last α tokens on top of the selection (PyramidKV
+/// §4.2, HeadKV §3.2). They count inside a head's budget; a head whose budget is below the suffix
+/// keeps the whole suffix (the floor). Methods without a window (KNorm, StreamingLLM, H2O) keep
+/// the tokens after the window's end the same way.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum PromptEnd {
+    KeptInEveryHead,
+}
+
 /// One method's press, as the runtime runs it.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
@@ -115,7 +136,8 @@ pub enum Gqa {
 pub enum DecodePolicy {
     /// No compression while generating: each new token adds one entry per (layer, KV head).
     Grows,
-    /// Re-selected every `compress_every` generated tokens, held at the prompt's budget.
+    /// Re-selected every `compress_every` generated tokens, held at the target's budget: a cache
+    /// below it (a prompt shorter than the budget) grows to it before anything is evicted.
     HeldAtBudget { compress_every: usize },
     /// Values grow by one entry per token; where distant keys are shared, keys older than the
     /// proximal window (n_s + n_r) are dropped every `compress_every` tokens.
@@ -150,6 +172,7 @@ impl BudgetSemantics {
             observation_window_inside_budget: true,
             sinks_inside_budget: true,
             min_entries_per_kv_head: MIN_ENTRIES_PER_KV_HEAD,
+            prompt_end: Some(PromptEnd::KeptInEveryHead),
             methods: methods
                 .iter()
                 .filter_map(|&m| Some((m, m.semantics()?)))
@@ -189,6 +212,9 @@ impl BudgetSemantics {
         if self.min_entries_per_kv_head != want.min_entries_per_kv_head {
             let (w, f) = (want.min_entries_per_kv_head, self.min_entries_per_kv_head);
             return differ("min_entries_per_kv_head", &w, &f);
+        }
+        if self.prompt_end.is_some() && self.prompt_end != want.prompt_end {
+            return differ("prompt_end", &want.prompt_end, &self.prompt_end);
         }
         let planned: Vec<&Method> = want.methods.keys().collect();
         let found: Vec<&Method> = self.methods.keys().collect();

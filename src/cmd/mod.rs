@@ -27,9 +27,13 @@ pub fn methods_or_all(asked: Option<&[String]>) -> anyhow::Result<Vec<String>> {
         None => PRESS_NAMES.iter().map(|s| s.to_string()).collect(),
     };
     if let Some(m) = methods.iter().find(|m| !is_press_name(m)) {
+        if let Some(Err(e)) = kvplan_planner::controls::parse(m) {
+            anyhow::bail!("{e}");
+        }
         anyhow::bail!(
-            "unknown method `{m}`; the registry has: {}, and vllm:<method> or trtllm:<method> \
-             for an engine's layer classes (kvplan export)",
+            "unknown method `{m}`; the registry has: {}, vllm:<method> or trtllm:<method> for an \
+             engine's layer classes (kvplan export), and the controls headkv@perm<seed>, \
+             headkv@beta<β> (also on headkv-r)",
             PRESS_NAMES.join(", ")
         );
     }

@@ -127,12 +127,14 @@ fn overall_table(overall: &str, how: Overall, rows: &[RecordRow<'_>]) -> String 
 
 /// The row a reduction or a peer's press is judged against: `vllm:pyramid` (an engine's layer
 /// classes, `press::classes`) against `pyramid`, the plan it comes from; `kvpress-snapkv` against
-/// kvplan's `snapkv`; `None` for everything else.
+/// kvplan's `snapkv`; a control (`headkv@perm3`, `kvplan_planner::controls`) against its method;
+/// `None` for everything else.
 pub fn counterpart(method: &str) -> Option<&str> {
     method
         .split_once(':')
         .map(|(_, m)| m)
         .or_else(|| method.strip_prefix("kvpress-"))
+        .or_else(|| method.split_once('@').map(|(m, _)| m))
 }
 
 /// Each row with a [`counterpart`] in the table at the same budget, against it, paired over the

@@ -25,7 +25,7 @@
 //! exactly `L·H_kv·B`; no head keeps more than the context (water-filling hands the surplus of a
 //! capped head to the others). All-zero scores share the pool evenly.
 
-use super::{check_window, distribute};
+use super::{check_exceeds_window, check_window, distribute, prompt_fits};
 use crate::geometry::Geometry;
 use crate::{Error, Method, Result};
 
@@ -82,15 +82,10 @@ pub fn budgets(
     let kv_heads = kv_scores.first().map_or(0, Vec::len);
     let n = context_len;
     check_window(method, window)?;
-    if n <= per_head {
+    if prompt_fits(n, per_head) {
         return Ok(vec![vec![n; kv_heads]; layers]);
     }
-    if per_head <= window {
-        return Err(Error::budget(
-            method,
-            format!("budget {per_head} per head must exceed the observation window α = {window}"),
-        ));
-    }
+    check_exceeds_window(method, per_head, window, "α")?;
     if !(beta >= 1.0 && beta.is_finite()) {
         return Err(Error::budget(
             method,

@@ -35,6 +35,33 @@ pub fn check_window(method: Method, window: usize) -> Result<()> {
     ))
 }
 
+/// Whether a prompt of `context_len` tokens fits a per-head budget of `per_head` entries, so every
+/// head keeps it whole and no schedule applies. The one guard every window-based allocator
+/// (SnapKV, PyramidKV, HeadKV, SpindleKV) asks first: `per_head = target.per_head(n) ≤ n`, so the
+/// prompt fits exactly when the two are equal (`n ≤ per_head`). A prompt of α tokens or fewer
+/// therefore always fits, whatever the window.
+pub fn prompt_fits(context_len: usize, per_head: usize) -> bool {
+    context_len <= per_head
+}
+
+/// The second shared guard, asked when the prompt does not fit: a head's budget must exceed the
+/// observation window α it keeps on top of its selected entries (`name` is how the method's
+/// paper calls α).
+pub fn check_exceeds_window(
+    method: Method,
+    per_head: usize,
+    window: usize,
+    name: &str,
+) -> Result<()> {
+    if per_head > window {
+        return Ok(());
+    }
+    Err(Error::budget(
+        method,
+        format!("budget {per_head} per head must exceed the observation window {name} = {window}"),
+    ))
+}
+
 /// Values this close to an integer are that integer: `0.35 * 1000.0` must give 350, not 349.
 const SNAP: f64 = 1e-9;
 
@@ -142,6 +169,41 @@ pub fn distribute(total: usize, weights: &[f64], caps: &[usize]) -> Vec<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The shared guards: a prompt of n ≤ B tokens fits (B = min(target, n), so n = 1 with any
+    /// target fits), and only a prompt that does not fit needs B > α.
+    #[test]
+    fn guards_prompt_fits_before_the_window_check() {
+        assert!(prompt_fits(1, 1));
+        assert!(prompt_fits(8, 8));
+        assert!(!prompt_fits(9, 8));
+        assert!(check_exceeds_window(Method::Pyramid, 9, 8, "α").is_ok());
+        let e = check_exceeds_window(Method::Pyramid, 8, 8, "α").unwrap_err();
+        assert!(
+            e.to_string().contains("budget 8 per head must exceed"),
+            "{e}"
+        );
+    }
+
+    /// Every window-based allocator keeps a prompt shorter than its window whole (PyramidKV's
+    /// guard tested `n < B` and failed on a 1-token prompt: "budget 1 per head must exceed the
+    /// observation window α = 8"), each head holding the prompt's n entries.
+    #[test]
+    fn every_window_allocator_keeps_a_prompt_of_at_most_alpha_tokens_whole() {
+        for n in [1, 5, 8] {
+            assert_eq!(
+                pyramid::layer_budgets(4, n, n, 8, 20.0).unwrap(),
+                vec![n; 4]
+            );
+            assert_eq!(
+                spindle::layer_budgets(4, n, n, 8, 0.02, 0.5).unwrap(),
+                vec![n; 4]
+            );
+            let kv = vec![vec![0.5, 0.5]; 3];
+            let grid = headkv::budgets(Method::HeadKv, &kv, n, n, 8, 1.01).unwrap();
+            assert_eq!(grid, vec![vec![n; 2]; 3]);
+        }
+    }
 
     #[test]
     fn largest_remainder_goes_to_largest_fraction_then_lower_index() {

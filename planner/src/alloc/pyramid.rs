@@ -9,7 +9,7 @@
 //! - if bottom ≥ n − α: bottom = n − α, top = 2c − bottom (the prompt is too short for the shape);
 //! - step = ⌊(bottom − top)/(m − 1)⌋; layer l keeps `bottom − l·step` selected entries plus α.
 //!
-//! Short prompts fall back as that code does: n < B keeps the whole prompt in every layer;
+//! Short prompts fall back as that code does: n ≤ B keeps the whole prompt in every layer;
 //! n < 2c gives every layer c selected entries plus α (SnapKV).
 //!
 //! **Floor.** The top layer may select 0 entries (top = ⌊c/β⌋ = 0 when c < β); it still keeps
@@ -24,7 +24,7 @@
 //! one more from the top E mod m layers), which keeps the schedule non-increasing from bottom to
 //! top and the total exactly m·B.
 
-use super::check_window;
+use super::{check_exceeds_window, check_window, prompt_fits};
 use crate::{Error, Method, Result};
 
 /// Per-layer budgets (entries per KV head, window included), bottom layer first.
@@ -45,15 +45,10 @@ pub fn layer_budgets(
         ));
     }
     check_window(Method::Pyramid, window)?;
-    if n < per_head {
+    if prompt_fits(n, per_head) {
         return Ok(vec![n; layers]);
     }
-    if per_head <= window {
-        return Err(Error::budget(
-            Method::Pyramid,
-            format!("budget {per_head} per head must exceed the observation window α = {window}"),
-        ));
-    }
+    check_exceeds_window(Method::Pyramid, per_head, window, "α")?;
     let c = per_head - window;
     if n < 2 * c || layers < 2 {
         return Ok(vec![per_head; layers]);

@@ -25,7 +25,7 @@
 //! layer. kvplan's optional shallow/deep split (off by default) only limits where the codebook
 //! applies (`codebook_layers`); the eviction schedule stays the paper's.
 
-use super::{check_window, round_to_total};
+use super::{check_exceeds_window, check_window, prompt_fits, round_to_total};
 use crate::{Error, Method, Result};
 
 /// Eq. 5–6: the context retain ratio of every layer, bottom first. Needs β < r_c ≤ 1.
@@ -53,15 +53,10 @@ pub fn layer_budgets(
 ) -> Result<Vec<usize>> {
     let n = context_len;
     check_window(Method::Spindle, window)?;
-    if n <= per_head {
+    if prompt_fits(n, per_head) {
         return Ok(vec![n; layers]);
     }
-    if per_head <= window {
-        return Err(Error::budget(
-            Method::Spindle,
-            format!("budget {per_head} per head must exceed the observation window l_w = {window}"),
-        ));
-    }
+    check_exceeds_window(Method::Spindle, per_head, window, "l_w")?;
     let l_c = n - window;
     let kept = per_head - window;
     let r_c = kept as f64 / l_c as f64;

@@ -4,12 +4,12 @@
 //! pooling defined here are shared by the SnapKV-style methods (PyramidKV, HeadKV).
 
 use super::{Method, MethodSection};
-use crate::alloc::uniform;
+use crate::alloc::{self, uniform};
 use crate::budgets::Budgets;
 use crate::build::PlanOptions;
 use crate::geometry::Geometry;
 use crate::profile::Profile;
-use crate::{validate, Error, Result};
+use crate::{validate, Result};
 use serde::{Deserialize, Serialize};
 
 /// Observation window α of the SnapKV-style methods (PyramidKV's experiments: α = 8).
@@ -52,14 +52,8 @@ impl MethodSection for SnapKvSection {
 
     fn budgets(&self, g: &Geometry, out: &mut Budgets) -> Result<()> {
         let (n, b) = (out.context_len, out.per_head);
-        if b <= self.window && b < n {
-            return Err(Error::budget(
-                out.method,
-                format!(
-                    "budget {b} per head must exceed the observation window α = {}",
-                    self.window
-                ),
-            ));
+        if !alloc::prompt_fits(n, b) {
+            alloc::check_exceeds_window(out.method, b, self.window, "α")?;
         }
         out.window = self.window.min(b);
         out.per_layer_per_kv_head = uniform::budgets(g.layers, g.kv_heads, n, b);

@@ -104,10 +104,13 @@ impl MethodSection for SpindleSection {
     fn budgets(&self, g: &Geometry, out: &mut Budgets) -> Result<()> {
         let (n, b) = (out.context_len, out.per_head);
         out.window = self.window.min(b);
+        // A prompt that fits the budget is kept whole: nothing to compress, so no codebook (its
+        // centroids would only add bytes to a cache holding every entry).
+        let fits = crate::alloc::prompt_fits(n, b);
         out.codebook_layers = spindle::codebook_layers(g.layers, self.split)
             .into_iter()
             .enumerate()
-            .map(|(l, c)| c && !g.is_windowed(l))
+            .map(|(l, c)| c && !g.is_windowed(l) && !fits)
             .collect();
         let global = g.global_layers().len();
         let layers = spindle::layer_budgets(global, n, b, self.window, self.beta, self.alpha)?;

@@ -103,6 +103,9 @@ impl<'a, B: Backend> Session<'a, B> {
             ..c
         });
         let mut obs = self.observer(config);
+        if let Some(from) = self.rows_end {
+            self.press.keep_prompt_tail(from);
+        }
         let logits = self
             .press
             .forward(self.model, prompt, &mut self.cache, obs.as_mut())?;
@@ -144,6 +147,9 @@ impl<'a, B: Backend> Session<'a, B> {
         }
         self.cache = cache;
         self.tokens = tokens;
+        if let Some(from) = self.rows_end {
+            self.press.keep_prompt_tail(from);
+        }
         let model = self.model;
         let windows = &model.config.layer_windows;
         windowed::slide(&mut self.cache, windows);

@@ -33,6 +33,8 @@ pub mod treekv;
 pub mod windowed;
 
 #[cfg(test)]
+mod prompt_end_tests;
+#[cfg(test)]
 mod tests;
 
 use burn::tensor::backend::Backend;
@@ -133,6 +135,14 @@ pub trait Press<B: Backend> {
     fn after_decode(&mut self, _cache: &mut KvCache<B>, _obs: Option<&Observer>) -> Result<()> {
         Ok(())
     }
+
+    /// The prompt's tokens at positions `from..` follow the observation window (the chat
+    /// template's tail and answer prefix after a window that ends at the user's question,
+    /// [`Session::rows_end`](driver::Session::rows_end)): the prefill's compression must keep
+    /// them in every head (`budget_semantics.prompt_end`). Called before
+    /// [`Press::after_prefill`]; the default does nothing (a press that keeps them by its own
+    /// rule: a recent window, or its window scorer's `∞` from [`window_start`] on).
+    fn keep_prompt_tail(&mut self, _from: usize) {}
 
     /// `entries` tokens were appended after the compression without a press hook
     /// ([`Session::extend`](driver::Session::extend): question-agnostic evaluation's question).
@@ -349,6 +359,9 @@ pub struct SelectionPress {
     compress_every: usize,
     /// Decode steps since the prompt.
     steps: usize,
+    /// Prompt positions kept in every head at prefill whatever the scorer says
+    /// ([`Press::keep_prompt_tail`]).
+    tail_from: Option<usize>,
 }
 
 impl SelectionPress {
@@ -361,6 +374,7 @@ impl SelectionPress {
             reassign: None,
             compress_every: 1,
             steps: 0,
+            tail_from: None,
         }
     }
 
@@ -438,6 +452,7 @@ impl<B: Backend> Press<B> for SelectionPress {
             let scores = self
                 .scorer
                 .prefill_scores(l, &positions, layer_obs(obs, l), &budgets);
+            let scores = keep_from(scores, &positions, self.tail_from);
             evicted |= self.apply(l, layer, &scores);
         }
         self.after_eviction(cache, evicted);
@@ -468,6 +483,10 @@ impl<B: Backend> Press<B> for SelectionPress {
         Ok(())
     }
 
+    fn keep_prompt_tail(&mut self, from: usize) {
+        self.tail_from = Some(from);
+    }
+
     /// Decoding holds the appended entries on top of each head's budget.
     fn appended_uncompressed(&mut self, entries: usize) {
         self.allocation.widen(entries);
@@ -491,8 +510,13 @@ impl<B: Backend> Press<B> for SelectionPress {
     }
 }
 
-/// Storage indices of the `k` highest scores, ascending; ties keep the earlier entry.
+/// Storage indices of the `k` highest scores, ascending; ties keep the earlier entry. Entries
+/// scored `+∞` (the observation window, the prompt's tail after it, sinks) are always kept, also
+/// when there are more of them than `k`: the head then holds exactly those (the floor of
+/// `budget_semantics.prompt_end`), never a part of them chosen by position.
 pub fn top_k(scores: &[f32], k: usize) -> Vec<usize> {
+    let forced = scores.iter().filter(|&&s| s == f32::INFINITY).count();
+    let k = k.max(forced);
     if scores.len() <= k {
         return (0..scores.len()).collect();
     }

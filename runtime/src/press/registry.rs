@@ -12,7 +12,7 @@
 //! SpindleKV's GQA handling and eq. 2 denominator, the position policy of evicting presses).
 
 use burn::tensor::backend::Backend;
-use kvplan_planner::{Budgets, Geometry, Method, MethodSection, Plan, Section, Target};
+use kvplan_planner::{controls, Budgets, Geometry, Method, MethodSection, Plan, Section, Target};
 
 use super::full::FullPress;
 use super::spindle::{Denominator, SpindleGqa};
@@ -79,8 +79,9 @@ pub struct PressSpec<B: Backend> {
 
 fn unknown(name: &str) -> Error {
     Error::Request(format!(
-        "unknown method `{name}`; the registry has: {}, and <engine>:<method> for an engine's \
-         layer classes ({})",
+        "unknown method `{name}`; the registry has: {}, <engine>:<method> for an engine's \
+         layer classes ({}), and the controls headkv@perm<seed>, headkv@beta<β> (also on \
+         headkv-r)",
         PRESS_NAMES.join(", "),
         super::classes::ENGINES.join(", ")
     ))
@@ -97,7 +98,9 @@ pub(super) const CLASSES_CAPABILITIES: Capabilities = Capabilities {
 /// Whether the registry builds a press called `name`: a method of the table, or
 /// `<engine>:<method>` ([`super::classes`]).
 pub fn is_press_name(name: &str) -> bool {
-    PRESS_NAMES.contains(&name) || super::classes::is_classes_name(name)
+    PRESS_NAMES.contains(&name)
+        || super::classes::is_classes_name(name)
+        || matches!(controls::parse(name), Some(Ok(_)))
 }
 
 /// Press switches beyond the plan; the defaults are each method's own setting.
@@ -159,6 +162,9 @@ pub fn capabilities(name: &str) -> Result<Capabilities> {
     if super::classes::is_classes_name(name) {
         return Ok(CLASSES_CAPABILITIES);
     }
+    if let Some(parsed) = controls::parse(name) {
+        return Ok(capabilities_of(parsed?.0));
+    }
     let method: Method = name.parse().map_err(|_| unknown(name))?;
     Ok(capabilities_of(method))
 }
@@ -209,6 +215,20 @@ pub fn build_press_with<B: Backend>(
             budgets: None,
         });
     }
+    if let Some(parsed) = controls::parse(name) {
+        // A control (`headkv@perm3`, `headkv@beta1.2`): the method on a copy of the plan with
+        // the control applied (kvplan_planner::controls).
+        let (method, control) = parsed?;
+        let plan = request
+            .plan
+            .ok_or_else(|| Error::Request(format!("method `{name}` needs a plan (--plan FILE)")))?;
+        let controlled = controls::with_control(plan, method, control)?;
+        let request = PressRequest {
+            plan: Some(&controlled),
+            ..*request
+        };
+        return build_press_with(method.name(), &request, config);
+    }
     let method: Method = name.parse().map_err(|_| unknown(name))?;
     if !method.has_section() {
         return Ok(PressSpec {
@@ -222,10 +242,11 @@ pub fn build_press_with<B: Backend>(
         .ok_or_else(|| Error::Request(format!("method `{name}` needs a plan (--plan FILE)")))?;
     let target = request.target.unwrap_or(plan.target);
     let budgets = plan.budgets(method, request.context_len, target)?;
+    let held = decode_budgets(method, plan, &budgets, target)?;
     let from = FromPlan {
         method,
         plan,
-        budgets: &budgets,
+        budgets: held.as_ref().unwrap_or(&budgets),
         config,
         options: request.options,
     };
@@ -246,6 +267,27 @@ pub fn build_press_with<B: Backend>(
     })
 }
 
+/// The budgets a press that evicts while generating holds once the cache has grown: under an
+/// absolute target `{"tokens": B}` and a prompt shorter than `B`, the plan's budgets at context
+/// `B` (the prompt is kept whole, then the cache grows to the budget before anything is evicted);
+/// `None` when they are the prompt's own (`budget_semantics.methods.<m>.decode`,
+/// `held_at_budget`). A ratio target is a share of the prompt and stays the prompt's.
+fn decode_budgets(
+    method: Method,
+    plan: &Plan,
+    at_prompt: &Budgets,
+    target: Target,
+) -> Result<Option<Budgets>> {
+    match target {
+        Target::Tokens(b)
+            if capabilities_of(method).evicts_while_decoding && at_prompt.context_len < b =>
+        {
+            Ok(Some(plan.budgets(method, b, target)?))
+        }
+        _ => Ok(None),
+    }
+}
+
 /// What a press is configured from: the plan (its method's section, the model's geometry), the
 /// budgets the plan gives at the prompt's length, the model run and the switches beyond the plan.
 pub struct FromPlan<'a> {
@@ -253,7 +295,8 @@ pub struct FromPlan<'a> {
     pub method: Method,
     /// The plan.
     pub plan: &'a Plan,
-    /// The budgets at the prompt's length.
+    /// The budgets the press holds: the prompt's length's, or for a press that evicts while
+    /// generating a prompt shorter than the target, the target's ([`decode_budgets`]).
     pub budgets: &'a Budgets,
     /// The model the press runs on.
     pub config: &'a ModelConfig,
