@@ -33,6 +33,8 @@ pub mod treekv;
 pub mod windowed;
 
 #[cfg(test)]
+mod controls_tests;
+#[cfg(test)]
 mod prompt_end_tests;
 #[cfg(test)]
 mod tests;
