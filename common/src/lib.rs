@@ -1,14 +1,16 @@
 //! Utilities every kvplan crate shares, with no heavy dependency (no burn, no serde): one atomic
-//! file write ([`fs`]), one seeded random generator ([`rng`]), the per-user cache folders models
-//! and data are fetched into ([`paths`]), the one pip fetch machinery ([`fetch`], reading wheels
-//! and sdists with [`archive`]), the model catalog ([`catalog`]) and the evaluation text
-//! ([`data`]).
+//! file write ([`fs`]), committed files as tests read them ([`committed`]), one writer per output
+//! ([`lock`]), one seeded random generator ([`rng`]), the per-user cache folders models and data
+//! are fetched into ([`paths`]), the one pip fetch machinery ([`fetch`], reading wheels and sdists
+//! with [`archive`]), the model catalog ([`catalog`]) and the evaluation text ([`data`]).
 
 pub mod archive;
 pub mod catalog;
+pub mod committed;
 pub mod data;
 pub mod fetch;
 pub mod fs;
+pub mod lock;
 pub mod needle;
 pub mod paths;
 pub mod rng;

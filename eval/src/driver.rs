@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use burn::tensor::backend::Backend;
+use kvplan_common::lock::Lock;
 
 use crate::companion::{self, Companion};
 use crate::prompt::{ExportedPrompt, PromptsFile, PROMPTS_FORMAT};
@@ -125,6 +126,9 @@ pub fn run<B: Backend, T: Task<B>>(
         &settings,
         reporter,
     )?;
+    // One run per records file: a second one would rewrite it from its own copy and drop the
+    // first one's cells.
+    let _lock = Lock::acquire(&path, &mut |l| reporter.note(l))?;
     let file = RecordsFile::<T::Record>::open(&path, settings)?;
     let mut records = Records { file, path };
     task.load(ev, reporter)?;

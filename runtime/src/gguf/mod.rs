@@ -124,6 +124,9 @@ impl GgufFile {
         }
         let n_tensors = reader.count("tensor count", LIMITS.max_tensors)?;
         let n_kv = reader.count("metadata count", LIMITS.max_metadata)?;
+        // A key/value pair takes at least 13 bytes (key length, type, one byte of value), a
+        // tensor info 32 (name length, n_dims, one dim, type, offset).
+        reader.check_fits("metadata", n_kv as u64, 13)?;
         let mut metadata = BTreeMap::new();
         for i in 0..n_kv {
             let key = reader.string(&format!("metadata key #{i}"))?;
@@ -132,6 +135,7 @@ impl GgufFile {
                 return Err(reader.error(format!("duplicate metadata key {key:?}")));
             }
         }
+        reader.check_fits("tensor table", n_tensors as u64, 32)?;
         let mut tensors = Vec::with_capacity(n_tensors);
         for i in 0..n_tensors {
             tensors.push(read_tensor_info(reader, i)?);

@@ -90,6 +90,33 @@ fn rejects_absurd_metadata_count() {
 }
 
 #[test]
+fn counts_under_the_limits_but_beyond_the_file_are_refused_before_allocating() {
+    // 60,000 tensors and 60,000 metadata entries are within the limits (2^16) but cannot fit in
+    // a file of a few hundred bytes: refused from the header alone.
+    let mut bytes = valid().to_bytes();
+    bytes[8..16].copy_from_slice(&60_000u64.to_le_bytes());
+    let err = err_of(bytes);
+    assert!(err.contains("tensor table declares 60000 items"), "{err}");
+    let mut bytes = valid().to_bytes();
+    bytes[16..24].copy_from_slice(&60_000u64.to_le_bytes());
+    let err = err_of(bytes);
+    assert!(err.contains("metadata declares 60000 items"), "{err}");
+}
+
+#[test]
+fn a_trillion_element_array_is_refused_before_allocating() {
+    let mut bytes = GgufWriter::new()
+        .meta("a", MetaValue::Array(vec![MetaValue::U8(1)]))
+        .to_bytes();
+    bytes[41..49].copy_from_slice(&1_000_000_000_000u64.to_le_bytes());
+    let err = err_of(bytes);
+    assert!(
+        err.contains("length of array \"a\" 1000000000000 exceeds the limit"),
+        "{err}"
+    );
+}
+
+#[test]
 fn rejects_absurd_string_length() {
     let mut bytes = valid().to_bytes();
     // First key's length is at offset 24.
