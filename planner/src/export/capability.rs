@@ -309,7 +309,8 @@ const TRT_ENGINE: &[Source] = &[
     Source {
         repo: TRT,
         commit: "fcd3f31682808ae56118ae43c1d7864a3a945e6f",
-        file: "tensorrt_llm/llmapi/llm_args.py: KvCacheConfig.max_attention_window (\"only the last \
+        file:
+            "tensorrt_llm/llmapi/llm_args.py: KvCacheConfig.max_attention_window (\"only the last \
                tokens will be stored\")",
     },
     Source {
@@ -380,7 +381,12 @@ fn windows(
     }
 }
 
-fn package(engine: Engine, arch: Arch, note: &'static str, sources: &'static [Source]) -> Capability {
+fn package(
+    engine: Engine,
+    arch: Arch,
+    note: &'static str,
+    sources: &'static [Source],
+) -> Capability {
     Capability {
         engine,
         arch,
@@ -473,9 +479,14 @@ mod tests {
     fn the_three_reviewed_cases() {
         // Qwen2 on vLLM: one window for every layer (the mixed-layer assert), windowed prefill.
         let c = capability(Engine::Vllm, Arch::Qwen2).unwrap();
-        assert_eq!((c.layers, c.prefill), (Some(Layers::OneWindow), Prefill::Windowed));
+        assert_eq!(
+            (c.layers, c.prefill),
+            (Some(Layers::OneWindow), Prefill::Windowed)
+        );
         // Gemma 3 on vLLM: refused, the RoPE coupling named and an alternative given.
-        let e = capability(Engine::Vllm, Arch::Gemma3).unwrap_err().to_string();
+        let e = capability(Engine::Vllm, Arch::Gemma3)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("RoPE") && e.contains("--to trtllm"), "{e}");
         assert!(e.contains("gemma3.py") && e.contains("4ba787ec9"), "{e}");
         // TensorRT-LLM's PyTorch backend: dense prefill; the legacy engine: windowed.
@@ -503,7 +514,9 @@ mod tests {
                     Err(r) => r.sources,
                 };
                 assert!(!sources.is_empty(), "{e:?} {a:?}");
-                assert!(sources.iter().all(|s| !s.commit.is_empty() && !s.file.is_empty()));
+                assert!(sources
+                    .iter()
+                    .all(|s| !s.commit.is_empty() && !s.file.is_empty()));
             }
         }
         assert!(capability(Engine::LlamaCpp, Arch::Qwen2).is_err());

@@ -50,18 +50,34 @@ pub fn fit(
     m: &Memory,
 ) -> Result<(Target, String)> {
     if m.batch == 0 || m.bytes_per_element == 0 {
-        return Err(Error::invalid("--batch", "at least 1 sequence of at least 1 byte", 0));
+        return Err(Error::invalid(
+            "--batch",
+            "at least 1 sequence of at least 1 byte",
+            0,
+        ));
     }
+    // The smallest budget the method's rule can give (HeadKV's must exceed its window).
+    let floor = (1..=cx.n)
+        .find(|&b| bytes(cx, cap, m, b).is_ok())
+        .ok_or_else(|| {
+            bytes(cx, cap, m, cx.n)
+                .err()
+                .unwrap_or_else(|| Error::invalid("--memory", "a budget", "none"))
+        })?;
     let fits = |b: usize| bytes(cx, cap, m, b).map(|x| x <= m.bytes).unwrap_or(false);
-    if !fits(1) {
-        let least = bytes(cx, cap, m, 1).map_or("—".to_string(), |x| x.to_string());
+    if !fits(floor) {
         return Err(Error::invalid(
             "--memory",
-            format!("at least {least} bytes (budget 1 at {} tokens × {})", cx.n, m.batch),
+            format!(
+                "at least {} bytes (budget {floor}, the smallest, at {} tokens × {})",
+                bytes(cx, cap, m, floor)?,
+                cx.n,
+                m.batch
+            ),
             m.bytes,
         ));
     }
-    let (mut lo, mut hi) = (1usize, cx.n);
+    let (mut lo, mut hi) = (floor, cx.n);
     while lo < hi {
         let mid = lo + (hi - lo).div_ceil(2);
         if fits(mid) {

@@ -95,7 +95,11 @@ pub fn file(name: &str, bytes: Vec<u8>) -> ExportFile {
 /// The reduction the capability's layer rule gives, and its summary in blocks.
 pub fn reduce(cx: &Context<'_>, cap: &Capability) -> Result<(Reduction, ReductionSummary)> {
     let layers = cap.layers.ok_or_else(|| {
-        Error::invalid("capability", "a target that writes windows", cap.engine.name())
+        Error::invalid(
+            "capability",
+            "a target that writes windows",
+            cap.engine.name(),
+        )
     })?;
     let r = classes::reduce(layers, &cx.layer_budgets()?)?;
     let summary = summarise(&r, cx, cap);

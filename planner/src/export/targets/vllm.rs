@@ -35,7 +35,10 @@ impl Writer for Vllm {
             "use_sliding_window": window.is_some(),
         });
         let compact = serde_json::to_string(&body).unwrap_or_default();
-        let full = layer_types.iter().filter(|t| **t == "full_attention").count();
+        let full = layer_types
+            .iter()
+            .filter(|t| **t == "full_attention")
+            .count();
         let mut notes = vec![
             format!(
                 "{full} of {} layers full, the others a sliding window of {}; {}",
