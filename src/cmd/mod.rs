@@ -28,7 +28,7 @@ pub fn methods_or_all(asked: Option<&[String]>) -> anyhow::Result<Vec<String>> {
     };
     if let Some(m) = methods.iter().find(|m| !is_press_name(m)) {
         anyhow::bail!(
-            "unknown method `{m}`; the registry has: {}, and vllm:<method> or trtllm:<method> \
+            "unknown method `{m}`; the registry has: {}, and vllm:, trtllm: or trtllm-engine:<method> \
              for an engine's layer classes (kvplan export)",
             PRESS_NAMES.join(", ")
         );
