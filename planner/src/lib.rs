@@ -85,6 +85,10 @@ pub enum Error {
         found: u64,
         expected: u32,
     },
+    /// A target that cannot honour a plan for this architecture
+    /// ([`export::capability::Refusal`]): why, and what it can do instead.
+    #[error("{0}")]
+    Refused(String),
     /// An unknown method name.
     #[error("unknown method `{0}` (expected one of {names})", names = methods::NAMES.join(", "))]
     UnknownMethod(String),

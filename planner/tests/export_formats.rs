@@ -33,6 +33,8 @@ fn request(format: Format) -> Request {
         context_len: 8192,
         target: None,
         scores: ScoreSet::Retrieval,
+        block_size: None,
+        memory: None,
     }
 }
 
@@ -40,10 +42,18 @@ fn run(plan: &Plan, req: &Request) -> Export {
     export(plan, req).unwrap_or_else(|e| panic!("{}: {e}", req.format.name()))
 }
 
-fn only_json(e: &Export, name: &str) -> Value {
-    assert_eq!(e.files.len(), 1, "{:?}", e.files.iter().map(|f| &f.name));
-    assert_eq!(e.files[0].name, name);
-    serde_json::from_slice(&e.files[0].bytes).expect("JSON")
+fn json_file(e: &Export, name: &str) -> Value {
+    let f = e
+        .files
+        .iter()
+        .find(|f| f.name == name)
+        .unwrap_or_else(|| panic!("{name} not in {:?}", e.files.iter().map(|f| &f.name)));
+    serde_json::from_slice(&f.bytes).expect("JSON")
+}
+
+fn text_file(e: &Export, name: &str) -> String {
+    let f = e.files.iter().find(|f| f.name == name).expect(name);
+    String::from_utf8(f.bytes.clone()).expect("UTF-8")
 }
 
 /// The mean kept entries per KV head of each layer under headkv-r at B = 128, n = 8192.
@@ -61,7 +71,7 @@ fn headkv_r_layer_means() -> Vec<f64> {
 #[test]
 fn trtllm_gets_one_window_per_layer_from_the_layer_means() {
     let e = run(&plan(), &request(Format::Trtllm));
-    let v = only_json(&e, "kv_cache_config.json");
+    let v = json_file(&e, "kv_cache_config.json");
     let windows: Vec<u64> = serde_json::from_value(v["max_attention_window"].clone()).unwrap();
     let want: Vec<u64> = headkv_r_layer_means()
         .iter()
@@ -71,12 +81,31 @@ fn trtllm_gets_one_window_per_layer_from_the_layer_means() {
     assert_eq!((windows[14], windows[16], windows[0]), (1209, 939, 10));
     assert_eq!(windows, want);
     assert_eq!(v["sink_token_length"], 0);
+    assert_eq!(v["tokens_per_block"], 32);
+    // The same list nested under kv_cache_config: for trtllm-serve.
+    let yaml = text_file(&e, "extra_llm_api_options.yaml");
+    assert!(
+        yaml.starts_with("kv_cache_config:\n  max_attention_window: [10, 10, "),
+        "{yaml}"
+    );
+    assert!(
+        yaml.contains(", 1209, ") && yaml.ends_with("tokens_per_block: 32\n"),
+        "{yaml}"
+    );
     assert_eq!(e.manifest.method, "headkv-r");
+    assert_eq!(
+        (e.manifest.honours.engine, e.manifest.honours.prefill),
+        ("trtllm", Some("dense"))
+    );
     assert_eq!(e.manifest.context_len, 8192);
     let r = e.manifest.reduction.as_ref().expect("a reduction");
     // The plan holds 30 · 128 = 3840 entries per KV head over the layers.
     assert!((r.plan_entries - 3840.0).abs() < 1e-9, "{}", r.plan_entries);
     assert_eq!(r.reduced_entries as u64, want.iter().sum::<u64>());
+    // In 32-token blocks: ⌈w/32⌉·32 per layer (a window of 10 costs a block of 32).
+    let slots: u64 = want.iter().map(|w| w.div_ceil(32) * 32).sum();
+    assert_eq!(r.block_slots as u64, slots);
+    assert!((r.block_bytes_error - (slots as f64 / 3840.0 - 1.0)).abs() < 1e-12);
 }
 
 #[test]
@@ -84,7 +113,11 @@ fn vllm_two_classes_and_the_hf_config_keys() {
     // headkv-r at n = 8192: the 3840 entries cannot hold one full layer (8192), so every layer
     // slides over W = 3840 / 30 = 128.
     let e = run(&plan(), &request(Format::Vllm));
-    let v = only_json(&e, "config_override.json");
+    let v = json_file(&e, "config_override.json");
+    // The same keys as the one-line --hf-overrides argument.
+    let line = text_file(&e, "hf_overrides.txt");
+    assert_eq!(line.lines().count(), 1);
+    assert_eq!(serde_json::from_str::<Value>(&line).unwrap(), v);
     let types: Vec<String> = serde_json::from_value(v["layer_types"].clone()).unwrap();
     assert_eq!(types, vec!["sliding_attention".to_string(); 30]);
     assert_eq!(
@@ -97,12 +130,12 @@ fn vllm_two_classes_and_the_hf_config_keys() {
     let mut req = request(Format::Vllm);
     req.context_len = 256;
     let e = run(&plan(), &req);
-    let r = e.manifest.reduction.expect("a reduction");
+    let r = e.manifest.reduction.clone().expect("a reduction");
     assert!(
         r.bytes_error.abs() <= 30.0 * 0.5 / r.plan_entries + 1e-12,
         "{r:?}"
     );
-    let v: Value = serde_json::from_slice(&e.files[0].bytes).unwrap();
+    let v = json_file(&e, "config_override.json");
     let types: Vec<String> = serde_json::from_value(v["layer_types"].clone()).unwrap();
     let full = types.iter().filter(|t| *t == "full_attention").count();
     assert_eq!(full, r.layers.iter().filter(|l| *l == "full").count());
@@ -111,7 +144,26 @@ fn vllm_two_classes_and_the_hf_config_keys() {
 #[test]
 fn kvpress_ratios_are_one_minus_the_kept_share_per_layer() {
     let e = run(&plan(), &request(Format::Kvpress));
-    let v = only_json(&e, "compression_ratios.json");
+    // One file per serving length: 512, 1024, 2048, 4096 and the export's 8192.
+    let names: Vec<&str> = e.files.iter().map(|f| f.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "compression_ratios_512.json",
+            "compression_ratios_1024.json",
+            "compression_ratios_2048.json",
+            "compression_ratios_4096.json",
+            "compression_ratios.json"
+        ]
+    );
+    // At 512 tokens the plan's 128 per head is a quarter: the ratios average 1 − 128/512.
+    let at512: Vec<f64> = serde_json::from_value(
+        json_file(&e, "compression_ratios_512.json")["compression_ratios"].clone(),
+    )
+    .unwrap();
+    let mean = at512.iter().sum::<f64>() / 30.0;
+    assert!((mean - 0.75).abs() < 1e-12, "{mean}");
+    let v = json_file(&e, "compression_ratios.json");
     let ratios: Vec<f64> = serde_json::from_value(v["compression_ratios"].clone()).unwrap();
     assert_eq!(ratios.len(), 30);
     for (r, m) in ratios.iter().zip(headkv_r_layer_means()) {
@@ -159,11 +211,26 @@ fn duo_writes_sink_recent_and_gates_per_kv_head() {
     let names: Vec<&str> = e.files.iter().map(|f| f.name.as_str()).collect();
     assert_eq!(names, ["config.json", "full_attention_heads.tsv"]);
     let config: Value = serde_json::from_slice(&e.files[0].bytes).unwrap();
-    // Streaming's 4 sinks + 124 recent = the plan's 128 per head.
+    // Streaming's 4 sinks + 60 recent = half the plan's 128 per head; the other half pays for
+    // full heads: 90 KV heads · 128 = 11 520 entries, 90 · 64 streaming leave 5 760, a full
+    // head costs 8192 − 64 = 8128 more: 0 full heads at 8192 tokens → sparsity 1.
     assert_eq!(
         (config["sink_size"].clone(), config["recent_size"].clone()),
-        (4.into(), 124.into())
+        (4.into(), 60.into())
     );
+    assert_eq!(
+        (
+            config["sparsity"].clone(),
+            config["head_compression_ratio"].clone()
+        ),
+        (1.0.into(), 1.0.into())
+    );
+    // At 1024 tokens: 5 760 / (1024 − 64) = 6 full heads; sparsity (90 − 6 − ½)/89.
+    let mut req = request(Format::Duo);
+    req.context_len = 1024;
+    let c = json_file(&run(&plan(), &req), "config.json");
+    assert_eq!(c["sparsity"].as_f64(), Some(83.5 / 89.0));
+    assert_eq!(c["head_compression_ratio"].as_f64(), Some(1.0 - 6.0 / 90.0));
     // np.loadtxt(..., delimiter="\t"): 30 rows of 3 numbers in [0, 1]; the head with the
     // largest retrieval score (14, q4 → kv 1, 0.62) is 1.
     let text = std::str::from_utf8(&e.files[1].bytes).unwrap();
@@ -182,6 +249,13 @@ fn duo_writes_sink_recent_and_gates_per_kv_head() {
 #[test]
 fn headkv_scores_and_an_all_zero_set_refused() {
     let e = run(&plan(), &request(Format::Headkv));
+    // head_capacity [layers, query heads]: the KV head's budget minus the 8-token window —
+    // (14, q4 → kv 1) 3608 − 8, every 10-entry head 2.
+    let cap: Vec<Vec<u64>> =
+        serde_json::from_value(json_file(&e, "head_capacity.json")["head_capacity"].clone())
+            .unwrap();
+    assert_eq!((cap.len(), cap[0].len()), (30, 9));
+    assert_eq!((cap[14][4], cap[14][3], cap[0][0]), (3600, 3600, 2));
     let line = std::str::from_utf8(&e.files[0].bytes).unwrap();
     assert_eq!(line.matches('\n').count(), 1);
     let v: Value = serde_json::from_str(line).unwrap();

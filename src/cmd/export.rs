@@ -1,30 +1,37 @@
-//! `kvplan export`: a plan in the files serving engines and kvpress read
-//! (`kvplan_planner::export::engines`: the formats, the layer-class reductions).
+//! `kvplan export`: a plan in the files serving engines and the KV-compression packages read,
+//! as the capability table says each honours it (`kvplan_planner::export`: the table, the
+//! writers, the reductions, the engines' blocks).
 
 use anyhow::{bail, Context};
 use kvplan_common::fs::write_atomic_creating_dirs;
-use kvplan_planner::export::engines::{self, Format, Request, ScoreSet};
+use kvplan_planner::export::deploy::Memory;
+use kvplan_planner::export::engines::{self, Export, Format, Request, ScoreSet};
 use kvplan_planner::{Method, Plan, Target};
 use std::path::{Path, PathBuf};
 
 /// Arguments of `kvplan export`.
 #[derive(clap::Args, Debug)]
 #[command(after_help = "\
-Formats (--to), each written with kvplan-export.json beside it (format, method, context length,
-target, and what a layer-class reduction kept of the plan's bytes):
-  vllm     config_override.json: layer_types + sliding_window (merge into the HF config.json)
-  trtllm   kv_cache_config.json: max_attention_window (one per layer), sink_token_length
-  kvpress  compression_ratios.json: PerLayerCompressionPress(press, compression_ratios)
-  lukv     lukv_curve.npy: float32 [99, layers, KV heads] prune ratios for kvpress's LUKVPress
-  duo      config.json (sink_size, recent_size) + full_attention_heads.tsv (DuoAttention)
-  headkv   headkv_scores.json: one line {\"layer-head\": [score]} (HeadKV, KVCache-Factory)
-  all      every format, each in <out>/<format>/
+Formats (--to), each written with kvplan-export.json beside it (format, architecture, the
+capability entry followed and its engine sources, method, context length, target, and what a
+window reduction keeps of the plan's entries and of its bytes in the engine's blocks):
+  vllm      config_override.json + hf_overrides.txt: layer_types, sliding_window (Llama: full
+            layers and one window; Qwen2: one window on every layer; Gemma 3: refused)
+  trtllm    kv_cache_config.json + extra_llm_api_options.yaml: max_attention_window (one per
+            layer), sink_token_length, tokens_per_block (PyTorch backend and legacy engine)
+  llamacpp  override_kv.txt: --override-kv <arch>.attention.sliding_window=int:W (Gemma 3)
+  kvpress   compression_ratios[_<m>].json: PerLayerCompressionPress ratios per serving length
+  lukv      lukv_curve.npy: float32 [99, layers, KV heads] prune ratios for kvpress's LUKVPress
+  duo       config.json (sink_size, recent_size, sparsity) + full_attention_heads.tsv
+  headkv    headkv_scores.json + head_capacity.json [layers, query heads] (Llama only)
+  all       every format the capability table allows, each in <out>/<format>/; the others are
+            listed with the reason
 
 Examples:
   kvplan export plans/smollm2-135m-instruct.plan.json --to vllm --context-len 4096 --out exports/vllm
   kvplan export PLAN --to trtllm --context-len 8192 --budget 512 --method pyramid --out trt
-  kvplan export PLAN --to headkv --scores reasoning --context-len 4096 --out scores
-  kvplan export PLAN --to all --context-len 4096 --out plans/smollm2-135m-instruct.exports")]
+  kvplan export PLAN --to trtllm --context-len 32768 --memory 8000000000 --batch 16 --out trt
+  kvplan export PLAN --to all --context-len 4096 --out plans/exports/smollm2-135m-instruct")]
 pub struct ExportArgs {
     /// The plan to export (`kvplan plan` or `kvplan profile` wrote it).
     #[arg(value_name = "PLAN")]
@@ -36,14 +43,27 @@ pub struct ExportArgs {
     #[arg(long, value_name = "L")]
     context_len: usize,
     /// Target: entries per (layer, KV head) (default: the plan's target).
-    #[arg(long, value_name = "N", conflicts_with = "ratio")]
+    #[arg(long, value_name = "N", conflicts_with_all = ["ratio", "memory"])]
     budget: Option<usize>,
     /// Target: share of the context kept per KV head, 0 < R <= 1 (kvpress's compression_ratio
     /// is 1 − R).
-    #[arg(long, value_name = "R")]
+    #[arg(long, value_name = "R", conflicts_with = "memory")]
     ratio: Option<f64>,
-    /// Method whose budgets are exported (vllm, trtllm, kvpress, lukv; default: the first of
-    /// headkv-r, pyramid, headkv, snapkv in the plan).
+    /// Target from a deployment: the largest budget whose KV cache, in the engine's blocks,
+    /// fits in BYTES for --batch sequences of --context-len tokens.
+    #[arg(long, value_name = "BYTES")]
+    memory: Option<u64>,
+    /// Sequences served at once (with --memory).
+    #[arg(long, value_name = "N", default_value_t = 1, requires = "memory")]
+    batch: usize,
+    /// Bytes per cached number (with --memory; 2: fp16/bf16).
+    #[arg(long, value_name = "B", default_value_t = 2, requires = "memory")]
+    kv_bytes: usize,
+    /// Tokens per cache block (default: the engine's, 16 vLLM, 32 TensorRT-LLM).
+    #[arg(long, value_name = "B")]
+    block_size: Option<usize>,
+    /// Method whose budgets are exported (default: the first of headkv-r, pyramid, headkv,
+    /// snapkv in the plan; duo and headkv use the score set's method).
     #[arg(long, value_name = "M")]
     method: Option<String>,
     /// Score set of the headkv and duo exports: retrieval (headkv-r's) or reasoning (headkv's).
@@ -58,7 +78,46 @@ pub struct ExportArgs {
 pub fn run(args: ExportArgs) -> anyhow::Result<()> {
     let plan = Plan::load(&args.plan, None)
         .with_context(|| format!("cannot read plan {}", args.plan.display()))?;
+    let all = args.to.iter().any(|t| t == "all");
     let formats = super::parse_list(&args.to, &Format::ALL)?;
+    let requests = requests(&args, &formats)?;
+    // Every export is built before any file is written: a refused format writes nothing. With
+    // `--to all` a refused format is skipped and listed; a named one is an error.
+    let mut built: Vec<(PathBuf, Export)> = Vec::new();
+    let mut skipped = Vec::new();
+    for req in &requests {
+        match engines::export(&plan, req) {
+            Ok(export) => {
+                let dir = match formats.len() {
+                    1 => args.out.clone(),
+                    _ => args.out.join(req.format.name()),
+                };
+                built.push((dir, export));
+            }
+            Err(e) if all => skipped.push((req.format.name(), e.to_string())),
+            Err(e) => {
+                return Err(anyhow::Error::new(e).context(format!(
+                    "cannot export {} to {}",
+                    args.plan.display(),
+                    req.format.name()
+                )))
+            }
+        }
+    }
+    if built.is_empty() {
+        bail!("nothing to export: every format was refused");
+    }
+    for (dir, export) in &built {
+        write_export(dir, export)?;
+    }
+    for (name, why) in &skipped {
+        eprintln!("kvplan: skipped {name}: {why}");
+    }
+    Ok(())
+}
+
+/// One request per format, from the arguments.
+fn requests(args: &ExportArgs, formats: &[Format]) -> anyhow::Result<Vec<Request>> {
     let target = match (args.budget, args.ratio) {
         (Some(n), None) => Some(Target::Tokens(n)),
         (None, Some(r)) => Some(Target::Ratio(r)),
@@ -67,45 +126,48 @@ pub fn run(args: ExportArgs) -> anyhow::Result<()> {
     };
     let method: Option<Method> = args.method.as_deref().map(str::parse).transpose()?;
     let scores: ScoreSet = args.scores.parse()?;
-    // Every export is built before any file is written: a refused format writes nothing.
-    let mut built = Vec::new();
-    for &format in &formats {
-        let req = Request {
+    let memory = args.memory.map(|bytes| Memory {
+        bytes,
+        batch: args.batch,
+        bytes_per_element: args.kv_bytes,
+    });
+    if args.block_size == Some(0) {
+        bail!("--block-size: expected at least 1 token, found 0");
+    }
+    Ok(formats
+        .iter()
+        .map(|&format| Request {
             format,
             method,
             context_len: args.context_len,
             target,
             scores,
-        };
-        let export = engines::export(&plan, &req).with_context(|| {
-            format!("cannot export {} to {}", args.plan.display(), format.name())
-        })?;
-        let dir = match formats.len() {
-            1 => args.out.clone(),
-            _ => args.out.join(format.name()),
-        };
-        built.push((dir, export));
+            block_size: args.block_size,
+            memory,
+        })
+        .collect())
+}
+
+/// Writes an export's files and its manifest into `dir`, and says what was written.
+fn write_export(dir: &Path, export: &Export) -> anyhow::Result<()> {
+    for f in &export.files {
+        write(&dir.join(&f.name), &f.bytes)?;
     }
-    for (dir, export) in &built {
-        for f in &export.files {
-            write(&dir.join(&f.name), &f.bytes)?;
-        }
-        write(
-            &dir.join("kvplan-export.json"),
-            &engines::manifest_json(&export.manifest)?,
-        )?;
-        let names: Vec<&str> = export.files.iter().map(|f| f.name.as_str()).collect();
-        eprintln!(
-            "kvplan: {} ({} at {} tokens): {} in {}",
-            export.manifest.format,
-            export.manifest.method,
-            export.manifest.context_len,
-            names.join(", "),
-            dir.display()
-        );
-        for note in &export.manifest.notes {
-            eprintln!("  {note}");
-        }
+    write(
+        &dir.join("kvplan-export.json"),
+        &engines::manifest_json(&export.manifest)?,
+    )?;
+    let names: Vec<&str> = export.files.iter().map(|f| f.name.as_str()).collect();
+    eprintln!(
+        "kvplan: {} ({} at {} tokens): {} in {}",
+        export.manifest.format,
+        export.manifest.method,
+        export.manifest.context_len,
+        names.join(", "),
+        dir.display()
+    );
+    for note in &export.manifest.notes {
+        eprintln!("  {note}");
     }
     Ok(())
 }

@@ -32,8 +32,8 @@ pub fn methods_or_all(asked: Option<&[String]>) -> anyhow::Result<Vec<String>> {
             anyhow::bail!("{e}");
         }
         anyhow::bail!(
-            "unknown method `{m}`; the registry has: {}, vllm:<method> or trtllm:<method> for an \
-             engine's layer classes (kvplan export), and the controls headkv@perm<seed>, \
+            "unknown method `{m}`; the registry has: {}, vllm:, trtllm: or trtllm-engine:<method> \
+             for an engine's layer classes (kvplan export), and the controls headkv@perm<seed>, \
              headkv@beta<β> (also on headkv-r)",
             PRESS_NAMES.join(", ")
         );

@@ -17,7 +17,18 @@
 //!
 //! **Per-layer windows** ([`per_layer`]): each global layer's window is its budget rounded to the
 //! nearest entry (at least 1, at most `n`); a layer the model already windows keeps its window.
+//!
+//! **One window** ([`one_window`], vLLM's Qwen2): every global layer slides over
+//! `W = round(T / G)` (full attention when `W ≥ n`), the plan's bytes up to the rounding of `W`.
+//!
+//! **The model's windows only** ([`native_only`], llama.cpp's Gemma 3): global layers stay
+//! full; the `S` windowed layers share `W = round((T_all − G·n) / S)`, at most the model's own
+//! window, where `T_all` is the plan's total over every layer — refused when the global layers
+//! alone hold more than the plan (`W < 1`).
+//!
+//! [`reduce`] picks the rule a capability entry names ([`super::capability::Layers`]).
 
+use super::capability::Layers;
 use crate::{Error, Method, Plan, Result, Target};
 
 /// The classes of one layer under a reduction.
@@ -237,9 +248,104 @@ pub fn per_layer(b: &LayerBudgets) -> Result<Reduction> {
     Ok(b.reduction(classes))
 }
 
+/// One window on every global layer (module header).
+pub fn one_window(b: &LayerBudgets) -> Result<Reduction> {
+    b.check()?;
+    let n = b.context_len;
+    let global = b.global();
+    let total: f64 = global.iter().map(|&l| b.budgets[l]).sum();
+    let w = ((total / global.len().max(1) as f64).round() as usize).clamp(1, n);
+    let class = if w >= n {
+        LayerClass::Full
+    } else {
+        LayerClass::Window(w)
+    };
+    let classes = b
+        .model_windows
+        .iter()
+        .map(|own| own.map_or(class, LayerClass::Window))
+        .collect();
+    Ok(b.reduction(classes))
+}
+
+/// Global layers full, the model's windowed layers at one window that keeps the bytes (module
+/// header).
+pub fn native_only(b: &LayerBudgets) -> Result<Reduction> {
+    b.check()?;
+    let n = b.context_len;
+    let own = native_window(b)?.ok_or_else(|| {
+        Error::invalid(
+            "model.geometry.layer_windows",
+            "windowed layers (only the model's own windows can be changed)",
+            "none",
+        )
+    })?;
+    let g = b.global().len();
+    let s = b.budgets.len() - g;
+    let total: f64 = b.budgets.iter().sum();
+    let left = total - (g * n) as f64;
+    let w = (left / s as f64).round();
+    if w < 1.0 {
+        return Err(Error::invalid(
+            "budgets",
+            format!(
+                "room beside the {g} full global layers ({} entries at n = {n}) for the windowed \
+                 layers: a larger --budget or a shorter --context-len",
+                g * n
+            ),
+            format!("{total:.0} entries in the plan"),
+        ));
+    }
+    let w = (w as usize).min(own);
+    let classes = b
+        .model_windows
+        .iter()
+        .map(|m| m.map_or(LayerClass::Full, |_| LayerClass::Window(w)))
+        .collect();
+    Ok(b.reduction(classes))
+}
+
+/// The reduction `layers` names (module header).
+pub fn reduce(layers: Layers, b: &LayerBudgets) -> Result<Reduction> {
+    match layers {
+        Layers::TwoClasses => two_classes(b),
+        Layers::OneWindow => one_window(b),
+        Layers::PerLayer => per_layer(b),
+        Layers::NativeWindowOnly => native_only(b),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_window_is_the_mean_and_full_past_the_context() {
+        // Budgets 700, 500, 100, 100 at n = 1000: W = 1400 / 4 = 350 on every layer.
+        let r = one_window(&budgets(1000, &[700.0, 500.0, 100.0, 100.0], &[None; 4])).unwrap();
+        assert_eq!(r.layers, vec![LayerClass::Window(350); 4]);
+        assert_eq!(r.reduced_entries, 1400);
+        let r = one_window(&budgets(100, &[100.0; 2], &[None; 2])).unwrap();
+        assert_eq!(r.layers, vec![LayerClass::Full; 2]);
+    }
+
+    #[test]
+    fn native_only_keeps_globals_full_and_shrinks_the_local_window() {
+        // Gemma-like at n = 1024: locals 0, 2 (own window 512), globals 1, 3 with budgets 512
+        // each: T = 4 · 512 = 2048; the globals hold 2 · 1024 = 2048, nothing left: refused.
+        let w = Some(512);
+        let b = budgets(1024, &[512.0; 4], &[w, None, w, None]);
+        let e = native_only(&b).unwrap_err().to_string();
+        assert!(e.contains("--budget") && e.contains("2048"), "{e}");
+        // Three locals, one global, budgets 512 (locals) and 700: T = 2236, left 1212 → W = 404.
+        let b = budgets(1024, &[512.0, 512.0, 512.0, 700.0], &[w, w, w, None]);
+        let r = native_only(&b).unwrap();
+        use LayerClass::{Full, Window};
+        assert_eq!(r.layers, vec![Window(404), Window(404), Window(404), Full]);
+        // Plenty of room: capped at the model's own window.
+        let b = budgets(1024, &[512.0, 512.0, 512.0, 1024.0], &[w, w, w, None]);
+        assert_eq!(native_only(&b).unwrap().window(), Some(512));
+    }
 
     fn budgets(n: usize, b: &[f64], windows: &[Option<usize>]) -> LayerBudgets {
         LayerBudgets {

@@ -1,31 +1,31 @@
-//! `kvplan export`: a plan in the files serving engines and kvpress read, at one context length.
+//! `kvplan export`: a plan in the files serving engines and the KV-compression packages read, at
+//! one context length, as the capability table says each honours it for the plan's architecture
+//! ([`super::capability`]). One writer per target ([`super::targets`]):
 //!
 //! | format | files | read by |
 //! |---|---|---|
-//! | `vllm` | `config_override.json`: `layer_types`, `sliding_window`, `use_sliding_window` | merged into the HF `config.json`: vLLM's model code, transformers |
-//! | `trtllm` | `kv_cache_config.json`: `max_attention_window` (L entries), `sink_token_length` | TensorRT-LLM `KvCacheConfig` |
-//! | `kvpress` | `compression_ratios.json`: one compression ratio per layer | kvpress `PerLayerCompressionPress(press, compression_ratios)` |
-//! | `lukv` | `lukv_curve.npy`: float32 `[99, L, KV heads]`, entry `[r−1, l, h]` the prune ratio at r% | kvpress `LUKVPress` (its `_budget_curves`) |
-//! | `duo` | `config.json` (`sink_size`, `recent_size`) + `full_attention_heads.tsv` | DuoAttention's `load_attn_pattern`, kvpress `DuoAttentionPress` |
-//! | `headkv` | `headkv_scores.json`: one line `{"layer-head": [score]}` | HeadKV, KVCache-Factory |
+//! | `vllm` | `config_override.json` + `hf_overrides.txt`: `layer_types`, `sliding_window`, `use_sliding_window` | vLLM `--hf-overrides`, or merged into the HF `config.json` |
+//! | `trtllm` | `kv_cache_config.json` + `extra_llm_api_options.yaml`: `max_attention_window` (L entries), `sink_token_length`, `tokens_per_block` | TensorRT-LLM `KvCacheConfig`, `trtllm-serve` |
+//! | `llamacpp` | `override_kv.txt`: `--override-kv <arch>.attention.sliding_window=int:W` | llama.cpp (Gemma 3) |
+//! | `kvpress` | `compression_ratios[_<m>].json`: one ratio per layer, per serving length | kvpress `PerLayerCompressionPress` |
+//! | `lukv` | `lukv_curve.npy`: float32 `[99, L, KV heads]` prune ratios | kvpress `LUKVPress` |
+//! | `duo` | `config.json` (`sink_size`, `recent_size`, `sparsity`, `head_compression_ratio`) + `full_attention_heads.tsv` | DuoAttention `load_attn_pattern`, kvpress `DuoAttentionPress` |
+//! | `headkv` | `headkv_scores.json` + `head_capacity.json` (`[layers, query heads]`) | HeadKV, KVCache-Factory |
 //!
-//! Every export also writes `kvplan-export.json` beside its files: the format, the method and
-//! context length the budgets are for (budgets depend on the length), the target, and for the
-//! layer-class formats what the reduction kept of the plan's bytes ([`super::classes`]).
+//! Every export also writes `kvplan-export.json` beside its files: the format, architecture, the
+//! capability entry it followed (with its sources), the method and context length the budgets
+//! are for, the target, and for the window formats what the reduction keeps of the plan's
+//! entries and of its bytes in the engine's blocks ([`super::blocks`]).
 //!
 //! Budgets come from one method of the plan (`method`; default the first of `headkv-r`,
-//! `pyramid`, `headkv`, `snapkv` the plan holds), averaged over each layer's KV heads where the
-//! format has one value per layer. PoD is refused: it keeps every token and shares distant keys,
-//! which no format expresses. Compression ratio = 1 − kept / context length, per layer (kvpress)
-//! or per (layer, KV head) (LU-KV). The LU-KV curve's row r is the plan's budgets at the target
-//! "keep 1 − r/100 of the context"; its mean over layers and heads is r/100 up to the flooring
-//! of the per-head budget (within 1/n) and the model's own windowed layers, which hold their
-//! window whatever the target.
+//! `pyramid`, `headkv`, `snapkv` the plan holds); `duo` and `headkv` use the score set's method.
+//! PoD is refused: it keeps every token and shares distant keys, which no format expresses.
+//! With `memory` ([`super::deploy`]) the target is the largest budget whose cache fits.
 
-use super::classes::{self, LayerBudgets, LayerClass, Reduction};
-use super::{headkv_scores, npy, tsv};
-use crate::methods::streaming::DEFAULT_SINKS;
-use crate::{Error, HeadKvSection, Method, Plan, Result, StreamingSection, Target};
+use super::capability::{Arch, Capability};
+use super::deploy::{self, Memory};
+use super::targets::{self, Context};
+use crate::{Error, HeadKvSection, Method, Plan, Result, Target};
 use serde::Serialize;
 
 /// An export format (module header).
@@ -33,6 +33,7 @@ use serde::Serialize;
 pub enum Format {
     Vllm,
     Trtllm,
+    Llamacpp,
     Kvpress,
     Lukv,
     Duo,
@@ -41,9 +42,10 @@ pub enum Format {
 
 impl Format {
     /// Every format, in the order the help lists them.
-    pub const ALL: [Format; 6] = [
+    pub const ALL: [Format; 7] = [
         Format::Vllm,
         Format::Trtllm,
+        Format::Llamacpp,
         Format::Kvpress,
         Format::Lukv,
         Format::Duo,
@@ -55,6 +57,7 @@ impl Format {
         match self {
             Format::Vllm => "vllm",
             Format::Trtllm => "trtllm",
+            Format::Llamacpp => "llamacpp",
             Format::Kvpress => "kvpress",
             Format::Lukv => "lukv",
             Format::Duo => "duo",
@@ -66,22 +69,27 @@ impl Format {
     pub fn reader(self) -> &'static str {
         match self {
             Format::Vllm => {
-                "vLLM and transformers: merge config_override.json into the model's config.json \
-                 (per-layer sliding windows)"
+                "vLLM: --hf-overrides \"$(cat hf_overrides.txt)\", or config_override.json merged \
+                 into the model's config.json (per-layer sliding windows)"
             }
             Format::Trtllm => {
-                "TensorRT-LLM: KvCacheConfig(max_attention_window=..., sink_token_length=...)"
+                "TensorRT-LLM: KvCacheConfig(max_attention_window=..., sink_token_length=..., \
+                 tokens_per_block=...); trtllm-serve --extra_llm_api_options"
             }
+            Format::Llamacpp => "llama.cpp: --override-kv <arch>.attention.sliding_window=int:W",
             Format::Kvpress => "kvpress: PerLayerCompressionPress(press, compression_ratios)",
             Format::Lukv => "kvpress: LUKVPress budget curves (np.load of lukv_curve.npy)",
             Format::Duo => {
                 "DuoAttention / kvpress DuoAttentionPress: config.json + full_attention_heads.tsv"
             }
-            Format::Headkv => "HeadKV and KVCache-Factory head-score loaders",
+            Format::Headkv => {
+                "HeadKV and KVCache-Factory: head score file and head_capacity [layers, query heads]"
+            }
         }
     }
 
-    /// Whether the format's content depends on a method's budgets.
+    /// Whether the format's content depends on a method's budgets (`duo` and `headkv` use the
+    /// score set's method).
     pub fn uses_budgets(self) -> bool {
         !matches!(self, Format::Headkv | Format::Duo)
     }
@@ -123,7 +131,7 @@ impl ScoreSet {
         }
     }
 
-    fn method(self) -> Method {
+    pub(crate) fn method(self) -> Method {
         match self {
             ScoreSet::Retrieval => Method::HeadKvR,
             ScoreSet::Reasoning => Method::HeadKv,
@@ -159,6 +167,10 @@ pub struct Request {
     pub target: Option<Target>,
     /// Score set of the `headkv` and `duo` exports.
     pub scores: ScoreSet,
+    /// Tokens per cache block; `None`: the engine's default (16 vLLM, 32 TensorRT-LLM).
+    pub block_size: Option<usize>,
+    /// A deployment to fit: the target becomes the largest budget whose cache fits.
+    pub memory: Option<Memory>,
 }
 
 /// One file of an export: its name inside the output folder and its bytes.
@@ -174,6 +186,9 @@ pub struct Manifest {
     pub format: &'static str,
     pub read_by: &'static str,
     pub model: String,
+    pub architecture: String,
+    /// The capability entry followed: what the target honours and the source it was read from.
+    pub honours: Honours,
     pub model_gguf_sha256: String,
     /// The method whose budgets (or scores) the files hold.
     pub method: String,
@@ -190,6 +205,40 @@ pub struct Manifest {
     pub notes: Vec<String>,
 }
 
+/// The capability entry in `kvplan-export.json`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Honours {
+    pub engine: &'static str,
+    /// `two-classes`, `one-window`, `per-layer`, `native-window-only`, or `budgets` (the file
+    /// carries budgets or scores, not windows).
+    pub layers: &'static str,
+    /// `windowed` or `dense` (window formats).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prefill: Option<&'static str>,
+    pub sources: Vec<String>,
+}
+
+impl Honours {
+    fn of(cap: &Capability) -> Self {
+        use super::capability::{Layers, Prefill};
+        Honours {
+            engine: cap.engine.name(),
+            layers: match cap.layers {
+                Some(Layers::TwoClasses) => "two-classes",
+                Some(Layers::OneWindow) => "one-window",
+                Some(Layers::PerLayer) => "per-layer",
+                Some(Layers::NativeWindowOnly) => "native-window-only",
+                None => "budgets",
+            },
+            prefill: cap.layers.map(|_| match cap.prefill {
+                Prefill::Windowed => "windowed",
+                Prefill::Dense => "dense",
+            }),
+            sources: cap.sources.iter().map(ToString::to_string).collect(),
+        }
+    }
+}
+
 /// A layer-class reduction in `kvplan-export.json`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ReductionSummary {
@@ -201,24 +250,12 @@ pub struct ReductionSummary {
     pub reduced_entries: usize,
     /// `reduced / plan − 1`.
     pub bytes_error: f64,
-}
-
-impl ReductionSummary {
-    fn of(r: &Reduction) -> Self {
-        ReductionSummary {
-            layers: r
-                .layers
-                .iter()
-                .map(|c| match c {
-                    LayerClass::Full => "full".to_string(),
-                    LayerClass::Window(w) => w.to_string(),
-                })
-                .collect(),
-            plan_entries: r.plan_entries,
-            reduced_entries: r.reduced_entries,
-            bytes_error: r.bytes_error(),
-        }
-    }
+    /// Tokens per block of the engine.
+    pub block_size: usize,
+    /// Token slots the engine reserves over the layers, per KV head ([`super::blocks`]).
+    pub block_slots: usize,
+    /// `block_slots / plan − 1`: the bytes the engine allocates against the plan's.
+    pub block_bytes_error: f64,
 }
 
 /// An export: its files and its manifest.
@@ -248,26 +285,8 @@ pub fn default_method(plan: &Plan) -> Result<Method> {
     })
 }
 
-/// The layout of every JSON file kvplan writes ([`kvplan_common::fs::pretty_json`]).
-fn json(value: &impl Serialize) -> Result<Vec<u8>> {
-    kvplan_common::fs::pretty_json(value)
-        .map(String::into_bytes)
-        .map_err(|e| Error::Parse {
-            what: "export",
-            path: String::from("."),
-            message: e.to_string(),
-        })
-}
-
-fn file(name: &str, bytes: Vec<u8>) -> ExportFile {
-    ExportFile {
-        name: name.to_string(),
-        bytes,
-    }
-}
-
 /// The HeadKV scores `[layer][q_head]` of `set`, refused when all zero.
-fn scores(plan: &Plan, set: ScoreSet) -> Result<&HeadKvSection> {
+pub(crate) fn scores(plan: &Plan, set: ScoreSet) -> Result<&HeadKvSection> {
     let method = set.method();
     let section = plan.sections.get::<HeadKvSection>(method).ok_or_else(|| {
         Error::invalid(
@@ -289,161 +308,72 @@ fn scores(plan: &Plan, set: ScoreSet) -> Result<&HeadKvSection> {
     Ok(section)
 }
 
+/// The method whose budgets (or scores) `req` exports, refused where no budget travels.
+fn method_of(plan: &Plan, req: &Request) -> Result<Method> {
+    let method = match (req.format, req.method) {
+        (Format::Headkv | Format::Duo, _) => return Ok(req.scores.method()),
+        (_, Some(m)) => m,
+        (_, None) => default_method(plan)?,
+    };
+    if method == Method::Pod || method == Method::Full {
+        return Err(Error::invalid(
+            "--method",
+            "a method that keeps fewer entries per head (not pod or full)",
+            method,
+        ));
+    }
+    if !plan.methods().contains(&method) {
+        return Err(Error::invalid(
+            format!("sections.{method}"),
+            "a section for the exported method",
+            "none",
+        ));
+    }
+    Ok(method)
+}
+
 /// The export `req` asks of `plan` (module header).
 pub fn export(plan: &Plan, req: &Request) -> Result<Export> {
     let n = req.context_len;
     if n == 0 {
         return Err(Error::invalid("--context-len", "at least 1 token", 0));
     }
-    let target = req.target.unwrap_or(plan.target);
-    target.validate("target")?;
-    let g = &plan.model.geometry;
-    let method = match req.format {
-        Format::Headkv | Format::Duo => req.scores.method(),
-        _ => match req.method {
-            Some(m) => m,
-            None => default_method(plan)?,
-        },
+    let arch = Arch::of(&plan.model.architecture)?;
+    let writer = targets::writer(req.format);
+    let cap = targets::capability_of(writer, arch)?;
+    let method = method_of(plan, req)?;
+    let mut cx = Context {
+        plan,
+        arch,
+        method,
+        n,
+        target: req.target.unwrap_or(plan.target),
+        scores: req.scores,
+        block_size: req.block_size,
     };
-    if req.format.uses_budgets() {
-        if method == Method::Pod || method == Method::Full {
-            return Err(Error::invalid(
-                "--method",
-                "a method that keeps fewer entries per head (not pod or full)",
-                method,
-            ));
-        }
-        if !plan.methods().contains(&method) {
-            return Err(Error::invalid(
-                format!("sections.{method}"),
-                "a section for the exported method",
-                "none",
-            ));
-        }
-    }
     let mut notes = Vec::new();
-    let mut reduction = None;
-    let mut score_set = None;
-    let files = match req.format {
-        Format::Vllm => {
-            let r = classes::two_classes(&LayerBudgets::of(plan, method, n, target)?)?;
-            let window = r.window();
-            let layer_types: Vec<&str> = r
-                .layers
-                .iter()
-                .map(|c| match c {
-                    LayerClass::Full => "full_attention",
-                    LayerClass::Window(_) => "sliding_attention",
-                })
-                .collect();
-            notes.push(format!(
-                "{} of {} layers full, the others a sliding window of {}; {:+.2}% of the \
-                 plan's bytes at {n} tokens",
-                r.layers.iter().filter(|c| **c == LayerClass::Full).count(),
-                r.layers.len(),
-                window.map_or("–".to_string(), |w| w.to_string()),
-                100.0 * r.bytes_error()
-            ));
-            notes.push(
-                "sliding layers attend over their window in prefill as well, and keep no sinks"
-                    .to_string(),
-            );
-            let body = serde_json::json!({
-                "layer_types": layer_types,
-                "sliding_window": window,
-                "use_sliding_window": window.is_some(),
-            });
-            reduction = Some(ReductionSummary::of(&r));
-            vec![file("config_override.json", json(&body)?)]
-        }
-        Format::Trtllm => {
-            let r = classes::per_layer(&LayerBudgets::of(plan, method, n, target)?)?;
-            let windows: Vec<usize> = r.layers.iter().map(|c| c.held(n)).collect();
-            let mut distinct = windows.clone();
-            distinct.sort_unstable();
-            distinct.dedup();
-            notes.push(format!(
-                "{} distinct windows (TensorRT-LLM keeps one pool per window); {:+.2}% of the \
-                 plan's bytes at {n} tokens",
-                distinct.len(),
-                100.0 * r.bytes_error()
-            ));
-            let body = serde_json::json!({
-                "max_attention_window": windows,
-                "sink_token_length": 0,
-            });
-            reduction = Some(ReductionSummary::of(&r));
-            vec![file("kv_cache_config.json", json(&body)?)]
-        }
-        Format::Kvpress => {
-            let b = LayerBudgets::of(plan, method, n, target)?;
-            let ratios: Vec<f64> = b.budgets.iter().map(|&x| 1.0 - x / n as f64).collect();
-            notes.push(
-                "kvpress applies the ratios by masking: the cache keeps every entry".to_string(),
-            );
-            let body = serde_json::json!({ "compression_ratios": ratios });
-            vec![file("compression_ratios.json", json(&body)?)]
-        }
-        Format::Lukv => {
-            let mut curve = Vec::with_capacity(99 * g.layers * g.kv_heads);
-            for r in 1..=99usize {
-                let keep = Target::Ratio(1.0 - r as f64 / 100.0);
-                let b = plan.budgets(method, n, keep)?;
-                for row in &b.per_layer_per_kv_head {
-                    curve.extend(row.iter().map(|&k| (1.0 - k as f64 / n as f64) as f32));
-                }
-            }
-            notes.push(format!(
-                "row r−1 holds the prune ratios at r% compression, from the plan's budgets at \
-                 {n} tokens; the target is the row's, not --budget"
-            ));
-            vec![file(
-                "lukv_curve.npy",
-                npy::write_f32(&[99, g.layers, g.kv_heads], &curve)?,
-            )]
-        }
-        Format::Duo => {
-            let section = scores(plan, req.scores)?;
-            score_set = Some(req.scores.name());
-            let gates = tsv::kv_head_gates(&section.scores, g, section.temperature);
-            let sinks = plan
-                .sections
-                .get::<StreamingSection>(Method::Streaming)
-                .map_or(DEFAULT_SINKS, |s| s.sinks);
-            let per_head = target.per_head(n);
-            let recent = per_head.saturating_sub(sinks).max(1);
-            notes.push(format!(
-                "gates: KV-head importance from the {} scores, the largest 1; a streaming head \
-                 keeps {sinks} sinks + {recent} recent tokens (the target's {per_head} per head)",
-                req.scores.name()
-            ));
-            let config = serde_json::json!({ "sink_size": sinks, "recent_size": recent });
-            vec![
-                file("config.json", json(&config)?),
-                file("full_attention_heads.tsv", tsv::to_tsv(&gates).into_bytes()),
-            ]
-        }
-        Format::Headkv => {
-            let section = scores(plan, req.scores)?;
-            score_set = Some(req.scores.name());
-            vec![file(
-                "headkv_scores.json",
-                headkv_scores::to_headkv_json(&section.scores).into_bytes(),
-            )]
-        }
-    };
+    if let Some(memory) = &req.memory {
+        let (target, note) = deploy::fit(&cx, &cap, writer, memory)?;
+        cx.target = target;
+        notes.push(note);
+    }
+    cx.target.validate("target")?;
+    let written = writer.write(&cx, &cap)?;
+    notes.extend(written.notes);
     Ok(Export {
-        files,
+        files: written.files,
         manifest: Manifest {
             format: req.format.name(),
             read_by: req.format.reader(),
             model: plan.model.name.clone(),
+            architecture: plan.model.architecture.clone(),
+            honours: Honours::of(&cap),
             model_gguf_sha256: plan.model.gguf_sha256.clone(),
             method: method.to_string(),
             context_len: n,
-            target,
-            scores: score_set,
-            reduction,
+            target: cx.target,
+            scores: written.scores,
+            reduction: written.reduction,
             notes,
         },
     })
@@ -451,5 +381,5 @@ pub fn export(plan: &Plan, req: &Request) -> Result<Export> {
 
 /// The manifest's bytes (`kvplan-export.json`).
 pub fn manifest_json(m: &Manifest) -> Result<Vec<u8>> {
-    json(m)
+    targets::json(m)
 }

@@ -1,20 +1,30 @@
-//! A plan reduced to the layer classes a serving engine runs (`kvplan export --to vllm|trtllm`;
-//! the reductions are the planner's `export::classes`), executed as the engine executes them, so
-//! what the reduction costs can be measured beside the full plan.
+//! A plan reduced to the layer windows a serving engine runs (`kvplan export --to vllm|trtllm`),
+//! executed as that engine executes them for the model's architecture, so what the reduction
+//! costs can be measured beside the full plan. What each engine honours comes from the planner's
+//! capability table (`kvplan_planner::export::capability`, with the engine sources).
 //!
-//! Named `<engine>:<method>` (`vllm:headkv-r`, `trtllm:pyramid`): `method`'s budgets at the
-//! prompt's length and target, averaged over each layer's KV heads, become layer classes —
-//! `vllm`: full layers and one shared window ([`kvplan_planner::export::classes::two_classes`]);
-//! `trtllm`: one window per layer ([`kvplan_planner::export::classes::per_layer`]). A layer with
-//! a window `W` then attends as a sliding-window layer from the first token: in prefill each
-//! query sees the last `W` keys (itself included), and the layer holds its last `W` entries — no
-//! sinks, no scores, original positions, as vLLM's and TensorRT-LLM's sliding-window attention
-//! do. The window is recorded in the layer's cache ([`LayerCache::slide`]); the model's attention
-//! reads a global layer's window from there, and the session keeps sliding it after every
-//! forward call ([`super::windowed::slide`]). Layers the model already windows keep their own.
+//! Named `<engine>:<method>` (`vllm:headkv-r`, `trtllm:pyramid`, `trtllm-engine:snapkv`):
+//! `method`'s budgets at the prompt's length and target, averaged over each layer's KV heads,
+//! become the windows the engine takes for this architecture — `vllm`: full layers and one
+//! shared window on Llama, one window on every layer on Qwen2, refused on Gemma 3 (a windowed
+//! global layer would take the local RoPE base); `trtllm` and `trtllm-engine`: one window per
+//! layer ([`kvplan_planner::export::classes::reduce`]). Layers the model already windows keep
+//! their own.
+//!
+//! **Prefill.** vLLM and TensorRT-LLM's legacy engine window prefill: a layer with window `W`
+//! attends as a sliding-window layer from the first token (each query sees the last `W` keys,
+//! itself included). TensorRT-LLM's PyTorch backend passes no window to the attention kernel for
+//! Llama and Qwen2: prefill attends over the whole prompt and only the stored cache keeps each
+//! layer's last `W` entries, so the first answer token has seen everything; `trtllm:` runs the
+//! prefill forward call with no window and slides each layer to its window after it. Either
+//! way a windowed layer then holds its last `W` entries — no sinks, no scores, original
+//! positions. The window is recorded in the layer's cache ([`LayerCache::slide`]); the model's
+//! attention reads a global layer's window from there, and the session keeps sliding it after
+//! every forward call ([`super::windowed::slide`]).
 
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
+use kvplan_planner::export::capability::{self, Arch, Engine, Prefill};
 use kvplan_planner::export::classes::{self, LayerBudgets, LayerClass};
 use kvplan_planner::Method;
 
@@ -25,8 +35,8 @@ use crate::error::{Error, Result};
 use crate::model::{Logits, Model, ModelConfig};
 use crate::observe::{ObserveConfig, Observer};
 
-/// The engines whose layer classes this press runs.
-pub const ENGINES: [&str; 2] = ["vllm", "trtllm"];
+/// The engines whose layer windows this press runs.
+pub const ENGINES: [&str; 3] = ["vllm", "trtllm", "trtllm-engine"];
 
 /// Whether `name` is `<engine>:<method>` for an engine of [`ENGINES`] and a method of the
 /// planner's table that keeps fewer entries per head (not `full`, not `pod`).
@@ -34,7 +44,7 @@ pub fn is_classes_name(name: &str) -> bool {
     parse(name).is_ok()
 }
 
-fn parse(name: &str) -> Result<(&str, Method)> {
+fn parse(name: &str) -> Result<(Engine, Method)> {
     let bad = || {
         Error::Request(format!(
             "`{name}`: expected <engine>:<method> with an engine of {} and a method of the \
@@ -44,7 +54,8 @@ fn parse(name: &str) -> Result<(&str, Method)> {
     };
     let (engine, method) = name.split_once(':').ok_or_else(bad)?;
     let method: Method = method.parse().map_err(|_| bad())?;
-    if !ENGINES.contains(&engine) || matches!(method, Method::Full | Method::Pod) {
+    let engine = Engine::simulated(engine).ok_or_else(bad)?;
+    if matches!(method, Method::Full | Method::Pod) {
         return Err(bad());
     }
     Ok((engine, method))
@@ -56,15 +67,25 @@ pub struct LayerClassesPress {
     name: String,
     /// The window of each layer; `None`: full attention (or the model's own window).
     windows: Vec<Option<usize>>,
+    /// Whether the prefill forward call attends over the whole prompt (module header).
+    dense_prefill: bool,
 }
 
 impl LayerClassesPress {
-    /// The press called `name` running `windows` (one per layer, `None`: full).
+    /// The press called `name` running `windows` (one per layer, `None`: full), windowed from
+    /// the first token.
     pub fn new(name: impl Into<String>, windows: Vec<Option<usize>>) -> Self {
         Self {
             name: name.into(),
             windows,
+            dense_prefill: false,
         }
+    }
+
+    /// The same press with a dense prefill: windows apply to the stored cache only.
+    pub fn with_dense_prefill(mut self, dense: bool) -> Self {
+        self.dense_prefill = dense;
+        self
     }
 
     /// The press `name` (`<engine>:<method>`) as `request` asks, for the model `config`
@@ -79,13 +100,16 @@ impl LayerClassesPress {
         let plan = request
             .plan
             .ok_or_else(|| Error::Request(format!("method `{name}` needs a plan (--plan FILE)")))?;
+        let arch = Arch::of(&plan.model.architecture)?;
+        let cap = capability::capability(engine, arch)
+            .map_err(|r| Error::Request(format!("`{name}`: {r}")))?;
+        let layers = cap.layers.ok_or_else(|| {
+            Error::Request(format!("`{name}`: {} writes no layer windows", engine.name()))
+        })?;
         let n = request.context_len;
         let target = request.target.unwrap_or(plan.target);
         let budgets = LayerBudgets::of(plan, method, n, target)?;
-        let reduction = match engine {
-            "vllm" => classes::two_classes(&budgets)?,
-            _ => classes::per_layer(&budgets)?,
-        };
+        let reduction = classes::reduce(layers, &budgets)?;
         let windows = reduction
             .layers
             .iter()
@@ -96,7 +120,7 @@ impl LayerClassesPress {
                 (LayerClass::Window(w), None) => Some(*w),
             })
             .collect();
-        Ok(Self::new(name, windows))
+        Ok(Self::new(name, windows).with_dense_prefill(cap.prefill == Prefill::Dense))
     }
 
     /// The window of each layer (`None`: full attention or the model's own window).
@@ -131,12 +155,25 @@ impl<B: Backend> Press<B> for LayerClassesPress {
         cache: &mut KvCache<B>,
         obs: Option<&mut Observer>,
     ) -> Result<Tensor<B, 2>> {
-        for (layer, w) in cache.layers.iter_mut().zip(&self.windows) {
-            if w.is_some() && layer.window() != *w {
-                layer.slide(*w);
+        // A dense prefill: the first forward call sees every key; the windows then apply to
+        // what the cache keeps (module header).
+        let dense_now = self.dense_prefill && cache.next_position == 0;
+        if !dense_now {
+            for (layer, w) in cache.layers.iter_mut().zip(&self.windows) {
+                if w.is_some() && layer.window() != *w {
+                    layer.slide(*w);
+                }
             }
         }
-        model.forward(ids, cache, obs, Logits::Last)
+        let logits = model.forward(ids, cache, obs, Logits::Last)?;
+        if dense_now {
+            for (layer, w) in cache.layers.iter_mut().zip(&self.windows) {
+                if w.is_some() {
+                    layer.slide(*w);
+                }
+            }
+        }
+        Ok(logits)
     }
 }
 
@@ -148,6 +185,7 @@ mod tests {
     fn names_are_an_engine_and_a_method_that_evicts() {
         assert!(is_classes_name("vllm:headkv-r"));
         assert!(is_classes_name("trtllm:pyramid"));
+        assert!(is_classes_name("trtllm-engine:snapkv"));
         for bad in [
             "vllm",
             "vllm:pod",
@@ -158,6 +196,6 @@ mod tests {
             assert!(!is_classes_name(bad), "{bad}");
         }
         let e = parse("sglang:snapkv").unwrap_err().to_string();
-        assert!(e.contains("vllm, trtllm"), "{e}");
+        assert!(e.contains("vllm, trtllm, trtllm-engine"), "{e}");
     }
 }

@@ -419,3 +419,33 @@ fn layer_classes_run_as_native_windows() {
         assert_eq!(a.memory().held_bytes, b.memory().held_bytes);
     }
 }
+
+/// TensorRT-LLM's PyTorch backend (`trtllm:`): prefill attends over the whole prompt — its logits
+/// are FullKV's, not a windowed layer's — and only the stored cache is windowed: after prefill a
+/// layer of window `W` holds its last `W` entries, and from then on decodes over them (the step
+/// logits leave FullKV's).
+#[test]
+fn dense_prefill_windows_only_the_stored_cache() {
+    use super::super::classes::LayerClassesPress;
+    let plain = tiny_model();
+    let ids = prompt(20);
+    let windows = [Some(W), None];
+    let mut full = FullPress;
+    let mut f = Session::new(&plain, &mut full);
+    let mut lf = host(f.prefill(&ids).expect("prefill"));
+    let mut dense = LayerClassesPress::new("trtllm:snapkv", windows.to_vec()).with_dense_prefill(true);
+    let mut d = Session::new(&plain, &mut dense);
+    let mut ld = host(d.prefill(&ids).expect("prefill"));
+    assert!(max_diff(&ld, &lf) < 1e-6, "dense prefill is FullKV's");
+    assert_eq!(d.cache.layers[0].positions(0).len(), W);
+    assert_eq!(d.cache.layers[1].positions(0).len(), 20);
+    let mut differs = false;
+    for _ in 0..4 {
+        let id = argmax(&lf);
+        ld = host(d.step(id).expect("step"));
+        lf = host(f.step(id).expect("step"));
+        differs |= max_diff(&ld, &lf) > 1e-3;
+        assert_eq!(d.cache.layers[0].positions(0).len(), W);
+    }
+    assert!(differs, "the windowed cache changes decoding");
+}

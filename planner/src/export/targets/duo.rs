@@ -1,0 +1,129 @@
+//! `duo`: DuoAttention's pattern folder — `full_attention_heads.tsv` (rows = layers, columns =
+//! KV heads, gates in [0, 1]: KV-head importance from the HeadKV scores, the largest 1) and
+//! `config.json` (`sink_size`, `recent_size`, read by `load_attn_pattern`; `sparsity` and
+//! `head_compression_ratio`, which its readers take as arguments).
+//!
+//! The gates only rank heads; what a budget becomes is the share of heads kept full. At equal
+//! bytes with the plan: a streaming head holds `s = sink + recent` entries, a full head `n`, so
+//! `K = ⌊(T − N·s) / (n − s)⌋` of the `N` KV heads fit beside the others in the plan's `T`
+//! entries (`0 ≤ K ≤ N`), with `recent` = half the per-head target minus the sinks (at least
+//! 1): half of a head's budget streams, the rest pays for full heads. DuoAttention's
+//! `sparsify_attention_heads(gates, sparsity=S)` keeps the heads at or above
+//! `np.quantile(gates, S)` (ties broken by noise of 1e−6); `S = (N − K − ½)/(N − 1)` puts that
+//! quantile between the `K`-th and `(K+1)`-th largest gate, so exactly the `K` largest stay
+//! full (`S = 1` for `K = 0`, `0` for `K = N`). kvpress `DuoAttentionPress` takes the share of
+//! streaming heads, `head_compression_ratio = 1 − K/N`.
+
+use super::super::tsv;
+use super::{file, json, Context, Writer, Written};
+use crate::export::capability::{Capability, Engine};
+use crate::export::engines::scores;
+use crate::methods::streaming::DEFAULT_SINKS;
+use crate::{Method, Result, StreamingSection};
+
+/// The `duo` target.
+pub struct Duo;
+
+/// Full heads `K` of `heads` that fit in `total` entries at context `n` beside streaming heads
+/// of `stream` entries (module header).
+pub fn full_heads(total: f64, heads: usize, n: usize, stream: usize) -> usize {
+    if stream >= n {
+        return heads;
+    }
+    let room = total - (heads * stream) as f64;
+    ((room / (n - stream) as f64).floor().max(0.0) as usize).min(heads)
+}
+
+/// DuoAttention's `sparsity` that keeps exactly `k` of `heads` full (module header).
+pub fn sparsity(k: usize, heads: usize) -> f64 {
+    if k == 0 {
+        1.0
+    } else if k >= heads {
+        0.0
+    } else {
+        ((heads - k) as f64 - 0.5) / (heads - 1) as f64
+    }
+}
+
+impl Writer for Duo {
+    fn engine(&self) -> Engine {
+        Engine::DuoAttention
+    }
+
+    fn write(&self, cx: &Context<'_>, cap: &Capability) -> Result<Written> {
+        let g = &cx.plan.model.geometry;
+        let section = scores(cx.plan, cx.scores)?;
+        let gates = tsv::kv_head_gates(&section.scores, g, section.temperature);
+        let sinks = cx
+            .plan
+            .sections
+            .get::<StreamingSection>(Method::Streaming)
+            .map_or(DEFAULT_SINKS, |s| s.sinks);
+        let per_head = cx.target.per_head(cx.n);
+        let recent = (per_head / 2).saturating_sub(sinks).max(1);
+        let global = g.global_layers();
+        let heads = global.len() * g.kv_heads;
+        let k = full_heads((per_head * heads) as f64, heads, cx.n, sinks + recent);
+        let s = sparsity(k, heads);
+        let config = serde_json::json!({
+            "sink_size": sinks,
+            "recent_size": recent,
+            "sparsity": s,
+            "head_compression_ratio": 1.0 - k as f64 / heads.max(1) as f64,
+        });
+        let notes = vec![
+            format!(
+                "gates: KV-head importance from the {} scores, the largest 1; {k} of {heads} \
+                 KV heads full and the others {sinks} sinks + {recent} recent keep the plan's \
+                 {per_head} entries per head at {} tokens",
+                cx.scores.name(),
+                cx.n
+            ),
+            format!(
+                "duo_attn: sparsify_attention_heads(gates, sparsity={s}); kvpress: \
+                 DuoAttentionPress(head_compression_ratio={}); {}",
+                1.0 - k as f64 / heads.max(1) as f64,
+                cap.note
+            ),
+        ];
+        Ok(Written {
+            files: vec![
+                file("config.json", json(&config)?),
+                file("full_attention_heads.tsv", tsv::to_tsv(&gates).into_bytes()),
+            ],
+            notes,
+            reduction: None,
+            scores: Some(cx.scores.name()),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn full_heads_and_sparsity_by_hand() {
+        // 90 heads, 128 per head at n = 4096, streaming heads 64: (11 520 − 5 760) / 4 032
+        // = 1.43 → 1 full head. Sparsity (90 − 1 − ½)/89 = 88.5/89.
+        assert_eq!(full_heads(11_520.0, 90, 4096, 64), 1);
+        assert!((sparsity(1, 90) - 88.5 / 89.0).abs() < 1e-15);
+        assert_eq!((sparsity(0, 90), sparsity(90, 90)), (1.0, 0.0));
+        // Budget 512 at n = 1024, streaming 252: (512·4 − 4·252)/(1024 − 252) = 1040/772 → 1.
+        assert_eq!(full_heads(2048.0, 4, 1024, 252), 1);
+        // A streaming head as large as the context: every head full.
+        assert_eq!(full_heads(10.0, 4, 100, 100), 4);
+    }
+
+    #[test]
+    fn the_quantile_keeps_exactly_k_heads() {
+        // np.quantile with linear interpolation on 5 sorted gates at S = (5 − 2 − ½)/4 = 0.625:
+        // position 2.5, between the 3rd and 4th gates: the 2 largest are at or above it.
+        let gates = [0.1, 0.2, 0.3, 0.7, 1.0];
+        let s = sparsity(2, 5);
+        let pos = s * 4.0;
+        let (i, f) = (pos.floor() as usize, pos.fract());
+        let q = gates[i] + f * (gates[i + 1] - gates[i]);
+        assert_eq!(gates.iter().filter(|&&x| x >= q).count(), 2);
+    }
+}

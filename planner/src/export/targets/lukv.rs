@@ -1,0 +1,49 @@
+//! `lukv`: kvpress `LUKVPress` budget curves, float32 `[99, L, KV heads]`, entry `[r−1, l, h]`
+//! the prune ratio of head `(l, h)` at r% compression, from the plan's budgets at "keep
+//! 1 − r/100 of the context". A layer the model windows prunes 0 (it holds only its window), so
+//! each row averages r/100 over the global layers (up to the flooring of the per-head budget,
+//! within 1/n), not over every layer.
+
+use super::super::npy;
+use super::{file, Context, Writer, Written};
+use crate::export::capability::{Capability, Engine};
+use crate::{Result, Target};
+
+/// The `lukv` target.
+pub struct Lukv;
+
+impl Writer for Lukv {
+    fn engine(&self) -> Engine {
+        Engine::Kvpress
+    }
+
+    fn write(&self, cx: &Context<'_>, _cap: &Capability) -> Result<Written> {
+        let g = &cx.plan.model.geometry;
+        let n = cx.n;
+        let mut curve = Vec::with_capacity(99 * g.layers * g.kv_heads);
+        for r in 1..=99usize {
+            let keep = Target::Ratio(1.0 - r as f64 / 100.0);
+            let b = cx.plan.budgets(cx.method, n, keep)?;
+            for (l, row) in b.per_layer_per_kv_head.iter().enumerate() {
+                let windowed = g.is_windowed(l);
+                curve.extend(row.iter().map(|&k| match windowed {
+                    true => 0.0,
+                    false => (1.0 - k as f64 / n as f64) as f32,
+                }));
+            }
+        }
+        let notes = vec![format!(
+            "row r−1 holds the prune ratios at r% compression, from the plan's budgets at {n} \
+             tokens; the target is the row's, not --budget; model-windowed layers prune 0"
+        )];
+        Ok(Written {
+            files: vec![file(
+                "lukv_curve.npy",
+                npy::write_f32(&[99, g.layers, g.kv_heads], &curve)?,
+            )],
+            notes,
+            reduction: None,
+            scores: None,
+        })
+    }
+}

@@ -1,0 +1,238 @@
+//! The capability table on the committed plans of each architecture: what vLLM, TensorRT-LLM
+//! and llama.cpp are given for Llama (SmolLM2), Qwen2 (Qwen2.5-Coder-0.5B) and Gemma 3 (270M),
+//! worked by hand from the plans' layer budgets; refusals by name; `--memory`.
+
+use kvplan_planner::export::classes::LayerBudgets;
+use kvplan_planner::export::deploy::Memory;
+use kvplan_planner::export::engines::{export, Export, Format, Request, ScoreSet};
+use kvplan_planner::{Method, Plan, Target};
+use serde_json::Value;
+use std::path::PathBuf;
+
+fn plan(slug: &str) -> Plan {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../plans")
+        .join(format!("{slug}.plan.json"));
+    Plan::load(&path, None).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn request(format: Format, n: usize, budget: usize) -> Request {
+    Request {
+        format,
+        method: Some(Method::HeadKvR),
+        context_len: n,
+        target: Some(Target::Tokens(budget)),
+        scores: ScoreSet::Retrieval,
+        block_size: None,
+        memory: None,
+    }
+}
+
+fn json_file(e: &Export, name: &str) -> Value {
+    let f = e.files.iter().find(|f| f.name == name).expect(name);
+    serde_json::from_slice(&f.bytes).expect("JSON")
+}
+
+const QWEN: &str = "qwen2.5-coder-0.5b-instruct";
+const GEMMA: &str = "gemma-3-270m";
+
+#[test]
+fn qwen2_on_vllm_is_one_window_never_mixed_layer_types() {
+    // At 1024 tokens and budget 512 the two-class reduction would keep layers full (the README's
+    // former "10 of 24 layers full"); vLLM's Qwen2 asserts against mixed layer_types, so every
+    // layer gets W = the plan's mean, 512.
+    let p = plan(QWEN);
+    let e = export(&p, &request(Format::Vllm, 1024, 512)).unwrap_or_else(|e| panic!("{e}"));
+    let v = json_file(&e, "config_override.json");
+    let types: Vec<String> = serde_json::from_value(v["layer_types"].clone()).unwrap();
+    assert_eq!(types, vec!["sliding_attention".to_string(); 24]);
+    assert_eq!(v["sliding_window"], 512);
+    assert_eq!(e.manifest.honours.layers, "one-window");
+    // vLLM blocks of 16: a window of 512 reserves ⌈512/16⌉ + 1 = 33 blocks = 528 of the 1024
+    // tokens' 64 blocks: 24 · 528 = 12 672 slots against the plan's 24 · 512 = 12 288 (+3.125%).
+    let r = e.manifest.reduction.expect("reduction");
+    assert_eq!((r.block_size, r.block_slots), (16, 24 * 528));
+    assert!(
+        (r.block_bytes_error - 0.03125).abs() < 1e-12,
+        "{}",
+        r.block_bytes_error
+    );
+    // A budget at the context: no window at all (use_sliding_window false).
+    let e = export(&p, &request(Format::Vllm, 1024, 1024)).unwrap_or_else(|e| panic!("{e}"));
+    let v = json_file(&e, "config_override.json");
+    assert_eq!(
+        (v["sliding_window"].clone(), v["use_sliding_window"].clone()),
+        (Value::Null, false.into())
+    );
+}
+
+#[test]
+fn gemma_on_vllm_is_refused_and_trtllm_keeps_the_local_windows() {
+    let p = plan(GEMMA);
+    let err = export(&p, &request(Format::Vllm, 4096, 128))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("vllm cannot run a gemma3 plan")
+            && err.contains("RoPE")
+            && err.contains("--to trtllm"),
+        "{err}"
+    );
+    // TensorRT-LLM: the 15 local layers keep Gemma's 512, the 3 global ones the plan's budget.
+    let e = export(&p, &request(Format::Trtllm, 4096, 128)).unwrap_or_else(|e| panic!("{e}"));
+    let windows: Vec<usize> = serde_json::from_value(
+        json_file(&e, "kv_cache_config.json")["max_attention_window"].clone(),
+    )
+    .unwrap();
+    let own = &p.model.geometry.layer_windows;
+    let b = LayerBudgets::of(&p, Method::HeadKvR, 4096, Target::Tokens(128)).unwrap();
+    for (l, w) in windows.iter().enumerate() {
+        match own[l] {
+            Some(m) => assert_eq!(*w, m, "layer {l}"),
+            None => assert_eq!(
+                *w,
+                (b.budgets[l].round() as usize).clamp(1, 4096),
+                "layer {l}"
+            ),
+        }
+    }
+    assert_eq!(own.iter().filter(|w| w.is_none()).count(), 3);
+}
+
+#[test]
+fn llamacpp_overrides_gemma_local_window_only() {
+    let p = plan(GEMMA);
+    // 4096 tokens at budget 128: the 3 full global layers alone (12 288) exceed the plan's
+    // 3 · 128 + 15 · 512 = 8 064 entries: refused, naming the way out.
+    let err = export(&p, &request(Format::Llamacpp, 4096, 128))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("--budget") && err.contains("12288"), "{err}");
+    // 1024 tokens at budget 512: T = 18 · 512 = 9 216, globals 3 · 1024, the 15 locals share
+    // (9 216 − 3 072) / 15 = 409.6 → 410.
+    let e = export(&p, &request(Format::Llamacpp, 1024, 512)).unwrap_or_else(|e| panic!("{e}"));
+    let line = String::from_utf8(e.files[0].bytes.clone()).unwrap();
+    assert_eq!(
+        line,
+        "--override-kv gemma3.attention.sliding_window=int:410\n"
+    );
+    // Refused for an architecture without windowed layers.
+    let err = export(&plan(QWEN), &request(Format::Llamacpp, 1024, 512))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("llamacpp cannot run a qwen2 plan"), "{err}");
+}
+
+#[test]
+fn gemma_kvpress_and_lukv_leave_the_local_layers_alone() {
+    let p = plan(GEMMA);
+    let own = p.model.geometry.layer_windows.clone();
+    let e = export(&p, &request(Format::Kvpress, 4096, 128)).unwrap_or_else(|e| panic!("{e}"));
+    let ratios: Vec<f64> = serde_json::from_value(
+        json_file(&e, "compression_ratios.json")["compression_ratios"].clone(),
+    )
+    .unwrap();
+    for (l, r) in ratios.iter().enumerate() {
+        if own[l].is_some() {
+            assert_eq!(*r, 0.0, "layer {l}");
+        } else {
+            assert!(*r > 0.9, "layer {l}: {r}");
+        }
+    }
+    // LU-KV: row r−1 averages r/100 over the global layers (within 1/n), 0 on local layers.
+    let mut req = request(Format::Lukv, 4096, 128);
+    req.method = Some(Method::HeadKvR);
+    let e = export(&p, &req).unwrap_or_else(|e| panic!("{e}"));
+    let bytes = &e.files[0].bytes;
+    let hlen = u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
+    let v: Vec<f32> = bytes[10 + hlen..]
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
+    let (layers, kv) = (18, p.model.geometry.kv_heads);
+    for r in [10usize, 50, 90] {
+        let row = &v[(r - 1) * layers * kv..r * layers * kv];
+        let global: Vec<f64> = (0..layers)
+            .filter(|&l| own[l].is_none())
+            .flat_map(|l| row[l * kv..(l + 1) * kv].iter().map(|&x| x as f64))
+            .collect();
+        let mean = global.iter().sum::<f64>() / global.len() as f64;
+        let want = r as f64 / 100.0;
+        assert!(
+            mean >= want - 1e-6 && mean <= want + 1.0 / 4096.0 + 1e-6,
+            "r {r}: {mean}"
+        );
+        assert!((0..layers)
+            .filter(|&l| own[l].is_some())
+            .all(|l| row[l * kv] == 0.0));
+    }
+}
+
+#[test]
+fn headkv_is_refused_off_llama() {
+    let err = export(&plan(QWEN), &request(Format::Headkv, 4096, 128))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("headkv cannot run a qwen2 plan") && err.contains("llama"),
+        "{err}"
+    );
+}
+
+#[test]
+fn memory_picks_the_largest_budget_that_fits_in_blocks() {
+    // SmolLM2: 30 layers, 3 KV heads, head_dim 64, 2 bytes: a token slot is 2·3·64·2 = 768 bytes
+    // per layer. TensorRT-LLM at 4096 tokens, batch 2, 32-token blocks.
+    let p = plan("smollm2-135m-instruct");
+    let mut req = request(Format::Trtllm, 4096, 128);
+    req.target = None;
+    // Budget 4096 (every layer full) needs 2 · 30 · 4096 · 768 bytes; give exactly that.
+    let full = 2 * 30 * 4096 * 768u64;
+    req.memory = Some(Memory {
+        bytes: full,
+        batch: 2,
+        bytes_per_element: 2,
+    });
+    let e = export(&p, &req).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(e.manifest.target, Target::Tokens(4096));
+    // An eighth of it: a smaller budget whose blocks fit, while the next budget's do not.
+    req.memory = Some(Memory {
+        bytes: full / 8,
+        batch: 2,
+        bytes_per_element: 2,
+    });
+    let e = export(&p, &req).unwrap_or_else(|e| panic!("{e}"));
+    let Target::Tokens(b) = e.manifest.target else {
+        panic!("tokens")
+    };
+    let slots = e
+        .manifest
+        .reduction
+        .as_ref()
+        .map(|r| r.block_slots)
+        .unwrap_or(0) as u64;
+    assert!(2 * slots * 768 <= full / 8, "budget {b}: {slots}");
+    req.memory = None;
+    req.target = Some(Target::Tokens(b + 1));
+    let next = export(&p, &req).unwrap_or_else(|e| panic!("{e}"));
+    let next_slots = next.manifest.reduction.map(|r| r.block_slots).unwrap_or(0) as u64;
+    assert!(
+        2 * next_slots * 768 > full / 8,
+        "budget {}: {next_slots}",
+        b + 1
+    );
+    assert!(
+        e.manifest.notes[0].contains(&format!("budget {b} per KV head")),
+        "{:?}",
+        e.manifest.notes
+    );
+    // Too little for budget 1: one error naming --memory.
+    req.target = None;
+    req.memory = Some(Memory {
+        bytes: 1000,
+        batch: 1,
+        bytes_per_element: 2,
+    });
+    let err = export(&p, &req).unwrap_err().to_string();
+    assert!(err.starts_with("--memory"), "{err}");
+}

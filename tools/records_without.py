@@ -1,0 +1,45 @@
+#!/usr/bin/env python3
+"""Copies a `kvplan eval` records file without the cells of some methods, so that a re-run into
+the copy measures them again (a run skips every cell its records already hold, by method name)
+while the table still pairs them with the plans' cells kept in the copy.
+
+    python3 tools/records_without.py IN OUT METHOD[@BUDGET] ...
+
+`trtllm:headkv-r` drops that method at every budget, `vllm:pyramid@512` at budget 512 only.
+OUT must not exist (no silent overwrite); it is written whole or not at all.
+"""
+
+import json
+import os
+import sys
+
+
+def main():
+    if len(sys.argv) < 4:
+        sys.exit(__doc__)
+    src, dst, drops = sys.argv[1], sys.argv[2], sys.argv[3:]
+    if os.path.exists(dst):
+        sys.exit(f"{dst}: exists; remove it first")
+    with open(src) as f:
+        records = json.load(f)
+    rules = []
+    for d in drops:
+        name, _, budget = d.partition("@")
+        rules.append((name, int(budget) if budget else None))
+
+    def dropped(r):
+        return any(r["method"] == m and (b is None or r.get("budget") == b) for m, b in rules)
+
+    kept = [r for r in records["records"] if not dropped(r)]
+    print(f"{src}: {len(records['records']) - len(kept)} cells dropped, {len(kept)} kept")
+    records["records"] = kept
+    tmp = dst + ".tmp"
+    os.makedirs(os.path.dirname(os.path.abspath(dst)), exist_ok=True)
+    with open(tmp, "w") as f:
+        json.dump(records, f, indent=2)
+        f.write("\n")
+    os.replace(tmp, dst)
+
+
+if __name__ == "__main__":
+    main()
