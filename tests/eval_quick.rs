@@ -59,8 +59,16 @@ fn quick_niah_writes_records_results_and_table_and_resumes() {
         let value = r["expected"][0].as_str().expect("expected");
         assert!(r["needle"].as_str().expect("needle").contains(value));
         let frac = r["kv_fraction"].as_f64().expect("kv_fraction");
+        // Over the whole generation: the peak share is at least the share after the prompt
+        // (one of its measurements) and at least the mean.
+        let peak = r["kv_peak"].as_f64().expect("kv_peak");
+        let mean = r["kv_mean"].as_f64().expect("kv_mean");
+        assert!(peak >= frac && peak >= mean && mean > 0.0, "{r}");
+        // The prompt's own needle is its cluster.
+        let key = r["cluster"].as_str().expect("cluster");
+        assert!(r["needle"].as_str().expect("needle").contains(key), "{r}");
         if r["method"] == "full" {
-            assert_eq!(frac, 1.0);
+            assert_eq!((frac, peak, mean), (1.0, 1.0, 1.0));
             assert!(r["budget"].is_null());
         } else if r["method"] == "pod" {
             // PoD keeps every value and shares distant keys: less than FullKV, not 64 entries.

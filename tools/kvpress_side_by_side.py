@@ -349,6 +349,9 @@ def make_record(model_name, p, press, budget, response, kv_fraction, seconds, ne
         "kv_fraction": min(max(kv_fraction, sys.float_info.min), 1.0), "seconds": seconds,
     }
     assert list(r) == RECORD_FIELDS
+    # The prompt's cluster (needle key, article), which kvplan's intervals resample.
+    if p.get("cluster") is not None:
+        r["cluster"] = p["cluster"]
     return r
 
 

@@ -6,12 +6,23 @@
 Both rows streamed the same text, so their per-token negative log-likelihoods pair up. Prints the
 perplexity ratio exp(mean(nll_a) - mean(nll_b)) with a 95% paired block-bootstrap interval:
 2000 resamples (seed 0) of 32-token blocks, each resample taking the same blocks for both rows
-(the interval `kvplan eval ppl` gives each row on its own, made paired).
+(the interval `kvplan eval ppl` gives each row on its own, made paired). Neighbouring tokens are
+not independent: the blocks are the clusters, resampled whole, and a resample's statistic is the
+summed difference of its blocks over their tokens (eval/src/stats's `bootstrap_ratio`). The
+interval runs from the floor(0.025·B)-th to the ceil(0.975·B)-th sorted resample (1-based), the
+order statistics of stats.rs.
 """
 import argparse
 import json
 import math
 import random
+
+
+def order_statistic(sorted_values, q, upper):
+    """stats.rs `order_statistic`: the floor(q·B)-th (lower) or ceil(q·B)-th (upper), 1-based."""
+    b = len(sorted_values)
+    k = math.ceil(q * b) if upper else math.floor(q * b)
+    return sorted_values[min(max(k, 1), b) - 1]
 
 
 def row(records, label, text):
@@ -46,7 +57,7 @@ def main():
         n = sum(len(p) for p in pick)
         stats.append(sum(sum(p) for p in pick) / n)
     stats.sort()
-    lo, hi = stats[int(0.025 * len(stats))], stats[int(0.975 * len(stats)) - 1]
+    lo, hi = order_statistic(stats, 0.025, False), order_statistic(stats, 0.975, True)
     print(f"ppl({args.a}) / ppl({args.b}) = {math.exp(point):.3f} "
           f"[{math.exp(lo):.3f}, {math.exp(hi):.3f}] over {len(diff)} tokens "
           f"({len(blocks)} blocks of {args.block})")

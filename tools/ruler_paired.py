@@ -6,15 +6,28 @@
 `kvplan eval ruler`'s table pairs each row with SnapKV and FullKV of the same run; this compares
 any two rows — two methods of one run, or one method under two modes (question-aware against
 question-agnostic records of the same model, length and seed: the same tasks and examples). The
-estimate is the difference of the averages of the task means, in points; the 95% interval is a
-percentile bootstrap (2000 resamples, seed 0) that resamples each task's examples within the task
-and takes the same examples for both rows — the table's average interval, made paired. Only
-(task, example) pairs present in both rows count; a task missing from either is an error.
+estimate is the difference of the averages of the task means, in points. Only (task, example)
+pairs present in both rows count; a task missing from either is an error.
+
+The statistics are eval/src/stats's, so the numbers match the tables':
+- 95% interval: the cluster bootstrap (2000 resamples, seed 0): within each task the clusters
+  (prompts sharing a needle or an article: a record's `cluster`, else the prompt alone, as
+  `Record::cluster` says) are drawn with replacement, each task's statistic
+  is the sum over the drawn clusters' pairs over their count, the average of the tasks' is the
+  resample's; the interval runs from the floor(0.025·B)-th to the ceil(0.975·B)-th sorted
+  resample (1-based), the order statistics of stats.rs.
+- p: the cluster sign test, z = T/sqrt(V0) with T the average of the task means of the
+  differences and V0 = sum over tasks and clusters of (w_t · D_k)^2, w_t = 1/(tasks · pairs of
+  the task), D_k a cluster's summed difference (Durkalski et al. 2003 for pass rates).
+- mdd: the smallest difference the sample could have detected, 2.8016 · sqrt(V0) (80% power,
+  two-sided 5%).
 """
 import argparse
 import json
+import math
 import random
 import sys
+from statistics import NormalDist
 
 
 def load(path):
@@ -24,17 +37,31 @@ def load(path):
         sys.exit(f"{path}: not a kvplan records file ({e})")
 
 
+def cluster_of(r):
+    """eval/src/records.rs `Record::cluster`: the recorded cluster, else the prompt alone."""
+    if r.get("cluster") is not None:
+        return r["cluster"]
+    return f"{r['task']}/{r['context_len']}/{r['depth']:.4f}/{r['example']}"
+
+
 def row(path, records, label):
     method, _, budget = label.partition("@")
     budget = int(budget) if budget else None
     cells = {
-        (r["task"], r["example"]): r["score"]
+        (r["task"], r["example"]): (r["score"], cluster_of(r))
         for r in records
         if r["method"] == method and r.get("budget") == budget
     }
     if not cells:
         sys.exit(f"{path}: no record for {label}")
     return cells
+
+
+def order_statistic(sorted_values, q, upper):
+    """stats.rs `order_statistic`: the floor(q·B)-th (lower) or ceil(q·B)-th (upper), 1-based."""
+    b = len(sorted_values)
+    k = math.ceil(q * b) if upper else math.floor(q * b)
+    return sorted_values[min(max(k, 1), b) - 1]
 
 
 def main():
@@ -50,28 +77,44 @@ def main():
     a = row(args.records_a, files[args.records_a], args.a)
     b = row(args.records_b, files[args.records_b], args.b)
     tasks = sorted({t for t, _ in a} | {t for t, _ in b})
-    diffs = {}
+    # Per task: its clusters, each the list of its pairs' differences (clusters of row A).
+    clusters = {}
     for t in tasks:
         keys = sorted(k for k in a if k[0] == t and k in b)
         if not keys:
             sys.exit(f"task {t}: no example scored by both rows")
-        diffs[t] = [a[k] - b[k] for k in keys]
+        by = {}
+        for k in keys:
+            by.setdefault(a[k][1], []).append(a[k][0] - b[k][0])
+        clusters[t] = list(by.values())
 
-    def average(d):
-        return 100 * sum(sum(v) / len(v) for v in d.values()) / len(d)
+    def average(per_task):
+        means = [sum(sum(c) for c in cs) / sum(len(c) for c in cs) for cs in per_task.values()]
+        return 100 * sum(means) / len(means)
 
     rng = random.Random(0)
     boot = sorted(
-        average({t: [rng.choice(v) for _ in v] for t, v in diffs.items()})
+        average({t: [rng.choice(cs) for _ in cs] for t, cs in clusters.items()})
         for _ in range(args.resamples)
     )
-    lo, hi = boot[int(0.025 * len(boot))], boot[int(0.975 * len(boot)) - 1]
-    pairs = sum(len(v) for v in diffs.values())
+    lo = order_statistic(boot, 0.025, False)
+    hi = order_statistic(boot, 0.975, True)
+    v0 = 0.0
+    for cs in clusters.values():
+        w = 1 / (len(clusters) * sum(len(c) for c in cs))
+        v0 += sum((w * sum(c)) ** 2 for c in cs)
+    mean = average(clusters)
+    normal = NormalDist()
+    p = 1.0 if v0 == 0 else min(1.0, 2 * (1 - normal.cdf(abs(mean / 100) / math.sqrt(v0))))
+    mdd = (normal.inv_cdf(0.975) + normal.inv_cdf(0.8)) * math.sqrt(v0)
+    pairs = sum(len(c) for cs in clusters.values() for c in cs)
+    n_clusters = sum(len(cs) for cs in clusters.values())
     if args.a == args.b:
         args.a, args.b = f"{args.a} (A)", f"{args.b} (B)"
     print(
-        f"{args.a} − {args.b}: {average(diffs):+.1f} [{lo:+.1f}, {hi:+.1f}] points "
-        f"({len(tasks)} tasks, {pairs} paired examples)"
+        f"{args.a} − {args.b}: {mean:+.1f} [{lo:+.1f}, {hi:+.1f}] points, p {p:.3f} "
+        f"(cluster sign test), mdd {100 * mdd:.1f} ({len(tasks)} tasks, {pairs} paired examples "
+        f"in {n_clusters} clusters)"
     )
 
 

@@ -9,10 +9,12 @@
 //!   prompts file;
 //! - [`equal_bytes`]: SpindleKV's budget re-targeted to SnapKV's measured bytes;
 //! - [`records`]: per-cell records, atomic writes, resuming, aggregation into `EvalResults`;
+//! - [`render`]: a table and results file from records alone (`kvplan eval table`);
 //! - [`companion`]: kvpress's records on the same prompts, shown beside kvplan's;
 //! - [`results`]: the results schema (NIAH cells, quality points, perplexity curves);
 //! - [`table`]: the Markdown tables (rows by measured KV bytes, intervals, paired differences);
-//! - [`stats`]: Wilson and bootstrap intervals, paired differences, the exact McNemar test;
+//! - [`stats`]: Wilson and (cluster) bootstrap intervals, paired differences, the exact McNemar
+//!   and cluster sign tests, Holm's correction, the smallest detectable difference;
 //! - [`ruler`]: the RULER subset (niah, variable tracking, common words, QA) ported from
 //!   RULER's generators, sized to a length with the model's tokenizer;
 //! - [`rng`]: the seeded generator examples are drawn with;
@@ -32,6 +34,7 @@ pub mod niah;
 pub mod ppl;
 pub mod prompt;
 pub mod records;
+pub mod render;
 pub mod results;
 pub use kvplan_common::rng;
 pub mod ruler;

@@ -12,6 +12,13 @@
 //! **Placement (token-exact)** is [`kvplan_common::needle`]'s, shared with the profiler: the
 //! prompt has exactly the requested length and the needle starts a sentence at the requested
 //! depth (a fraction in [0, 1]), as RULER inserts between sentences.
+//!
+//! **Independent prompts (protocol `ruler-niah-chat/v2`).** Every prompt of a grid is its own
+//! needle: its key drawn without replacement from the 24 × 24 adjective-noun pairs
+//! ([`distinct_needles`]), its own 7-digit value, and its own stretch of the essays
+//! ([`haystack_starts`]: the haystack cut into one stretch per prompt, handed out in a seeded
+//! order), so no two prompts share a needle or a haystack. (Protocol v1 asked 5 needles at every
+//! length and depth, all from the haystack's start: 50 prompts, about 10 independent ones.)
 
 pub use crate::rng::Rng;
 pub use kvplan_common::needle::{insertion_point, place, Frame, Placed};
@@ -42,10 +49,87 @@ pub(crate) const NOUNS: [&str; 24] = [
     "saddle", "teapot", "umbrella", "violin", "walnut", "yacht",
 ];
 
+/// Random stream of the needles' keys and values (with the run's seed).
+const NEEDLE_STREAM: u64 = 0x6e65_6564; // "need"
+/// Random stream of the haystack stretches' order.
+const HAYSTACK_STREAM: u64 = 0x6861_7973; // "hays"
+
+/// Distinct keys there are: every adjective with every noun.
+pub const KEYS: usize = ADJECTIVES.len() * NOUNS.len();
+
+/// The needles of a grid of `count` prompts seeded `seed`, prompt `p` the `p`-th: distinct keys
+/// drawn without replacement from the [`KEYS`] adjective-noun pairs and distinct 7-digit
+/// values. An error naming the limit past [`KEYS`] prompts.
+pub fn distinct_needles(seed: u64, count: usize) -> Result<Vec<Needle>, String> {
+    if count > KEYS {
+        return Err(format!(
+            "{count} prompts need {count} distinct needle keys; there are {KEYS} ({} adjectives \
+             × {} nouns): ask for fewer examples, lengths or depths",
+            ADJECTIVES.len(),
+            NOUNS.len()
+        ));
+    }
+    let mut rng = Rng::derive(seed, &[NEEDLE_STREAM]);
+    let keys = rng.sample_indices(KEYS, count);
+    let mut values = std::collections::HashSet::new();
+    let needles = keys
+        .into_iter()
+        .enumerate()
+        .map(|(index, k)| {
+            let value = loop {
+                let v = 1_000_000 + rng.below(9_000_000);
+                if values.insert(v) {
+                    break v;
+                }
+            };
+            let (adj, noun) = (ADJECTIVES[k / NOUNS.len()], NOUNS[k % NOUNS.len()]);
+            Needle {
+                index,
+                key: format!("{adj}-{noun}"),
+                value: value.to_string(),
+            }
+        })
+        .collect();
+    Ok(needles)
+}
+
+/// Where each of `count` prompts starts reading a haystack of `len` tokens: the haystack cut
+/// into `count` equal stretches, prompt `p` given stretch `order[p]` of a permutation seeded
+/// `seed`. Stretches are disjoint for prompts of up to `len / count` tokens; longer prompts
+/// still start at distinct places and overlap their neighbours' stretches.
+pub fn haystack_starts(seed: u64, count: usize, len: usize) -> Vec<usize> {
+    let mut rng = Rng::derive(seed, &[HAYSTACK_STREAM]);
+    let order = rng.sample_indices(count, count);
+    order
+        .into_iter()
+        .map(|s| s * len / count.max(1))
+        .collect()
+}
+
+/// `need` tokens of `haystack` read from the first sentence start at or after `start`
+/// (`is_sentence_end` marks the token that ends one), wrapping to its beginning at its end; the
+/// haystack itself when it has no more than `need` tokens.
+pub fn read_from(
+    haystack: &[u32],
+    start: usize,
+    need: usize,
+    is_sentence_end: impl Fn(u32) -> bool,
+) -> Vec<u32> {
+    let n = haystack.len();
+    if n <= need || n == 0 {
+        return haystack.to_vec();
+    }
+    let start = start % n;
+    let at = (start..n)
+        .find(|&i| i == 0 || is_sentence_end(haystack[i - 1]))
+        .unwrap_or(start);
+    haystack.iter().cycle().skip(at).take(need).copied().collect()
+}
+
 /// One needle: key, value and the texts around it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Needle {
-    /// Index of the example (its seed offset).
+    /// Index of its prompt in the grid.
     pub index: usize,
     /// The key, an adjective-noun pair as RULER's `words` keys.
     pub key: String,
@@ -54,19 +138,6 @@ pub struct Needle {
 }
 
 impl Needle {
-    /// Example `index` of the run seeded `seed`: the same for every method, length and depth.
-    pub fn generate(seed: u64, index: usize) -> Self {
-        let mut rng = Rng::new(seed ^ (index as u64).wrapping_mul(0xA24B_AED4_963E_E407));
-        let adj = ADJECTIVES[rng.below(ADJECTIVES.len() as u64) as usize];
-        let noun = NOUNS[rng.below(NOUNS.len() as u64) as usize];
-        let value = 1_000_000 + rng.below(9_000_000);
-        Self {
-            index,
-            key: format!("{adj}-{noun}"),
-            value: value.to_string(),
-        }
-    }
-
     /// The needle sentence.
     pub fn sentence(&self) -> String {
         NEEDLE
@@ -93,14 +164,43 @@ mod tests {
     use super::*;
 
     #[test]
-    fn needles_are_seeded_and_differ_between_examples() {
-        let a = Needle::generate(0, 0);
-        assert_eq!(a, Needle::generate(0, 0));
-        assert_ne!(a.value, Needle::generate(0, 1).value);
-        assert_ne!(a.value, Needle::generate(1, 0).value);
-        assert_eq!(a.value.len(), 7);
+    fn every_prompt_gets_its_own_key_and_value() {
+        let all = distinct_needles(7, KEYS).expect("576 keys");
+        let keys: std::collections::HashSet<&str> = all.iter().map(|n| n.key.as_str()).collect();
+        let values: std::collections::HashSet<&str> =
+            all.iter().map(|n| n.value.as_str()).collect();
+        assert_eq!((keys.len(), values.len()), (KEYS, KEYS));
+        assert!(all.iter().all(|n| n.value.len() == 7));
+        assert_eq!(distinct_needles(7, 50), distinct_needles(7, 50), "seeded");
+        assert_ne!(distinct_needles(7, 50), distinct_needles(8, 50));
+        let err = distinct_needles(7, KEYS + 1).expect_err("577 prompts");
+        assert!(err.contains("577 prompts need 577 distinct needle keys; there are 576"), "{err}");
+    }
+
+    #[test]
+    fn prompts_read_distinct_stretches_of_the_haystack() {
+        // 10 prompts of a 1000-token haystack: starts 0, 100, …, 900 in a seeded order.
+        let starts = haystack_starts(3, 10, 1000);
+        let mut sorted = starts.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, (0..10).map(|i| i * 100).collect::<Vec<_>>());
+        assert_ne!(starts, sorted, "a seeded order, not the haystack's");
+        assert_eq!(starts, haystack_starts(3, 10, 1000));
+        // Token 0 ends a sentence: reading from 4 skips to the token after the next period
+        // (index 5 of 1 2 3 0 | 5 6 0 | 8 9 …), wrapping at the end.
+        let hay: Vec<u32> = vec![1, 2, 3, 0, 5, 6, 0, 8, 9, 0];
+        assert_eq!(read_from(&hay, 4, 6, |t| t == 0), vec![5, 6, 0, 8, 9, 0]);
+        assert_eq!(read_from(&hay, 5, 6, |t| t == 0), vec![8, 9, 0, 1, 2, 3]);
+        assert_eq!(read_from(&hay, 0, 3, |t| t == 0), vec![1, 2, 3]);
+        assert_eq!(read_from(&hay, 3, 20, |t| t == 0), hay, "too short: all of it");
+    }
+
+    #[test]
+    fn the_texts_hold_the_key_and_only_the_needle_the_value() {
+        let a = &distinct_needles(0, 1).expect("one")[0];
         assert!(a.sentence().contains(&a.value) && a.sentence().contains(&a.key));
         assert!(!a.answer_prefix().contains(&a.value));
         assert!(!a.user_frame().1.contains(&a.value));
+        assert!(a.user_frame().1.contains(&a.key));
     }
 }

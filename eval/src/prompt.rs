@@ -197,6 +197,10 @@ pub struct ExportedPrompt {
     pub expected: Vec<String>,
     /// `string_match_all` or `string_match_part`.
     pub metric: String,
+    /// What the prompt shares with others (needle key, article), as in the records; the
+    /// records kvpress makes of it copy it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<String>,
 }
 
 #[cfg(feature = "model")]
@@ -221,6 +225,7 @@ impl ExportedPrompt {
             answer_tokens,
             expected: asked.expected.clone(),
             metric: metric.to_string(),
+            cluster: asked.cluster.clone(),
         }
     }
 }

@@ -56,12 +56,51 @@ pub struct Record {
     pub score: f64,
     /// KV bytes held after the prompt over FullKV's, in (0, 1].
     pub kv_fraction: f64,
+    /// The largest share of FullKV's bytes held at any point of the generation: after the
+    /// prompt and after every decode step, each over FullKV's bytes at that point; absent in
+    /// records made before it was measured ([`Record::kv_held`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kv_peak: Option<f64>,
+    /// The mean of the same shares over the generation (after the prompt and each step).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kv_mean: Option<f64>,
+    /// What the prompt shares with others (its needle's key, its article): the unit the
+    /// intervals resample ([`crate::stats::cluster`]); absent in records made before it was
+    /// recorded ([`Record::cluster`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<String>,
     /// Seconds of prefill (shared prefills: its share is not counted) and decode.
     pub seconds: f64,
     /// SpindleKV at equal bytes: the budget it ran at and the bytes matched
     /// ([`crate::equal_bytes`]); absent for every other cell.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retarget: Option<crate::equal_bytes::Retarget>,
+}
+
+impl Record {
+    /// The bytes the cell is compared at: its peak share of FullKV's over the generation, or,
+    /// for records made before the peak was measured, the share after the prompt.
+    pub fn kv_held(&self) -> f64 {
+        self.kv_peak.unwrap_or(self.kv_fraction)
+    }
+
+    /// The record's cluster: the recorded one; else, for NIAH, the needle sentence, which names
+    /// the needle (protocol v1 asked 5 needles at every length and depth: 5 clusters of 10);
+    /// else the prompt alone. RULER's v1 `qa_1` questions all came from one SQuAD article
+    /// ("Normans", asked in file order), but one cluster per task leaves the stratified
+    /// bootstrap nothing to resample (a zero-width interval), so there each question stands
+    /// alone and those intervals stay too narrow: rerun under `ruler-chat/v2`, which records
+    /// articles.
+    pub fn cluster(&self) -> String {
+        match (&self.cluster, self.task.as_str()) {
+            (Some(c), _) => c.clone(),
+            (None, "niah") => self.needle.clone(),
+            (None, _) => format!(
+                "{}/{}/{:.4}/{}",
+                self.task, self.context_len, self.depth, self.example
+            ),
+        }
+    }
 }
 
 /// What a records file holds per cell.
@@ -251,20 +290,20 @@ pub fn write_atomic(path: &Path, text: &str) -> Result<()> {
 /// paired differences against SnapKV and FullKV), in the order first met.
 pub fn aggregate_niah(task: &str, records: &[Record]) -> (Vec<NiahCell>, Vec<QualityPoint>) {
     type CellId = (String, Option<usize>, usize, u64);
-    let mut cells: Vec<(CellId, Vec<(usize, f64)>)> = Vec::new();
+    let mut cells: Vec<(CellId, Vec<&Record>)> = Vec::new();
     for r in records.iter().filter(|r| r.task == task) {
         let id = (r.method.clone(), r.budget, r.context_len, r.depth.to_bits());
         match cells.iter_mut().find(|(k, _)| *k == id) {
-            Some((_, s)) => s.push((r.example, r.score)),
-            None => cells.push((id, vec![(r.example, r.score)])),
+            Some((_, s)) => s.push(r),
+            None => cells.push((id, vec![r])),
         }
     }
     let niah = cells
         .into_iter()
         .map(|((method, budget, context_len, depth), mut s)| {
-            s.sort_by_key(|&(e, _)| e);
-            let scores: Vec<f64> = s.into_iter().map(|(_, v)| v).collect();
-            let e = estimate(std::slice::from_ref(&scores));
+            s.sort_by_key(|r| r.example);
+            let scores: Vec<f64> = s.iter().map(|r| r.score).collect();
+            let e = estimate(&[clusters(&s, |r| r.score)]);
             NiahCell {
                 method,
                 budget,
@@ -277,11 +316,29 @@ pub fn aggregate_niah(task: &str, records: &[Record]) -> (Vec<NiahCell>, Vec<Qua
         })
         .collect();
     let rows = rows(records, 1, |r| (r.task == task).then_some(0));
-    let quality = rows
+    let mut quality: Vec<QualityPoint> = rows
         .iter()
         .map(|row| row.quality_point(task, &rows, Scope::Overall(Overall::Records)))
         .collect();
+    crate::results::adjust_holm(&mut quality);
     (niah, quality)
+}
+
+/// `value` of each record, by cluster ([`Record::cluster`]), clusters in the order first met.
+pub fn clusters<T>(records: &[&Record], value: impl Fn(&Record) -> T) -> Vec<Vec<T>> {
+    let mut names: Vec<String> = Vec::new();
+    let mut out: Vec<Vec<T>> = Vec::new();
+    for r in records {
+        let c = r.cluster();
+        match names.iter().position(|n| *n == c) {
+            Some(i) => out[i].push(value(r)),
+            None => {
+                names.push(c);
+                out.push(vec![value(r)]);
+            }
+        }
+    }
+    out
 }
 
 /// Reads the results file at `path` (or starts one for `model`), replaces `task`'s NIAH cells
@@ -380,6 +437,9 @@ pub(crate) fn test_record(
         response: "r".into(),
         score,
         kv_fraction,
+        kv_peak: None,
+        kv_mean: None,
+        cluster: None,
         seconds: 0.1,
         retarget: None,
     }
@@ -393,6 +453,7 @@ mod tests {
         let kv = if budget.is_some() { 0.25 } else { 1.0 };
         Record {
             example: ex,
+            needle: format!("needle {ex}"),
             ..test_record("niah", method, budget, len, score, kv)
         }
     }
@@ -432,6 +493,34 @@ mod tests {
     }
 
     #[test]
+    fn older_records_read_with_their_clusters_and_bytes_recovered() {
+        // A record of protocol v1: no cluster, no peak.
+        let old = r#"{"task": "niah", "model": "m", "context_len": 1024, "depth": 0.5,
+            "example": 3, "method": "snapkv", "budget": 128,
+            "needle": "One of the special magic numbers for calm-quarry is: 1234567.",
+            "expected": ["1234567"], "response": "1234567", "score": 1.0,
+            "kv_fraction": 0.125, "seconds": 1.5}"#;
+        let r: Record = serde_json::from_str(old).expect("v1 record");
+        assert_eq!((r.kv_peak, r.kv_held()), (None, 0.125));
+        assert_eq!(r.cluster(), r.needle, "NIAH: its needle");
+        let ruler = Record {
+            task: "cwe".into(),
+            needle: String::new(),
+            ..r.clone()
+        };
+        assert_eq!(ruler.cluster(), "cwe/1024/0.5000/3", "RULER: the prompt alone");
+        let new = Record {
+            cluster: Some("squad:Normans".into()),
+            kv_peak: Some(0.14),
+            ..ruler
+        };
+        assert_eq!((new.cluster(), new.kv_held()), ("squad:Normans".into(), 0.14));
+        let text = serde_json::to_string(&new).expect("json");
+        assert!(text.contains("\"kv_peak\":0.14") && text.contains("\"cluster\""));
+        assert!(!serde_json::to_string(&r).expect("json").contains("kv_peak"));
+    }
+
+    #[test]
     fn aggregation_averages_examples_per_cell_and_per_method() {
         let records = [
             rec("full", None, 512, 0, 1.0),
@@ -462,6 +551,7 @@ mod tests {
             kv_fraction: 1.0,
             score: 0.5,
             n: None,
+            clusters: None,
             interval: None,
             vs_snapkv: None,
             vs_full: None,

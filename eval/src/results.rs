@@ -4,7 +4,7 @@
 //!
 //! ```json
 //! {
-//!   "schema_version": 2,
+//!   "schema_version": 3,
 //!   "model": "SmolLM2-135M-Instruct",
 //!   "niah": [
 //!     {"method": "snapkv", "budget": 128, "context_len": 2048, "depth": 0.25, "score": 0.8,
@@ -13,7 +13,8 @@
 //!   "quality": [
 //!     {"task": "niah", "method": "snapkv", "budget": 128, "kv_fraction": 0.0625, "score": 0.9,
 //!      "n": 50, "interval": {"low": 0.786, "high": 0.957, "method": "wilson"},
-//!      "vs_full": {"n": 50, "mean": -0.1, "low": -0.2, "high": -0.02, "p_value": 0.0625}}
+//!      "vs_full": {"n": 50, "mean": -0.1, "low": -0.2, "high": -0.02, "p_value": 0.0625,
+//!                  "test": "mcnemar-exact", "p_holm": 0.5, "detectable": 0.18, "clusters": 50}}
 //!   ],
 //!   "perplexity": [
 //!     {"method": "full", "budget": null, "positions": [512, 1024], "perplexity": [9.1, 8.7],
@@ -29,30 +30,37 @@
 //! - `niah`: one cell per (method, budget, context_len, depth); `depth` is where the needle
 //!   sits, as a fraction of the context in [0, 1]; `score` in [0, 1] (mean over trials).
 //! - `quality`: one point per (task, method, budget); `kv_fraction` = the method's KV bytes over
-//!   the real FullKV bytes of the same prompts (DESIGN.md "Equal KV size"), in (0, 1];
-//!   `score` is the task's own metric, higher is better.
+//!   the real FullKV bytes of the same prompts (DESIGN.md "Equal KV size"), in (0, 1]: from
+//!   version 3 each prompt's peak over the generation (after the prompt and after every decode
+//!   step) where its records carry it, else the share right after the prompt; `score` is the
+//!   task's own metric, higher is better.
 //! - `n` and `interval` (version 2): the prompts behind a score and its 95% interval, `method`
-//!   `wilson` (Wilson score interval of a pass rate) or `bootstrap` (percentile bootstrap of a
-//!   mean; `crate::stats`).
+//!   `wilson` (Wilson score interval of a pass rate of independent prompts), `bootstrap`
+//!   (percentile bootstrap of a mean) or `cluster-bootstrap` (version 3: resampling the
+//!   clusters of prompts that share a needle or an article; `crate::stats`); `clusters`
+//!   (version 3) how many clusters the `n` prompts form.
 //! - `vs_snapkv`, `vs_full` (version 2): the paired difference of the score against `snapkv` at
 //!   the same budget and against `full`, over the `n` prompts both scored: `mean` with its 95%
-//!   bootstrap interval `[low, high]` and, for pass rates, the exact McNemar `p_value`.
+//!   bootstrap interval `[low, high]` and `p_value` (version 2: exact McNemar, pass rates only);
+//!   version 3 adds `test` (`mcnemar-exact` or `cluster-sign`), `p_holm` (Holm's adjustment over
+//!   every comparison of the task's table), `detectable` (the smallest difference the sample
+//!   could have detected, 80% power, two-sided 5%) and `clusters`.
 //! - `perplexity`: one curve per (method, budget); `perplexity[i]` is the perplexity of the
 //!   tokens up to `positions[i]` (strictly increasing), each ≥ 1; `low` and `high` (version 2,
 //!   optional) its 95% block-bootstrap interval at each position.
 //!
-//! Version 1 files (no intervals) are still read: every version-2 field is optional. A file of
+//! Version 1 and 2 files are still read: every field added since is optional. A file of
 //! a later version is refused. Other top-level fields (settings, dates, timings) are allowed and
 //! ignored here; fields inside the entries are checked strictly, so a misspelt one is an error.
 
-use crate::stats::{Estimate, Method, Paired};
+use crate::stats::{holm, Estimate, Method, Paired, Test};
 use crate::{io_err, Error, Result};
 use serde::{Deserialize, Serialize};
 use std::fmt::Display;
 use std::path::Path;
 
 /// Version of the results schema this build writes; it also reads every earlier one.
-pub const RESULTS_SCHEMA_VERSION: u32 = 2;
+pub const RESULTS_SCHEMA_VERSION: u32 = 3;
 
 /// A results file.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -105,6 +113,9 @@ pub struct QualityPoint {
     /// Prompts behind the score (version 2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub n: Option<usize>,
+    /// Clusters the prompts form (version 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clusters: Option<usize>,
     /// 95% interval of the score (version 2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interval: Option<ScoreInterval>,
@@ -134,6 +145,9 @@ pub enum IntervalMethod {
     Wilson,
     /// Percentile bootstrap of a mean.
     Bootstrap,
+    /// Percentile bootstrap resampling clusters of prompts (version 3).
+    #[serde(rename = "cluster-bootstrap")]
+    ClusterBootstrap,
 }
 
 impl From<&Estimate> for ScoreInterval {
@@ -141,6 +155,7 @@ impl From<&Estimate> for ScoreInterval {
         let method = match e.method {
             Method::Wilson => IntervalMethod::Wilson,
             Method::Bootstrap => IntervalMethod::Bootstrap,
+            Method::ClusterBootstrap => IntervalMethod::ClusterBootstrap,
         };
         Self {
             low: e.interval.lo,
@@ -161,9 +176,21 @@ pub struct PairedDelta {
     /// 95% bootstrap interval of the mean difference.
     pub low: f64,
     pub high: f64,
-    /// Exact McNemar p-value (pass rates only).
+    /// p-value of no difference (version 2: exact McNemar, pass rates only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub p_value: Option<f64>,
+    /// How `p_value` was made (version 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub test: Option<PairedTest>,
+    /// `p_value` after Holm's correction over the task's table (version 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p_holm: Option<f64>,
+    /// The smallest difference the sample could have detected (version 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detectable: Option<f64>,
+    /// Clusters the pairs form (version 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clusters: Option<usize>,
 }
 
 impl From<&Paired> for PairedDelta {
@@ -174,6 +201,57 @@ impl From<&Paired> for PairedDelta {
             low: p.interval.lo,
             high: p.interval.hi,
             p_value: p.p_value,
+            test: Some(match p.test {
+                Test::McNemar => PairedTest::McNemarExact,
+                Test::ClusterSign => PairedTest::ClusterSign,
+            }),
+            p_holm: None,
+            detectable: p.detectable,
+            clusters: Some(p.clusters),
+        }
+    }
+}
+
+/// How a paired difference's p-value was made.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PairedTest {
+    /// The exact McNemar test (0/1 scores of independent prompts).
+    #[serde(rename = "mcnemar-exact")]
+    McNemarExact,
+    /// The cluster sign test (`crate::stats::cluster`).
+    #[serde(rename = "cluster-sign")]
+    ClusterSign,
+}
+
+/// Fills every paired difference's `p_holm`: Holm's adjustment ([`holm`]) over all the
+/// p-values of `points` (one table's comparisons, one family).
+pub fn adjust_holm(points: &mut [QualityPoint]) {
+    let mut deltas: Vec<&mut PairedDelta> = points
+        .iter_mut()
+        .flat_map(|q| [q.vs_snapkv.as_mut(), q.vs_full.as_mut()])
+        .flatten()
+        .filter(|d| d.p_value.is_some())
+        .collect();
+    let p: Vec<f64> = deltas.iter().map(|d| d.p_value.unwrap_or(1.0)).collect();
+    for (d, adjusted) in deltas.iter_mut().zip(holm(&p)) {
+        d.p_holm = Some(adjusted);
+    }
+}
+
+/// [`adjust_holm`] within each task's points: one family per task (a table, or a column of one).
+pub fn adjust_holm_by_task(points: &mut [QualityPoint]) {
+    let mut tasks: Vec<String> = points.iter().map(|q| q.task.clone()).collect();
+    tasks.dedup();
+    tasks.sort();
+    tasks.dedup();
+    for t in tasks {
+        let mut family: Vec<QualityPoint> = points.iter().filter(|q| q.task == t).cloned().collect();
+        adjust_holm(&mut family);
+        let mut adjusted = family.into_iter();
+        for q in points.iter_mut().filter(|q| q.task == t) {
+            if let Some(a) = adjusted.next() {
+                *q = a;
+            }
         }
     }
 }
@@ -284,8 +362,10 @@ fn validate_point(i: usize, q: &QualityPoint) -> Result<()> {
             if d.n == 0 {
                 return Err(invalid(format!("{at}.n"), "at least 1", 0));
             }
-            if let Some(v) = d.p_value {
-                in_range(format!("{at}.p_value"), v, 0.0, 1.0, false)?;
+            for (field, p) in [("p_value", d.p_value), ("p_holm", d.p_holm)] {
+                if let Some(v) = p {
+                    in_range(format!("{at}.{field}"), v, 0.0, 1.0, false)?;
+                }
             }
         }
     }
@@ -367,7 +447,7 @@ mod tests {
     use super::*;
 
     const EXAMPLE: &str = r#"{
-      "schema_version": 2,
+      "schema_version": 3,
       "model": "SmolLM2-135M-Instruct",
       "settings": {"trials": 10},
       "niah": [
@@ -378,7 +458,8 @@ mod tests {
       "quality": [
         {"task": "niah", "method": "snapkv", "budget": 128, "kv_fraction": 0.0625, "score": 0.9,
          "n": 50, "interval": {"low": 0.786, "high": 0.957, "method": "wilson"},
-         "vs_full": {"n": 50, "mean": -0.1, "low": -0.2, "high": -0.02, "p_value": 0.0625}}
+         "vs_full": {"n": 50, "mean": -0.1, "low": -0.2, "high": -0.02, "p_value": 0.0625,
+                     "test": "mcnemar-exact", "p_holm": 0.5, "detectable": 0.18, "clusters": 50}}
       ],
       "perplexity": [
         {"method": "full", "budget": null, "positions": [512, 1024], "perplexity": [9.1, 8.7],
@@ -451,10 +532,10 @@ mod tests {
         assert!(err(&zero_kv).starts_with("quality[0].kv_fraction: expected a number in (0, 1]"));
         let typo = EXAMPLE.replace(r#""task": "niah""#, r#""tsk": "niah""#);
         assert!(err(&typo).contains("unknown field `tsk`"));
-        let version = EXAMPLE.replace(r#""schema_version": 2"#, r#""schema_version": 3"#);
+        let version = EXAMPLE.replace(r#""schema_version": 3"#, r#""schema_version": 4"#);
         assert_eq!(
             err(&version),
-            "schema_version: expected 1 to 2 (a later kvplan wrote this file), found 3"
+            "schema_version: expected 1 to 3 (a later kvplan wrote this file), found 4"
         );
         let upside_down = EXAMPLE.replace(
             r#""low": -0.2, "high": -0.02"#,

@@ -15,6 +15,12 @@
 //! the question through the model, appended uncompressed ([`Session::extend`]), before decoding;
 //! its KV fraction is measured after that, against FullKV of the whole prompt.
 //!
+//! **Bytes held.** Each record carries the share of FullKV's bytes held right after the prompt
+//! (`kv_fraction`) and, over the whole generation — after the prompt and after every decode
+//! step, each share against FullKV's bytes at that point — its peak (`kv_peak`) and mean
+//! (`kv_mean`): a method that appends decoded tokens holds more at the end than after the
+//! prompt, one held at its budget less; tables compare methods at their peak.
+//!
 //! Presses are built with the run's [`PressOptions`] (GQA aggregation, SpindleKV's GQA handling
 //! and denominator, positions); a SpindleKV cell runs at the budget whose measured bytes match
 //! SnapKV's at the row's budget unless `--spindle-bytes budget` ([`crate::equal_bytes`]); trained
@@ -49,10 +55,38 @@ pub struct Outcome {
     pub response: String,
     /// KV bytes held after the prompt over FullKV's.
     pub kv_fraction: f64,
+    /// The share's peak and mean over the generation (module header).
+    pub held: Held,
     /// Seconds of this cell (a shared prefill not counted; a re-targeting search counted).
     pub seconds: f64,
     /// The re-targeted budget and bytes of a SpindleKV cell at equal bytes.
     pub retarget: Option<Retarget>,
+}
+
+/// The share of FullKV's bytes held over a generation: its peak and its mean over the
+/// measurements (after the prompt, after every decode step).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Held {
+    /// The largest share.
+    pub peak: f64,
+    /// The mean share.
+    pub mean: f64,
+}
+
+impl Held {
+    /// Peak and mean of `shares` (each kept in (0, 1] as the records want it); `None` without.
+    pub fn of(shares: &[f64]) -> Option<Self> {
+        if shares.is_empty() {
+            return None;
+        }
+        let clamp = |x: f64| x.clamp(f64::MIN_POSITIVE, 1.0);
+        let peak = shares.iter().copied().fold(f64::MIN, f64::max);
+        let mean = shares.iter().sum::<f64>() / shares.len() as f64;
+        Some(Self {
+            peak: clamp(peak),
+            mean: clamp(mean),
+        })
+    }
 }
 
 /// What every record of one prompt says about it.
@@ -70,6 +104,8 @@ pub struct Asked {
     pub needle: String,
     /// The expected answers.
     pub expected: Vec<String>,
+    /// What the prompt shares with others (its needle's key, its article), when known.
+    pub cluster: Option<String>,
 }
 
 impl Asked {
@@ -88,6 +124,9 @@ impl Asked {
             response: o.response,
             score,
             kv_fraction: o.kv_fraction,
+            kv_peak: Some(o.held.peak),
+            kv_mean: Some(o.held.mean),
+            cluster: self.cluster.clone(),
             seconds: o.seconds,
             retarget: o.retarget,
         }
@@ -345,13 +384,20 @@ impl<'a, B: Backend> Evaluator<'a, B> {
                 first = last_row(session.extend(question)?);
             }
             let kv_fraction = session.memory().ratio();
-            let new = self.decode(&mut session, &first, answer_tokens)?;
+            let mut shares = vec![kv_fraction];
+            let new = self.decode(&mut session, &first, answer_tokens, &mut shares)?;
             let response = self.tok.decode(&new)?;
+            let kv_fraction = kv_fraction.clamp(f64::MIN_POSITIVE, 1.0);
+            let held = Held::of(&shares).unwrap_or(Held {
+                peak: kv_fraction,
+                mean: kv_fraction,
+            });
             on_cell(Ok(Outcome {
                 method: method.clone(),
                 budget: *budget,
                 response,
-                kv_fraction: kv_fraction.clamp(f64::MIN_POSITIVE, 1.0),
+                kv_fraction,
+                held,
                 seconds: started.elapsed().as_secs_f64(),
                 retarget: retargeted,
             }))?;
@@ -421,8 +467,15 @@ impl<'a, B: Backend> Evaluator<'a, B> {
     }
 
     /// Greedy decoding after `first` (the prompt's last logits), at most `max` tokens; the stop
-    /// id is not returned.
-    fn decode(&self, session: &mut Session<'_, B>, first: &[f32], max: usize) -> Result<Vec<u32>> {
+    /// id is not returned. The share of FullKV's bytes held after every step is pushed onto
+    /// `shares`.
+    fn decode(
+        &self,
+        session: &mut Session<'_, B>,
+        first: &[f32],
+        max: usize,
+        shares: &mut Vec<f64>,
+    ) -> Result<Vec<u32>> {
         let mut ids = Vec::new();
         let mut next = argmax(first);
         loop {
@@ -434,6 +487,7 @@ impl<'a, B: Backend> Evaluator<'a, B> {
                 break;
             }
             next = argmax(&last_row(session.step(next)?));
+            shares.push(session.memory().ratio());
         }
         Ok(ids)
     }
@@ -481,6 +535,20 @@ impl<B: Backend> Evaluator<'_, B> {
 mod tests {
     use super::*;
     use crate::records::CellKey;
+
+    #[test]
+    fn held_bytes_are_the_peak_and_mean_of_the_shares() {
+        // SnapKV at 128 of a 1024-token prompt appending 2 decoded tokens: 128/1024, 129/1025,
+        // 130/1026 → peak 0.126706, mean 0.125853.
+        let shares = [128.0 / 1024.0, 129.0 / 1025.0, 130.0 / 1026.0];
+        let h = Held::of(&shares).expect("shares");
+        assert!((h.peak - 130.0 / 1026.0).abs() < 1e-12, "{h:?}");
+        assert!((h.mean - 0.125_853).abs() < 1e-6, "{h:?}");
+        // A cache held at its budget: the peak is after the prompt.
+        let held = Held::of(&[0.25, 0.2, 0.1]).expect("shares");
+        assert_eq!(held.peak, 0.25);
+        assert_eq!(Held::of(&[]), None);
+    }
 
     #[test]
     fn trained_pod_weights_fit_only_the_budget_of_their_window() {

@@ -52,6 +52,8 @@ pub enum EvalTask {
     Ppl(PplArgs),
     /// RULER subset at one length: niah single/multikey/multivalue, vt, cwe, qa_1, qa_2.
     Ruler(super::eval_ruler::RulerArgs),
+    /// Re-render NIAH or RULER tables and results from their records alone (no model run).
+    Table(super::eval_table::TableArgs),
 }
 
 /// Options every `kvplan eval` task takes.
@@ -263,6 +265,7 @@ pub fn run(args: EvalArgs) -> anyhow::Result<()> {
         EvalTask::Niah(a) => run_niah(a),
         EvalTask::Ppl(a) => super::eval_ppl::run(a),
         EvalTask::Ruler(a) => super::eval_ruler::run(a),
+        EvalTask::Table(a) => super::eval_table::run(a),
     }
 }
 

@@ -5,6 +5,7 @@ pub mod data;
 pub mod eval;
 pub mod eval_ppl;
 pub mod eval_ruler;
+pub mod eval_table;
 pub mod export;
 pub mod fetch;
 pub mod generate;

@@ -166,7 +166,7 @@ pub trait Framer {
 pub struct Example {
     /// Its task.
     pub task: Task,
-    /// Its index (seed offset; for QA also the question's index, as in RULER).
+    /// Its index (seed offset; for QA the question is the one [`qa::question_of`] picks).
     pub index: usize,
     /// The framed prompt.
     pub prompt: String,
@@ -176,6 +176,8 @@ pub struct Example {
     pub built: Built,
     /// The size chosen (haystack words, noise sentences, list words or documents).
     pub size: usize,
+    /// What the example shares with others, when known (QA: its article).
+    pub cluster: Option<String>,
 }
 
 /// Which example of a task: its length and where its random draws come from.
@@ -217,6 +219,7 @@ pub fn generate(
         length,
         budget,
     };
+    let mut cluster = None;
     let (built, prompt, tokens, size) = match task {
         Task::NiahSingle2 | Task::NiahMultikey1 | Task::NiahMultivalue => {
             let config = niah::Config::of(task);
@@ -243,12 +246,16 @@ pub fn generate(
         }
         Task::Qa1 | Task::Qa2 => {
             let set = sources.qa(task)?;
-            let qa = set.qas.get(index).ok_or_else(|| {
-                Error::Request(format!("{task}: no question {index} in the data set"))
+            let q = qa::question_of(set, seed, index).ok_or_else(|| {
+                Error::Request(format!(
+                    "{task}: no question for example {index}: its article has no more questions"
+                ))
             })?;
+            let qa = &set.qas[q];
+            cluster = Some(qa.article.clone());
             let lo = qa.context.len().max(1);
             let hi = set.docs.len().min(length).max(lo);
-            fit.run(lo, hi, |n| qa::build(set, index, n, &mut rng()))?
+            fit.run(lo, hi, |n| qa::build(set, q, n, &mut rng()))?
         }
     };
     Ok(Example {
@@ -258,6 +265,7 @@ pub fn generate(
         tokens,
         built,
         size,
+        cluster,
     })
 }
 

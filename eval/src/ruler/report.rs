@@ -37,6 +37,7 @@ pub fn quality(records: &[Record], tasks: &[Task]) -> Vec<QualityPoint> {
             }
         }
     }
+    crate::results::adjust_holm_by_task(&mut out);
     out
 }
 
@@ -59,6 +60,7 @@ mod tests {
             rec(Task::Vt, "full", None, 1.0, 1.0),
             Record {
                 example: 1,
+                needle: "another".into(),
                 ..rec(Task::Vt, "full", None, 0.5, 1.0)
             },
             rec(Task::Qa1, "full", None, 0.0, 1.0),
@@ -74,17 +76,23 @@ mod tests {
         let lines: Vec<&str> = t.lines().collect();
         assert_eq!(
             lines[0],
-            "| method @ budget | KV % | average [95% CI] | Δ vs snapkv [95% CI] | Δ vs full [95% CI] | n |"
+            "| method @ budget | KV % | average [95% CI] | Δ vs snapkv [95% CI] | Δ vs full [95% CI] | n | clusters |"
         );
         // full: vt (1 + 0.5)/2 = 75, qa_1 0 → average 37.5; vt's resamples give 50, 75 or 100
         // (a quarter, a half, a quarter), qa_1's always 0: the interval is [25, 50].
-        assert_eq!(lines[2], "| full | 100.0 | 37.5 [25.0, 50.0] | – | – | 3 |");
+        assert_eq!(
+            lines[2],
+            "| full | 100.0 | 37.5 [25.0, 50.0] | – | – | 3 | 3 |"
+        );
         // snapkv: vt 50, qa_1 0 → 25 at KV (0.25 + 0.125)/2; paired with full on vt #0 and
         // qa_1 #0: vt 0.5 − 1, qa_1 0 − 0 → mean of the task means −25, one pair each: no
-        // spread. The KV fraction is the mean over the row's records.
+        // spread. The KV fraction is the mean over the row's records. The cluster sign test:
+        // T = ½(−0.5) + ½·0 = −0.25, V₀ = (½·0.5)² = 0.0625, z = −1, p = 0.317 (the table's
+        // only p, so Holm's too); mdd 2.8016·0.25 = 70.0 points.
         assert_eq!(
             lines[3],
-            "| snapkv @ 64 | 18.8 | 25.0 [25.0, 25.0] | – | -25.0 [-25.0, -25.0] | 2 |"
+            "| snapkv @ 64 | 18.8 | 25.0 [25.0, 25.0] | – | -25.0 [-25.0, -25.0] p 0.317 Holm 0.317 \
+             ≈ mdd 70.0 | 2 | 2 |"
         );
         assert_eq!(lines[4], "");
         assert_eq!(lines[5], "| method @ budget | KV % | vt | qa_1 |");
@@ -124,10 +132,9 @@ mod tests {
             .find(|p| p.task == "ruler" && p.method == "snapkv")
             .expect("average");
         let d = avg.vs_full.expect("paired with full");
-        assert_eq!(
-            (d.n, d.mean, d.low, d.high, d.p_value),
-            (2, -0.25, -0.25, -0.25, None)
-        );
+        assert_eq!((d.n, d.mean, d.low, d.high), (2, -0.25, -0.25, -0.25));
+        let p = d.p_value.expect("the cluster sign test");
+        assert!((p - 0.317_311).abs() < 1e-5 && d.p_holm == Some(p), "{d:?}");
         let qa = q
             .iter()
             .find(|p| p.task == "ruler/qa_1" && p.method == "full")

@@ -2,10 +2,14 @@
 //!
 //! A score table (NIAH's and RULER's, [`score_markdown`]) has one row per (method, budget),
 //! sorted by the KV bytes it measured (most first: FullKV on top, then PoD, which shares keys
-//! but holds most of the cache, …), never by its nominal budget:
-//! `| method @ budget | KV % | <overall> [95% CI] | Δ vs snapkv [95% CI] | Δ vs full [95% CI] | n |`.
+//! but holds most of the cache, …) — each prompt's peak over the generation where the records
+//! carry it — never by its nominal budget:
+//! `| method @ budget | KV % | <overall> [95% CI] | Δ vs snapkv [95% CI] | Δ vs full [95% CI] | n | clusters |`.
 //! Scores and differences are in percent (points); the intervals and paired differences are
-//! [`crate::stats`]'s (Wilson 1927 for pass rates, Efron's percentile bootstrap otherwise).
+//! [`crate::stats`]'s (Wilson 1927 for pass rates of independent prompts, the cluster bootstrap
+//! otherwise). Every Δ carries its p-value and Holm's adjustment over all the table's Δ (one
+//! family, [`crate::stats::holm`]); a Δ that cannot be told from 0 carries the smallest
+//! difference the sample could have detected ([`crate::stats::detectable`]).
 //! With several columns (context lengths, RULER tasks) a second table gives each column's score
 //! with its interval; a legend closes the file. The perplexity table reads the curves at fixed
 //! positions, each with its block-bootstrap interval. [`rows`] groups records into a table's
@@ -18,7 +22,7 @@ pub use rows::{rows, Overall, RecordRow, Scope, Summary, FULL, SNAPKV};
 
 use crate::records::Record;
 use crate::results::{label as row_label, PerplexityCurve};
-use crate::stats::{Estimate, Paired, RESAMPLES};
+use crate::stats::{holm, Estimate, Paired, RESAMPLES};
 
 /// `rows` by measured KV fraction, most bytes first; ties keep the order first met.
 pub fn by_kv<'r, 'a>(rows: &'r [RecordRow<'a>]) -> Vec<&'r RecordRow<'a>> {
@@ -33,23 +37,32 @@ fn pct(x: f64) -> String {
     format!("{r:.1}")
 }
 
-/// `70.0 [39.7, 89.2]`, or `–` without records.
+/// `70.0 [39.7, 89.2]`, or `–` without records; `(1 cluster)` after it where several prompts
+/// form one cluster, whose bootstrap has nothing to resample.
 fn cell(e: Option<Estimate>) -> String {
     match e {
-        Some(e) => format!(
-            "{} [{}, {}]",
-            pct(e.mean),
-            pct(e.interval.lo),
-            pct(e.interval.hi)
-        ),
+        Some(e) => {
+            let alone = if e.clusters == 1 && e.n > 1 {
+                " (1 cluster)"
+            } else {
+                ""
+            };
+            format!(
+                "{} [{}, {}]{alone}",
+                pct(e.mean),
+                pct(e.interval.lo),
+                pct(e.interval.hi)
+            )
+        }
         None => "–".to_string(),
     }
 }
 
-/// `-30.0 [-60.0, 0.0] p 0.031 ≈ (n 8)`: the mean difference with its interval, the McNemar
-/// p-value for pass rates, `≈` where the interval includes 0, and the pairs when fewer than the
-/// row's `n` prompts; `–` without a reference.
-fn delta(p: Option<Paired>, n: usize) -> String {
+/// `-30.0 [-60.0, 0.0] p 0.031 Holm 0.620 ≈ mdd 25.3 (n 8)`: the mean difference with its
+/// interval, its p-value and Holm-adjusted p-value (`holm`), `≈` where the two cannot be told
+/// apart ([`cannot_tell_apart`]) followed by the smallest detectable difference, and the pairs
+/// when fewer than the row's `n` prompts; `–` without a reference.
+fn delta(p: Option<Paired>, holm: Option<f64>, n: usize) -> String {
     let Some(p) = p else {
         return "–".to_string();
     };
@@ -65,14 +78,19 @@ fn delta(p: Option<Paired>, n: usize) -> String {
         pct(p.interval.hi)
     );
     if let Some(v) = p.p_value {
-        s.push_str(&if v < 0.001 {
-            " p<0.001".to_string()
-        } else {
-            format!(" p {v:.3}")
-        });
+        s.push_str(&format!(" p{}", p_text(v)));
     }
-    if cannot_tell_apart(&p) {
+    if let Some(v) = holm {
+        s.push_str(&format!(" Holm{}", p_text(v)));
+    }
+    if cannot_tell_apart(&p, holm) {
         s.push_str(" ≈");
+        // A difference of more than 100 points cannot exist: nothing was detectable.
+        match p.detectable {
+            Some(d) if d > 1.0 => s.push_str(" mdd >100"),
+            Some(d) => s.push_str(&format!(" mdd {}", pct(d))),
+            None => {}
+        }
     }
     if p.n != n {
         s.push_str(&format!(" (n {})", p.n));
@@ -80,11 +98,30 @@ fn delta(p: Option<Paired>, n: usize) -> String {
     s
 }
 
-/// Whether a paired difference cannot be told from 0: its interval includes 0, or (pass rates)
-/// the exact McNemar test does not reject at 5% — with few pairs the percentile interval can
-/// exclude 0 where the exact test does not.
-pub fn cannot_tell_apart(p: &Paired) -> bool {
-    p.interval.contains(0.0) || p.p_value.is_some_and(|v| v >= 0.05)
+/// ` 0.031` or `<0.001`.
+fn p_text(v: f64) -> String {
+    if v < 0.001 {
+        "<0.001".to_string()
+    } else {
+        format!(" {v:.3}")
+    }
+}
+
+/// Whether a paired difference cannot be told from 0: its interval includes 0, or its test
+/// (Holm-adjusted when `holm` is given) does not reject at 5% — with few pairs the percentile
+/// interval can exclude 0 where the test does not.
+pub fn cannot_tell_apart(p: &Paired, holm: Option<f64>) -> bool {
+    p.interval.contains(0.0) || holm.or(p.p_value).is_some_and(|v| v >= 0.05)
+}
+
+/// Holm's adjustment of the p-values among `deltas` (one family), `None` where there is none.
+fn holm_of(deltas: &[Option<Paired>]) -> Vec<Option<f64>> {
+    let present: Vec<f64> = deltas.iter().flatten().filter_map(|p| p.p_value).collect();
+    let mut adjusted = holm(&present).into_iter();
+    deltas
+        .iter()
+        .map(|d| d.and_then(|p| p.p_value).and_then(|_| adjusted.next()))
+        .collect()
 }
 
 /// The header and alignment lines of a table with these column titles.
@@ -109,17 +146,28 @@ fn overall_table(overall: &str, how: Overall, rows: &[RecordRow<'_>]) -> String 
         "Δ vs snapkv [95% CI]",
         "Δ vs full [95% CI]",
         "n",
+        "clusters",
     ]);
-    for row in by_kv(rows) {
-        let s = row.summary(rows, Scope::Overall(how));
+    let ordered = by_kv(rows);
+    let summaries: Vec<_> = ordered
+        .iter()
+        .map(|row| row.summary(rows, Scope::Overall(how)))
+        .collect();
+    let deltas: Vec<Option<Paired>> = summaries
+        .iter()
+        .flat_map(|s| [s.vs_snapkv, s.vs_full])
+        .collect();
+    let adjusted = holm_of(&deltas);
+    for (i, (row, s)) in ordered.iter().zip(&summaries).enumerate() {
         let n = s.score.map_or(0, |e| e.n);
+        let clusters = s.score.map_or(0, |e| e.clusters);
         out.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {n} |\n",
+            "| {} | {} | {} | {} | {} | {n} | {clusters} |\n",
             row_label(&row.method, row.budget),
             pct(s.kv_fraction),
             cell(s.score),
-            delta(s.vs_snapkv, n),
-            delta(s.vs_full, n),
+            delta(s.vs_snapkv, adjusted[2 * i], n),
+            delta(s.vs_full, adjusted[2 * i + 1], n),
         ));
     }
     out
@@ -140,25 +188,30 @@ pub fn counterpart(method: &str) -> Option<&str> {
 /// Each row with a [`counterpart`] in the table at the same budget, against it, paired over the
 /// prompts both scored; empty when there is none.
 fn counterpart_table(how: Overall, rows: &[RecordRow<'_>]) -> String {
-    let mut out = String::new();
-    for row in by_kv(rows) {
-        let Some(other) = counterpart(&row.method).and_then(|m| {
-            rows.iter()
-                .find(|r| r.method == m && r.budget == row.budget)
-        }) else {
-            continue;
-        };
-        if out.is_empty() {
-            out = header(&[
-                "reduction or peer @ budget",
-                "KV %",
-                "against",
-                "KV %",
-                "Δ [95% CI]",
-                "n",
-            ]);
-        }
-        let scope = Scope::Overall(how);
+    let scope = Scope::Overall(how);
+    let pairs: Vec<_> = by_kv(rows)
+        .into_iter()
+        .filter_map(|row| {
+            let m = counterpart(&row.method)?;
+            let other = rows
+                .iter()
+                .find(|r| r.method == m && r.budget == row.budget)?;
+            Some((row, other, row.paired(other, scope)))
+        })
+        .collect();
+    if pairs.is_empty() {
+        return String::new();
+    }
+    let mut out = header(&[
+        "reduction or peer @ budget",
+        "KV %",
+        "against",
+        "KV %",
+        "Δ [95% CI]",
+        "n",
+    ]);
+    let deltas: Vec<Option<Paired>> = pairs.iter().map(|(_, _, d)| *d).collect();
+    for ((row, other, d), h) in pairs.iter().zip(holm_of(&deltas)) {
         let n = row.estimate(scope).map_or(0, |e| e.n);
         out.push_str(&format!(
             "| {} | {} | {} | {} | {} | {n} |\n",
@@ -166,7 +219,7 @@ fn counterpart_table(how: Overall, rows: &[RecordRow<'_>]) -> String {
             pct(row.kv_fraction()),
             row_label(&other.method, other.budget),
             pct(other.kv_fraction()),
-            delta(row.paired(other, scope), n),
+            delta(*d, h, n),
         ));
     }
     out
@@ -201,14 +254,21 @@ fn legend(how: Overall) -> String {
         }
     };
     format!(
-        "KV %: KV bytes held over FullKV's, mean over the row's prompts; rows are sorted by it. \
-         Scores in percent with a 95% interval: Wilson's for pass rates (0/1 scores), else a \
-         percentile bootstrap ({RESAMPLES} resamples, fixed seed; equal scores give it no width).\
-         {average} Δ: the row's score \
-         minus snapkv's at the same budget / full's, in points, over the prompts both scored \
-         (paired bootstrap interval; p: exact McNemar test for pass rates); ≈: the interval \
-         includes 0 or p ≥ 0.05 — the two cannot be told apart on these prompts; (n N): pairs, \
-         when fewer than the row's n prompts.\n"
+        "KV %: KV bytes held over FullKV's, mean over the row's prompts of each prompt's peak over \
+         the generation (after the prompt and after every decode step; records made before the \
+         peak was recorded give the share right after the prompt); rows are sorted by it, so \
+         rows at equal bytes sit together. Scores in percent with a 95% interval: Wilson's for \
+         pass rates (0/1 scores) of independent prompts (every prompt its own cluster), else a \
+         percentile bootstrap ({RESAMPLES} resamples, fixed seed; equal scores give it no width) \
+         that resamples clusters — prompts sharing a needle or an article, counted in the \
+         clusters column — not prompts.{average} Δ: the row's score minus snapkv's at the same \
+         budget / full's, in points, over the prompts both scored (paired cluster bootstrap \
+         interval; p: exact McNemar test for pass rates of independent prompts, else the \
+         cluster sign test; Holm: p adjusted over every Δ of this table); ≈: the interval \
+         includes 0 or Holm's p ≥ 0.05 — the two cannot be told apart on these prompts; mdd: \
+         the smallest difference these prompts could have detected (80% power, two-sided 5%, \
+         from the pairs' discordance by cluster); (n N): pairs, when fewer than the row's n \
+         prompts.\n"
     )
 }
 
@@ -307,6 +367,7 @@ mod tests {
     fn rec(method: &str, budget: Option<usize>, example: usize, score: f64, kv: f64) -> Record {
         Record {
             example,
+            needle: format!("needle {example}"),
             ..crate::records::test_record("niah", method, budget, 512, score, kv)
         }
     }
@@ -331,14 +392,17 @@ mod tests {
         let lines: Vec<&str> = t.lines().collect();
         assert_eq!(
             lines[0],
-            "| method @ budget | KV % | mean [95% CI] | Δ vs snapkv [95% CI] | Δ vs full [95% CI] | n |"
+            "| method @ budget | KV % | mean [95% CI] | Δ vs snapkv [95% CI] | Δ vs full [95% CI] | n | clusters |"
         );
-        assert_eq!(lines[1], "|---|---:|---:|---:|---:|---:|");
-        // 5/5: Wilson [1 − (z²/5)/(1 + z²/5), 1] = [0.566, 1].
+        assert_eq!(lines[1], "|---|---:|---:|---:|---:|---:|---:|");
+        // 5/5: Wilson [1 − (z²/5)/(1 + z²/5), 1] = [0.566, 1]; every prompt its own needle.
         assert_eq!(
             lines[2],
-            "| full | 100.0 | 100.0 [56.6, 100.0] | – | – | 5 |"
+            "| full | 100.0 | 100.0 [56.6, 100.0] | – | – | 5 | 5 |"
         );
+        // The table's p-values 0.5, 1, 0.25, 0.5, 0.25 (below): Holm's ×5, ×4, ×3, ×2, ×1 of
+        // the sorted 0.25, 0.25, 0.5, 0.5, 1 are all ≥ 1 → 1. With 5 pairs or fewer no
+        // difference is detectable: 7.849/5 > 1 (mdd >100).
         // PoD by its 90% of the bytes, above snapkv though at the same budget. 4/5: Wilson
         // [0.376, 0.964]. Against snapkv: +1 on prompts 2 and 3 (McNemar 2/0: p 0.5); against
         // full: −1 on prompt 4 (p 1). Both cannot be told apart.
@@ -347,13 +411,21 @@ mod tests {
             "{}",
             lines[3]
         );
-        assert!(lines[3].contains("] p 0.500 ≈ | -20.0 ["), "{}", lines[3]);
-        assert!(lines[3].ends_with("] p 1.000 ≈ | 5 |"), "{}", lines[3]);
+        assert!(
+            lines[3].contains("] p 0.500 Holm 1.000 ≈ mdd >100 | -20.0 ["),
+            "{}",
+            lines[3]
+        );
+        assert!(
+            lines[3].ends_with("] p 1.000 Holm 1.000 ≈ mdd >100 | 5 | 5 |"),
+            "{}",
+            lines[3]
+        );
         // 2/5: Wilson [0.118, 0.769]; −1 on three prompts of five: p 0.25, so ≈ although the
         // percentile interval [−100, −20] of five pairs excludes 0.
         assert_eq!(
             lines[4],
-            "| snapkv @ 64 | 12.5 | 40.0 [11.8, 76.9] | – | -60.0 [-100.0, -20.0] p 0.250 ≈ | 5 |"
+            "| snapkv @ 64 | 12.5 | 40.0 [11.8, 76.9] | – | -60.0 [-100.0, -20.0] p 0.250 Holm 1.000 ≈ mdd >100 | 5 | 5 |"
         );
         // 0/3: Wilson [0, (z²/3)/(1 + z²/3)] = [0, 0.5615]; against full −1 on all three (p 0.25).
         assert!(
@@ -362,7 +434,7 @@ mod tests {
             lines[5]
         );
         assert!(
-            lines[5].ends_with("| -100.0 [-100.0, -100.0] p 0.250 ≈ | 3 |"),
+            lines[5].ends_with("| -100.0 [-100.0, -100.0] p 0.250 Holm 1.000 ≈ mdd >100 | 3 | 3 |"),
             "{}",
             lines[5]
         );
@@ -373,6 +445,43 @@ mod tests {
             lines[7]
         );
         assert_eq!(lines.len(), 8, "one length: no per-length table");
+    }
+
+    #[test]
+    fn repeated_needles_are_clusters_and_rows_sit_by_their_peak_bytes() {
+        // 2 needles × 3 depths: snapkv finds needle 0 at every depth, needle 1 at none; full
+        // finds all. As clusters, snapkv's 50% rests on 2 observations: the interval is the
+        // cluster bootstrap's [0, 100] (draws AA, AB, BB), not Wilson's [18.8, 81.2].
+        let mut recs = Vec::new();
+        for (method, budget, kv, peak) in [("full", None, 1.0, 1.0), ("snapkv", Some(64), 0.25, 0.3)]
+        {
+            for e in 0..6 {
+                let needle = e / 3;
+                let score = if method == "full" || needle == 0 { 1.0 } else { 0.0 };
+                recs.push(Record {
+                    needle: format!("needle {needle}"),
+                    kv_peak: Some(peak),
+                    ..rec(method, budget, e, score, kv)
+                });
+            }
+        }
+        // H2O holds less than snapkv after the prompt (0.2) but more at its peak (0.35).
+        recs.extend((0..6).map(|e| Record {
+            needle: format!("needle {}", e / 3),
+            kv_peak: Some(0.35),
+            ..rec("h2o", Some(64), e, 1.0, 0.2)
+        }));
+        let t = markdown("niah", &recs);
+        let lines: Vec<&str> = t.lines().collect();
+        assert!(lines[3].starts_with("| h2o @ 64 | 35.0 |"), "{t}");
+        assert!(
+            lines[4].starts_with("| snapkv @ 64 | 30.0 | 50.0 [0.0, 100.0] |"),
+            "{t}"
+        );
+        assert!(lines[4].ends_with(" | 6 | 2 |"), "{t}");
+        // Against full: −3 in needle 1, 0 in needle 0: T = −0.5, V₀ = 9/36, z = −1, p 0.317.
+        assert!(lines[4].contains("p 0.317 Holm"), "{t}");
+        assert!(t.contains("resamples clusters"), "{t}");
     }
 
     #[test]
@@ -400,7 +509,7 @@ mod tests {
             line.starts_with("| vllm:snapkv @ 64 | 12.5 | snapkv @ 64 | 12.5 | +20.0 ["),
             "{line}"
         );
-        assert!(line.ends_with("] p 1.000 ≈ | 5 |"), "{line}");
+        assert!(line.ends_with("] p 1.000 Holm 1.000 ≈ mdd >100 | 5 |"), "{line}");
         assert_eq!(
             t.lines().nth(at + 3),
             Some(""),
@@ -414,19 +523,32 @@ mod tests {
     fn differences_say_their_pairs_when_fewer_than_the_rows_prompts() {
         let p = Paired {
             n: 3,
+            clusters: 3,
             mean: 0.25,
             interval: crate::stats::Interval { lo: 0.1, hi: 0.4 },
             p_value: None,
+            test: crate::stats::Test::ClusterSign,
+            detectable: Some(0.3),
         };
-        assert_eq!(delta(Some(p), 5), "+25.0 [10.0, 40.0] (n 3)");
-        assert_eq!(delta(Some(p), 3), "+25.0 [10.0, 40.0]");
+        assert_eq!(delta(Some(p), None, 5), "+25.0 [10.0, 40.0] (n 3)");
+        assert_eq!(delta(Some(p), None, 3), "+25.0 [10.0, 40.0]");
         let tie = Paired {
             mean: -0.0001,
             interval: crate::stats::Interval { lo: -0.2, hi: 0.1 },
             ..p
         };
-        assert_eq!(delta(Some(tie), 3), "0.0 [-20.0, 10.0] ≈");
-        assert_eq!(delta(None, 3), "–");
+        assert_eq!(delta(Some(tie), None, 3), "0.0 [-20.0, 10.0] ≈ mdd 30.0");
+        assert_eq!(delta(None, None, 3), "–");
+        // p 0.01 alone separates; Holm's 0.2 over the table's comparisons does not.
+        let q = Paired {
+            p_value: Some(0.01),
+            ..p
+        };
+        assert_eq!(delta(Some(q), None, 3), "+25.0 [10.0, 40.0] p 0.010");
+        assert_eq!(
+            delta(Some(q), Some(0.2), 3),
+            "+25.0 [10.0, 40.0] p 0.010 Holm 0.200 ≈ mdd 30.0"
+        );
     }
 
     #[test]

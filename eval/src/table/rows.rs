@@ -1,16 +1,18 @@
 //! A table's rows: the records of one (method, budget), by column, and what a table entry or a
-//! quality point says about them — the measured KV fraction, the mean score with its 95%
-//! interval ([`crate::stats::estimate`]: Wilson for pass rates, Efron's percentile bootstrap
-//! otherwise), and paired differences against SnapKV at the same budget and against FullKV
-//! ([`crate::stats::paired`]) over the prompts both rows scored.
+//! quality point says about them — the measured KV fraction (the peak over the generation where
+//! recorded, [`Record::kv_held`]), the mean score with its 95% interval
+//! ([`crate::stats::estimate`]: Wilson for pass rates of independent prompts, the cluster
+//! bootstrap otherwise), and paired differences against SnapKV at the same budget and against
+//! FullKV ([`crate::stats::paired`]) over the prompts both rows scored.
 //!
 //! A prompt is identified by (task, context length, depth, example): the cell key without the
 //! method and budget, so records of other sources (kvpress's, in the same schema) pair with
-//! kvplan's.
+//! kvplan's. Within a column group, values are clustered by [`Record::cluster`] (a paired
+//! difference by this row's record's cluster).
 
 use std::collections::BTreeMap;
 
-use crate::records::Record;
+use crate::records::{clusters, Record};
 use crate::results::{PairedDelta, QualityPoint, ScoreInterval};
 use crate::stats::{estimate, paired, Estimate, Paired};
 
@@ -63,7 +65,8 @@ fn prompt_key(r: &Record) -> PromptKey<'_> {
 /// What one scope of a row says: measured KV fraction, score and paired differences.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Summary {
-    /// Mean KV fraction of the scope's records, in (0, 1].
+    /// Mean KV fraction of the scope's records, in (0, 1]: each record's peak over the
+    /// generation where recorded ([`Record::kv_held`]).
     pub kv_fraction: f64,
     /// Mean score with its interval; `None` without records.
     pub score: Option<Estimate>,
@@ -99,15 +102,10 @@ impl<'a> RecordRow<'a> {
 
     /// The mean score of `scope` with its interval; `None` without records.
     pub fn estimate(&self, scope: Scope) -> Option<Estimate> {
-        let groups: Vec<Vec<f64>> = self
+        let groups: Vec<Vec<Vec<f64>>> = self
             .groups(scope)
             .iter()
-            .map(|cols| {
-                self.records_of(cols)
-                    .iter()
-                    .map(|r| r.score)
-                    .collect::<Vec<f64>>()
-            })
+            .map(|cols| clusters(&self.records_of(cols), |r| r.score))
             .filter(|g| !g.is_empty())
             .collect();
         estimate(&groups)
@@ -118,13 +116,14 @@ impl<'a> RecordRow<'a> {
         self.estimate(Scope::Overall(how)).map_or(0.0, |e| e.mean)
     }
 
-    /// Mean KV fraction of `scope`'s records, kept in (0, 1] as the results schema wants it.
+    /// Mean KV fraction of `scope`'s records (each its peak over the generation where recorded,
+    /// [`Record::kv_held`]), kept in (0, 1] as the results schema wants it.
     pub fn kv_fraction_of(&self, scope: Scope) -> f64 {
         let cols: Vec<usize> = self.groups(scope).concat();
         let f: Vec<f64> = self
             .records_of(&cols)
             .iter()
-            .map(|r| r.kv_fraction)
+            .map(|r| r.kv_held())
             .collect();
         mean(&f).clamp(f64::MIN_POSITIVE, 1.0)
     }
@@ -137,7 +136,7 @@ impl<'a> RecordRow<'a> {
     /// This row's scores minus `other`'s over the prompts both scored in `scope`, grouped as
     /// the scope's score is; `None` without a common prompt.
     pub fn paired(&self, other: &RecordRow<'_>, scope: Scope) -> Option<Paired> {
-        let groups: Vec<Vec<(f64, f64)>> = self
+        let groups: Vec<Vec<Vec<(f64, f64)>>> = self
             .groups(scope)
             .iter()
             .map(|cols| {
@@ -146,11 +145,12 @@ impl<'a> RecordRow<'a> {
                     .into_iter()
                     .map(|r| (prompt_key(r), r.score))
                     .collect();
-                let mine = self.records_of(cols);
-                let both = mine
+                let both: Vec<&Record> = self
+                    .records_of(cols)
                     .into_iter()
-                    .filter_map(|r| Some((r.score, *theirs.get(&prompt_key(r))?)));
-                both.collect::<Vec<_>>()
+                    .filter(|r| theirs.contains_key(&prompt_key(r)))
+                    .collect();
+                clusters(&both, |r| (r.score, theirs[&prompt_key(r)]))
             })
             .filter(|g| !g.is_empty())
             .collect();
@@ -187,6 +187,7 @@ impl RecordRow<'_> {
             kv_fraction: s.kv_fraction,
             score: s.score.map_or(0.0, |e| e.mean),
             n: s.score.map(|e| e.n),
+            clusters: s.score.map(|e| e.clusters),
             interval: s.score.as_ref().map(ScoreInterval::from),
             vs_snapkv: s.vs_snapkv.as_ref().map(PairedDelta::from),
             vs_full: s.vs_full.as_ref().map(PairedDelta::from),

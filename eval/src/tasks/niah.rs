@@ -1,6 +1,9 @@
 //! NIAH as a task of the driver: RULER's single needle ([`crate::niah`]) in Paul Graham essays,
 //! every (length, depth, example) one prompt in the model's chat template, each method and
-//! budget scored on it with RULER's `string_match_all` of the value.
+//! budget scored on it with RULER's `string_match_all` of the value. Every prompt of the grid is
+//! its own needle (key, value) in its own stretch of the essays ([`crate::niah`]'s protocol v2):
+//! the records' settings name the grid the needles were dealt over, so a run over another grid
+//! is refused rather than mixed into the same records.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -10,7 +13,7 @@ use kvplan_runtime::tokenizer::Tokenizer;
 
 use super::{needs_plan, owned};
 use crate::driver::{Prepared, Sink, Task};
-use crate::niah::{self, Frame, Needle};
+use crate::niah::{self, distinct_needles, haystack_starts, read_from, Frame, Needle};
 use crate::prompt::{common_prefix, ExportedPrompt, PromptIds, Setup};
 use crate::records::{aggregate_niah, merge_results, variants, CellKey, Record};
 use crate::runner::{Asked, Evaluator, Scoring};
@@ -59,7 +62,18 @@ impl NiahGrid {
         Ok(())
     }
 
-    /// Every (length, depth, example) of the grid, in run order.
+    /// The grid the needles are dealt over, for the records' settings.
+    fn layout(&self) -> String {
+        let list = |v: Vec<String>| v.join(",");
+        format!(
+            "lengths {}; depths {}; examples {}",
+            list(self.lengths.iter().map(usize::to_string).collect()),
+            list(self.depths.iter().map(f64::to_string).collect()),
+            self.examples
+        )
+    }
+
+    /// Every (length, depth, example) of the grid, in run order: prompt `p` is the `p`-th.
     fn points(&self) -> Vec<(usize, f64, usize)> {
         let mut out = Vec::new();
         for &l in &self.lengths {
@@ -77,6 +91,10 @@ pub struct NiahTask {
     essays: PathBuf,
     haystack: Vec<u32>,
     sentence_end: HashMap<u32, bool>,
+    /// Each prompt's needle, in [`NiahGrid::points`] order.
+    needles: Vec<Needle>,
+    /// Where each prompt starts reading the haystack.
+    starts: Vec<usize>,
     /// Window placement and mode (default: question-end, question-aware).
     pub setup: Setup,
 }
@@ -89,6 +107,8 @@ impl NiahTask {
             essays,
             haystack: Vec::new(),
             sentence_end: HashMap::new(),
+            needles: Vec::new(),
+            starts: Vec::new(),
             setup: Setup::default(),
         }
     }
@@ -107,15 +127,16 @@ impl NiahTask {
         Ok(())
     }
 
-    /// The chat-framed prompt of `needle` at `length` tokens and `depth` in the haystack, in
-    /// both forms ([`PromptIds`]): the context is the prompt up to the question (the user
-    /// message's `\nWhat is …?`), the question the rest, so the two are the prompt cut in two.
+    /// The chat-framed prompt of `needle` at `length` tokens and `depth` in the haystack read
+    /// from `start`, in both forms ([`PromptIds`]): the context is the prompt up to the question
+    /// (the user message's `\nWhat is …?`), the question the rest, so the two are the prompt cut
+    /// in two.
     fn prompt(
         &self,
         tok: &Tokenizer,
         needle: &Needle,
-        length: usize,
-        depth: f64,
+        (length, depth): (usize, f64),
+        start: usize,
     ) -> Result<PromptIds> {
         let encode = |text: &str| tok.encode(text).map_err(Error::from);
         let (head, question) = needle.user_frame();
@@ -134,9 +155,9 @@ impl NiahTask {
             suffix: &suffix,
         };
         let ends = &self.sentence_end;
-        let placed = niah::place(&self.haystack, frame, length, depth, |t| {
-            ends.get(&t).copied().unwrap_or(false)
-        });
+        let is_end = |t: u32| ends.get(&t).copied().unwrap_or(false);
+        let hay = read_from(&self.haystack, start, length, is_end);
+        let placed = niah::place(&hay, frame, length, depth, is_end);
         let ids = placed.map(|p| p.ids).ok_or_else(|| {
             Error::Request(format!(
                 "a {length}-token prompt needs more than the {} haystack tokens",
@@ -180,7 +201,8 @@ impl<B: Backend> Task<B> for NiahTask {
     fn settings(&self) -> Vec<(String, String)> {
         vec![
             ("seed".to_string(), self.grid.seed.to_string()),
-            ("prompt".to_string(), "ruler-niah-chat/v1".to_string()),
+            ("prompt".to_string(), "ruler-niah-chat/v2".to_string()),
+            ("needles".to_string(), self.grid.layout()),
             ("answer_tokens".to_string(), niah::ANSWER_TOKENS.to_string()),
         ]
         .into_iter()
@@ -190,19 +212,34 @@ impl<B: Backend> Task<B> for NiahTask {
 
     fn load(&mut self, ev: &Evaluator<'_, B>, _: &mut dyn Reporter) -> Result<()> {
         let max_len = self.grid.lengths.iter().copied().max().unwrap_or(0);
-        self.load_haystack(ev.tok, max_len)
+        let prompts = self.grid.points().len();
+        // Enough for every prompt its own stretch, when the essays have it.
+        self.load_haystack(ev.tok, max_len.saturating_mul(prompts))?;
+        self.needles = distinct_needles(self.grid.seed, prompts).map_err(Error::Request)?;
+        self.starts = haystack_starts(self.grid.seed, prompts, self.haystack.len());
+        Ok(())
     }
 
     fn describe(&self, model: &str, backend: &str) -> Option<String> {
         let g = &self.grid;
+        let prompts = g.points().len().max(1);
+        let max_len = g.lengths.iter().copied().max().unwrap_or(0);
+        let stretch = self.haystack.len() / prompts;
+        let overlap = if stretch < max_len {
+            " (overlapping: the essays are too short for disjoint ones)"
+        } else {
+            ""
+        };
         Some(format!(
             "niah on {model} ({backend} backend): {} cells ({} lengths × {} depths × {} examples \
-             × {} method-budgets)",
+             × {} method-budgets); {prompts} needles, each prompt its own, in stretches of \
+             {stretch} of the {} haystack tokens{overlap}",
             g.cells(),
             g.lengths.len(),
             g.depths.len(),
             g.examples,
-            g.variants().len()
+            g.variants().len(),
+            self.haystack.len()
         ))
     }
 
@@ -217,8 +254,11 @@ impl<B: Backend> Task<B> for NiahTask {
 
     fn prepare(&mut self, ev: &Evaluator<'_, B>, unit: usize) -> Result<Prepared<NiahPrompt>> {
         let (length, depth, example) = self.grid.points()[unit];
-        let needle = Needle::generate(self.grid.seed, example);
-        let prompt = self.prompt(ev.tok, &needle, length, depth)?;
+        let (Some(needle), Some(&start)) = (self.needles.get(unit), self.starts.get(unit)) else {
+            return Err(Error::Request(format!("niah: no needle for prompt {unit}")));
+        };
+        let needle = needle.clone();
+        let prompt = self.prompt(ev.tok, &needle, (length, depth), start)?;
         let asked = Asked {
             task: "niah".into(),
             context_len: length,
@@ -226,6 +266,7 @@ impl<B: Backend> Task<B> for NiahTask {
             example,
             needle: needle.sentence(),
             expected: vec![needle.value.clone()],
+            cluster: Some(needle.key.clone()),
         };
         Ok(Prepared {
             input: NiahPrompt {

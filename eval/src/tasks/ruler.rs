@@ -128,7 +128,7 @@ impl<B: Backend> Task<B> for RulerTask {
         let cap = self.run.answer_cap;
         vec![
             ("seed".to_string(), self.run.seed.to_string()),
-            ("prompt".to_string(), "ruler-chat/v1".to_string()),
+            ("prompt".to_string(), "ruler-chat/v2".to_string()),
             (
                 "answer_tokens".to_string(),
                 cap.map_or("task".into(), |c| c.to_string()),
@@ -201,6 +201,7 @@ impl<B: Backend> Task<B> for RulerTask {
             example: e,
             needle: example.built.query.clone(),
             expected: example.built.answers.clone(),
+            cluster: example.cluster.clone(),
         };
         Ok(Prepared {
             input: RulerPrompt {

@@ -181,6 +181,7 @@ mod tests {
             kv_fraction: 0.25,
             score: 0.5,
             n: Some(10),
+            clusters: None,
             interval: Some(ScoreInterval {
                 low: 0.2,
                 high: 0.8,

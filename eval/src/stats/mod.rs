@@ -1,24 +1,34 @@
 //! Intervals and paired comparisons behind every table entry.
 //!
-//! - **Pass rates** (means of 0/1 scores: a NIAH needle found or not, a QA answer matched or
-//!   not): the Wilson score interval (E. B. Wilson, "Probable inference, the law of succession,
-//!   and statistical inference", JASA 22, 1927), `(p̂ + z²/2n ± z·√(p̂(1−p̂)/n + z²/4n²)) /
-//!   (1 + z²/n)`. Unlike the normal (Wald) interval it is never empty at 0/n or n/n.
-//! - **Means of other scores** (fractions of references found, an average over tasks, paired
-//!   differences): Efron's percentile bootstrap (B. Efron, "Bootstrap methods: another look at
-//!   the jackknife", Ann. Statist. 7, 1979; Efron & Tibshirani 1993 §13.3): [`RESAMPLES`] means of
-//!   resamples drawn with replacement, the interval between their α/2 and 1 − α/2 order
-//!   statistics. Groups (RULER's tasks) are resampled each within itself (a stratified
-//!   bootstrap) and the statistic is the mean of the group means, as RULER averages tasks.
-//!   Resampling uses the project's SplitMix64 generator with the fixed seed [`SEED`], so every
-//!   table is reproducible to the byte.
-//! - **Paired comparisons** of two methods on the same prompts: the mean difference with a
-//!   bootstrap interval over the prompt pairs; for 0/1 scores also the exact McNemar test (a
-//!   two-sided sign test on the discordant pairs, Q. McNemar, Psychometrika 12, 1947):
-//!   `p = min(1, 2·P[X ≤ min(b, c)])`, X ~ Binomial(b + c, ½).
+//! - **Pass rates of independent prompts** (means of 0/1 scores, one prompt per cluster: every
+//!   NIAH prompt its own needle): the Wilson score interval (E. B. Wilson, "Probable inference,
+//!   the law of succession, and statistical inference", JASA 22, 1927), `(p̂ + z²/2n ±
+//!   z·√(p̂(1−p̂)/n + z²/4n²)) / (1 + z²/n)`. Unlike the normal (Wald) interval it is never
+//!   empty at 0/n or n/n.
+//! - **Everything else** (prompts that share a needle or an article, fractions of references
+//!   found, an average over tasks, paired differences): the percentile bootstrap (B. Efron,
+//!   "Bootstrap methods: another look at the jackknife", Ann. Statist. 7, 1979; Efron &
+//!   Tibshirani 1993 §13.3) resampling **clusters** — whatever repeats across prompts — within
+//!   each group (RULER's tasks, a stratified bootstrap), the statistic the mean of the group
+//!   means as RULER averages tasks ([`cluster`]). With one prompt per cluster it is the
+//!   bootstrap of the prompts. [`RESAMPLES`] resamples, the interval between their α/2 and
+//!   1 − α/2 order statistics ([`order_statistic`]); the project's SplitMix64 generator with the
+//!   fixed seed [`SEED`], so every table is reproducible to the byte.
+//! - **Paired comparisons** of two methods on the same prompts: the mean difference with the
+//!   cluster bootstrap interval over the prompt pairs; for 0/1 scores of independent prompts in
+//!   one group the exact McNemar test (a two-sided sign test on the discordant pairs,
+//!   Q. McNemar, Psychometrika 12, 1947): `p = min(1, 2·P[X ≤ min(b, c)])`, X ~ Binomial(b + c,
+//!   ½); otherwise the cluster sign test ([`cluster::sign_test`], Durkalski et al. 2003 for
+//!   clustered pass rates). Each comparison also carries the smallest difference its sample
+//!   could have detected ([`cluster::detectable`]); Holm's correction across a table's
+//!   comparisons is [`cluster::holm`].
 //!
 //! The normal quantile is statrs's; the binomial CDF of the sign test is summed exactly up to
 //! 1000 pairs, statrs's beyond.
+
+pub mod cluster;
+
+pub use cluster::{cluster_bootstrap, detectable, holm, independent, sign_test};
 
 use kvplan_common::rng::Rng;
 use statrs::distribution::{Binomial, ContinuousCDF, DiscreteCDF, Normal};
@@ -50,8 +60,19 @@ impl Interval {
 pub enum Method {
     /// Wilson score interval of a pass rate.
     Wilson,
-    /// Percentile bootstrap of a mean.
+    /// Percentile bootstrap of a mean, one prompt per cluster.
     Bootstrap,
+    /// Percentile bootstrap resampling clusters of prompts ([`cluster::cluster_bootstrap`]).
+    ClusterBootstrap,
+}
+
+/// How a paired comparison's p-value was made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Test {
+    /// Exact McNemar (sign) test: 0/1 scores of independent prompts, one group.
+    McNemar,
+    /// The cluster sign test ([`cluster::sign_test`]).
+    ClusterSign,
 }
 
 /// A mean with its interval.
@@ -61,6 +82,8 @@ pub struct Estimate {
     pub mean: f64,
     /// Values behind it.
     pub n: usize,
+    /// Clusters behind it (`n` when every prompt is its own).
+    pub clusters: usize,
     /// Its [`LEVEL`] interval.
     pub interval: Interval,
     /// How the interval was made.
@@ -72,12 +95,18 @@ pub struct Estimate {
 pub struct Paired {
     /// Pairs behind it.
     pub n: usize,
+    /// Clusters behind it (`n` when every prompt is its own).
+    pub clusters: usize,
     /// Mean difference (of the group means, for groups).
     pub mean: f64,
-    /// Bootstrap [`LEVEL`] interval of the mean difference.
+    /// (Cluster) bootstrap [`LEVEL`] interval of the mean difference.
     pub interval: Interval,
-    /// Exact McNemar p-value, when every score is 0 or 1 and there is one group.
+    /// Two-sided p-value of no difference, made by `test`.
     pub p_value: Option<f64>,
+    /// How `p_value` was made.
+    pub test: Test,
+    /// The smallest difference this sample could have detected ([`cluster::detectable`]).
+    pub detectable: Option<f64>,
 }
 
 /// The two-sided standard-normal quantile of `level`: 1.959964 for 0.95.
@@ -142,30 +171,26 @@ fn order_statistic(sorted: &[f64], q: f64, upper: bool) -> f64 {
     sorted[i]
 }
 
-/// Percentile bootstrap interval of the mean of the group means, each group resampled within
-/// itself (`resamples` draws from `seed`); `None` when a group is empty or there is none.
-pub fn bootstrap(groups: &[Vec<f64>], resamples: usize, seed: u64, level: f64) -> Option<Interval> {
-    if groups.is_empty() || groups.iter().any(Vec::is_empty) || resamples == 0 {
-        return None;
-    }
-    let mut rng = Rng::new(seed);
-    let mut means = Vec::with_capacity(resamples);
-    for _ in 0..resamples {
-        let mut sum = 0.0;
-        for g in groups {
-            let draw: f64 = (0..g.len())
-                .map(|_| g[rng.below(g.len() as u64) as usize])
-                .sum();
-            sum += draw / g.len() as f64;
-        }
-        means.push(sum / groups.len() as f64);
-    }
-    means.sort_by(f64::total_cmp);
+/// The `level` percentile interval of the bootstrap statistics `stats` (sorted here): from
+/// the ⌊(α/2)·B⌋-th to the ⌈(1 − α/2)·B⌉-th.
+pub(crate) fn percentile(mut stats: Vec<f64>, level: f64) -> Interval {
+    stats.sort_by(f64::total_cmp);
     let alpha = 1.0 - level;
-    Some(Interval {
-        lo: order_statistic(&means, alpha / 2.0, false),
-        hi: order_statistic(&means, 1.0 - alpha / 2.0, true),
-    })
+    Interval {
+        lo: order_statistic(&stats, alpha / 2.0, false),
+        hi: order_statistic(&stats, 1.0 - alpha / 2.0, true),
+    }
+}
+
+/// Percentile bootstrap interval of the mean of the group means, each group resampled within
+/// itself (`resamples` draws from `seed`); `None` when a group is empty or there is none. The
+/// [`cluster_bootstrap`] of one value per cluster.
+pub fn bootstrap(groups: &[Vec<f64>], resamples: usize, seed: u64, level: f64) -> Option<Interval> {
+    let clustered: Vec<Vec<Vec<f64>>> = groups
+        .iter()
+        .map(|g| g.iter().map(|&v| vec![v]).collect())
+        .collect();
+    cluster_bootstrap(&clustered, resamples, seed, level)
 }
 
 /// Percentile bootstrap interval of the ratio Σa / Σb over `blocks` of (a, b) pairs, resampled
@@ -194,39 +219,59 @@ pub fn bootstrap_ratio(
         }
         ratios.push(a / b);
     }
-    ratios.sort_by(f64::total_cmp);
-    let alpha = 1.0 - level;
-    Some(Interval {
-        lo: order_statistic(&ratios, alpha / 2.0, false),
-        hi: order_statistic(&ratios, 1.0 - alpha / 2.0, true),
-    })
+    Some(percentile(ratios, level))
 }
 
-/// The mean of the group means with its [`LEVEL`] interval: Wilson when there is one group of
-/// 0/1 scores, else the seeded percentile bootstrap; `None` without values.
-pub fn estimate(groups: &[Vec<f64>]) -> Option<Estimate> {
-    let n = groups.iter().map(Vec::len).sum();
-    let mean = mean_of_means(groups);
-    if let [only] = groups {
-        if is_binary(only) {
-            let passed = only.iter().filter(|&&v| v == 1.0).count();
-            let interval = wilson(passed, only.len(), LEVEL)?;
-            let method = Method::Wilson;
+/// The mean of the group means (each over its prompts) with its [`LEVEL`] interval; `groups`
+/// hold clusters of values. Wilson when there is one group of 0/1 scores of independent prompts
+/// (one per cluster), else the seeded (cluster) percentile bootstrap; `None` without values.
+pub fn estimate(groups: &[Vec<Vec<f64>>]) -> Option<Estimate> {
+    let groups = non_empty(groups);
+    let n = groups.iter().flatten().map(Vec::len).sum();
+    let clusters = groups.iter().map(Vec::len).sum();
+    let mean = mean_of_means(&flatten(&groups));
+    let indep = independent(&groups);
+    if let ([only], true) = (groups.as_slice(), indep) {
+        let values: Vec<f64> = only.concat();
+        if is_binary(&values) {
+            let passed = values.iter().filter(|&&v| v == 1.0).count();
+            let interval = wilson(passed, values.len(), LEVEL)?;
             return Some(Estimate {
                 mean,
                 n,
+                clusters,
                 interval,
-                method,
+                method: Method::Wilson,
             });
         }
     }
-    let interval = bootstrap(groups, RESAMPLES, SEED, LEVEL)?;
+    let interval = cluster_bootstrap(&groups, RESAMPLES, SEED, LEVEL)?;
+    let method = if indep {
+        Method::Bootstrap
+    } else {
+        Method::ClusterBootstrap
+    };
     Some(Estimate {
         mean,
         n,
+        clusters,
         interval,
-        method: Method::Bootstrap,
+        method,
     })
+}
+
+/// `groups` without empty clusters, and without groups left empty.
+fn non_empty<T: Clone>(groups: &[Vec<Vec<T>>]) -> Vec<Vec<Vec<T>>> {
+    groups
+        .iter()
+        .map(|g| g.iter().filter(|c| !c.is_empty()).cloned().collect::<Vec<_>>())
+        .filter(|g| !g.is_empty())
+        .collect()
+}
+
+/// Each group's values, clusters joined.
+fn flatten(groups: &[Vec<Vec<f64>>]) -> Vec<Vec<f64>> {
+    groups.iter().map(|g| g.concat()).collect()
 }
 
 /// The exact McNemar (sign test) two-sided p-value of `wins` pairs won by one side and `losses`
@@ -254,29 +299,39 @@ fn binomial_half_cdf(n: usize, k: usize) -> f64 {
     sum
 }
 
-/// The paired comparison of `(a, b)` score pairs, grouped as [`estimate`] groups them: the
-/// mean of the group means of a − b, its bootstrap interval, and for one group of 0/1 scores
-/// the exact McNemar p-value; `None` without pairs.
-pub fn paired(groups: &[Vec<(f64, f64)>]) -> Option<Paired> {
-    let diffs: Vec<Vec<f64>> = groups
+/// The paired comparison of `(a, b)` score pairs, grouped and clustered as [`estimate`]'s
+/// values: the mean of the group means of a − b, its (cluster) bootstrap interval, the p-value
+/// (exact McNemar for 0/1 scores of independent prompts in one group, else the cluster sign
+/// test) and the smallest detectable difference; `None` without pairs.
+pub fn paired(groups: &[Vec<Vec<(f64, f64)>>]) -> Option<Paired> {
+    let groups = non_empty(groups);
+    let diffs: Vec<Vec<Vec<f64>>> = groups
         .iter()
-        .filter(|g| !g.is_empty())
-        .map(|g| g.iter().map(|(a, b)| a - b).collect())
+        .map(|g| {
+            g.iter()
+                .map(|c| c.iter().map(|(a, b)| a - b).collect())
+                .collect()
+        })
         .collect();
-    let interval = bootstrap(&diffs, RESAMPLES, SEED, LEVEL)?;
-    let p_value = match groups {
-        [only] if only.iter().all(|&(a, b)| is_binary(&[a, b])) => {
-            let wins = only.iter().filter(|(a, b)| a > b).count();
-            let losses = only.iter().filter(|(a, b)| a < b).count();
-            Some(mcnemar(wins, losses))
-        }
-        _ => None,
+    let interval = cluster_bootstrap(&diffs, RESAMPLES, SEED, LEVEL)?;
+    let pairs: Vec<(f64, f64)> = groups.iter().flatten().flatten().copied().collect();
+    let binary = pairs.iter().all(|&(a, b)| is_binary(&[a, b]));
+    let one_group = groups.len() == 1;
+    let (p_value, test) = if binary && one_group && independent(&groups) {
+        let wins = pairs.iter().filter(|(a, b)| a > b).count();
+        let losses = pairs.iter().filter(|(a, b)| a < b).count();
+        (mcnemar(wins, losses), Test::McNemar)
+    } else {
+        (sign_test(&diffs), Test::ClusterSign)
     };
     Some(Paired {
-        n: diffs.iter().map(Vec::len).sum(),
-        mean: mean_of_means(&diffs),
+        n: pairs.len(),
+        clusters: groups.iter().map(Vec::len).sum(),
+        mean: mean_of_means(&flatten(&diffs)),
         interval,
-        p_value,
+        p_value: Some(p_value),
+        test,
+        detectable: detectable(&diffs, binary && one_group),
     })
 }
 
@@ -286,6 +341,11 @@ mod tests {
 
     fn close(a: f64, b: f64, tol: f64) -> bool {
         (a - b).abs() <= tol
+    }
+
+    /// One prompt per cluster.
+    fn ind<T: Copy>(v: &[T]) -> Vec<Vec<T>> {
+        v.iter().map(|&x| vec![x]).collect()
     }
 
     #[test]
@@ -321,13 +381,18 @@ mod tests {
     #[test]
     fn estimate_uses_wilson_for_pass_rates_and_the_bootstrap_otherwise() {
         let pass = [1.0, 1.0, 1.0, 0.0, 1.0, 0.0, 1.0, 1.0, 0.0, 1.0];
-        let e = estimate(&[pass.to_vec()]).expect("values");
+        let e = estimate(&[ind(&pass)]).expect("values");
         assert_eq!((e.method, e.n), (Method::Wilson, 10));
         assert!(close(e.mean, 0.7, 1e-12) && close(e.interval.lo, 0.396_778, 1e-5));
-        let frac = estimate(&[vec![0.5, 0.25, 1.0, 0.75]]).expect("values");
+        let frac = estimate(&[ind(&[0.5, 0.25, 1.0, 0.75])]).expect("values");
         assert_eq!(frac.method, Method::Bootstrap);
         assert!(frac.interval.contains(frac.mean) && frac.interval.lo >= 0.25);
         assert_eq!(estimate(&[]), None);
+        // The same pass rates from 2 needles of 5 prompts: the cluster bootstrap, not Wilson.
+        let needles = [vec![pass[..5].to_vec(), pass[5..].to_vec()]];
+        let c = estimate(&needles).expect("values");
+        assert_eq!((c.method, c.n, c.clusters), (Method::ClusterBootstrap, 10, 2));
+        assert!(close(c.mean, 0.7, 1e-12));
     }
 
     #[test]
@@ -362,6 +427,7 @@ mod tests {
         // Group means 1 and 0 whatever is drawn: the mean of means is 0.5, the interval [0.5, 0.5],
         // though pooling the 4 + 1 values would give 0.8.
         let groups = [vec![1.0; 4], vec![0.0]];
+        let groups: Vec<Vec<Vec<f64>>> = groups.iter().map(|g| ind(g)).collect();
         let e = estimate(&groups).expect("values");
         assert_eq!((e.mean, e.n, e.method), (0.5, 5, Method::Bootstrap));
         assert_eq!(e.interval, Interval { lo: 0.5, hi: 0.5 });
@@ -403,20 +469,36 @@ mod tests {
         // 10 prompts: a wins 6, loses 0, ties 4 → mean +0.6, p 0.03125, interval above 0.
         let mut pairs = vec![(1.0, 0.0); 6];
         pairs.extend([(1.0, 1.0), (0.0, 0.0), (1.0, 1.0), (0.0, 0.0)]);
-        let p = paired(&[pairs]).expect("pairs");
+        let p = paired(&[ind(&pairs)]).expect("pairs");
         assert_eq!(p.n, 10);
         assert!(close(p.mean, 0.6, 1e-12) && close(p.p_value.unwrap_or(0.0), 0.031_25, 1e-9));
         assert!(p.interval.lo > 0.0 && p.interval.contains(0.6), "{p:?}");
         // Identical scores: difference 0 exactly, cannot be told apart.
-        let same = paired(&[vec![(1.0, 1.0), (0.0, 0.0)]]).expect("pairs");
+        let same = paired(&[ind(&[(1.0, 1.0), (0.0, 0.0)])]).expect("pairs");
         assert_eq!(
             (same.mean, same.interval, same.p_value),
             (0.0, Interval { lo: 0.0, hi: 0.0 }, Some(1.0))
         );
-        // Fractions or several groups: no McNemar.
-        let groups = [vec![(0.5, 0.0)], vec![(1.0, 1.0)]];
+        assert_eq!(p.test, Test::McNemar);
+        // Fractions or several groups: the cluster sign test. Group means of the differences
+        // 0.5 and 0: T = ½·0.5 = 0.25, V₀ = (½·0.5)² = 0.0625, z = 1, p = 0.317311.
+        let groups = [ind(&[(0.5, 0.0)]), ind(&[(1.0, 1.0)])];
         let g = paired(&groups).expect("pairs");
-        assert_eq!((g.mean, g.p_value), (0.25, None));
+        assert_eq!((g.mean, g.test, g.clusters), (0.25, Test::ClusterSign, 2));
+        assert!(close(g.p_value.unwrap_or(0.0), 0.317_311, 1e-5), "{g:?}");
+        // The six wins above in two needles of three: McNemar gives way to the cluster test,
+        // D = 3, 3 and four ties alone: T = 0.6, V₀ = 18/100, z = 1.414214, p = 0.157299.
+        let needles = vec![
+            vec![(1.0, 0.0); 3],
+            vec![(1.0, 0.0); 3],
+            vec![(1.0, 1.0)],
+            vec![(0.0, 0.0)],
+            vec![(1.0, 1.0)],
+            vec![(0.0, 0.0)],
+        ];
+        let c = paired(&[needles]).expect("pairs");
+        assert_eq!((c.n, c.clusters, c.test), (10, 6, Test::ClusterSign));
+        assert!(close(c.p_value.unwrap_or(0.0), 0.157_299, 1e-5), "{c:?}");
         assert_eq!(paired(&[vec![]]), None);
     }
 }

@@ -1,0 +1,155 @@
+//! Tables and results from records alone (`kvplan eval table`): no model runs.
+//!
+//! A run's table and results file are a function of its records (`driver::run` writes them after
+//! the last cell); when that function changes — how intervals are made, how rows are ordered —
+//! the committed tables are re-rendered from the committed records, never re-run. For a records
+//! file `<dir>/<model>.<task>.records.json` (`niah` or `ruler`): its records and those of
+//! kvpress beside it (`<model>.<task>.kvpress.records.json`, [`crate::companion`]) give the
+//! Markdown table `<dir>/<model>.<task>.md` (with the window and mode line when the settings name
+//! them, as the driver writes it) and the task's entries of `<dir>/<model>.results.json`.
+//! Perplexity records are not rendered here (their tables do not change).
+
+use std::path::{Path, PathBuf};
+
+use crate::records::{aggregate_niah, merge_results, write_atomic, Record, RecordsFile};
+use crate::ruler::{report, Task};
+use crate::{companion, io_err, Error, Result};
+
+/// What was rendered.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rendered {
+    /// The table written.
+    pub table: PathBuf,
+    /// The results file updated.
+    pub results: PathBuf,
+    /// Records behind the table (kvpress's included).
+    pub records: usize,
+}
+
+/// The model and task a records file's name says: `<model>.<task>.records.json`.
+fn name_parts(path: &Path) -> Result<(String, String)> {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let stem = name.strip_suffix(".records.json");
+    let parts = stem.and_then(|s| s.rsplit_once('.'));
+    match parts {
+        Some((model, task)) if !model.is_empty() && !model.ends_with(".kvpress") => {
+            Ok((model.to_string(), task.to_string()))
+        }
+        _ => Err(Error::Invalid {
+            path: path.display().to_string(),
+            message: "expected a kvplan records file named <model>.<task>.records.json \
+                      (kvpress's records are read beside kvplan's)"
+                .into(),
+        }),
+    }
+}
+
+/// Reads a records file of [`Record`]s.
+fn read(path: &Path) -> Result<RecordsFile<Record>> {
+    let text = std::fs::read_to_string(path).map_err(io_err(path))?;
+    serde_json::from_str(&text).map_err(|e| Error::Invalid {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    })
+}
+
+/// The window-and-mode line the driver closes a table with, when the settings name them.
+fn setup_line(file: &RecordsFile<Record>) -> Option<String> {
+    let window = file.settings.get("window")?;
+    let mode = file.settings.get("mode")?;
+    Some(format!("Window: {window}; mode: {mode}."))
+}
+
+/// Renders the table and results of the records file at `path` (module header).
+pub fn render(path: &Path) -> Result<Rendered> {
+    let (model, task) = name_parts(path)?;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let file = read(path)?;
+    let mut records = file.records.clone();
+    let beside = companion::path(dir, &model, &task);
+    if beside.exists() {
+        records.extend(read(&beside)?.records);
+    }
+    let results = dir.join(format!("{model}.results.json"));
+    let table = match task.as_str() {
+        "niah" => {
+            let (cells, points) = aggregate_niah("niah", &records);
+            merge_results(&results, &model, "niah", cells, points)?;
+            crate::table::markdown("niah", &records)
+        }
+        "ruler" => {
+            let tasks: Vec<Task> = Task::ALL
+                .into_iter()
+                .filter(|t| records.iter().any(|r| r.task == t.name()))
+                .collect();
+            let points = report::quality(&records, &tasks);
+            merge_results(&results, &model, report::RESULTS_TASK, Vec::new(), points)?;
+            report::markdown(&records, &tasks)
+        }
+        other => {
+            return Err(Error::Request(format!(
+                "{}: `{other}` records are not rendered here; niah and ruler are",
+                path.display()
+            )))
+        }
+    };
+    let md = match setup_line(&file) {
+        Some(line) => format!("{table}\n{line}\n"),
+        None => table,
+    };
+    let out = dir.join(format!("{model}.{task}.md"));
+    write_atomic(&out, &md)?;
+    Ok(Rendered {
+        table: out,
+        results,
+        records: records.len(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_say_the_model_and_the_task() {
+        let p = Path::new("results/v2/SmolLM2-135M-Instruct.niah.records.json");
+        assert_eq!(
+            name_parts(p).expect("kvplan's"),
+            ("SmolLM2-135M-Instruct".into(), "niah".into())
+        );
+        for bad in ["x/m.niah.kvpress.records.json", "x/m.results.json", "x/niah.records.json"] {
+            let err = name_parts(Path::new(bad)).expect_err(bad).to_string();
+            assert!(err.contains("<model>.<task>.records.json"), "{err}");
+        }
+    }
+
+    #[test]
+    fn a_table_and_results_come_from_the_records_alone() {
+        let dir = std::env::temp_dir().join(format!("kvplan-render-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let path = dir.join("m.niah.records.json");
+        let mut file = RecordsFile::<Record>::new(
+            [("window", "question-end"), ("mode", "question-aware")]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        );
+        for (e, score) in [1.0, 0.0, 1.0].into_iter().enumerate() {
+            file.insert(Record {
+                example: e,
+                needle: format!("needle {e}"),
+                ..crate::records::test_record("niah", "full", None, 512, score, 1.0)
+            });
+        }
+        file.save(&path).expect("records");
+        let r = render(&path).expect("rendered");
+        assert_eq!(r.records, 3);
+        let md = std::fs::read_to_string(&r.table).expect("table");
+        assert!(md.starts_with("| method @ budget | KV % |"), "{md}");
+        assert!(md.contains("| full | 100.0 | 66.7 ["), "{md}");
+        assert!(md.ends_with("\nWindow: question-end; mode: question-aware.\n"), "{md}");
+        let results = crate::results::EvalResults::load(&r.results).expect("results");
+        assert_eq!(results.quality.len(), 1);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
