@@ -11,6 +11,7 @@
 //! the budget rules (head scores, layer similarities through PoD's blocks) are kept as measured.
 
 use crate::budgets::Target;
+use crate::chance;
 use crate::methods::headkv::HeadKvOptions;
 use crate::methods::pod::PodOptions;
 use crate::methods::pyramid::PyramidOptions;
@@ -102,7 +103,10 @@ pub fn build_plan(
         },
         target,
         budget_semantics: BudgetSemantics::of(&sections.methods()),
-        notes: semantics::notes(&profile.model.geometry, &sections.methods()),
+        notes: semantics::notes(&profile.model.geometry, &sections.methods())
+            .into_iter()
+            .chain(chance::plan_note(&profile.settings, &sections.methods()))
+            .collect(),
         sections,
         preview: None,
     };

@@ -7,6 +7,7 @@
 pub mod alloc;
 pub mod budgets;
 pub mod build;
+pub mod chance;
 pub mod compare;
 pub mod controls;
 pub mod export;
@@ -22,6 +23,7 @@ mod validate;
 
 pub use budgets::{Budgets, Target};
 pub use build::{build_plan, PlanOptions};
+pub use chance::{ChanceGroup, ChanceTest, CHANCE_ALPHA};
 pub use geometry::{Geometry, ModelIdentity};
 pub use methods::h2o::H2oSection;
 pub use methods::headkv::{HeadKvSection, ScoreSource};

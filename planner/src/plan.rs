@@ -39,7 +39,8 @@ pub struct Plan {
     pub target: Target,
     /// What a budget means (unit, what counts inside it, GQA, decode policy per method).
     pub budget_semantics: BudgetSemantics,
-    /// How the model's geometry changes the rules (windowed layers, one KV head), for readers.
+    /// How the model's geometry changes the rules (windowed layers, one KV head), and whether the
+    /// profile's retrieval-reasoning answers beat chance where HeadKV uses them, for readers.
     pub notes: Vec<String>,
     /// One section per method.
     pub sections: Sections,

@@ -5,6 +5,7 @@
 //! missing or extra fields, NaN or negative numbers and shapes the geometry cannot hold are errors
 //! naming the JSON path.
 
+use crate::chance::ChanceTest;
 use crate::geometry::ModelIdentity;
 use crate::{io, validate, Error, Result};
 use serde::{Deserialize, Serialize};
@@ -104,6 +105,20 @@ pub struct ProfileSettings {
     pub theta_k: f64,
     /// Cosine threshold θ_V for the value redundancy fraction (SpindleKV Table 3: 0.95).
     pub theta_v: f64,
+    /// The retrieval-reasoning answers against the rate of copying a random candidate statement
+    /// ([`crate::chance`]); kept with the settings so that every plan's provenance carries it.
+    /// Absent from profiles written before the test existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retrieval_reasoning_chance: Option<ChanceTest>,
+}
+
+impl ProfileSettings {
+    /// Whether the profile's R2 answers beat copying (`None`: the profile records no test).
+    pub fn reasoning_above_chance(&self) -> Option<bool> {
+        self.retrieval_reasoning_chance
+            .as_ref()
+            .map(|c| c.above_chance)
+    }
 }
 
 /// Per-head scores from needle tests, with how many trials counted.
@@ -227,6 +242,7 @@ impl Profile {
                 1.0,
             )?;
         }
+        self.validate_chance()?;
         self.validate_similarity()?;
         self.validate_details()?;
         let w = &self.wavelet;
@@ -259,6 +275,27 @@ impl Profile {
                 0.0,
                 1.0,
             )?;
+        }
+        Ok(())
+    }
+
+    /// The chance test, when recorded, counts the retrieval-reasoning trials and kept ones.
+    fn validate_chance(&self) -> Result<()> {
+        let Some(c) = &self.settings.retrieval_reasoning_chance else {
+            return Ok(());
+        };
+        let at = "settings.retrieval_reasoning_chance";
+        c.validate(at)?;
+        let r = &self.retrieval_reasoning;
+        if (c.trials, c.correct) != (r.trials_total, r.trials_kept) {
+            return Err(Error::invalid(
+                at,
+                format!(
+                    "{} right of {} trials (retrieval_reasoning)",
+                    r.trials_kept, r.trials_total
+                ),
+                format!("{} of {}", c.correct, c.trials),
+            ));
         }
         Ok(())
     }

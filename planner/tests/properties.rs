@@ -73,6 +73,7 @@ fn profile(
             funnel_top_k: 4,
             theta_k: 0.98,
             theta_v: 0.95,
+            retrieval_reasoning_chance: None,
         },
         retrieval: HeadScores {
             trials_kept: 1,

@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::needles::multi::{DEFAULT_CANDIDATES, MAX_CANDIDATES, MIN_CANDIDATES};
 use crate::needles::{NeedleSet, PromptStyle, DEFAULT_GENERATED_PER_KIND};
 use crate::{Error, Result};
 
@@ -18,9 +19,26 @@ pub const DEFAULT_WAVELET_STEP: usize = 512;
 pub const DEFAULT_WAVELET_LEVELS: usize = 5;
 /// TreeKV §3.3: the first and last 32 tokens are left out.
 pub const DEFAULT_WAVELET_EDGE: usize = 32;
+/// Greedy decode steps of a retrieval-reasoning trial: FYYFU/HeadKV
+/// `retrieval_head_detection_r2.py`'s `self.decode(q_outputs, input_ids[:, -1], 50)`.
+pub const R2_DECODE_TOKENS: usize = 50;
 /// HeadKV App. E / Wu et al.: 5 lengths, 10 depths.
 const LENGTHS: usize = 5;
 const DEPTHS: usize = 10;
+
+/// The retrieval-reasoning prompt style of the model named `name` (the catalog name, or the
+/// GGUF's): plain text — the authors' raw completion — unless measured answer rates showed that
+/// the model cannot follow it, listed here with the measurement.
+pub fn reasoning_style_for(name: &str) -> PromptStyle {
+    /// Models whose R2 answers need the chat template (measured; see each entry).
+    const CHAT: [&str; 0] = [];
+    let slug = name.to_lowercase();
+    if CHAT.iter().any(|m| slug.contains(m)) {
+        PromptStyle::Chat
+    } else {
+        PromptStyle::Plain
+    }
+}
 
 /// Everything that decides a profile (with the model and the data). Serialised into the partial
 /// results so that a rerun only reuses work done with the same settings.
@@ -32,10 +50,16 @@ pub struct ProfileConfig {
     pub context_lengths: Vec<usize>,
     /// Needle depths, percent of the haystack (0 = start, 100 = end).
     pub depths: Vec<f64>,
-    /// How needle prompts are presented. Default: the chat template, as Wu et al.'s code does
-    /// for chat models — with the plain prompt SmolLM2-135M-*Instruct* ends its turn at once
-    /// (`<|im_end|>` right after "Answer:") in about half the trials.
+    /// How retrieval needle prompts are presented. Default: the chat template, as Wu et al.'s
+    /// code does for chat models — with the plain prompt SmolLM2-135M-*Instruct* ends its turn at
+    /// once (`<|im_end|>` right after "Answer:") in about half the retrieval trials.
     pub prompt_style: PromptStyle,
+    /// How retrieval-reasoning prompts are presented. Default: plain text, a raw completion, as
+    /// the authors' `retrieval_head_detection_r2.py` does for every model; the chat template
+    /// only for a model measured not to follow plain text ([`crate::reasoning_style_for`]).
+    pub reasoning_prompt_style: PromptStyle,
+    /// Greedy decode steps of a retrieval-reasoning trial ([`R2_DECODE_TOKENS`]).
+    pub reasoning_decode_tokens: usize,
     /// Which needle examples run: the seven hand-written ones, or a larger seeded set from
     /// templates (`needles::generated`).
     pub needles: NeedleSet,
@@ -90,8 +114,11 @@ impl ProfileConfig {
                 .map(f64::round)
                 .collect(),
             prompt_style: PromptStyle::Chat,
+            reasoning_prompt_style: PromptStyle::Plain,
+            reasoning_decode_tokens: R2_DECODE_TOKENS,
             needles: NeedleSet::Generated {
                 per_kind: DEFAULT_GENERATED_PER_KIND,
+                wide: DEFAULT_CANDIDATES,
             },
             samples: 8,
             sample_tokens: 1024,
@@ -161,8 +188,19 @@ impl ProfileConfig {
         if self.observation_rows == 0 || self.funnel_top_k == 0 || self.wavelet_levels == 0 {
             return bad("observation_rows, funnel_top_k and wavelet_levels must be ≥ 1".into());
         }
-        if self.needles == (NeedleSet::Generated { per_kind: 0 }) {
-            return bad("the generated needle set needs at least 1 example per kind".into());
+        if let NeedleSet::Generated { per_kind, wide } = self.needles {
+            if per_kind == 0 {
+                return bad("the generated needle set needs at least 1 example per kind".into());
+            }
+            if wide != 0 && !(MIN_CANDIDATES..=MAX_CANDIDATES).contains(&wide) {
+                return bad(format!(
+                    "wide retrieval-reasoning needles hold {MIN_CANDIDATES} to {MAX_CANDIDATES} \
+                     candidate statements (or 0 for none), found {wide}"
+                ));
+            }
+        }
+        if self.reasoning_decode_tokens == 0 {
+            return bad("reasoning_decode_tokens must be ≥ 1".into());
         }
         if self.redundancy_tokens < 2 {
             return bad("redundancy_tokens must be ≥ 2".into());
@@ -199,13 +237,50 @@ mod tests {
     #[test]
     fn defaults_to_the_generated_needle_set_and_rejects_an_empty_one() {
         let mut c = ProfileConfig::standard(0, 2048);
-        assert_eq!(c.needles, NeedleSet::Generated { per_kind: 24 });
-        c.needles = NeedleSet::Generated { per_kind: 0 };
+        assert_eq!(
+            c.needles,
+            NeedleSet::Generated {
+                per_kind: 24,
+                wide: 4
+            }
+        );
+        c.needles = NeedleSet::Generated {
+            per_kind: 0,
+            wide: 4,
+        };
         let err = c.validate(8192).err().map(|e| e.to_string());
         assert_eq!(
             err.as_deref(),
             Some("profile settings: the generated needle set needs at least 1 example per kind")
         );
+        c.needles = NeedleSet::Generated {
+            per_kind: 24,
+            wide: 3,
+        };
+        let err = c.validate(8192).err().map(|e| e.to_string());
+        assert_eq!(
+            err.as_deref(),
+            Some(
+                "profile settings: wide retrieval-reasoning needles hold 4 to 8 candidate \
+                 statements (or 0 for none), found 3"
+            )
+        );
+    }
+
+    #[test]
+    fn r2_trials_decode_50_tokens_as_a_plain_completion_by_default() {
+        // The authors' `self.decode(q_outputs, input_ids[:, -1], 50)`, no chat template.
+        for c in [
+            ProfileConfig::standard(0, 2048),
+            ProfileConfig::quick(0),
+            ProfileConfig::full(0, 8192),
+        ] {
+            assert_eq!(c.reasoning_decode_tokens, 50);
+            assert_eq!(c.reasoning_prompt_style, PromptStyle::Plain);
+        }
+        let mut c = ProfileConfig::standard(0, 2048);
+        c.reasoning_decode_tokens = 0;
+        assert!(c.validate(8192).is_err());
     }
 
     #[test]

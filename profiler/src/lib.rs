@@ -18,7 +18,7 @@ pub mod progress;
 pub mod run;
 mod samples;
 
-pub use config::ProfileConfig;
+pub use config::{reasoning_style_for, ProfileConfig};
 pub use progress::{NoProgress, Progress};
 pub use run::{profile, ProfileInputs, StageTiming};
 

@@ -65,6 +65,27 @@ fn quick_profile_of_the_shipped_model_measures_every_figure() {
         assert!(t.context_length == 256 || t.context_length == 512, "{t:?}");
         assert!(t.needle_start < t.context_length);
     }
+    // The R2 answers against chance: the quick grid's 4 trials take a two-candidate pair and a
+    // four-candidate pair in turn. Copying gives P(X ≥ c) over rates (1/2, 1/2, 1/4, 1/4), worked
+    // by hand as the convolution of [1, 2, 1]/4 and [9, 6, 1]/16: 1, 55/64, 31/64, 9/64, 1/64.
+    let chance = p
+        .settings
+        .retrieval_reasoning_chance
+        .as_ref()
+        .unwrap_or_else(|| panic!("no chance test"));
+    let groups: Vec<(usize, usize)> = chance
+        .by_candidates
+        .iter()
+        .map(|g| (g.candidates, g.trials))
+        .collect();
+    assert_eq!(groups, [(2, 2), (4, 2)]);
+    assert_eq!(chance.correct, p.retrieval_reasoning.trials_kept);
+    let tail = [64.0, 55.0, 31.0, 9.0, 1.0].map(|x| x / 64.0);
+    assert!((chance.p_value - tail[chance.correct]).abs() < 1e-12);
+    assert_eq!(chance.above_chance, chance.p_value < 0.05);
+    assert!((chance.chance_correct - 1.5).abs() < 1e-12);
+    assert!(d.retrieval_reasoning_trials[2].example.contains("4way"));
+
     // A kept retrieval trial gives some head a positive score (its answer was copied from the
     // needle by attention), and no score exceeds 1.
     if p.retrieval.trials_kept > 0 {

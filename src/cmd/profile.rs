@@ -20,7 +20,10 @@ use kvplan_common::lock::Lock;
 use kvplan_common::{data, paths};
 use kvplan_planner::{build_plan, Method, PlanOptions, Profile, Target};
 use kvplan_profiler::needles::{NeedleSet, PromptStyle, DEFAULT_GENERATED_PER_KIND};
-use kvplan_profiler::{profile, ProfileConfig, ProfileInputs, Progress, StageTiming};
+use kvplan_profiler::needles::multi::DEFAULT_CANDIDATES;
+use kvplan_profiler::{
+    profile, reasoning_style_for, ProfileConfig, ProfileInputs, Progress, StageTiming,
+};
 use kvplan_runtime::backend::{self, Selected};
 use kvplan_runtime::gguf::GgufFile;
 use kvplan_runtime::identity::model_identity;
@@ -58,11 +61,18 @@ pub struct ProfileArgs {
     /// Needle depths in percent (overrides the preset).
     #[arg(long, value_name = "D,…", value_delimiter = ',')]
     depths: Option<Vec<f64>>,
-    /// Needle prompt style: the model's chat template (Wu et al.'s code for chat models) or plain
-    /// text (HeadKV's code for base models) [default: chat when the GGUF has a chat template,
-    /// else plain].
+    /// Retrieval needle prompt style: the model's chat template (Wu et al.'s code for chat
+    /// models) or plain text [default: chat when the GGUF has a chat template, else plain].
     #[arg(long, value_enum)]
     prompt_style: Option<StyleArg>,
+    /// Retrieval-reasoning prompt style [default: plain, a raw completion as HeadKV's
+    /// `retrieval_head_detection_r2.py`, except for models measured not to follow it].
+    #[arg(long, value_enum)]
+    r2_prompt_style: Option<StyleArg>,
+    /// Candidate statements of the wider retrieval-reasoning needles run beside the authors'
+    /// two-candidate ones (4 to 8; 0: the authors' needles only).
+    #[arg(long, value_name = "K", default_value_t = DEFAULT_CANDIDATES)]
+    r2_candidates: usize,
     /// Needle examples: a seeded set drawn from templates (retrieval facts; comparisons and
     /// two-hop facts, each asked both ways) or the seven hand-written ones.
     #[arg(long, value_enum, default_value = "generated")]
@@ -182,7 +192,12 @@ impl Progress for Bars {
     }
 }
 
-fn config_of(args: &ProfileArgs, context_len: usize, has_template: bool) -> ProfileConfig {
+fn config_of(
+    args: &ProfileArgs,
+    name: &str,
+    context_len: usize,
+    has_template: bool,
+) -> ProfileConfig {
     let mut c = if args.quick {
         ProfileConfig::quick(args.seed)
     } else if args.full {
@@ -205,9 +220,16 @@ fn config_of(args: &ProfileArgs, context_len: usize, has_template: bool) -> Prof
         None if has_template => PromptStyle::Chat,
         None => PromptStyle::Plain,
     };
+    c.reasoning_prompt_style = match args.r2_prompt_style {
+        Some(StyleArg::Plain) => PromptStyle::Plain,
+        Some(StyleArg::Chat) => PromptStyle::Chat,
+        None if has_template => reasoning_style_for(name),
+        None => PromptStyle::Plain,
+    };
     c.needles = match args.needles {
         NeedlesArg::Generated => NeedleSet::Generated {
             per_kind: args.needles_per_kind,
+            wide: args.r2_candidates,
         },
         NeedlesArg::Classic => NeedleSet::Classic,
     };
@@ -247,7 +269,7 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<()> {
         eprintln!("kvplan: {l}")
     })
     .with_context(|| format!("preparing the text in {}", data_dir.display()))?;
-    let config = config_of(&args, cfg.context_len, tok.has_chat_template());
+    let config = config_of(&args, &name, cfg.context_len, tok.has_chat_template());
     if args.restart {
         let _ = std::fs::remove_file(&files.partial);
     }

@@ -1,5 +1,6 @@
 //! The analyses, one file each; every function here is pure (host-side numbers in, numbers out).
 
+pub mod chance;
 pub mod funnel;
 pub mod metrics;
 pub mod reasoning;

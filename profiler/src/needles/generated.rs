@@ -16,7 +16,7 @@ use kvplan_common::Rng;
 use super::Example;
 
 /// First names; the set mixes origins so that no name hints at an answer.
-const NAMES: [&str; 32] = [
+pub(super) const NAMES: [&str; 32] = [
     "Lena", "Omar", "Ines", "Pavel", "Amara", "Tobias", "Keiko", "Rafael", "Noor", "Dmitri",
     "Sofia", "Kwame", "Elif", "Marcus", "Ingrid", "Tariq", "Yara", "Felix", "Mei", "Jonas",
     "Leila", "Bruno", "Anika", "Hugo", "Zanele", "Oskar", "Priya", "Mateo", "Freya", "Idris",
@@ -40,7 +40,7 @@ const TOWNS: [&str; 12] = [
 ];
 
 /// Activities a statement can attribute ("to …").
-const ACTIVITIES: [&str; 16] = [
+pub(super) const ACTIVITIES: [&str; 16] = [
     "paint small boats at the harbor every Sunday morning",
     "bake sourdough bread and share it with the neighbors",
     "play chess in the park with retired sailors",
@@ -60,7 +60,7 @@ const ACTIVITIES: [&str; 16] = [
 ];
 
 /// Things a person collects.
-const COLLECTIONS: [&str; 12] = [
+pub(super) const COLLECTIONS: [&str; 12] = [
     "old train tickets from every city visited",
     "blue glass bottles that wash up on the beach",
     "copper keys from houses that no longer exist",
@@ -189,6 +189,7 @@ pub fn retrieval(seed: u64, n: usize) -> Vec<Example> {
                 question,
                 answer: statement,
                 key,
+                candidates: 1,
             }
         })
         .collect()
@@ -203,7 +204,7 @@ struct ReasoningNeedle {
 }
 
 /// The statement "`who` …" of `kind` with its answering words.
-fn statement(kind: usize, who: &str, thing: &str) -> (String, String) {
+pub(super) fn statement(kind: usize, who: &str, thing: &str) -> (String, String) {
     if kind.is_multiple_of(2) {
         (
             format!("{who}'s favorite thing is to {thing}"),
@@ -215,7 +216,7 @@ fn statement(kind: usize, who: &str, thing: &str) -> (String, String) {
 }
 
 /// The question part asking for the statement of `whom`, in the form the statements take.
-fn ask(kind: usize, whom: &str) -> String {
+pub(super) fn ask(kind: usize, whom: &str) -> String {
     if kind.is_multiple_of(2) {
         format!("What is the favorite thing of {whom}?")
     } else {
@@ -322,6 +323,7 @@ pub fn reasoning(seed: u64, n: usize) -> Vec<Example> {
                 question: question.clone(),
                 answer: answer.clone(),
                 key: key.clone(),
+                candidates: 2,
             });
         }
     }
@@ -364,12 +366,34 @@ mod tests {
             assert_ne!(pair[0].answer, pair[1].answer);
             // Each pair's distractor c¹ is the other's answer c², and both are in the needle.
             assert!(pair[0].needle.contains(&pair[1].answer));
-            // The distractor does not pass the authors' check (QA-F1 > 0.5) for the key.
+            // The distractor does not pass the authors' check (QA-F1 > 0.5 against the answer
+            // statement, `qa_f1_score(response, self.answer)`), nor does echoing the question.
             assert!(
-                qa_f1(&pair[1].answer, &pair[0].key) <= 0.5,
+                qa_f1(&pair[1].answer, &pair[0].answer) <= 0.5,
                 "{}",
                 pair[0].id
             );
+            assert!(
+                qa_f1(&pair[0].question, &pair[0].answer) <= 0.5,
+                "{}",
+                pair[0].id
+            );
+            assert_eq!((pair[0].candidates, pair[1].candidates), (2, 2));
+        }
+    }
+
+    #[test]
+    fn no_two_statements_of_one_shape_pass_for_each_other() {
+        // Every pair of things a needle can hold (any two people): copying the wrong statement
+        // scores QA-F1 ≤ 0.5 against the right one, so a kept trial names the right thing.
+        for (kind, pool) in [(0, &ACTIVITIES[..]), (1, &COLLECTIONS[..])] {
+            for (i, a) in pool.iter().enumerate() {
+                for b in &pool[i + 1..] {
+                    let (sa, _) = statement(kind, "Lena", a);
+                    let (sb, _) = statement(kind, "Omar", b);
+                    assert!(qa_f1(&sb, &sa) <= 0.5, "{sa} / {sb}");
+                }
+            }
         }
     }
 

@@ -7,16 +7,21 @@
 //! - Retrieval-reasoning examples (App. E, Figure 9): a needle of a reasoning step r and two
 //!   statements of the same shape, one answering the question (c²) and one not (c¹); the scored
 //!   span of eq. 2 is the whole statement c², as in Figure 9. Each pair asks both ways (the
-//!   question reversed swaps c¹ and c²).
+//!   question reversed swaps c¹ and c²). Copying either statement is right half the time, so the
+//!   generated set also holds needles with k ≥ 4 statements of the same shape ([`multi`]), where
+//!   copying a random one is right 1/k of the time; each example records its k.
 //!
-//! Responses are checked against each example's `key` — the words that answer, without the part
-//! that restates the question (Wu et al.'s `real_needle`) — so a response that only echoes the
-//! question does not count.
+//! Retrieval responses are checked against each example's `key` — the words that answer, without
+//! the part that restates the question (Wu et al.'s `real_needle`) — so a response that only
+//! echoes the question does not count. Retrieval-reasoning responses are checked against the whole
+//! statement `answer`, as the authors' `retrieval_head_detection_r2.py` does
+//! (`qa_f1_score(response, self.answer)`, the `answer` of its `needles.jsonl` being the statement).
 //!
-//! The facts are invented, so only the haystack can answer them. Prompts are plain text (no chat
-//! template) ending "…Question: …\nAnswer:" as in the authors' code; see [`placement`].
+//! The facts are invented, so only the haystack can answer them. Prompts end
+//! "…Question: …\nAnswer:" as in the authors' code; see [`PromptStyle`] and [`placement`].
 
 pub mod generated;
+pub mod multi;
 pub mod placement;
 
 use serde::{Deserialize, Serialize};
@@ -34,8 +39,11 @@ pub struct Example {
     /// decode budget (as many tokens as it has).
     pub answer: String,
     /// The words that actually answer (Wu et al.'s `real_needle`), inside `answer`: the check of
-    /// the response is against these, so restating the question earns nothing.
+    /// a retrieval response is against these, so restating the question earns nothing.
     pub key: String,
+    /// Statements of the answer's shape in the needle (1 for retrieval, 2 for the authors'
+    /// comparisons, k for [`multi`]'s): copying a random one is right 1/`candidates` of the time.
+    pub candidates: usize,
 }
 
 /// Which needle examples a profile runs.
@@ -45,8 +53,11 @@ pub enum NeedleSet {
     /// The seven hand-written examples below (3 retrieval, 4 retrieval-reasoning comparisons).
     Classic,
     /// `per_kind` examples of each kind drawn from [`generated`]'s templates with the profile's
-    /// seed (retrieval facts; comparisons and two-hop facts, each asked both ways).
-    Generated { per_kind: usize },
+    /// seed (retrieval facts; comparisons and two-hop facts, each asked both ways). With `wide`
+    /// ≥ 4, `per_kind` more retrieval-reasoning examples whose needles hold `wide` candidate
+    /// statements ([`multi`]) come in turn with the two-candidate ones, a pair of each at a time;
+    /// `wide` = 0 keeps the authors' two-candidate form only.
+    Generated { per_kind: usize, wide: usize },
 }
 
 /// Examples per kind of the generated set by default (HeadKV App. E asks for variety; ≥ 20).
@@ -60,11 +71,22 @@ impl NeedleSet {
                 "the seven hand-written examples (3 retrieval, 4 retrieval-reasoning comparisons)"
                     .into()
             }
-            NeedleSet::Generated { per_kind } => format!(
-                "{per_kind} seeded examples per kind from templates (retrieval: single facts with \
-                 varied names and values; retrieval-reasoning: comparisons and two-hop facts, \
-                 each needle asked both ways), taken in turn over the (length, depth) grid"
-            ),
+            NeedleSet::Generated { per_kind, wide } => {
+                let wide = if wide == 0 {
+                    String::new()
+                } else {
+                    format!(
+                        ", and {per_kind} more retrieval-reasoning examples whose needles hold \
+                         {wide} candidate statements, a pair of each form in turn"
+                    )
+                };
+                format!(
+                    "{per_kind} seeded examples per kind from templates (retrieval: single facts \
+                     with varied names and values; retrieval-reasoning: comparisons and two-hop \
+                     facts between two people, each needle asked both ways{wide}), taken in turn \
+                     over the (length, depth) grid"
+                )
+            }
         }
     }
 
@@ -72,13 +94,33 @@ impl NeedleSet {
     pub fn examples(self, seed: u64) -> (Vec<Example>, Vec<Example>) {
         match self {
             NeedleSet::Classic => (
-                RETRIEVAL.iter().map(StaticExample::owned).collect(),
-                REASONING.iter().map(StaticExample::owned).collect(),
+                RETRIEVAL.iter().map(|e| e.owned(1)).collect(),
+                REASONING.iter().map(|e| e.owned(2)).collect(),
             ),
-            NeedleSet::Generated { per_kind } => (
-                generated::retrieval(seed, per_kind),
-                generated::reasoning(seed, per_kind),
-            ),
+            NeedleSet::Generated { per_kind, wide } => {
+                let two = generated::reasoning(seed, per_kind);
+                let reasoning = if wide == 0 {
+                    two
+                } else {
+                    interleave_pairs(two, multi::reasoning(seed, per_kind, wide))
+                };
+                (generated::retrieval(seed, per_kind), reasoning)
+            }
+        }
+    }
+}
+
+/// `a` and `b` a pair (one needle asked both ways) of each at a time: a₀a₁ b₀b₁ a₂a₃ b₂b₃ …
+fn interleave_pairs(a: Vec<Example>, b: Vec<Example>) -> Vec<Example> {
+    let mut out = Vec::with_capacity(a.len() + b.len());
+    let (mut a, mut b) = (a.chunks(2), b.chunks(2));
+    loop {
+        match (a.next(), b.next()) {
+            (None, None) => return out,
+            (x, y) => {
+                out.extend(x.into_iter().flatten().cloned());
+                out.extend(y.into_iter().flatten().cloned());
+            }
         }
     }
 }
@@ -94,14 +136,16 @@ pub struct StaticExample {
 }
 
 impl StaticExample {
-    /// The example with owned text.
-    pub fn owned(&self) -> Example {
+    /// The example with owned text, its needle holding `candidates` statements of the
+    /// answer's shape.
+    pub fn owned(&self, candidates: usize) -> Example {
         Example {
             id: self.id.into(),
             needle: self.needle.into(),
             question: self.question.into(),
             answer: self.answer.into(),
             key: self.key.into(),
+            candidates,
         }
     }
 }
@@ -252,6 +296,8 @@ mod tests {
         for pair in REASONING.chunks(2) {
             assert_eq!(pair[0].needle, pair[1].needle);
             assert_ne!(pair[0].answer, pair[1].answer);
+            // Copying the other statement fails the check against the answer statement.
+            assert!(crate::analysis::metrics::qa_f1(pair[1].answer, pair[0].answer) <= 0.5);
         }
     }
 }

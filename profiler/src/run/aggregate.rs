@@ -3,11 +3,12 @@
 
 use burn::tensor::backend::Backend;
 use kvplan_planner::{
-    HeadScores, LayerFunnel, LayerRedundancy, LayerSimilarity, Profile, ProfileDetails,
-    ProfileSettings, Wavelet, PROFILE_SCHEMA_VERSION,
+    ChanceTest, HeadScores, LayerFunnel, LayerRedundancy, LayerSimilarity, Profile,
+    ProfileDetails, ProfileSettings, Wavelet, PROFILE_SCHEMA_VERSION,
 };
 
-use super::{ProfileInputs, KEEP_ABOVE};
+use super::{trial_specs, Kind, ProfileInputs, KEEP_ABOVE};
+use crate::analysis::chance::chance_test;
 use crate::config::ProfileConfig;
 use crate::needles::PromptStyle;
 use crate::partial::{Partial, SampleOutcome, TrialOutcome};
@@ -121,33 +122,65 @@ fn wavelet_window(s: &[SampleOutcome]) -> (usize, usize, usize) {
     })
 }
 
+/// The R2 answers against the copying rate: each trial's candidate count from its example.
+pub(super) fn reasoning_chance(c: &ProfileConfig, outcomes: &[TrialOutcome]) -> ChanceTest {
+    let specs = trial_specs(c, Kind::Reasoning);
+    let trials: Vec<(usize, bool)> = outcomes
+        .iter()
+        .map(|o| {
+            let k = specs.get(o.index).map_or(2, |s| s.example.candidates);
+            (k, o.trial.kept)
+        })
+        .collect();
+    chance_test(&trials)
+}
+
+/// What the notes say of the R2 answers against chance.
+fn chance_notes(chance: &ChanceTest) -> Vec<String> {
+    let mut notes = vec![chance.summary()];
+    if !chance.above_chance {
+        notes.push(String::from(
+            "retrieval_reasoning: NOT above chance (one-sided p ≥ 0.05): a model copying a random \
+             candidate statement would be right this often, so the retrieval_reasoning head \
+             scores (HeadKV's budgets) rest on answers that are not evidence of reasoning",
+        ));
+    }
+    notes
+}
+
 /// The notes a reader of the profile needs: how each figure was measured.
 fn notes(
     c: &ProfileConfig,
     s: &[SampleOutcome],
     retrieval: &HeadScores,
     reasoning: &HeadScores,
+    chance: &ChanceTest,
 ) -> Vec<String> {
     let (step, edge, dropped) = wavelet_window(s);
+    let style = |p: PromptStyle| match p {
+        PromptStyle::Chat => "the model's chat template, one user message",
+        PromptStyle::Plain => "plain text after BOS when the tokenizer adds one",
+    };
     let mut notes = vec![format!(
-        "needles: {}; prompts: {}",
+        "needles: {}; retrieval prompts: {}; retrieval_reasoning prompts: {}, then \
+         \"Based on the content of the book, Question: …\\nAnswer:\", up to {} greedy tokens \
+         (a newline ends the answer)",
         c.needles.describe(),
-        match c.prompt_style {
-            PromptStyle::Chat => "the model's chat template, one user message",
-            PromptStyle::Plain => "plain text after BOS when the tokenizer adds one",
-        }
+        style(c.prompt_style),
+        style(c.reasoning_prompt_style),
+        c.reasoning_decode_tokens
     )];
     notes.extend(trial_note(
         "retrieval",
         "ROUGE-1 recall, no stemmer",
         retrieval,
     ));
-    notes.extend(trial_note("retrieval_reasoning", "QA-F1", reasoning));
-    notes.push(
-        "retrieval_reasoning: each example has two statements of the same shape, so a model that \
-         copies either one is right about half the time by chance"
-            .into(),
-    );
+    notes.extend(trial_note(
+        "retrieval_reasoning",
+        "QA-F1 against the answer statement",
+        reasoning,
+    ));
+    notes.extend(chance_notes(chance));
     let signal = step - dropped;
     let dropped_note = if dropped > 0 {
         format!(
@@ -201,6 +234,7 @@ fn settings<B: Backend>(inp: &ProfileInputs<'_, B>) -> ProfileSettings {
         funnel_top_k: c.funnel_top_k,
         theta_k: c.theta_k,
         theta_v: c.theta_v,
+        retrieval_reasoning_chance: None,
     }
 }
 
@@ -213,11 +247,15 @@ pub(super) fn build<B: Backend>(inp: &ProfileInputs<'_, B>, p: &Partial) -> Resu
     let s = &p.samples;
     let (funnel, kv_redundancy) = layer_means(s, g.layers);
     let (step, edge, _) = wavelet_window(s);
-    let notes = notes(c, s, &retrieval, &reasoning);
+    let chance = reasoning_chance(c, &p.reasoning);
+    let notes = notes(c, s, &retrieval, &reasoning, &chance);
     let profile = Profile {
         schema_version: PROFILE_SCHEMA_VERSION,
         model: inp.identity.clone(),
-        settings: settings(inp),
+        settings: ProfileSettings {
+            retrieval_reasoning_chance: Some(chance),
+            ..settings(inp)
+        },
         retrieval,
         retrieval_reasoning: reasoning,
         layer_similarity: LayerSimilarity {

@@ -22,7 +22,7 @@ use crate::progress::Progress;
 use crate::{Error, Result};
 use kvplan_common::data::Corpus;
 
-pub use trial::KEEP_ABOVE;
+pub use trial::{frame_ids, KEEP_ABOVE};
 
 /// What a profile is made from.
 pub struct ProfileInputs<'a, B: Backend> {
@@ -76,7 +76,7 @@ impl Kind {
 /// One trial to run.
 pub(crate) struct TrialSpec {
     index: usize,
-    example: Example,
+    pub(crate) example: Example,
     length: usize,
     depth: f64,
     haystack_seed: u64,
@@ -91,7 +91,7 @@ const HAYSTACK_SALT: u64 = 0x6861_7973_7461_636B;
 const SAMPLE_SALT: u64 = 0x7361_6D70_6C65_7321;
 
 /// Every (length, depth) once, examples in turn; both kinds share each index's haystack.
-fn trial_specs(c: &ProfileConfig, kind: Kind) -> Vec<TrialSpec> {
+pub(crate) fn trial_specs(c: &ProfileConfig, kind: Kind) -> Vec<TrialSpec> {
     let (retrieval, reasoning) = c.needles.examples(c.seed);
     let examples = match kind {
         Kind::Retrieval => retrieval,
@@ -150,6 +150,29 @@ pub fn profile<B: Backend>(
     timings.push(run_samples(inp, &mut partial, progress)?);
     let profile = aggregate::build(inp, &partial)?;
     Ok((profile, timings))
+}
+
+/// The retrieval-reasoning trials alone, with their test against chance: how often the model
+/// answers in the configured prompt style (`profiler/examples/r2_answer_rates.rs` compares the
+/// styles with it). Nothing is kept on disk.
+pub fn reasoning_trials<B: Backend>(
+    inp: &ProfileInputs<'_, B>,
+    progress: &mut dyn Progress,
+) -> Result<(Vec<kvplan_planner::Trial>, kvplan_planner::ChanceTest)> {
+    inp.config.validate(inp.model.config.context_len)?;
+    let mut partial = Partial::new(String::new());
+    let probe = ProfileInputs {
+        partial_path: None,
+        texts: inp.texts.clone(),
+        identity: inp.identity.clone(),
+        config: inp.config.clone(),
+        date: inp.date.clone(),
+        ..*inp
+    };
+    run_trials(&probe, Kind::Reasoning, &mut partial, progress)?;
+    let chance = aggregate::reasoning_chance(&inp.config, &partial.reasoning);
+    let trials = partial.reasoning.into_iter().map(|o| o.trial).collect();
+    Ok((trials, chance))
 }
 
 fn outcomes_mut(partial: &mut Partial, kind: Kind) -> &mut Vec<TrialOutcome> {

@@ -1,11 +1,35 @@
-//! One needle trial: prefill the prompt, decode greedily as many tokens as the answer has while
-//! observing each decode step's attention, score every head on those rows, check the answer.
+//! One needle trial: prefill the prompt, decode greedily while observing each decode step's
+//! attention, score every head on those rows, check the answer.
+//!
+//! - Retrieval (Wu et al.): the prompt in `prompt_style`; as many decode steps as the answer
+//!   statement has tokens; ROUGE-1 recall of the key.
+//! - Retrieval-reasoning, as FYYFU/HeadKV `Important_Head/retrieval_head_detection_r2.py` (commit
+//!   0862a0955fe82e9ff611d59541918e02c5def625) does it: the haystack, then "Based on the content of
+//!   the book, Question: {q}\nAnswer:" as a raw completion (`reasoning_prompt_style`, plain unless
+//!   the model cannot follow plain text); up to `reasoning_decode_tokens` = 50 greedy steps (its
+//!   `self.decode(q_outputs, input_ids[:, -1], 50)`); a newline ends the answer (its `<0x0A>`
+//!   stop); kept when QA-F1 against the whole answer statement exceeds 0.5 (its
+//!   `qa_f1_score(response, self.answer) * 100 > 50`).
+//!
+//!   Two deliberate differences. (1) Its loop also breaks once `len(output) >= len(answer_tokens)`
+//!   (line 255), so it decodes at most as many tokens as the statement has; a small model that
+//!   restates the question first is then cut before it answers (42 of 50 SmolLM2 R2 responses in
+//!   the earlier profile), so we decode the full 50. (2) A newline before any answer text is
+//!   skipped rather than ending the answer ("Answer:\n Mary's …").
+//!
+//!   Head scores over those steps follow its `retrieval_calculate`: at every decode step, the
+//!   attention weights of the head's top-N keys (N = the statement's span) that lie in the span,
+//!   each divided by N, summed over the steps — the step that emits the stop token included, as
+//!   its loop scores before it breaks. Its sum runs over at most N steps, so it stays ≤ 1; ours
+//!   divides by max(N, steps decoded), which is its 1/N whenever the answer takes ≤ N steps and
+//!   the mean per step otherwise, so a trial still gives at most 1.
 
 use burn::tensor::backend::Backend;
 use kvplan_planner::Trial;
 use kvplan_runtime::generate::argmax as logits_argmax;
 use kvplan_runtime::model::Logits;
 use kvplan_runtime::observe::{ObserveConfig, Observer};
+use kvplan_runtime::tokenizer::Tokenizer;
 
 use super::{Kind, ProfileInputs, TrialSpec};
 use crate::analysis::metrics::{qa_f1, rouge1_recall};
@@ -20,14 +44,13 @@ use crate::{Error, Result};
 /// An answer counts when its score exceeds this (both authors' codes: > 50 on a 0–100 scale).
 pub const KEEP_ABOVE: f64 = 0.5;
 
-/// Builds the trial's prompt from the haystack corpus.
-fn prompt<B: Backend>(inp: &ProfileInputs<'_, B>, spec: &TrialSpec) -> Result<(Placed, usize)> {
-    let tok = inp.tokenizer;
-    let ex = &spec.example;
-    let needle = tok.encode(&format!(" {}", ex.needle))?;
-    let answer = tok.encode(&format!(" {}", ex.answer))?;
+/// The token ids before and after the haystack of a needle prompt asking `question` in
+/// `style`: plain — BOS when the tokenizer adds one, then after the haystack
+/// "\nBased on the content of the book, Question: {question}\nAnswer:" and nothing more (a raw
+/// completion); chat — one user message in the model's template, the generation prompt last.
+pub fn frame_ids(tok: &Tokenizer, style: PromptStyle, question: &str) -> Result<(Vec<u32>, Vec<u32>)> {
     // The chat frame only when the style asks for it: a base model has no chat template.
-    let chat = match inp.config.prompt_style {
+    let chat = match style {
         PromptStyle::Chat => Some(tok.user_frame()?),
         PromptStyle::Plain => None,
     };
@@ -35,13 +58,26 @@ fn prompt<B: Backend>(inp: &ProfileInputs<'_, B>, spec: &TrialSpec) -> Result<(P
         Some((pre, post)) => format!("{pre}{m}{post}"),
         None => m.to_string(),
     };
-    let (before, after) = frame_text(inp.config.prompt_style, &ex.question, render);
+    let (before, after) = frame_text(style, question, render);
     // A chat template writes BOS itself when the model wants one; a plain prompt starts with it.
-    let prefix = match inp.config.prompt_style {
+    let prefix = match style {
         PromptStyle::Chat => tok.encode(&before)?,
         PromptStyle::Plain => tok.encode_prompt(&before)?,
     };
-    let suffix = tok.encode(&after)?;
+    Ok((prefix, tok.encode(&after)?))
+}
+
+/// Builds the trial's prompt from the haystack corpus, in `style`.
+fn prompt<B: Backend>(
+    inp: &ProfileInputs<'_, B>,
+    spec: &TrialSpec,
+    style: PromptStyle,
+) -> Result<Placed> {
+    let tok = inp.tokenizer;
+    let ex = &spec.example;
+    let needle = tok.encode(&format!(" {}", ex.needle))?;
+    let answer = tok.encode(&format!(" {}", ex.answer))?;
+    let (prefix, suffix) = frame_ids(tok, style, &ex.question)?;
     let frame = Frame {
         prefix: &prefix,
         suffix: &suffix,
@@ -63,23 +99,55 @@ fn prompt<B: Backend>(inp: &ProfileInputs<'_, B>, spec: &TrialSpec) -> Result<(P
             spec.length, ex.id
         ))
     })?;
-    Ok((placed, answer.len()))
+    Ok(placed)
 }
 
-/// Runs one trial.
-pub(super) fn run_trial<B: Backend>(
+/// What one kind of trial does: its prompt style, decode budget and answer check.
+struct Protocol {
+    style: PromptStyle,
+    budget: usize,
+    /// Whether a newline after some answer text ends the answer (the R2 code's `<0x0A>` stop).
+    newline_stops: bool,
+}
+
+impl Protocol {
+    fn of<B: Backend>(inp: &ProfileInputs<'_, B>, kind: Kind, answer_tokens: usize) -> Self {
+        let c = &inp.config;
+        match kind {
+            Kind::Retrieval => Protocol {
+                style: c.prompt_style,
+                budget: answer_tokens,
+                newline_stops: false,
+            },
+            Kind::Reasoning => Protocol {
+                style: c.reasoning_prompt_style,
+                budget: c.reasoning_decode_tokens,
+                newline_stops: true,
+            },
+        }
+    }
+}
+
+/// The greedy answer and the heads' summed scores over its decode steps.
+struct Decoded {
+    out: Vec<u32>,
+    scores: Vec<Vec<f64>>,
+    steps: usize,
+}
+
+/// Decodes greedily from the prompt (the last prompt token is step 1, as in the authors' code:
+/// `q_outputs = model(input_ids[:, :-1])`, then `decode(…, input_ids[:, -1])`), adding each
+/// step's head scores of `kind`.
+fn decode<B: Backend>(
     inp: &ProfileInputs<'_, B>,
-    spec: &TrialSpec,
+    placed: &Placed,
     kind: Kind,
-) -> Result<TrialOutcome> {
+    proto: &Protocol,
+) -> Result<Decoded> {
     let (model, tok) = (inp.model, inp.tokenizer);
     let cfg = &model.config;
-    let (placed, budget) = prompt(inp, spec)?;
-    let ids = &placed.ids;
+    let (ids, span) = (&placed.ids, &placed.answer_span);
     let n = ids.len();
-    let span = placed.answer_span.clone();
-    // Prefill all but the last prompt token; decoding that token is step 1, as in the authors'
-    // code (`q_outputs = model(input_ids[:, :-1])`, then `decode(…, input_ids[:, -1])`).
     let mut cache = model.new_cache();
     model.forward(&ids[..n - 1], &mut cache, None, Logits::Last)?;
     let obs_config = ObserveConfig {
@@ -90,11 +158,13 @@ pub(super) fn run_trial<B: Backend>(
     let mut scores = vec![vec![0.0; cfg.geometry.q_heads]; cfg.geometry.layers];
     let mut out = Vec::new();
     let mut input = ids[n - 1];
-    for _ in 0..budget {
+    let mut steps = 0;
+    while steps < proto.budget {
         obs.clear();
         let logits = model.forward(&[input], &mut cache, Some(&mut obs), Logits::Last)?;
         let row: Vec<f32> = logits.into_data().iter::<f32>().collect();
         let next = logits_argmax(&row[row.len() - cfg.vocab..]);
+        steps += 1;
         for (l, layer) in obs.layers.iter().enumerate() {
             let Some(rows) = layer.attention.last() else {
                 continue;
@@ -104,44 +174,71 @@ pub(super) fn run_trial<B: Backend>(
                 let keys = &rows.key_positions[cfg.kv_head_of(h)];
                 *score += match kind {
                     Kind::Retrieval => {
-                        f64::from(u8::from(copies_from_span(probs, keys, &span, ids, next)))
+                        f64::from(u8::from(copies_from_span(probs, keys, span, ids, next)))
                     }
-                    Kind::Reasoning => mass_on_span(probs, keys, &span),
+                    Kind::Reasoning => mass_on_span(probs, keys, span) / span.len().max(1) as f64,
                 };
             }
         }
-        let stop = tok.stop_ids.contains(&next);
-        if !stop {
-            out.push(next);
+        // The authors also stop at Llama's newline token `<0x0A>`. For R2 we stop at any token
+        // that writes a newline once the answer has begun; the retrieval trials, whose budget
+        // is the answer's length, stop only at a stop id or the budget.
+        if tok.stop_ids.contains(&next) {
+            break;
         }
-        // The authors also stop at Llama's newline token `<0x0A>`; a byte-level BPE vocabulary
-        // has none, so, as their code would with it, we stop only at a stop id or the budget.
-        if stop {
+        let newline = proto.newline_stops
+            && tok.decode(&[next])?.contains('\n')
+            && !tok.decode(&out)?.trim().is_empty();
+        out.push(next);
+        if newline {
             break;
         }
         input = next;
     }
-    let denom = denominator(span.len(), budget);
-    for s in scores.iter_mut().flatten() {
+    Ok(Decoded { out, scores, steps })
+}
+
+/// Divides the summed head scores into a trial's scores in [0, 1]: retrieval by max(N, budget)
+/// (each step adds 0 or 1); retrieval-reasoning, whose steps already carry the authors' 1/N, by
+/// max(1, steps / N) — i.e. the sum over steps divided by max(N, steps), times N.
+fn normalise(d: &mut Decoded, kind: Kind, span_len: usize, budget: usize) {
+    let denom = match kind {
+        Kind::Retrieval => denominator(span_len, budget),
+        Kind::Reasoning => denominator(span_len, d.steps) / span_len.max(1) as f64,
+    };
+    for s in d.scores.iter_mut().flatten() {
         *s = (*s / denom).clamp(0.0, 1.0);
     }
-    let text = tok.decode(&out)?;
-    let response = text.trim().to_string();
+}
+
+/// Runs one trial.
+pub(super) fn run_trial<B: Backend>(
+    inp: &ProfileInputs<'_, B>,
+    spec: &TrialSpec,
+    kind: Kind,
+) -> Result<TrialOutcome> {
+    let tok = inp.tokenizer;
+    let answer_tokens = tok.encode(&format!(" {}", spec.example.answer))?.len();
+    let proto = Protocol::of(inp, kind, answer_tokens);
+    let placed = prompt(inp, spec, proto.style)?;
+    let mut decoded = decode(inp, &placed, kind, &proto)?;
+    normalise(&mut decoded, kind, placed.answer_span.len(), proto.budget);
+    let response = tok.decode(&decoded.out)?.trim().to_string();
     let score = match kind {
         Kind::Retrieval => rouge1_recall(&response, &spec.example.key),
-        Kind::Reasoning => qa_f1(&response, &spec.example.key),
+        Kind::Reasoning => qa_f1(&response, &spec.example.answer),
     };
     Ok(TrialOutcome {
         index: spec.index,
         trial: Trial {
             example: spec.example.id.clone(),
-            context_length: n,
+            context_length: placed.ids.len(),
             depth_percent: spec.depth,
             needle_start: placed.needle_start,
             response,
             score,
             kept: score > KEEP_ABOVE,
         },
-        scores,
+        scores: decoded.scores,
     })
 }

