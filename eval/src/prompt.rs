@@ -28,7 +28,8 @@ use crate::{Error, Result};
 /// Where the observation window ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Window {
-    /// At the last token of the user's question (the papers' setting).
+    /// At the last token of the user's question (our adaptation of the papers' window to chat
+    /// prompts; the papers observe the input's last α tokens).
     #[default]
     QuestionEnd,
     /// At the prompt's last token (after the template's tail and the answer prefix).

@@ -229,9 +229,9 @@ pub struct NiahArgs {
 /// Options of the prompt tasks (NIAH, RULER): window placement, mode, prompts export.
 #[derive(clap::Args, Debug)]
 pub struct PromptArgs {
-    /// Where the α observed rows end: at the last token of the user's question (the papers'
-    /// setting; the chat template's tail and the answer prefix are kept), or at the prompt's last
-    /// token.
+    /// Where the α observed rows end: at the last token of the user's question (our adaptation
+    /// of the papers' window to chat prompts; the chat template's tail and the answer prefix are
+    /// kept in every head), or at the prompt's last token (the papers' input end).
     #[arg(long, default_value = "question-end", value_parser = ["question-end", "prompt-end"])]
     pub window: String,
     /// question-aware: prefill and compress the whole prompt; question-agnostic (kvpress):
