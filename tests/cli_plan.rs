@@ -412,7 +412,10 @@ fn published_exports_match_the_committed_plans() {
         if slug == "gemma-3-270m" {
             // vLLM cannot window Gemma 3's global layers without their RoPE changing.
             let e = stderr(&o);
-            assert!(e.contains("skipped vllm: vllm cannot run a gemma3 plan"), "{e}");
+            assert!(
+                e.contains("skipped vllm: vllm cannot run a gemma3 plan"),
+                "{e}"
+            );
         }
         let published = root.join("plans/exports").join(&slug);
         // The same formats as the committed folder: what the capability table allows for the
