@@ -98,9 +98,16 @@ def hf_config(manifest, plan):
     raise ValueError(f"no config for architecture {arch}")
 
 
-def vllm_rules(cfg, arch):
+def vllm_rules(cfg, arch, plan):
     """vLLM 0.33.0's model-code conditions on the built config (module docstring)."""
     types = list(getattr(cfg, "layer_types", None) or [])
+    if arch == "gemma3":
+        native = plan["model"]["geometry"]["layer_windows"]
+        bad = [l for l, (t, w) in enumerate(zip(types, native)) if w is None and t != "full_attention"]
+        assert not bad, (
+            f"global layers {bad} marked sliding would take the local RoPE base (vllm gemma3.py "
+            "rope_parameters[layer_type])"
+        )
     if arch == "qwen2" and len(set(types)) > 1:
         assert cfg.max_window_layers == cfg.num_hidden_layers, (
             "Sliding window for some but all layers is not supported (vllm qwen2.py)"
@@ -126,9 +133,9 @@ def check_vllm(folder, manifest, plan):
             return
         cfg = mc.hf_text_config
         try:
-            all_sliding, types = vllm_rules(cfg, manifest["architecture"])
+            all_sliding, types = vllm_rules(cfg, manifest["architecture"], plan)
         except AssertionError as e:
-            report("FAIL", folder, f"vLLM would refuse it: {e}")
+            report("FAIL", folder, f"vLLM refuses it or runs another model: {e}")
             return
         want = overrides["layer_types"]
         if types != want:

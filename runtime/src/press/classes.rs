@@ -104,7 +104,10 @@ impl LayerClassesPress {
         let cap = capability::capability(engine, arch)
             .map_err(|r| Error::Request(format!("`{name}`: {r}")))?;
         let layers = cap.layers.ok_or_else(|| {
-            Error::Request(format!("`{name}`: {} writes no layer windows", engine.name()))
+            Error::Request(format!(
+                "`{name}`: {} writes no layer windows",
+                engine.name()
+            ))
         })?;
         let n = request.context_len;
         let target = request.target.unwrap_or(plan.target);

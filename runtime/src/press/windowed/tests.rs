@@ -433,7 +433,8 @@ fn dense_prefill_windows_only_the_stored_cache() {
     let mut full = FullPress;
     let mut f = Session::new(&plain, &mut full);
     let mut lf = host(f.prefill(&ids).expect("prefill"));
-    let mut dense = LayerClassesPress::new("trtllm:snapkv", windows.to_vec()).with_dense_prefill(true);
+    let mut dense =
+        LayerClassesPress::new("trtllm:snapkv", windows.to_vec()).with_dense_prefill(true);
     let mut d = Session::new(&plain, &mut dense);
     let mut ld = host(d.prefill(&ids).expect("prefill"));
     assert!(max_diff(&ld, &lf) < 1e-6, "dense prefill is FullKV's");
