@@ -32,7 +32,7 @@ fn name_parts(path: &Path) -> Result<(String, String)> {
     let stem = name.strip_suffix(".records.json");
     let parts = stem.and_then(|s| s.rsplit_once('.'));
     match parts {
-        Some((model, task)) if !model.is_empty() && !model.ends_with(".kvpress") => {
+        Some((model, task)) if !model.is_empty() && task != companion::COMPANION => {
             Ok((model.to_string(), task.to_string()))
         }
         _ => Err(Error::Invalid {
