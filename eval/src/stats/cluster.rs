@@ -80,7 +80,9 @@ pub fn cluster_bootstrap(
     seed: u64,
     level: f64,
 ) -> Option<Interval> {
-    let empty = groups.iter().any(|g| g.is_empty() || g.iter().any(Vec::is_empty));
+    let empty = groups
+        .iter()
+        .any(|g| g.is_empty() || g.iter().any(Vec::is_empty));
     if groups.is_empty() || empty || resamples == 0 {
         return None;
     }
@@ -240,7 +242,8 @@ mod tests {
         // effective n is 10, so the interval is √5 ≈ 2.24 times the 50-prompt one (normal
         // widths 2·1.96·½/√10 = 0.62 and 2·1.96·½/√50 = 0.277).
         let clusters: Vec<Vec<f64>> = (0..10).map(|k| vec![(k % 2) as f64; 5]).collect();
-        let c = cluster_bootstrap(&[clusters.clone()], RESAMPLES, SEED, LEVEL).expect("ok");
+        let c =
+            cluster_bootstrap(std::slice::from_ref(&clusters), RESAMPLES, SEED, LEVEL).expect("ok");
         let flat = singletons(&clusters.concat());
         let f = cluster_bootstrap(&[flat], RESAMPLES, SEED, LEVEL).expect("ok");
         assert!(close(c.hi - c.lo, 0.62, 0.08), "{c:?}");
@@ -255,13 +258,13 @@ mod tests {
         let groups = [v.clone(), vec![0.5, 1.0, 0.0]];
         let plain = bootstrap(&groups, RESAMPLES, SEED, LEVEL);
         let clustered: Vec<Vec<Vec<f64>>> = groups.iter().map(|g| singletons(g)).collect();
-        assert_eq!(
-            plain,
-            cluster_bootstrap(&clustered, RESAMPLES, SEED, LEVEL)
-        );
+        assert_eq!(plain, cluster_bootstrap(&clustered, RESAMPLES, SEED, LEVEL));
         assert!(independent(&clustered));
         assert!(!independent(&[vec![vec![1.0, 0.0]]]));
-        assert_eq!(cluster_bootstrap(&[vec![vec![]]], RESAMPLES, SEED, LEVEL), None);
+        assert_eq!(
+            cluster_bootstrap(&[vec![vec![]]], RESAMPLES, SEED, LEVEL),
+            None
+        );
     }
 
     #[test]
@@ -334,7 +337,11 @@ mod tests {
         assert!(close(m, 0.156_978, 1e-5), "{m}");
         // No pair differs: the floor for pass rates, nothing for other scores.
         let ties = vec![singletons(&[0.0; 50])];
-        assert!(close(detectable(&ties, true).unwrap_or(0.0), 0.156_978, 1e-5));
+        assert!(close(
+            detectable(&ties, true).unwrap_or(0.0),
+            0.156_978,
+            1e-5
+        ));
         assert_eq!(detectable(&ties, false), None);
         // The same 10 discordant pairs in 2 needles (6 wins in one, 4 losses in the other):
         // √V₀ = √(36 + 16)/50 = 0.144222, MDD = 0.404050, 2.3 times the independent one.

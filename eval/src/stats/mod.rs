@@ -264,7 +264,12 @@ pub fn estimate(groups: &[Vec<Vec<f64>>]) -> Option<Estimate> {
 fn non_empty<T: Clone>(groups: &[Vec<Vec<T>>]) -> Vec<Vec<Vec<T>>> {
     groups
         .iter()
-        .map(|g| g.iter().filter(|c| !c.is_empty()).cloned().collect::<Vec<_>>())
+        .map(|g| {
+            g.iter()
+                .filter(|c| !c.is_empty())
+                .cloned()
+                .collect::<Vec<_>>()
+        })
         .filter(|g| !g.is_empty())
         .collect()
 }
@@ -391,7 +396,10 @@ mod tests {
         // The same pass rates from 2 needles of 5 prompts: the cluster bootstrap, not Wilson.
         let needles = [vec![pass[..5].to_vec(), pass[5..].to_vec()]];
         let c = estimate(&needles).expect("values");
-        assert_eq!((c.method, c.n, c.clusters), (Method::ClusterBootstrap, 10, 2));
+        assert_eq!(
+            (c.method, c.n, c.clusters),
+            (Method::ClusterBootstrap, 10, 2)
+        );
         assert!(close(c.mean, 0.7, 1e-12));
     }
 

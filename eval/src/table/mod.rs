@@ -451,11 +451,16 @@ mod tests {
         // finds all. As clusters, snapkv's 50% rests on 2 observations: the interval is the
         // cluster bootstrap's [0, 100] (draws AA, AB, BB), not Wilson's [18.8, 81.2].
         let mut recs = Vec::new();
-        for (method, budget, kv, peak) in [("full", None, 1.0, 1.0), ("snapkv", Some(64), 0.25, 0.3)]
+        for (method, budget, kv, peak) in
+            [("full", None, 1.0, 1.0), ("snapkv", Some(64), 0.25, 0.3)]
         {
             for e in 0..6 {
                 let needle = e / 3;
-                let score = if method == "full" || needle == 0 { 1.0 } else { 0.0 };
+                let score = if method == "full" || needle == 0 {
+                    1.0
+                } else {
+                    0.0
+                };
                 recs.push(Record {
                     needle: format!("needle {needle}"),
                     kv_peak: Some(peak),
@@ -508,7 +513,10 @@ mod tests {
             line.starts_with("| vllm:snapkv @ 64 | 12.5 | snapkv @ 64 | 12.5 | +20.0 ["),
             "{line}"
         );
-        assert!(line.ends_with("] p 1.000 Holm 1.000 ≈ mdd >100 | 5 |"), "{line}");
+        assert!(
+            line.ends_with("] p 1.000 Holm 1.000 ≈ mdd >100 | 5 |"),
+            "{line}"
+        );
         assert_eq!(
             t.lines().nth(at + 3),
             Some(""),
