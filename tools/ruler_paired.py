@@ -16,9 +16,10 @@ The statistics are eval/src/stats's, so the numbers match the tables':
   is the sum over the drawn clusters' pairs over their count, the average of the tasks' is the
   resample's; the interval runs from the floor(0.025·B)-th to the ceil(0.975·B)-th sorted
   resample (1-based), the order statistics of stats.rs.
-- p: the cluster sign test, z = T/sqrt(V0) with T the average of the task means of the
-  differences and V0 = sum over tasks and clusters of (w_t · D_k)^2, w_t = 1/(tasks · pairs of
-  the task), D_k a cluster's summed difference (Durkalski et al. 2003 for pass rates).
+- p: the cluster sign test on T, the average of the task means of the differences, i.e. the sum
+  over clusters of w_t · D_k (w_t = 1/(tasks · pairs of the task), D_k a cluster's summed
+  difference): exact over the 2^K sign flips of the K non-zero clusters up to K = 16, else
+  z = T/sqrt(V0), V0 = sum of (w_t · D_k)^2 (Durkalski et al. 2003 for pass rates).
 - mdd: the smallest difference the sample could have detected, 2.8016 · sqrt(V0) (80% power,
   two-sided 5%).
 """
@@ -99,13 +100,23 @@ def main():
     )
     lo = order_statistic(boot, 0.025, False)
     hi = order_statistic(boot, 0.975, True)
-    v0 = 0.0
+    sums = []
     for cs in clusters.values():
         w = 1 / (len(clusters) * sum(len(c) for c in cs))
-        v0 += sum((w * sum(c)) ** 2 for c in cs)
+        sums.extend(w * sum(c) for c in cs if sum(c) != 0)
+    v0 = sum(x * x for x in sums)
     mean = average(clusters)
     normal = NormalDist()
-    p = 1.0 if v0 == 0 else min(1.0, 2 * (1 - normal.cdf(abs(mean / 100) / math.sqrt(v0))))
+    observed = abs(sum(sums))
+    if not sums:
+        p = 1.0
+    elif len(sums) <= 16:
+        tol = 1e-12 * sum(abs(x) for x in sums)
+        flips = [abs(sum(-x if m >> i & 1 else x for i, x in enumerate(sums)))
+                 for m in range(1 << len(sums))]
+        p = sum(t >= observed - tol for t in flips) / len(flips)
+    else:
+        p = min(1.0, 2 * (1 - normal.cdf(observed / math.sqrt(v0))))
     mdd = (normal.inv_cdf(0.975) + normal.inv_cdf(0.8)) * math.sqrt(v0)
     pairs = sum(len(c) for cs in clusters.values() for c in cs)
     n_clusters = sum(len(cs) for cs in clusters.values())

@@ -100,10 +100,7 @@ pub fn distinct_needles(seed: u64, count: usize) -> Result<Vec<Needle>, String> 
 pub fn haystack_starts(seed: u64, count: usize, len: usize) -> Vec<usize> {
     let mut rng = Rng::derive(seed, &[HAYSTACK_STREAM]);
     let order = rng.sample_indices(count, count);
-    order
-        .into_iter()
-        .map(|s| s * len / count.max(1))
-        .collect()
+    order.into_iter().map(|s| s * len / count.max(1)).collect()
 }
 
 /// `need` tokens of `haystack` read from the first sentence start at or after `start`
@@ -123,7 +120,13 @@ pub fn read_from(
     let at = (start..n)
         .find(|&i| i == 0 || is_sentence_end(haystack[i - 1]))
         .unwrap_or(start);
-    haystack.iter().cycle().skip(at).take(need).copied().collect()
+    haystack
+        .iter()
+        .cycle()
+        .skip(at)
+        .take(need)
+        .copied()
+        .collect()
 }
 
 /// One needle: key, value and the texts around it.
@@ -174,7 +177,10 @@ mod tests {
         assert_eq!(distinct_needles(7, 50), distinct_needles(7, 50), "seeded");
         assert_ne!(distinct_needles(7, 50), distinct_needles(8, 50));
         let err = distinct_needles(7, KEYS + 1).expect_err("577 prompts");
-        assert!(err.contains("577 prompts need 577 distinct needle keys; there are 576"), "{err}");
+        assert!(
+            err.contains("577 prompts need 577 distinct needle keys; there are 576"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -192,7 +198,11 @@ mod tests {
         assert_eq!(read_from(&hay, 4, 6, |t| t == 0), vec![5, 6, 0, 8, 9, 0]);
         assert_eq!(read_from(&hay, 5, 6, |t| t == 0), vec![8, 9, 0, 1, 2, 3]);
         assert_eq!(read_from(&hay, 0, 3, |t| t == 0), vec![1, 2, 3]);
-        assert_eq!(read_from(&hay, 3, 20, |t| t == 0), hay, "too short: all of it");
+        assert_eq!(
+            read_from(&hay, 3, 20, |t| t == 0),
+            hay,
+            "too short: all of it"
+        );
     }
 
     #[test]

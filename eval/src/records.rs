@@ -508,13 +508,20 @@ mod tests {
             needle: String::new(),
             ..r.clone()
         };
-        assert_eq!(ruler.cluster(), "cwe/1024/0.5000/3", "RULER: the prompt alone");
+        assert_eq!(
+            ruler.cluster(),
+            "cwe/1024/0.5000/3",
+            "RULER: the prompt alone"
+        );
         let new = Record {
             cluster: Some("squad:Normans".into()),
             kv_peak: Some(0.14),
             ..ruler
         };
-        assert_eq!((new.cluster(), new.kv_held()), ("squad:Normans".into(), 0.14));
+        assert_eq!(
+            (new.cluster(), new.kv_held()),
+            ("squad:Normans".into(), 0.14)
+        );
         let text = serde_json::to_string(&new).expect("json");
         assert!(text.contains("\"kv_peak\":0.14") && text.contains("\"cluster\""));
         assert!(!serde_json::to_string(&r).expect("json").contains("kv_peak"));

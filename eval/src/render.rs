@@ -32,7 +32,7 @@ fn name_parts(path: &Path) -> Result<(String, String)> {
     let stem = name.strip_suffix(".records.json");
     let parts = stem.and_then(|s| s.rsplit_once('.'));
     match parts {
-        Some((model, task)) if !model.is_empty() && !model.ends_with(".kvpress") => {
+        Some((model, task)) if !model.is_empty() && task != companion::COMPANION => {
             Ok((model.to_string(), task.to_string()))
         }
         _ => Err(Error::Invalid {
@@ -117,7 +117,11 @@ mod tests {
             name_parts(p).expect("kvplan's"),
             ("SmolLM2-135M-Instruct".into(), "niah".into())
         );
-        for bad in ["x/m.niah.kvpress.records.json", "x/m.results.json", "x/niah.records.json"] {
+        for bad in [
+            "x/m.niah.kvpress.records.json",
+            "x/m.results.json",
+            "x/niah.records.json",
+        ] {
             let err = name_parts(Path::new(bad)).expect_err(bad).to_string();
             assert!(err.contains("<model>.<task>.records.json"), "{err}");
         }
@@ -147,7 +151,10 @@ mod tests {
         let md = std::fs::read_to_string(&r.table).expect("table");
         assert!(md.starts_with("| method @ budget | KV % |"), "{md}");
         assert!(md.contains("| full | 100.0 | 66.7 ["), "{md}");
-        assert!(md.ends_with("\nWindow: question-end; mode: question-aware.\n"), "{md}");
+        assert!(
+            md.ends_with("\nWindow: question-end; mode: question-aware.\n"),
+            "{md}"
+        );
         let results = crate::results::EvalResults::load(&r.results).expect("results");
         assert_eq!(results.quality.len(), 1);
         let _ = std::fs::remove_dir_all(&dir);

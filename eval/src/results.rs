@@ -245,7 +245,8 @@ pub fn adjust_holm_by_task(points: &mut [QualityPoint]) {
     tasks.sort();
     tasks.dedup();
     for t in tasks {
-        let mut family: Vec<QualityPoint> = points.iter().filter(|q| q.task == t).cloned().collect();
+        let mut family: Vec<QualityPoint> =
+            points.iter().filter(|q| q.task == t).cloned().collect();
         adjust_holm(&mut family);
         let mut adjusted = family.into_iter();
         for q in points.iter_mut().filter(|q| q.task == t) {

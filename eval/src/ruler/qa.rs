@@ -198,11 +198,13 @@ pub fn question_of(set: &QaSet, seed: u64, index: usize) -> Option<usize> {
     if articles.is_empty() {
         return None;
     }
-    let order = Rng::derive(seed, &[QUESTION_STREAM]).sample_indices(articles.len(), articles.len());
+    let order =
+        Rng::derive(seed, &[QUESTION_STREAM]).sample_indices(articles.len(), articles.len());
     let a = order[index % articles.len()];
     let round = index / articles.len();
     let questions = &articles[a];
-    let pick = Rng::derive(seed, &[QUESTION_STREAM, a as u64]).sample_indices(questions.len(), questions.len());
+    let pick = Rng::derive(seed, &[QUESTION_STREAM, a as u64])
+        .sample_indices(questions.len(), questions.len());
     pick.get(round).map(|&i| questions[i])
 }
 

@@ -16,9 +16,12 @@
 //!   each cluster's summed difference `D_k` is symmetric about 0, independently across
 //!   clusters. The statistic `T = Σ_g w_g Σ_k D_gk` (`w_g = 1/(G·N_g)`, N_g the group's pairs:
 //!   T is the mean of the group means of the differences) then has mean 0 and variance
-//!   `V₀ = Σ_g w_g² Σ_k D_gk²`; `z = T/√V₀`, two-sided p from the normal. For one group of 0/1
-//!   pairs this is the clustered McNemar test of Durkalski, Palesch, Lipsitz & Rust ("Analysis
-//!   of clustered matched-pair data", Statist. Med. 22, 2003, eq. 4:
+//!   `V₀ = Σ_g w_g² Σ_k D_gk²`. With at most [`EXACT_UP_TO`] clusters whose differences do not
+//!   sum to 0 the p-value is exact: the share of the 2^K sign assignments of those clusters
+//!   whose |T| reaches the observed one (Fisher's randomization test; for one pair per cluster
+//!   and 0/1 scores, the exact McNemar test). With more, `z = T/√V₀` and the two-sided normal
+//!   p: for one group of 0/1 pairs the clustered McNemar test of Durkalski, Palesch, Lipsitz &
+//!   Rust ("Analysis of clustered matched-pair data", Statist. Med. 22, 2003, eq. 4:
 //!   `X² = (Σ_k (b_k − c_k))² / Σ_k (b_k − c_k)²`), and with one pair per cluster McNemar's
 //!   (1947) `(b − c)²/(b + c)`.
 //! - **Holm** ([`holm`]): S. Holm, "A simple sequentially rejective multiple test procedure",
@@ -44,6 +47,9 @@ use super::{percentile, Interval};
 pub const ALPHA: f64 = 0.05;
 /// Power at which the detectable difference is computed.
 pub const POWER: f64 = 0.8;
+/// Clusters with a non-zero summed difference up to which the sign test is exact (2^16 sign
+/// assignments); the normal approximation beyond.
+pub const EXACT_UP_TO: usize = 16;
 
 /// Φ⁻¹(p), the standard-normal quantile.
 pub fn normal_quantile(p: f64) -> f64 {
@@ -74,7 +80,9 @@ pub fn cluster_bootstrap(
     seed: u64,
     level: f64,
 ) -> Option<Interval> {
-    let empty = groups.iter().any(|g| g.is_empty() || g.iter().any(Vec::is_empty));
+    let empty = groups
+        .iter()
+        .any(|g| g.is_empty() || g.iter().any(Vec::is_empty));
     if groups.is_empty() || empty || resamples == 0 {
         return None;
     }
@@ -122,14 +130,51 @@ pub fn sign_statistic(groups: &[Vec<Vec<f64>>]) -> (f64, f64) {
     (t, v)
 }
 
-/// Two-sided p-value of the cluster sign test: 1 when no cluster's differences sum to other
-/// than 0.
+/// Each cluster's weighted summed difference `w_g·D_gk` (module header), those that are not 0.
+fn weighted_sums(groups: &[Vec<Vec<f64>>]) -> Vec<f64> {
+    let used: Vec<&Vec<Vec<f64>>> = groups.iter().filter(|g| !g.is_empty()).collect();
+    let g = used.len().max(1) as f64;
+    let mut out = Vec::new();
+    for group in used {
+        let n: usize = group.iter().map(Vec::len).sum();
+        let w = 1.0 / (g * n.max(1) as f64);
+        out.extend(
+            group
+                .iter()
+                .map(|c| w * c.iter().sum::<f64>())
+                .filter(|&x| x != 0.0),
+        );
+    }
+    out
+}
+
+/// Two-sided p-value of the cluster sign test (module header): exact over the sign
+/// assignments up to [`EXACT_UP_TO`] non-zero clusters, the normal approximation beyond; 1 when
+/// no cluster's differences sum to other than 0.
 pub fn sign_test(groups: &[Vec<Vec<f64>>]) -> f64 {
-    let (t, v) = sign_statistic(groups);
-    if v <= 0.0 {
+    let sums = weighted_sums(groups);
+    if sums.is_empty() {
         return 1.0;
     }
-    (2.0 * (1.0 - normal_cdf(t.abs() / v.sqrt()))).clamp(0.0, 1.0)
+    let observed: f64 = sums.iter().sum::<f64>().abs();
+    if sums.len() <= EXACT_UP_TO {
+        // Ties within rounding count as reached.
+        let tol = 1e-12 * sums.iter().map(|x| x.abs()).sum::<f64>();
+        let total = 1u32 << sums.len();
+        let reached = (0..total)
+            .filter(|mask| {
+                let t: f64 = sums
+                    .iter()
+                    .enumerate()
+                    .map(|(i, x)| if mask >> i & 1 == 1 { -x } else { *x })
+                    .sum();
+                t.abs() >= observed - tol
+            })
+            .count();
+        return reached as f64 / f64::from(total);
+    }
+    let v: f64 = sums.iter().map(|x| x * x).sum();
+    (2.0 * (1.0 - normal_cdf(observed / v.sqrt()))).clamp(0.0, 1.0)
 }
 
 /// The smallest difference the sample could have detected (module header): `2.8016·√V₀`, for
@@ -197,7 +242,8 @@ mod tests {
         // effective n is 10, so the interval is √5 ≈ 2.24 times the 50-prompt one (normal
         // widths 2·1.96·½/√10 = 0.62 and 2·1.96·½/√50 = 0.277).
         let clusters: Vec<Vec<f64>> = (0..10).map(|k| vec![(k % 2) as f64; 5]).collect();
-        let c = cluster_bootstrap(&[clusters.clone()], RESAMPLES, SEED, LEVEL).expect("ok");
+        let c =
+            cluster_bootstrap(std::slice::from_ref(&clusters), RESAMPLES, SEED, LEVEL).expect("ok");
         let flat = singletons(&clusters.concat());
         let f = cluster_bootstrap(&[flat], RESAMPLES, SEED, LEVEL).expect("ok");
         assert!(close(c.hi - c.lo, 0.62, 0.08), "{c:?}");
@@ -212,13 +258,13 @@ mod tests {
         let groups = [v.clone(), vec![0.5, 1.0, 0.0]];
         let plain = bootstrap(&groups, RESAMPLES, SEED, LEVEL);
         let clustered: Vec<Vec<Vec<f64>>> = groups.iter().map(|g| singletons(g)).collect();
-        assert_eq!(
-            plain,
-            cluster_bootstrap(&clustered, RESAMPLES, SEED, LEVEL)
-        );
+        assert_eq!(plain, cluster_bootstrap(&clustered, RESAMPLES, SEED, LEVEL));
         assert!(independent(&clustered));
         assert!(!independent(&[vec![vec![1.0, 0.0]]]));
-        assert_eq!(cluster_bootstrap(&[vec![vec![]]], RESAMPLES, SEED, LEVEL), None);
+        assert_eq!(
+            cluster_bootstrap(&[vec![vec![]]], RESAMPLES, SEED, LEVEL),
+            None
+        );
     }
 
     #[test]
@@ -231,9 +277,10 @@ mod tests {
     }
 
     #[test]
-    fn sign_test_is_durkalskis_clustered_mcnemar() {
+    fn sign_test_is_exact_over_few_clusters() {
         // Three needles of 4 pairs each with (wins − losses) 3, 1, −1: T = 3/12 = 0.25,
-        // V₀ = (9 + 1 + 1)/144, z = 3/√11 = 0.904534, p = 2(1 − Φ(z)) = 0.365712.
+        // V₀ = (9 + 1 + 1)/144. Of the 8 sign assignments of (3, 1, −1) the sums are ±5, ±3,
+        // ±3, ±1: 6 reach |3|, p = 6/8 = 0.75.
         let c = |w: usize, l: usize| {
             let mut v = vec![1.0; w];
             v.extend(vec![-1.0; l]);
@@ -243,18 +290,35 @@ mod tests {
         let groups = vec![vec![c(3, 0), c(2, 1), c(0, 1)]];
         let (t, v) = sign_statistic(&groups);
         assert!(close(t, 0.25, 1e-12) && close(v, 11.0 / 144.0, 1e-12));
-        assert!(close(sign_test(&groups), 0.365_712, 1e-5));
-        // One pair per cluster: McNemar's z = (b − c)/√(b + c); 3 wins, 1 loss, 6 ties:
-        // z = 2/2 = 1 → p = 0.317311.
-        let mut pairs = vec![1.0, 1.0, 1.0, -1.0];
-        pairs.resize(10, 0.0);
-        let single = sign_test(&[singletons(&pairs)]);
-        assert!(close(single, 0.317_311, 1e-5), "{single}");
-        // Concordant clusters: the same wins all in one needle are one observation. Needle 1
-        // holds 3 wins, needle 2 one loss: V₀ = (9 + 1)/100, z = 0.2/√0.1 = 0.632, p = 0.527.
-        let split = vec![vec![vec![1.0, 1.0, 1.0, 0.0, 0.0], vec![-1.0, 0.0, 0.0, 0.0, 0.0]]];
-        assert!(close(sign_test(&split), 0.527_089, 1e-5), "{}", sign_test(&split));
+        assert!(close(sign_test(&groups), 0.75, 1e-12));
+        // One pair per cluster, 0/1 scores: the exact McNemar test. 6 wins, 0 losses, 4 ties:
+        // 2·2⁻⁶ = 0.03125; 9 wins and 1 loss: 2·11/1024 = 0.021484375.
+        let mut six = vec![1.0; 6];
+        six.resize(10, 0.0);
+        assert!(close(sign_test(&[singletons(&six)]), 0.031_25, 1e-12));
+        let mut nine = vec![1.0; 9];
+        nine.push(-1.0);
+        assert!(close(sign_test(&[singletons(&nine)]), 0.021_484_375, 1e-12));
+        // One needle holding every difference: nothing to compare it with, p = 1.
+        assert_eq!(sign_test(&[vec![vec![1.0; 10]]]), 1.0);
         assert_eq!(sign_test(&[vec![vec![0.0, 0.0]]]), 1.0);
+    }
+
+    #[test]
+    fn sign_test_is_durkalskis_clustered_mcnemar_over_many_clusters() {
+        // 20 needles of 2 pairs: 15 with one win, 5 with one loss (20 clusters not 0 > 16:
+        // the normal approximation). T = 10/40, V₀ = 20/1600, z = 10/√20 = 2.236068,
+        // p = 2(1 − Φ(z)) = 0.025347.
+        let mut needles: Vec<Vec<f64>> = (0..15).map(|_| vec![1.0, 0.0]).collect();
+        needles.extend((0..5).map(|_| vec![-1.0, 0.0]));
+        let p = sign_test(&[needles]);
+        assert!(close(p, 0.025_347, 1e-5), "{p}");
+        // Two groups (tasks) of 20 singletons: the same 15/5 in one, ties in the other; the
+        // weights halve T and V₀'s root alike, so z and p are unchanged.
+        let mut a: Vec<f64> = vec![1.0; 15];
+        a.extend([-1.0; 5]);
+        let p2 = sign_test(&[singletons(&a), singletons(&[0.0; 20])]);
+        assert!(close(p2, 0.025_347, 1e-5), "{p2}");
     }
 
     #[test]
@@ -273,7 +337,11 @@ mod tests {
         assert!(close(m, 0.156_978, 1e-5), "{m}");
         // No pair differs: the floor for pass rates, nothing for other scores.
         let ties = vec![singletons(&[0.0; 50])];
-        assert!(close(detectable(&ties, true).unwrap_or(0.0), 0.156_978, 1e-5));
+        assert!(close(
+            detectable(&ties, true).unwrap_or(0.0),
+            0.156_978,
+            1e-5
+        ));
         assert_eq!(detectable(&ties, false), None);
         // The same 10 discordant pairs in 2 needles (6 wins in one, 4 losses in the other):
         // √V₀ = √(36 + 16)/50 = 0.144222, MDD = 0.404050, 2.3 times the independent one.

@@ -264,7 +264,12 @@ pub fn estimate(groups: &[Vec<Vec<f64>>]) -> Option<Estimate> {
 fn non_empty<T: Clone>(groups: &[Vec<Vec<T>>]) -> Vec<Vec<Vec<T>>> {
     groups
         .iter()
-        .map(|g| g.iter().filter(|c| !c.is_empty()).cloned().collect::<Vec<_>>())
+        .map(|g| {
+            g.iter()
+                .filter(|c| !c.is_empty())
+                .cloned()
+                .collect::<Vec<_>>()
+        })
         .filter(|g| !g.is_empty())
         .collect()
 }
@@ -391,7 +396,10 @@ mod tests {
         // The same pass rates from 2 needles of 5 prompts: the cluster bootstrap, not Wilson.
         let needles = [vec![pass[..5].to_vec(), pass[5..].to_vec()]];
         let c = estimate(&needles).expect("values");
-        assert_eq!((c.method, c.n, c.clusters), (Method::ClusterBootstrap, 10, 2));
+        assert_eq!(
+            (c.method, c.n, c.clusters),
+            (Method::ClusterBootstrap, 10, 2)
+        );
         assert!(close(c.mean, 0.7, 1e-12));
     }
 
@@ -481,13 +489,13 @@ mod tests {
         );
         assert_eq!(p.test, Test::McNemar);
         // Fractions or several groups: the cluster sign test. Group means of the differences
-        // 0.5 and 0: T = ½·0.5 = 0.25, V₀ = (½·0.5)² = 0.0625, z = 1, p = 0.317311.
+        // 0.5 and 0: one cluster differs, its two signs give |T| = 0.25 both: p = 1.
         let groups = [ind(&[(0.5, 0.0)]), ind(&[(1.0, 1.0)])];
         let g = paired(&groups).expect("pairs");
         assert_eq!((g.mean, g.test, g.clusters), (0.25, Test::ClusterSign, 2));
-        assert!(close(g.p_value.unwrap_or(0.0), 0.317_311, 1e-5), "{g:?}");
+        assert_eq!(g.p_value, Some(1.0));
         // The six wins above in two needles of three: McNemar gives way to the cluster test,
-        // D = 3, 3 and four ties alone: T = 0.6, V₀ = 18/100, z = 1.414214, p = 0.157299.
+        // D = 3, 3 and four ties alone: of the sign assignments (±3 ± 3) two reach 6, p = ½.
         let needles = vec![
             vec![(1.0, 0.0); 3],
             vec![(1.0, 0.0); 3],
@@ -498,7 +506,7 @@ mod tests {
         ];
         let c = paired(&[needles]).expect("pairs");
         assert_eq!((c.n, c.clusters, c.test), (10, 6, Test::ClusterSign));
-        assert!(close(c.p_value.unwrap_or(0.0), 0.157_299, 1e-5), "{c:?}");
+        assert_eq!(c.p_value, Some(0.5));
         assert_eq!(paired(&[vec![]]), None);
     }
 }

@@ -453,11 +453,16 @@ mod tests {
         // finds all. As clusters, snapkv's 50% rests on 2 observations: the interval is the
         // cluster bootstrap's [0, 100] (draws AA, AB, BB), not Wilson's [18.8, 81.2].
         let mut recs = Vec::new();
-        for (method, budget, kv, peak) in [("full", None, 1.0, 1.0), ("snapkv", Some(64), 0.25, 0.3)]
+        for (method, budget, kv, peak) in
+            [("full", None, 1.0, 1.0), ("snapkv", Some(64), 0.25, 0.3)]
         {
             for e in 0..6 {
                 let needle = e / 3;
-                let score = if method == "full" || needle == 0 { 1.0 } else { 0.0 };
+                let score = if method == "full" || needle == 0 {
+                    1.0
+                } else {
+                    0.0
+                };
                 recs.push(Record {
                     needle: format!("needle {needle}"),
                     kv_peak: Some(peak),
@@ -479,8 +484,9 @@ mod tests {
             "{t}"
         );
         assert!(lines[4].ends_with(" | 6 | 2 |"), "{t}");
-        // Against full: −3 in needle 1, 0 in needle 0: T = −0.5, V₀ = 9/36, z = −1, p 0.317.
-        assert!(lines[4].contains("p 0.317 Holm"), "{t}");
+        // Against full: −3 in needle 1, 0 in needle 0: one needle differs, p 1 — two needles
+        // cannot separate anything.
+        assert!(lines[4].contains("p 1.000 Holm 1.000 ≈"), "{t}");
         assert!(t.contains("resamples clusters"), "{t}");
     }
 
@@ -509,7 +515,10 @@ mod tests {
             line.starts_with("| vllm:snapkv @ 64 | 12.5 | snapkv @ 64 | 12.5 | +20.0 ["),
             "{line}"
         );
-        assert!(line.ends_with("] p 1.000 Holm 1.000 ≈ mdd >100 | 5 |"), "{line}");
+        assert!(
+            line.ends_with("] p 1.000 Holm 1.000 ≈ mdd >100 | 5 |"),
+            "{line}"
+        );
         assert_eq!(
             t.lines().nth(at + 3),
             Some(""),

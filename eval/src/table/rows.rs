@@ -120,11 +120,7 @@ impl<'a> RecordRow<'a> {
     /// [`Record::kv_held`]), kept in (0, 1] as the results schema wants it.
     pub fn kv_fraction_of(&self, scope: Scope) -> f64 {
         let cols: Vec<usize> = self.groups(scope).concat();
-        let f: Vec<f64> = self
-            .records_of(&cols)
-            .iter()
-            .map(|r| r.kv_held())
-            .collect();
+        let f: Vec<f64> = self.records_of(&cols).iter().map(|r| r.kv_held()).collect();
         mean(&f).clamp(f64::MIN_POSITIVE, 1.0)
     }
 
