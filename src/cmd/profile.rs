@@ -16,8 +16,8 @@ use kvplan_common::catalog::slug;
 use kvplan_common::fetch::Pip;
 use kvplan_common::{data, paths};
 use kvplan_planner::{build_plan, Method, PlanOptions, Profile, Target};
-use kvplan_profiler::needles::{NeedleSet, PromptStyle, DEFAULT_GENERATED_PER_KIND};
 use kvplan_profiler::needles::multi::DEFAULT_CANDIDATES;
+use kvplan_profiler::needles::{NeedleSet, PromptStyle, DEFAULT_GENERATED_PER_KIND};
 use kvplan_profiler::{
     profile, reasoning_style_for, ProfileConfig, ProfileInputs, Progress, StageTiming,
 };

@@ -88,7 +88,11 @@ fn needle(rng: &mut Rng, template: usize, k: usize) -> Needle {
         ),
         _ => return teacher_needle(rng, kind, &names, statements),
     };
-    let facts = names.iter().zip(&values).map(|(n, &v)| fact(n, v)).collect();
+    let facts = names
+        .iter()
+        .zip(&values)
+        .map(|(n, &v)| fact(n, v))
+        .collect();
     let questions = [
         (ask(kind, &format!("{least} among {among}")), 0),
         (ask(kind, &format!("{most} among {among}")), k - 1),
@@ -228,9 +232,7 @@ mod tests {
         // Template 3: "A is the teacher of B. C is the teacher of D."; B's teacher is A.
         for pair in reasoning(9, 8, 4).chunks(2).skip(3).take(1) {
             let q = &pair[0].question;
-            let (who, _) = q
-                .split_once("'s teacher")
-                .unwrap_or_else(|| panic!("{q}"));
+            let (who, _) = q.split_once("'s teacher").unwrap_or_else(|| panic!("{q}"));
             let student = who.rsplit(' ').next().unwrap_or("");
             let link = format!(" is the teacher of {student}.");
             let at = pair[0].needle.find(&link).unwrap_or(0);
