@@ -205,6 +205,41 @@ mod tests {
     }
 
     #[test]
+    fn plans_using_r2_scores_carry_a_note_only_when_not_above_chance() {
+        let mut settings = ProfileSettings {
+            kvplan_version: String::from("0.1.0"),
+            date: String::from("2026-01-01"),
+            seeds: vec![0],
+            haystack: String::from("none"),
+            examples: 50,
+            context_lengths: vec![256],
+            observation_rows: 16,
+            funnel_top_k: 32,
+            theta_k: 0.98,
+            theta_v: 0.95,
+            retrieval_reasoning_chance: None,
+        };
+        assert_eq!(settings.reasoning_above_chance(), None);
+        assert_eq!(plan_note(&settings, &[Method::HeadKv]), None);
+        settings.retrieval_reasoning_chance = Some(test(16, 0.9967));
+        assert_eq!(settings.reasoning_above_chance(), Some(false));
+        assert_eq!(
+            plan_note(&settings, &[Method::SnapKv, Method::HeadKv]).as_deref(),
+            Some(
+                "headkv: its head scores come from retrieval-reasoning trials that are NOT above \
+                 chance (16 of 50 right where copying a random candidate statement gives 25.0; \
+                 one-sided exact p = 0.997): its budgets are not evidence of \
+                 retrieval-reasoning heads"
+            )
+        );
+        // HeadKV-R uses the retrieval scores: no note.
+        assert_eq!(plan_note(&settings, &[Method::HeadKvR]), None);
+        settings.retrieval_reasoning_chance = Some(test(40, 1.2e-5));
+        assert_eq!(settings.reasoning_above_chance(), Some(true));
+        assert_eq!(plan_note(&settings, &[Method::HeadKv]), None);
+    }
+
+    #[test]
     fn inconsistent_counts_flag_or_groups_are_errors_naming_the_field() {
         let mut t = test(16, 0.9967);
         t.above_chance = true;

@@ -5,12 +5,16 @@
 //!
 //!     cargo run --release -p kvplan-profiler --example r2_answer_rates -- [MODEL] [plain|chat]
 //!
-//! MODEL is a catalog name (default: the shipped model); both styles run when none is given.
+//! MODEL is a catalog name (default: the shipped model); both styles run when none is given,
+//! and then the rule of `reasoning_style_for` is applied: the chat template only when it answers
+//! right significantly more often than plain text on the same trials (exact one-sided McNemar:
+//! of the trials only one style gets right, chat's share tested against 1/2, p < 0.05).
 
 use burn::backend::Flex;
 use kvplan_common::catalog::{self, DEFAULT_MODEL};
 use kvplan_common::fetch::Pip;
 use kvplan_common::{data, paths};
+use kvplan_profiler::analysis::chance::binomial_p_at_least;
 use kvplan_profiler::needles::PromptStyle;
 use kvplan_profiler::run::reasoning_trials;
 use kvplan_profiler::{NoProgress, ProfileConfig, ProfileInputs};
@@ -38,6 +42,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let tok = Tokenizer::from_gguf(&gguf)?;
     let model = Model::<Flex>::from_gguf(&gguf, &Default::default())?;
     let identity = model_identity(&path, &model.config)?;
+    let mut kept: Vec<Vec<bool>> = Vec::new();
     for style in styles {
         let mut config = ProfileConfig::standard(0, 2048.min(model.config.context_len));
         config.reasoning_prompt_style = style;
@@ -57,12 +62,23 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "{name} {style:?}: {} (empty responses: {empty})",
             chance.summary()
         );
+        kept.push(trials.iter().map(|t| t.kept).collect());
         for t in &trials {
             println!(
                 "  {:<36} {:>5} {:>3}% {:.2} {:?}",
                 t.example, t.context_length, t.depth_percent, t.score, t.response
             );
         }
+    }
+    if let [plain, chat] = kept.as_slice() {
+        let only_chat = plain.iter().zip(chat).filter(|(p, c)| **c && !**p).count();
+        let only_plain = plain.iter().zip(chat).filter(|(p, c)| **p && !**c).count();
+        let p = binomial_p_at_least(only_chat, only_chat + only_plain, 0.5);
+        let pick = if p < 0.05 { "chat" } else { "plain" };
+        println!(
+            "{name}: right only in chat {only_chat}, only in plain text {only_plain}; one-sided \
+             exact McNemar p = {p:.4} → {pick}"
+        );
     }
     Ok(())
 }

@@ -28,8 +28,7 @@ fn r2_prompt_is_a_raw_completion_ending_with_answer() {
     let tok = tokenizer();
     // The authors' own question (haystack_for_detect_r2/needles.jsonl).
     let q = "What is the favorite thing of the older one between John and Mary?";
-    let (prefix, suffix) =
-        frame_ids(&tok, PromptStyle::Plain, q).unwrap_or_else(|e| panic!("{e}"));
+    let (prefix, suffix) = frame_ids(&tok, PromptStyle::Plain, q).unwrap_or_else(|e| panic!("{e}"));
     // Before the haystack: BOS when the tokenizer adds one, nothing else.
     assert_eq!(prefix, tok.bos_id().into_iter().collect::<Vec<u32>>());
     // After it: the question template and nothing more.
@@ -56,7 +55,10 @@ fn r2_prompt_is_a_raw_completion_ending_with_answer() {
         .filter(|id| special(id))
         .copied()
         .collect();
-    assert!(!chat_specials.is_empty(), "the chat frame has no special token");
+    assert!(
+        !chat_specials.is_empty(),
+        "the chat frame has no special token"
+    );
     assert!(prefix
         .iter()
         .chain(&suffix)

@@ -19,8 +19,8 @@ use kvplan_common::fetch::Pip;
 use kvplan_common::lock::Lock;
 use kvplan_common::{data, paths};
 use kvplan_planner::{build_plan, Method, PlanOptions, Profile, Target};
-use kvplan_profiler::needles::{NeedleSet, PromptStyle, DEFAULT_GENERATED_PER_KIND};
 use kvplan_profiler::needles::multi::DEFAULT_CANDIDATES;
+use kvplan_profiler::needles::{NeedleSet, PromptStyle, DEFAULT_GENERATED_PER_KIND};
 use kvplan_profiler::{
     profile, reasoning_style_for, ProfileConfig, ProfileInputs, Progress, StageTiming,
 };

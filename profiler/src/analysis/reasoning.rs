@@ -3,9 +3,11 @@
 //! At each decode step take the N most-attended keys of head h, N = |c²| (the correct answer's
 //! span in tokens); each one inside c² adds its attention weight a_i / N. Unlike eq. 1 there is no
 //! check against the generated token (FYYFU/HeadKV `retrieval_head_detection_r2.py`,
-//! `retrieval_calculate`). Summed over the decode steps; we divide by max(N, decode budget)
-//! instead of N (the code's extra constant factor 10 only rescales), so the most a trial can give
-//! is 1 — the property App. E asks of eq. 2. A head's score is the mean over kept trials.
+//! `retrieval_calculate`, FYYFU/HeadKV commit 0862a09). Summed over the decode steps and divided
+//! by max(N, steps decoded) — the code's 1/N whenever the answer takes at most N steps, as its
+//! loop does (it stops at the statement's length); the mean per step when our 50-token decode
+//! runs longer — so the most a trial can give is 1, the property App. E asks of eq. 2 (the code's
+//! commented-out factor 10 only rescales). A head's score is the mean over kept trials.
 
 use std::ops::Range;
 

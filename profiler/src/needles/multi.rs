@@ -66,40 +66,33 @@ fn needle(rng: &mut Rng, template: usize, k: usize) -> Needle {
     let among = listing(&shown);
     // Person i holds the i-th smallest value, so person 0 answers the "least" question and
     // person k − 1 the "most" one.
-    let (facts, least, most): (Vec<String>, String, String) = match template % 4 {
-        0 => {
-            let ages = increasing(rng, k, 20, (2, 9));
-            let f = names
-                .iter()
-                .zip(&ages)
-                .map(|(n, a)| format!("{n} is {a} years old."))
-                .collect();
-            (f, "the youngest one".into(), "the oldest one".into())
-        }
-        1 => {
-            let cm = increasing(rng, k, 150, (3, 8));
-            let f = names
-                .iter()
-                .zip(&cm)
-                .map(|(n, c)| format!("{n} is {c} centimeters tall."))
-                .collect();
-            (f, "the shortest one".into(), "the tallest one".into())
-        }
-        2 => {
-            let hours = increasing(rng, k, 5, (1, 2));
-            let f = names
-                .iter()
-                .zip(&hours)
-                .map(|(n, h)| format!("{n} arrived in town at {h} o'clock."))
-                .collect();
-            (
-                f,
-                "the one who arrived first".into(),
-                "the one who arrived last".into(),
-            )
-        }
+    type Fact = fn(&str, u64) -> String;
+    let (values, fact, least, most): (Vec<u64>, Fact, &str, &str) = match template % 4 {
+        0 => (
+            increasing(rng, k, 20, (2, 9)),
+            |n, v| format!("{n} is {v} years old."),
+            "the youngest one",
+            "the oldest one",
+        ),
+        1 => (
+            increasing(rng, k, 150, (3, 8)),
+            |n, v| format!("{n} is {v} centimeters tall."),
+            "the shortest one",
+            "the tallest one",
+        ),
+        2 => (
+            increasing(rng, k, 5, (1, 2)),
+            |n, v| format!("{n} arrived in town at {v} o'clock."),
+            "the one who arrived first",
+            "the one who arrived last",
+        ),
         _ => return teacher_needle(rng, kind, &names, statements),
     };
+    let facts = names
+        .iter()
+        .zip(&values)
+        .map(|(n, &v)| fact(n, v))
+        .collect();
     let questions = [
         (ask(kind, &format!("{least} among {among}")), 0),
         (ask(kind, &format!("{most} among {among}")), k - 1),
@@ -239,9 +232,7 @@ mod tests {
         // Template 3: "A is the teacher of B. C is the teacher of D."; B's teacher is A.
         for pair in reasoning(9, 8, 4).chunks(2).skip(3).take(1) {
             let q = &pair[0].question;
-            let (who, _) = q
-                .split_once("'s teacher")
-                .unwrap_or_else(|| panic!("{q}"));
+            let (who, _) = q.split_once("'s teacher").unwrap_or_else(|| panic!("{q}"));
             let student = who.rsplit(' ').next().unwrap_or("");
             let link = format!(" is the teacher of {student}.");
             let at = pair[0].needle.find(&link).unwrap_or(0);

@@ -3,8 +3,8 @@
 
 use burn::tensor::backend::Backend;
 use kvplan_planner::{
-    ChanceTest, HeadScores, LayerFunnel, LayerRedundancy, LayerSimilarity, Profile,
-    ProfileDetails, ProfileSettings, Wavelet, PROFILE_SCHEMA_VERSION,
+    ChanceTest, HeadScores, LayerFunnel, LayerRedundancy, LayerSimilarity, Profile, ProfileDetails,
+    ProfileSettings, Wavelet, PROFILE_SCHEMA_VERSION,
 };
 
 use super::{trial_specs, Kind, ProfileInputs, KEEP_ABOVE};

@@ -48,7 +48,11 @@ pub const KEEP_ABOVE: f64 = 0.5;
 /// `style`: plain — BOS when the tokenizer adds one, then after the haystack
 /// "\nBased on the content of the book, Question: {question}\nAnswer:" and nothing more (a raw
 /// completion); chat — one user message in the model's template, the generation prompt last.
-pub fn frame_ids(tok: &Tokenizer, style: PromptStyle, question: &str) -> Result<(Vec<u32>, Vec<u32>)> {
+pub fn frame_ids(
+    tok: &Tokenizer,
+    style: PromptStyle,
+    question: &str,
+) -> Result<(Vec<u32>, Vec<u32>)> {
     // The chat frame only when the style asks for it: a base model has no chat template.
     let chat = match style {
         PromptStyle::Chat => Some(tok.user_frame()?),
