@@ -1,5 +1,14 @@
 //! The backend chosen by cargo feature: `cuda` (GPU) over `tch` (LibTorch) over `flex` (CPU,
 //! the default). Code elsewhere is generic over `B: Backend`; only binaries pick this alias.
+//!
+//! **GPU warm start** ([`init`]). burn's CUDA backend compiles each kernel with NVRTC and autotunes
+//! each matmul and fused kernel the first time a process meets its shape. cubecl 0.10 can keep
+//! both on disk (cubecl-runtime `config/`: `[autotune] cache`, on by default in `target/` of the
+//! nearest folder holding a `Cargo.toml`, else `~/.cache/cubecl`; `[compilation] cache`, the PTX
+//! of every kernel, off by default). [`init`] turns both on in one folder, `<cache dir>/cubecl`
+//! (`$KVPLAN_CUBECL_CACHE`, else `~/.cache/kvplan/cubecl`), unless a `cubecl.toml` (or a
+//! `burn.toml` with a `[cubecl]` section) in the working folder or above says otherwise: then that
+//! file is used as it is.
 
 #[cfg(feature = "cuda")]
 /// The selected backend.
@@ -29,5 +38,60 @@ pub fn name() -> &'static str {
         "tch"
     } else {
         "flex"
+    }
+}
+
+/// The environment variable naming the folder of cubecl's kernel and autotune caches.
+pub const CUBECL_CACHE_ENV: &str = "KVPLAN_CUBECL_CACHE";
+
+/// Sets up the selected backend before its first use: on `cuda`, cubecl's on-disk caches (the
+/// module header); nothing on the CPU backends. Call first thing in `main` (later calls do
+/// nothing).
+pub fn init() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    #[cfg(feature = "cuda")]
+    ONCE.call_once(cubecl_caches);
+    #[cfg(not(feature = "cuda"))]
+    ONCE.call_once(|| {});
+}
+
+/// The folder of cubecl's caches: `$KVPLAN_CUBECL_CACHE`, else `<cache root>/cubecl`.
+pub fn cubecl_cache_dir() -> std::path::PathBuf {
+    match std::env::var_os(CUBECL_CACHE_ENV) {
+        Some(p) if !p.is_empty() => p.into(),
+        _ => kvplan_common::paths::cache_root().join("cubecl"),
+    }
+}
+
+#[cfg(feature = "cuda")]
+fn cubecl_caches() {
+    use burn::cubecl::config::cache::CacheConfig;
+    use burn::cubecl::config::{CubeClRuntimeConfig, RuntimeConfig};
+    let mut config = CubeClRuntimeConfig::from_current_dir();
+    let from_file = ["cubecl.toml", "CubeCL.toml", "burn.toml", "Burn.toml"]
+        .iter()
+        .any(|f| has_ancestor_file(f));
+    if !from_file {
+        let dir = cubecl_cache_dir();
+        config.compilation.cache = Some(CacheConfig::File(dir.clone()));
+        config.autotune.cache = CacheConfig::File(dir);
+    }
+    // `set` refuses a second configuration (it panics); `init` runs once, before any kernel.
+    CubeClRuntimeConfig::set(config.override_from_env());
+}
+
+/// Whether `name` exists in the working folder or one above it (cubecl's own lookup).
+#[cfg(feature = "cuda")]
+fn has_ancestor_file(name: &str) -> bool {
+    let Ok(mut dir) = std::env::current_dir() else {
+        return false;
+    };
+    loop {
+        if dir.join(name).is_file() {
+            return true;
+        }
+        if !dir.pop() {
+            return false;
+        }
     }
 }

@@ -4,7 +4,8 @@
 //! [`model`] (config, attention, feed-forward, block, transformer), [`cache`] (per-head variable
 //! length KV storage), [`observe`] (attention capture), [`generate`] (prefill, decode, sampling),
 //! [`identity`] (the model identity plans record), [`backend`] (the backend chosen by cargo
-//! feature), [`train`] (PoD post-training). Fetching models is `kvplan_common`'s (its catalog).
+//! feature), [`precision`] (exact or fast float products), [`train`] (PoD post-training).
+//! Fetching models is `kvplan_common`'s (its catalog).
 
 pub mod backend;
 pub mod cache;
@@ -14,6 +15,7 @@ pub mod gguf;
 pub mod identity;
 pub mod model;
 pub mod observe;
+pub mod precision;
 pub mod press;
 #[cfg(test)]
 mod test_model;

@@ -102,9 +102,11 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     let model = Model::<Selected>::from_gguf(&gguf, &device)?;
     drop(gguf);
     println!(
-        "model: {} | backend: {} | threads: {}",
+        "model: {} | backend: {} | weights: {:?}, {:.0} MiB | threads: {}",
         model.config.name,
         backend::name(),
+        kvplan_runtime::model::WeightStorage::default_for::<Selected>(),
+        model.transformer.weight_bytes() as f64 / (1 << 20) as f64,
         std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(1)
@@ -178,7 +180,9 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     }
     if let Some(out) = args.json {
         let body = serde_json::to_string_pretty(
-            &serde_json::json!({"model": model.config.name, "backend": backend::name(), "results": results}),
+            &serde_json::json!({"model": model.config.name, "backend": backend::name(),
+                "weights": format!("{:?}", kvplan_runtime::model::WeightStorage::default_for::<Selected>()),
+                "weight_bytes": model.transformer.weight_bytes(), "results": results}),
         )?;
         kvplan_common::fs::write_atomic(&out, body.as_bytes())
             .with_context(|| format!("writing {}", out.display()))?;

@@ -221,10 +221,12 @@ pub fn load_model(
         model = Model::from_parts(model.config, tr, &device);
     }
     eprintln!(
-        "kvplan: loaded {}{} ({} backend) in {:.1}s",
+        "kvplan: loaded {}{} ({} backend, weights {:?}, {:.0} MiB) in {:.1}s",
         model.config.name,
         weights.map_or(String::new(), |w| format!(" with weights {}", w.display())),
         backend::name(),
+        storage,
+        model.transformer.weight_bytes() as f64 / (1 << 20) as f64,
         started.elapsed().as_secs_f64()
     );
     Ok((tok, model))

@@ -23,6 +23,19 @@ pub fn catalog_model(name: &str) -> PathBuf {
         .unwrap_or_else(|e| panic!("the real-model tests need {name}: {e}"))
 }
 
+/// The backend set up as the CLI sets it up ([`kvplan_runtime::backend::init`]); on the GPU
+/// backend, products run exactly (f32 weights, no TF32: [`kvplan_runtime::precision`]) unless
+/// `KVPLAN_EXACT` is set, so the float32 tolerances of the fixtures apply. `KVPLAN_EXACT=0` runs
+/// the GPU's fast path (f16 weights, TF32 products) to measure how far it is from the fixtures.
+pub fn backend_setup() {
+    kvplan_runtime::backend::init();
+    if kvplan_runtime::backend::name() == "cuda"
+        && std::env::var_os(kvplan_runtime::precision::EXACT_ENV).is_none()
+    {
+        kvplan_runtime::precision::set_exact(true);
+    }
+}
+
 /// The default model (SmolLM2-135M-Instruct).
 pub fn shipped_model() -> PathBuf {
     catalog_model(DEFAULT_MODEL)

@@ -23,6 +23,7 @@ pub const KV_TOL: f32 = 1e-3;
 
 /// Loads the model at `path` on the default device.
 pub fn load(path: &PathBuf) -> Model<B> {
+    super::common::backend_setup();
     Model::load(path, &kvplan_runtime::backend::device())
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }

@@ -363,9 +363,8 @@ fn attend<B: Backend>(
         let (rows, cols) = (e - s, past + e);
         let qb = q.clone().narrow(2, s, rows).reshape([g, group * rows, d]);
         let kb = k.clone().narrow(1, 0, cols);
-        let mut scores = qb
-            .matmul(kb.swap_dims(1, 2))
-            .reshape([g, group, rows, cols]);
+        let mut scores =
+            crate::precision::matmul(qb, kb.swap_dims(1, 2)).reshape([g, group, rows, cols]);
         if t > 1 || window.is_some_and(|w| cols > w) {
             scores = scores + ctx.mask((past, s, e), window, &device);
         }
@@ -398,7 +397,7 @@ fn attend<B: Backend>(
             });
         }
         let vb = v.clone().narrow(1, 0, cols);
-        let ob = probs.reshape([g, group * rows, cols]).matmul(vb);
+        let ob = crate::precision::matmul(probs.reshape([g, group * rows, cols]), vb);
         outs.push(ob.reshape([g, group, rows, d]));
     }
     if let (Some(o), Some(c)) = (obs.as_mut(), colsum) {

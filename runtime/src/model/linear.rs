@@ -1,29 +1,31 @@
 //! A linear projection and the token embedding, each holding its weights either as an f32 tensor
 //! or as the GGUF's quantised blocks ([`super::quant`]).
 //!
-//! f32 tensors are what training, `--weights` and the GPU backends use; quantised blocks are the
-//! CPU backend's default ([`super::WeightStorage`]), multiplied on the host without a whole f32
-//! copy. A tied output projection shares the embedding's blocks.
+//! f32 tensors are what training and `--weights` use; f16 tensors are the GPU backends' default,
+//! upcast to f32 by each product (one matrix at a time: the f32 copy lives for that product only);
+//! quantised blocks are the CPU backend's default ([`super::WeightStorage`]), multiplied on the
+//! host without a whole f32 copy. A tied output projection shares the embedding's blocks.
+//! Products go through [`crate::precision::matmul`] (exact mode: no TF32).
 
 use std::sync::Arc;
 
 use burn::module::{Module, Param};
 use burn::tensor::backend::Backend;
-use burn::tensor::{Int, Tensor, TensorData};
+use burn::tensor::{DType, FloatDType, Int, Tensor, TensorData};
 
 use super::quant::QuantMatrix;
 
 /// `x · W` with `W` `[in, out]`.
 #[derive(Module, Debug)]
 pub struct Linear<B: Backend> {
-    /// `[in, out]` f32 weights; `None` while they stay quantised.
+    /// `[in, out]` f32 or f16 weights; `None` while they stay quantised.
     pub weight: Option<Param<Tensor<B, 2>>>,
     /// The GGUF's blocks, `[out, in]` rows (CPU backend only).
     pub quant: Option<Arc<QuantMatrix>>,
 }
 
 impl<B: Backend> Linear<B> {
-    /// f32 weights `[in, out]`.
+    /// f32 (or f16) weights `[in, out]`.
     pub fn dense(w: Tensor<B, 2>) -> Self {
         Self {
             weight: Some(Param::from_tensor(w)),
@@ -42,13 +44,24 @@ impl<B: Backend> Linear<B> {
 
     /// Whether the weights are an f32 tensor (trainable, on any backend).
     pub fn is_dense(&self) -> bool {
-        self.weight.is_some()
+        self.weight
+            .as_ref()
+            .is_some_and(|w| w.dtype() == DType::F32)
+    }
+
+    /// Bytes the weights take where they live (device tensor or host blocks).
+    pub fn bytes(&self) -> usize {
+        match (&self.weight, &self.quant) {
+            (Some(w), _) => w.shape().num_elements() * w.dtype().size(),
+            (None, Some(q)) => q.bytes(),
+            (None, None) => 0,
+        }
     }
 
     /// The f32 weights `[in, out]`, dequantised when held quantised (tests, conversions).
     pub fn to_dense(&self, device: &B::Device) -> Tensor<B, 2> {
         if let Some(w) = &self.weight {
-            return w.val();
+            return w.val().cast(FloatDType::F32);
         }
         let q = self.quant_matrix();
         let w = Tensor::<B, 2>::from_data(
@@ -68,7 +81,7 @@ impl<B: Backend> Linear<B> {
     /// - x: `[t, in]` → `[t, out]`
     pub fn forward(&self, x: Tensor<B, 2>) -> Tensor<B, 2> {
         match &self.weight {
-            Some(w) => x.matmul(w.val()),
+            Some(w) => crate::precision::matmul(x, w.val().cast(FloatDType::F32)),
             None => quantised_product(self.quant_matrix(), x),
         }
     }
@@ -95,7 +108,7 @@ fn quantised_product<B: Backend>(q: &QuantMatrix, x: Tensor<B, 2>) -> Tensor<B, 
 /// The token embedding `[vocab, hidden]`.
 #[derive(Module, Debug)]
 pub struct Embedding<B: Backend> {
-    /// `[vocab, hidden]` f32 rows; `None` while they stay quantised.
+    /// `[vocab, hidden]` f32 or f16 rows; `None` while they stay quantised.
     pub weight: Option<Param<Tensor<B, 2>>>,
     /// The GGUF's blocks (CPU backend only).
     pub quant: Option<Arc<QuantMatrix>>,
@@ -119,6 +132,15 @@ impl<B: Backend> Embedding<B> {
         }
     }
 
+    /// Bytes the rows take where they live (device tensor or host blocks).
+    pub fn bytes(&self) -> usize {
+        match (&self.weight, &self.quant) {
+            (Some(w), _) => w.shape().num_elements() * w.dtype().size(),
+            (None, Some(q)) => q.bytes(),
+            (None, None) => 0,
+        }
+    }
+
     /// Vocabulary size.
     pub fn vocab(&self) -> usize {
         match (&self.weight, &self.quant) {
@@ -137,7 +159,7 @@ impl<B: Backend> Embedding<B> {
         if let Some(w) = &self.weight {
             let idx: Vec<i64> = ids.iter().map(|&i| i as i64).collect();
             let idx = Tensor::<B, 1, Int>::from_data(TensorData::new(idx, [t]), device);
-            return w.val().select(0, idx);
+            return w.val().select(0, idx).cast(FloatDType::F32);
         }
         let q = self
             .quant

@@ -30,10 +30,12 @@
 //! NEOX architectures (`qwen2`, `gemma3`) already hold HF order and are read as they are. Keys,
 //! queries and observed pre-RoPE keys are therefore directly comparable with transformers' outputs.
 //!
-//! **Storage** ([`WeightStorage`]). Projections, the embedding and the output are kept either
-//! as f32 tensors or, on the CPU backend, as the file's quantised blocks ([`super::quant`]; the
-//! RoPE un-permutation above then moves whole rows of blocks, and a tied output shares the
-//! embedding's blocks). A tensor whose rows are not whole blocks stays f32.
+//! **Storage** ([`WeightStorage`]). Projections, the embedding and the output are kept as f32
+//! tensors, as f16 tensors (GPU backends: half the memory; each product upcasts its weights,
+//! [`super::linear`]) or, on the CPU backend, as the file's quantised blocks ([`super::quant`];
+//! the RoPE un-permutation above then moves whole rows of blocks, and a tied output shares the
+//! embedding's blocks). A tensor whose rows are not whole blocks stays f32. f16 tensors are
+//! converted on the host and uploaded as f16: no f32 copy of them reaches the device.
 //!
 //! **Norm weights.** The stored RMSNorm weights are used as the multiplier as they are: llama.cpp's
 //! converter already folds Gemma's `1 + w` into Gemma's norm weights (the parity test checks it).
@@ -41,7 +43,7 @@
 use burn::module::Param;
 use burn::nn::RmsNorm;
 use burn::tensor::backend::Backend;
-use burn::tensor::{Tensor, TensorData};
+use burn::tensor::{DType, Tensor, TensorCreationOptions, TensorData};
 
 use std::sync::Arc;
 
@@ -61,8 +63,22 @@ use crate::gguf::GgufFile;
 pub enum WeightStorage {
     /// f32 tensors: any backend, trainable, what `--weights` applies to.
     Dense,
+    /// f16 tensors, upcast to f32 by each product (GPU backends): half of `Dense`'s memory, the
+    /// weights rounded to f16 (11 significant bits).
+    Half,
     /// The GGUF's own blocks, multiplied on the host (CPU backend; elsewhere it means `Dense`).
     Quantised,
+}
+
+impl WeightStorage {
+    /// The dtype of the tensors this storage uploads (`Quantised` keeps f32 for what it cannot
+    /// keep as blocks).
+    fn dtype(self) -> DType {
+        match self {
+            Self::Half => DType::F16,
+            Self::Dense | Self::Quantised => DType::F32,
+        }
+    }
 }
 
 /// One GGUF tensor read as rows of a projection.
@@ -119,16 +135,28 @@ fn unpermute_heads(data: &[f32], heads: usize, head_dim: usize, cols: usize) -> 
         .collect()
 }
 
-/// A linear weight `[out, in]` from the file, as a `[in, out]` tensor.
+/// A linear weight `[out, in]` from the file, as a `[in, out]` tensor of `dtype`.
 fn linear<B: Backend>(
-    data: Vec<f32>,
+    data: &[f32],
     out_f: usize,
     in_f: usize,
+    dtype: DType,
     device: &B::Device,
 ) -> Tensor<B, 2> {
+    upload(transpose(data, out_f, in_f), [in_f, out_f], dtype, device)
+}
+
+/// Host f32 values as a device tensor of `dtype` (converted on the host first).
+fn upload<B: Backend>(
+    data: Vec<f32>,
+    shape: [usize; 2],
+    dtype: DType,
+    device: &B::Device,
+) -> Tensor<B, 2> {
+    let data = TensorData::new(data, shape).convert_dtype(dtype);
     Tensor::from_data(
-        TensorData::new(transpose(&data, out_f, in_f), [in_f, out_f]),
-        device,
+        data,
+        TensorCreationOptions::new(device.clone()).with_dtype(dtype),
     )
 }
 
@@ -194,17 +222,24 @@ fn projection<B: Backend>(
             return Ok(Linear::quantised(Arc::new(q)));
         }
     }
-    let _ = storage;
-    let mut tensors = Vec::with_capacity(parts.len());
+    // The parts' rows stacked on the host `[Σ rows, cols]`, then transposed once: the same as
+    // concatenating the transposed parts along the output features.
+    let mut stacked = Vec::new();
     for p in parts {
         let rows = read(gguf, &p.name, &[p.rows, cols])?;
-        let rows = match p.heads {
+        stacked.extend(match p.heads {
             Some(h) => unpermute_heads(&rows, h, c.geometry.head_dim, cols),
             None => rows,
-        };
-        tensors.push(linear(rows, p.rows, cols, device));
+        });
     }
-    Ok(Linear::dense(Tensor::cat(tensors, 1)))
+    let out_f = stacked.len() / cols;
+    Ok(Linear::dense(linear(
+        &stacked,
+        out_f,
+        cols,
+        storage.dtype(),
+        device,
+    )))
 }
 
 /// The parts as one quantised matrix; `None` when a part's rows are not whole blocks.
@@ -406,18 +441,21 @@ fn embedding_and_output<B: Backend>(
             return Ok((Embedding::quantised(e), output));
         }
     }
-    let _ = (storage, &embed_part);
+    let _ = &embed_part;
+    // `Quantised` here means rows that are not whole blocks: f32, like `Dense`.
+    let dtype = storage.dtype();
     let embed = read(gguf, "token_embd.weight", &[c.vocab, c.hidden])?;
     let output = if tied {
-        Linear::dense(linear(embed.clone(), c.vocab, c.hidden, device))
+        Linear::dense(linear(&embed, c.vocab, c.hidden, dtype, device))
     } else {
         let out = [Part::plain("output.weight".into(), c.vocab)];
-        projection(gguf, &out, c.hidden, c, WeightStorage::Dense, device)?
+        let out_storage = match storage {
+            WeightStorage::Half => WeightStorage::Half,
+            _ => WeightStorage::Dense,
+        };
+        projection(gguf, &out, c.hidden, c, out_storage, device)?
     };
-    let embed = Embedding::dense(Tensor::from_data(
-        TensorData::new(embed, [c.vocab, c.hidden]),
-        device,
-    ));
+    let embed = Embedding::dense(upload(embed, [c.vocab, c.hidden], dtype, device));
     Ok((embed, output))
 }
 

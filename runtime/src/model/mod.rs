@@ -59,12 +59,27 @@ fn host_kernel_for<B: Backend>() -> bool {
     }
 }
 
+/// True when `B` is burn's CUDA backend (inference on a GPU, no autodiff).
+fn gpu_for<B: Backend>() -> bool {
+    #[cfg(feature = "cuda")]
+    {
+        std::any::TypeId::of::<B>() == std::any::TypeId::of::<burn::backend::Cuda>()
+    }
+    #[cfg(not(feature = "cuda"))]
+    {
+        false
+    }
+}
+
 impl WeightStorage {
-    /// Quantised on the plain CPU backend (the host kernels' backend), f32 tensors on every
-    /// other (GPU backends, autodiff for training).
+    /// Quantised on the plain CPU backend (the host kernels' backend), f16 tensors on the CUDA
+    /// backend (f32 there in exact mode, [`crate::precision`]), f32 tensors on every other
+    /// (LibTorch, autodiff for training).
     pub fn default_for<B: Backend>() -> Self {
         if host_kernel_for::<B>() {
             Self::Quantised
+        } else if gpu_for::<B>() && !crate::precision::exact() {
+            Self::Half
         } else {
             Self::Dense
         }

@@ -88,7 +88,17 @@ fn cosine(dot: f32, a: &[f32], b: &[f32]) -> f32 {
     }
 }
 
+/// Dot products `[i][j]` of the rows of `a` (`[m][dim]`) with those of `b` (`[n][dim]`): the CPU
+/// backend's gemm kernel when it is built, else one dot product at a time.
+#[cfg(not(feature = "flex"))]
+fn dots(a: &[f32], b: &[f32], dim: usize) -> Vec<f32> {
+    a.chunks_exact(dim)
+        .flat_map(|x| b.chunks_exact(dim).map(move |y| dot(x, y)))
+        .collect()
+}
+
 /// Dot products `[i][j]` of the rows of `a` (`[m][dim]`) with those of `b` (`[n][dim]`).
+#[cfg(feature = "flex")]
 fn dots(a: &[f32], b: &[f32], dim: usize) -> Vec<f32> {
     use crate::model::host_attention::{gemm_row_major, Gemm};
     let (m, n) = (a.len() / dim, b.len() / dim);
