@@ -174,7 +174,8 @@ pub fn common_prefix(a: &[u32], b: &[u32]) -> usize {
 }
 
 /// One prompt of a prompts file.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ExportedPrompt {
     /// Task (`niah`, or a RULER task), as in the records' keys.
     pub task: String,
@@ -232,7 +233,8 @@ impl ExportedPrompt {
 }
 
 /// The file `--export-prompts` writes.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct PromptsFile {
     /// `kvplan-prompts/v1`.
     pub format: String,
@@ -250,6 +252,61 @@ pub struct PromptsFile {
 
 /// The format name of [`PromptsFile`].
 pub const PROMPTS_FORMAT: &str = "kvplan-prompts/v1";
+
+/// The metrics a prompt may be scored by (RULER's).
+const METRICS: [&str; 2] = ["string_match_all", "string_match_part"];
+
+impl PromptsFile {
+    /// Parses a prompts file with the checks its reader (`tools/kvpress_side_by_side.py`,
+    /// `load_prompts`) makes, and the layout [`ExportedPrompt`] guarantees: the format name, a
+    /// known metric, the question-agnostic parts no longer than the prompt, the question's end
+    /// inside it. `path` names the file in errors.
+    pub fn from_json(text: &str, path: &str) -> Result<Self> {
+        let invalid = |message: String| Error::Invalid {
+            path: path.to_string(),
+            message,
+        };
+        let file: PromptsFile = serde_json::from_str(text).map_err(|e| invalid(e.to_string()))?;
+        if file.format != PROMPTS_FORMAT {
+            return Err(invalid(format!(
+                "format: expected {PROMPTS_FORMAT:?}, found {:?}",
+                file.format
+            )));
+        }
+        for (i, p) in file.prompts.iter().enumerate() {
+            let at =
+                |what: &str, expected: String| invalid(format!("prompts[{i}].{what}: {expected}"));
+            if !METRICS.contains(&p.metric.as_str()) {
+                let found = &p.metric;
+                return Err(at(
+                    "metric",
+                    format!("expected one of {METRICS:?}, found {found:?}"),
+                ));
+            }
+            if p.window_end > p.ids.len() {
+                let n = p.ids.len();
+                return Err(at(
+                    "window_end",
+                    format!("expected at most {n}, found {}", p.window_end),
+                ));
+            }
+            if p.ids.is_empty() || p.context_ids.len() > p.ids.len() {
+                let (n, c) = (p.ids.len(), p.context_ids.len());
+                return Err(at(
+                    "ids",
+                    format!("a prompt of at least the {c} context ids, found {n}"),
+                ));
+            }
+            if !(0.0..=1.0).contains(&p.depth) {
+                return Err(at(
+                    "depth",
+                    format!("a number in [0, 1], found {}", p.depth),
+                ));
+            }
+        }
+        Ok(file)
+    }
+}
 
 #[cfg(test)]
 mod tests {
@@ -313,5 +370,34 @@ mod tests {
         let e = Window::parse("end").expect_err("unknown");
         assert!(e.to_string().contains("question-end") && e.to_string().contains("`end`"));
         assert!(Mode::parse("aware").is_err());
+    }
+
+    fn prompts_file(metric: &str, window_end: usize) -> String {
+        format!(
+            r#"{{"format":"kvplan-prompts/v1","model":"m","model_sha256":"00","task":"niah",
+            "settings":{{"seed":"0"}},"prompts":[{{"task":"niah","context_len":4,"depth":0.5,
+            "example":0,"ids":[1,2,3,4],"context_ids":[1,2],"question_ids":[3,4],
+            "window_end":{window_end},"answer_tokens":8,"expected":["42"],"metric":"{metric}"}}]}}"#
+        )
+    }
+
+    #[test]
+    fn a_prompts_file_reads_back_and_bad_ones_are_named() {
+        let ok = PromptsFile::from_json(&prompts_file("string_match_all", 4), "p.json");
+        assert_eq!(ok.map(|f| f.prompts[0].ids.len()).ok(), Some(4));
+        let err = PromptsFile::from_json(&prompts_file("exact", 4), "p.json").unwrap_err();
+        assert!(err
+            .to_string()
+            .starts_with("p.json: prompts[0].metric: expected one of"));
+        let err =
+            PromptsFile::from_json(&prompts_file("string_match_all", 5), "p.json").unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("window_end: expected at most 4, found 5"),
+            "{err}"
+        );
+        let other = prompts_file("string_match_all", 4).replace("prompts/v1", "prompts/v2");
+        let err = PromptsFile::from_json(&other, "p.json").unwrap_err();
+        assert!(err.to_string().contains("format: expected"), "{err}");
     }
 }
