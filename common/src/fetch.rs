@@ -404,16 +404,13 @@ pub fn ensure_file(
 /// their clean-up): those whose pid names no running process (known where `/proc` lists
 /// processes). Best effort.
 fn sweep_dead_work(dir: &Path) {
-    if !Path::new("/proc/self").exists() {
-        return;
-    }
     for entry in fs::read_dir(dir).into_iter().flatten().flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
         let pid = name
             .strip_prefix(".fetch-")
             .and_then(|rest| rest.split('-').next())
             .and_then(|pid| pid.parse::<u32>().ok());
-        if pid.is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists()) {
+        if pid.is_some_and(crate::lock::is_gone) {
             let _ = fs::remove_dir_all(entry.path());
         }
     }

@@ -63,9 +63,6 @@ fn sweep_stale_temps(path: &Path) {
     let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
         return;
     };
-    if !Path::new("/proc/self").exists() {
-        return;
-    }
     let prefix = format!(".{}.", name.to_string_lossy());
     let dir = if dir.as_os_str().is_empty() {
         Path::new(".")
@@ -78,10 +75,8 @@ fn sweep_stale_temps(path: &Path) {
             .strip_prefix(&prefix)
             .and_then(|rest| rest.strip_suffix(".tmp"))
             .and_then(|pid| pid.parse::<u32>().ok());
-        if let Some(pid) = pid {
-            if !Path::new(&format!("/proc/{pid}")).exists() {
-                let _ = fs::remove_file(entry.path());
-            }
+        if pid.is_some_and(crate::lock::is_gone) {
+            let _ = fs::remove_file(entry.path());
         }
     }
 }

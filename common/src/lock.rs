@@ -81,8 +81,9 @@ fn holder_pid(line: &str) -> Option<u32> {
         .ok()
 }
 
-/// Whether the process `pid` is gone (known only where `/proc` lists processes).
-fn is_gone(pid: u32) -> bool {
+/// Whether the process `pid` is gone (known only where `/proc` lists processes; elsewhere every
+/// process counts as alive). Also what decides which leftovers of killed writers are swept.
+pub(crate) fn is_gone(pid: u32) -> bool {
     Path::new("/proc/self").exists() && !Path::new(&format!("/proc/{pid}")).exists()
 }
 
