@@ -10,6 +10,7 @@
 //! - [`equal_bytes`]: SpindleKV's budget re-targeted to SnapKV's measured bytes;
 //! - [`records`]: per-cell records, atomic writes, resuming, aggregation into `EvalResults`;
 //! - [`render`]: a table and results file from records alone (`kvplan eval table`);
+//! - [`chance_mark`]: rows whose budgets rest on R2 scores not above chance, marked;
 //! - [`companion`]: kvpress's records on the same prompts, shown beside kvplan's;
 //! - [`results`]: the results schema (NIAH cells, quality points, perplexity curves);
 //! - [`table`]: the Markdown tables (rows by measured KV bytes, intervals, paired differences);
@@ -26,6 +27,7 @@
 //! - `runner` (feature `model`): runs the model under the runtime's presses, one shared prefill
 //!   per prompt for every press that keeps the model's own forward pass.
 
+pub mod chance_mark;
 pub mod companion;
 #[cfg(feature = "model")]
 pub mod driver;

@@ -13,7 +13,8 @@ use std::path::{Path, PathBuf};
 
 use crate::records::{aggregate_niah, merge_results, write_atomic, Record, RecordsFile};
 use crate::ruler::{report, Task};
-use crate::{companion, io_err, Error, Result};
+use crate::{chance_mark, companion, io_err, Error, Result};
+use kvplan_planner::Plan;
 
 /// What was rendered.
 #[derive(Debug, Clone, PartialEq)]
@@ -53,6 +54,17 @@ fn read(path: &Path) -> Result<RecordsFile<Record>> {
     })
 }
 
+/// The plan's SHA-256 the records at `path` were made under (`plan_sha256` of their settings),
+/// when they name one.
+pub fn plan_sha256(path: &Path) -> Result<Option<String>> {
+    let file = read(path)?;
+    Ok(file
+        .settings
+        .get("plan_sha256")
+        .filter(|s| s.as_str() != "none")
+        .cloned())
+}
+
 /// The window-and-mode line the driver closes a table with, when the settings name them.
 fn setup_line(file: &RecordsFile<Record>) -> Option<String> {
     let window = file.settings.get("window")?;
@@ -60,8 +72,10 @@ fn setup_line(file: &RecordsFile<Record>) -> Option<String> {
     Some(format!("Window: {window}; mode: {mode}."))
 }
 
-/// Renders the table and results of the records file at `path` (module header).
-pub fn render(path: &Path) -> Result<Rendered> {
+/// Renders the table and results of the records file at `path` (module header); `plan`, the
+/// plan the records were made under, marks the rows built on R2 scores not above chance
+/// ([`crate::chance_mark`]).
+pub fn render(path: &Path, plan: Option<&Plan>) -> Result<Rendered> {
     let (model, task) = name_parts(path)?;
     let dir = path.parent().unwrap_or(Path::new("."));
     let file = read(path)?;
@@ -97,6 +111,7 @@ pub fn render(path: &Path) -> Result<Rendered> {
         Some(line) => format!("{table}\n{line}\n"),
         None => table,
     };
+    let md = chance_mark::mark(&md, chance_mark::at_chance(plan));
     let out = dir.join(format!("{model}.{task}.md"));
     write_atomic(&out, &md)?;
     Ok(Rendered {
@@ -146,7 +161,7 @@ mod tests {
             });
         }
         file.save(&path).expect("records");
-        let r = render(&path).expect("rendered");
+        let r = render(&path, None).expect("rendered");
         assert_eq!(r.records, 3);
         let md = std::fs::read_to_string(&r.table).expect("table");
         assert!(md.starts_with("| method @ budget | KV % |"), "{md}");

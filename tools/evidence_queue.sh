@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Issue 27's evidence runs, one shard after another, each resumable (a killed shard re-run skips
+# the records it already holds) and each into its own folder (two shards never share a records
+# file, so two queues can run side by side on separate cores):
+#
+#   KVPLAN=/path/to/kvplan MODEL=smollm2-135m-instruct tools/evidence_queue.sh SHARD...
+#
+# Shards (SmolLM2 defaults; every shard 50 distinct needles per (length), seed 0 unless named):
+#   beta-select-L   β of eq. 4 swept over the HeadKV paper's values (§4.1) on the held-out seed 1
+#   main-MODE-L     every method at 128 and 512, plus the permuted-score controls, seed 0
+#   beta-report-L   the β sweep on seed 0 (reported; the default is chosen on beta-select only)
+# MODE: qe (question-end, question-aware) | qa (question-agnostic); L: 1024 | 2048.
+# Output: results/v3/<model>/<shard>/ ; merge tables with `kvplan eval table RECORDS…`.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+kvplan=${KVPLAN:-$repo/target/release/kvplan}
+model=${MODEL:-smollm2-135m-instruct}
+export RAYON_NUM_THREADS=${RAYON_NUM_THREADS:-1}
+methods="full,snapkv,pyramid,headkv,headkv-r,spindle,pod,treekv,streaming,h2o,tova,knorm"
+perms="headkv@perm1,headkv@perm2,headkv@perm3,headkv@perm4,headkv@perm5"
+betas=""
+for b in 1.005 1.01 1.1 1.2 1.5 2 5 10; do betas+="headkv@beta$b,headkv-r@beta$b,"; done
+betas=${betas%,}
+for shard in "$@"; do
+  len=${shard##*-}
+  case "$shard" in
+    beta-select-*) args=(--methods "full,snapkv,$betas" --budgets 128 --seed 1 --window question-end) ;;
+    beta-report-*) args=(--methods "$betas" --budgets 128 --seed 0 --window question-end) ;;
+    main-qe-*) args=(--methods "$methods,$perms" --budgets 128,512 --seed 0 --window question-end) ;;
+    main-qa-*) args=(--methods "$methods,$perms" --budgets 128,512 --seed 0 --mode question-agnostic) ;;
+    *) echo "unknown shard $shard" >&2; exit 2 ;;
+  esac
+  out="$repo/results/v3/$model/$shard"
+  mkdir -p "$out"
+  echo "== $(date -u +%FT%TZ) $shard → $out"
+  "$kvplan" eval niah --model "$model" --lengths "$len" --depths 0,0.25,0.5,0.75,1 --examples 10 \
+    --no-figures --out "$out" "${args[@]}"
+  echo "== $(date -u +%FT%TZ) $shard done"
+done
