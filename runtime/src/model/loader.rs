@@ -45,6 +45,7 @@ use burn::nn::RmsNorm;
 use burn::tensor::backend::Backend;
 use burn::tensor::{DType, Tensor, TensorCreationOptions, TensorData};
 
+#[cfg(feature = "flex")]
 use std::sync::Arc;
 
 use super::arch::RopeLayout;
@@ -243,6 +244,7 @@ fn projection<B: Backend>(
 }
 
 /// The parts as one quantised matrix; `None` when a part's rows are not whole blocks.
+#[cfg_attr(not(feature = "flex"), allow(dead_code))]
 fn quantised(
     gguf: &GgufFile,
     parts: &[Part],
