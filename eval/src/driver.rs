@@ -160,7 +160,7 @@ pub fn run<B: Backend, T: Task<B>>(
         shown.extend(companion::of_units(file, &units));
     }
     let md = task.summarise(&shown, &results, model)?;
-    let md = crate::chance_mark::mark(&md, crate::chance_mark::at_chance(ev.plan));
+    let md = crate::marks::Marks::of(ev.plan, &records.file.settings).apply(&md);
     let figures = out.join("figures").join(model);
     reporter
         .figures(&results, &figures)

@@ -10,7 +10,7 @@
 //! - [`equal_bytes`]: SpindleKV's budget re-targeted to SnapKV's measured bytes;
 //! - [`records`]: per-cell records, atomic writes, resuming, aggregation into `EvalResults`;
 //! - [`render`]: a table and results file from records alone (`kvplan eval table`);
-//! - [`chance_mark`]: rows whose budgets rest on R2 scores not above chance, marked;
+//! - [`marks`]: table rows marked where a caveat applies (R2 scores at chance, untrained PoD);
 //! - [`companion`]: kvpress's records on the same prompts, shown beside kvplan's;
 //! - [`results`]: the results schema (NIAH cells, quality points, perplexity curves);
 //! - [`table`]: the Markdown tables (rows by measured KV bytes, intervals, paired differences);
@@ -27,11 +27,11 @@
 //! - `runner` (feature `model`): runs the model under the runtime's presses, one shared prefill
 //!   per prompt for every press that keeps the model's own forward pass.
 
-pub mod chance_mark;
 pub mod companion;
 #[cfg(feature = "model")]
 pub mod driver;
 pub mod equal_bytes;
+pub mod marks;
 pub mod niah;
 pub mod ppl;
 pub mod prompt;

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use crate::records::{aggregate_niah, merge_results, write_atomic, Record, RecordsFile};
 use crate::ruler::{report, Task};
-use crate::{chance_mark, companion, io_err, Error, Result};
+use crate::{companion, io_err, marks, Error, Result};
 use kvplan_planner::Plan;
 
 /// What was rendered.
@@ -74,7 +74,7 @@ fn setup_line(file: &RecordsFile<Record>) -> Option<String> {
 
 /// Renders the table and results of the records file at `path` (module header); `plan`, the
 /// plan the records were made under, marks the rows built on R2 scores not above chance
-/// ([`crate::chance_mark`]).
+/// ([`crate::marks`]); the records' settings say whether PoD ran post-trained.
 pub fn render(path: &Path, plan: Option<&Plan>) -> Result<Rendered> {
     let (model, task) = name_parts(path)?;
     let dir = path.parent().unwrap_or(Path::new("."));
@@ -111,7 +111,7 @@ pub fn render(path: &Path, plan: Option<&Plan>) -> Result<Rendered> {
         Some(line) => format!("{table}\n{line}\n"),
         None => table,
     };
-    let md = chance_mark::mark(&md, chance_mark::at_chance(plan));
+    let md = marks::Marks::of(plan, &file.settings).apply(&md);
     let out = dir.join(format!("{model}.{task}.md"));
     write_atomic(&out, &md)?;
     Ok(Rendered {

@@ -35,7 +35,8 @@ pub struct TableArgs {
 pub fn run(args: TableArgs) -> anyhow::Result<()> {
     for path in &args.records {
         let plan = plan_of(path, args.plan.as_deref())?;
-        let r = render(path, plan.as_ref()).with_context(|| format!("rendering {}", path.display()))?;
+        let r =
+            render(path, plan.as_ref()).with_context(|| format!("rendering {}", path.display()))?;
         eprintln!(
             "kvplan: {} records → {} and {}",
             r.records,
@@ -67,7 +68,8 @@ fn plan_of(path: &Path, explicit: Option<&Path>) -> anyhow::Result<Option<Plan>>
     for file in &candidates {
         let have = sha256_file(file).with_context(|| format!("hashing {}", file.display()))?;
         if have == want {
-            let plan = Plan::load(file, None).with_context(|| format!("reading {}", file.display()))?;
+            let plan =
+                Plan::load(file, None).with_context(|| format!("reading {}", file.display()))?;
             return Ok(Some(plan));
         }
         if explicit.is_some() {
