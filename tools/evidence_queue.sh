@@ -9,8 +9,9 @@
 #   beta-select-L   β of eq. 4 swept over the HeadKV paper's values (§4.1) on the held-out seed 1
 #   main-MODE-L     every method at 128 and 512, plus the permuted-score controls, seed 0
 #   beta-report-L   the β sweep on seed 0 (reported; the default is chosen on beta-select only)
+#   reductions-L    the engines' reductions of HeadKV-R and PyramidKV (issue 29), into main-qe-L
 # MODE: qe (question-end, question-aware) | qa (question-agnostic); L: 1024 | 2048.
-# Output: results/v3/<model>/<shard>/ ; merge tables with `kvplan eval table RECORDS…`.
+# Output: results/v3/<model>/<shard>/ (reductions: main-qe-L/) ; merge tables with `kvplan eval table RECORDS…`.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 kvplan=${KVPLAN:-$repo/target/release/kvplan}
@@ -21,6 +22,9 @@ perms="headkv@perm1,headkv@perm2,headkv@perm3,headkv@perm4,headkv@perm5"
 betas=""
 for b in 1.005 1.01 1.1 1.2 1.5 2 5 10; do betas+="headkv@beta$b,headkv-r@beta$b,"; done
 betas=${betas%,}
+reductions=""
+for e in vllm trtllm trtllm-engine; do reductions+="$e:headkv-r,$e:pyramid,"; done
+reductions=${reductions%,}
 for shard in "$@"; do
   len=${shard##*-}
   case "$shard" in
@@ -28,9 +32,11 @@ for shard in "$@"; do
     beta-report-*) args=(--methods "$betas" --budgets 128 --seed 0 --window question-end) ;;
     main-qe-*) args=(--methods "$methods,$perms" --budgets 128,512 --seed 0 --window question-end) ;;
     main-qa-*) args=(--methods "$methods,$perms" --budgets 128,512 --seed 0 --mode question-agnostic) ;;
+    reductions-*) args=(--methods "$reductions" --budgets 128,512 --seed 0 --window question-end) ;;
     *) echo "unknown shard $shard" >&2; exit 2 ;;
   esac
   out="$repo/results/v3/$model/$shard"
+  case "$shard" in reductions-*) out="$repo/results/v3/$model/main-qe-$len" ;; esac
   mkdir -p "$out"
   echo "== $(date -u +%FT%TZ) $shard → $out"
   "$kvplan" eval niah --model "$model" --lengths "$len" --depths 0,0.25,0.5,0.75,1 --examples 10 \
