@@ -8,10 +8,11 @@
 # Shards (SmolLM2 defaults; every shard 50 distinct needles per (length), seed 0 unless named):
 #   beta-select-L   β of eq. 4 swept over the HeadKV paper's values (§4.1) on the held-out seed 1
 #   main-MODE-L     every method at 128 and 512, plus the permuted-score controls, seed 0
-#   beta-report-L   the β sweep on seed 0 (reported; the default is chosen on beta-select only)
+#   beta-report-L   the β sweep on seed 0 (reported; chosen on beta-select only), into main-qe-L
+#                   so that its rows pair with SnapKV's and FullKV's on the same prompts
 #   reductions-L    the engines' reductions of HeadKV-R and PyramidKV (issue 29), into main-qe-L
 # MODE: qe (question-end, question-aware) | qa (question-agnostic); L: 1024 | 2048.
-# Output: results/v3/<model>/<shard>/ (reductions: main-qe-L/) ; merge tables with `kvplan eval table RECORDS…`.
+# Output: results/v3/<model>/<shard>/ (beta-report, reductions: main-qe-L/) ; merge tables with `kvplan eval table RECORDS…`.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 kvplan=${KVPLAN:-$repo/target/release/kvplan}
@@ -36,7 +37,7 @@ for shard in "$@"; do
     *) echo "unknown shard $shard" >&2; exit 2 ;;
   esac
   out="$repo/results/v3/$model/$shard"
-  case "$shard" in reductions-*) out="$repo/results/v3/$model/main-qe-$len" ;; esac
+  case "$shard" in reductions-* | beta-report-*) out="$repo/results/v3/$model/main-qe-$len" ;; esac
   mkdir -p "$out"
   echo "== $(date -u +%FT%TZ) $shard → $out"
   "$kvplan" eval niah --model "$model" --lengths "$len" --depths 0,0.25,0.5,0.75,1 --examples 10 \
