@@ -1,7 +1,9 @@
 //! The hand-made SmolLM2 profile through the planner, with expectations worked by hand from the
 //! pattern in `fixtures/README.md`.
 
+use kvplan_planner::methods::headkv::HeadKvOptions;
 use kvplan_planner::methods::pod::PodOptions;
+use kvplan_planner::HeadKvSection;
 use kvplan_planner::{build_plan, Method, Plan, PlanOptions, PodSection, Profile, Target};
 use std::path::PathBuf;
 
@@ -64,6 +66,44 @@ fn headkv_r_on_smollm2_by_hand() {
     assert_eq!(k[8][0], 300);
     assert_eq!(k[0], vec![10; 3]);
     assert_eq!(b.total(), 30 * 3 * 128);
+}
+
+#[test]
+fn headkv_r_with_its_own_beta_by_hand() {
+    // β = 2 for headkv-r only. b = 120; pool per head ⌊120/2⌋ = 60, basic 60; pool 60 · 90 =
+    // 5400 → per unit of raw score 5400/1.83 = 2950.8197: 0.62 → 1829.51; 0.48 → 1416.39;
+    // 0.35 → 1032.79; 0.21 → 619.67; 0.12 → 354.10; 0.05 → 147.54. Floors sum 5397; the 3 left
+    // go to fractions .79, .67 and .54. Budgets = 60 + share + 8: 1897, 1484, 1101, 688, 422,
+    // 216; every other head 68.
+    let opts = PlanOptions {
+        headkv: HeadKvOptions {
+            beta_r: Some(2.0),
+            ..HeadKvOptions::default()
+        },
+        ..PlanOptions::default()
+    };
+    let p = build_plan(&profile(), &Method::ALL, Target::Tokens(128), &opts)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let b = p
+        .budgets_at(Method::HeadKvR, 8192)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let k = &b.per_layer_per_kv_head;
+    assert_eq!(k[14][1], 1897);
+    assert_eq!(k[16][0], 1484);
+    assert_eq!(k[20][2], 1101);
+    assert_eq!(k[11][0], 688);
+    assert_eq!(k[22][1], 422);
+    assert_eq!(k[8][0], 216);
+    assert_eq!(k[0], vec![68; 3]);
+    assert_eq!(b.total(), 30 * 3 * 128);
+    // headkv (retrieval-reasoning) keeps the shared β.
+    let beta = |m| {
+        p.sections
+            .get::<HeadKvSection>(m)
+            .unwrap_or_else(|| panic!("no {m:?}"))
+            .beta
+    };
+    assert_eq!((beta(Method::HeadKv), beta(Method::HeadKvR)), (1.01, 2.0));
 }
 
 #[test]

@@ -6,6 +6,7 @@
 use anyhow::{bail, Context};
 use kvplan_planner::alloc::pod::Grouping;
 use kvplan_planner::export::summary;
+use kvplan_planner::methods::headkv::{HeadKvOptions, DEFAULT_HEADKV_BETA};
 use kvplan_planner::methods::pod::{PodOptions, DEFAULT_POD_DELTA};
 use kvplan_planner::methods::spindle::SpindleOptions;
 use kvplan_planner::{build_plan, Method, Plan, PlanOptions, Profile, Target};
@@ -60,6 +61,13 @@ pub struct PlanArgs {
     /// nothing on Qwen2.5 (7 query heads per KV head) or Gemma 3 (4): use kv-head there.
     #[arg(long, value_name = "G", default_value = "query-head")]
     pod_blocks: Grouping,
+    /// HeadKV's β (eq. 4) for `headkv`: the pool is B = b/β per head, the rest of b fixed;
+    /// smaller β, a larger pool (HeadKV §3.2; the authors' scripts use 1.01).
+    #[arg(long, value_name = "X", default_value_t = DEFAULT_HEADKV_BETA)]
+    headkv_beta: f64,
+    /// β for `headkv-r` [default: --headkv-beta].
+    #[arg(long, value_name = "X")]
+    headkv_r_beta: Option<f64>,
     /// SpindleKV option: apply the codebook only in layers below K (default: every layer).
     #[arg(long, value_name = "K")]
     spindle_split: Option<usize>,
@@ -106,6 +114,14 @@ fn build(args: &PlanArgs, profile_path: &Path) -> anyhow::Result<Plan> {
         bail!("give --out FILE: where to write the plan");
     };
     let methods = parse_methods(&args.method)?;
+    for (flag, beta) in [
+        ("--headkv-beta", Some(args.headkv_beta)),
+        ("--headkv-r-beta", args.headkv_r_beta),
+    ] {
+        if let Some(b) = beta.filter(|b| !(b.is_finite() && *b >= 1.0)) {
+            bail!("{flag}: expected a number >= 1 (HeadKV eq. 4: the pool is b/β), found {b}");
+        }
+    }
     let profile = Profile::load(profile_path)
         .with_context(|| format!("cannot read profile {}", profile_path.display()))?;
     let opts = PlanOptions {
@@ -121,6 +137,11 @@ fn build(args: &PlanArgs, profile_path: &Path) -> anyhow::Result<Plan> {
         spindle: SpindleOptions {
             split: args.spindle_split,
             ..SpindleOptions::default()
+        },
+        headkv: HeadKvOptions {
+            beta: args.headkv_beta,
+            beta_r: args.headkv_r_beta,
+            ..HeadKvOptions::default()
         },
         ..PlanOptions::default()
     };

@@ -23,8 +23,12 @@ pub const DEFAULT_HEADKV_TEMPERATURE: f64 = 1.0;
 /// Options of the HeadKV sections.
 #[derive(Clone, Debug, PartialEq)]
 pub struct HeadKvOptions {
-    /// β of eq. 4.
+    /// β of eq. 4 for `headkv` (retrieval-reasoning scores).
     pub beta: f64,
+    /// β of eq. 4 for `headkv-r` (retrieval scores); `None`: [`HeadKvOptions::beta`]. The two
+    /// score sets differ in how many heads score zero, so the best β can differ (HeadKV App. F
+    /// sweeps β per method; `kvplan eval niah --methods headkv-r@beta2,…` measures it).
+    pub beta_r: Option<f64>,
     /// Temperature of the scores mapped onto KV heads.
     pub temperature: f64,
 }
@@ -33,6 +37,7 @@ impl Default for HeadKvOptions {
     fn default() -> Self {
         HeadKvOptions {
             beta: DEFAULT_HEADKV_BETA,
+            beta_r: None,
             temperature: DEFAULT_HEADKV_TEMPERATURE,
         }
     }
@@ -74,7 +79,10 @@ impl MethodSection for HeadKvSection {
         Ok(HeadKvSection {
             source,
             window: opts.window,
-            beta: opts.headkv.beta,
+            beta: match source {
+                ScoreSource::Retrieval => opts.headkv.beta_r.unwrap_or(opts.headkv.beta),
+                ScoreSource::RetrievalReasoning => opts.headkv.beta,
+            },
             temperature: opts.headkv.temperature,
             kernel_size: DEFAULT_KERNEL,
             pooling: DEFAULT_POOLING,
