@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
-"""Paired comparison of two RULER rows, possibly from two records files (standard library only).
+"""Paired comparison of two RULER or NIAH rows, possibly from two records files (standard library
+only).
 
     tools/ruler_paired.py RECORDS_A.json METHOD@BUDGET RECORDS_B.json METHOD@BUDGET
 
 `kvplan eval ruler`'s table pairs each row with SnapKV and FullKV of the same run; this compares
 any two rows — two methods of one run, or one method under two modes (question-aware against
 question-agnostic records of the same model, length and seed: the same tasks and examples). The
-estimate is the difference of the averages of the task means, in points. Only (task, example)
-pairs present in both rows count; a task missing from either is an error.
+estimate is the difference of the averages of the task means, in points. Only prompts (task,
+length, depth, example) present in both rows count; a task missing from either is an error. A
+method may hold '@' itself (`headkv-r@beta2@128`: the budget is the last part when a number).
 
 The statistics are eval/src/stats's, so the numbers match the tables':
 - 95% interval: the cluster bootstrap (2000 resamples, seed 0): within each task the clusters
@@ -46,10 +48,15 @@ def cluster_of(r):
 
 
 def row(path, records, label):
-    method, _, budget = label.partition("@")
+    # METHOD@BUDGET; a method may hold '@' itself (`headkv@beta2@128`, `headkv@perm1`): the
+    # budget is the last part when it is a number.
+    method, _, budget = label.rpartition("@")
+    if not budget.isdigit():
+        method, budget = label, ""
     budget = int(budget) if budget else None
+    # A prompt: task, length, depth (NIAH's needle placement) and example.
     cells = {
-        (r["task"], r["example"]): (r["score"], cluster_of(r))
+        (r["task"], r.get("context_len"), r.get("depth"), r["example"]): (r["score"], cluster_of(r))
         for r in records
         if r["method"] == method and r.get("budget") == budget
     }
@@ -77,7 +84,7 @@ def main():
     files = {path: load(path) for path in {args.records_a, args.records_b}}
     a = row(args.records_a, files[args.records_a], args.a)
     b = row(args.records_b, files[args.records_b], args.b)
-    tasks = sorted({t for t, _ in a} | {t for t, _ in b})
+    tasks = sorted({k[0] for k in a} | {k[0] for k in b})
     # Per task: its clusters, each the list of its pairs' differences (clusters of row A).
     clusters = {}
     for t in tasks:
