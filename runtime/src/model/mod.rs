@@ -14,6 +14,8 @@ pub mod loader;
 pub mod quant;
 pub mod query_order;
 pub mod rope;
+#[cfg(feature = "flex")]
+mod softmax;
 pub mod transformer;
 
 use std::path::Path;
