@@ -9,6 +9,8 @@ pub mod config;
 pub mod feed_forward;
 #[cfg(feature = "flex")]
 pub mod host_attention;
+#[cfg(feature = "flex")]
+pub mod host_ffn;
 pub mod linear;
 pub mod loader;
 pub mod quant;
