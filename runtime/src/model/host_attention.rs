@@ -371,7 +371,10 @@ mod tests {
             head_dim: d,
             window,
         } = dims;
-        let (mut out, mut probs) = (vec![0f64; kv * group * t * d], vec![0f64; kv * group * t * l]);
+        let (mut out, mut probs) = (
+            vec![0f64; kv * group * t * d],
+            vec![0f64; kv * group * t * l],
+        );
         for head in 0..kv * group {
             let g = head / group;
             for i in 0..t {
@@ -379,7 +382,11 @@ mod tests {
                 let first = window.map_or(0, |w| (a + 1).saturating_sub(w));
                 let qi = &q[(head * t + i) * d..(head * t + i + 1) * d];
                 let s: Vec<f64> = (first..=a)
-                    .map(|j| (0..d).map(|x| qi[x] as f64 * k[(g * l + j) * d + x] as f64).sum())
+                    .map(|j| {
+                        (0..d)
+                            .map(|x| qi[x] as f64 * k[(g * l + j) * d + x] as f64)
+                            .sum()
+                    })
                     .collect();
                 let max = s.iter().copied().fold(f64::NEG_INFINITY, f64::max);
                 let z: f64 = s.iter().map(|x| (x - max).exp()).sum();

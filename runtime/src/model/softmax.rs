@@ -137,14 +137,19 @@ mod tests {
     /// A row longer than the lanes, with a tail: each entry `e^(x−max)/Σ`, from `f64` by hand.
     #[test]
     fn long_row_matches_the_f64_softmax() {
-        let row: Vec<f32> = (0..53).map(|i| ((i * 37) % 23) as f32 * 0.31 - 3.0).collect();
+        let row: Vec<f32> = (0..53)
+            .map(|i| ((i * 37) % 23) as f32 * 0.31 - 3.0)
+            .collect();
         let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max) as f64;
         let z: f64 = row.iter().map(|&v| (v as f64 - max).exp()).sum();
         let mut got = row.clone();
         softmax_in_place(&mut got);
         for (g, &v) in got.iter().zip(&row) {
             let want = (v as f64 - max).exp() / z;
-            assert!((*g as f64 - want).abs() <= 2e-6 * want + 1e-9, "{g} vs {want}");
+            assert!(
+                (*g as f64 - want).abs() <= 2e-6 * want + 1e-9,
+                "{g} vs {want}"
+            );
         }
         let mut empty: [f32; 0] = [];
         softmax_in_place(&mut empty);

@@ -80,4 +80,3 @@ pub(crate) unsafe fn gemm_into(
         );
     }
 }
-

@@ -281,7 +281,10 @@ mod tests {
                     }
                 }
             }
-            assert!(seen.iter().flatten().all(|&c| c == 1), "{kv}×{group}, t={t}");
+            assert!(
+                seen.iter().flatten().all(|&c| c == 1),
+                "{kv}×{group}, t={t}"
+            );
         }
         let decode = Dims {
             kv_heads: 1,

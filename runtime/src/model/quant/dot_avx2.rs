@@ -188,7 +188,10 @@ unsafe fn nibble_plane(qs: &[u8], shift: i32) -> [__m256i; 4] {
 #[inline(always)]
 unsafe fn q6_dot16(ql: &[u8], qh: &[u8], k: usize, l: usize, x: &[f32]) -> __m256 {
     debug_assert!(ql.len() >= 64 && qh.len() >= 32 && x.len() >= 16 && l + 16 <= 32);
-    let (lo_shift, hi_shift) = (_mm_cvtsi32_si128(4 * (k / 2) as i32), _mm_cvtsi32_si128(2 * k as i32));
+    let (lo_shift, hi_shift) = (
+        _mm_cvtsi32_si128(4 * (k / 2) as i32),
+        _mm_cvtsi32_si128(2 * k as i32),
+    );
     let (mask4, mask2, bias) = (
         _mm256_set1_epi32(0x0F),
         _mm256_set1_epi32(3),
@@ -199,7 +202,10 @@ unsafe fn q6_dot16(ql: &[u8], qh: &[u8], k: usize, l: usize, x: &[f32]) -> __m25
         let hi = _mm256_cvtepu8_epi32(_mm_loadl_epi64(qh.as_ptr().add(o).cast()));
         let lo = _mm256_and_si256(_mm256_srl_epi32(lo, lo_shift), mask4);
         let hi = _mm256_and_si256(_mm256_srl_epi32(hi, hi_shift), mask2);
-        _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_or_si256(lo, _mm256_slli_epi32(hi, 4)), bias))
+        _mm256_cvtepi32_ps(_mm256_sub_epi32(
+            _mm256_or_si256(lo, _mm256_slli_epi32(hi, 4)),
+            bias,
+        ))
     };
     let p = _mm256_mul_ps(q(l), _mm256_loadu_ps(x.as_ptr()));
     _mm256_fmadd_ps(q(l + 8), _mm256_loadu_ps(x.as_ptr().add(8)), p)
