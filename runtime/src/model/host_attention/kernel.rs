@@ -276,8 +276,8 @@ mod tests {
                     let head = task.kv * group + h;
                     assert_eq!(next[head], task.start, "{kv}×{group}, t={t}: out of order");
                     next[head] = task.end;
-                    for r in task.start..task.end {
-                        seen[head][r] += 1;
+                    for c in &mut seen[head][task.start..task.end] {
+                        *c += 1;
                     }
                 }
             }
