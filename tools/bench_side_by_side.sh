@@ -16,6 +16,14 @@
 # repository with pinned versions. llama-cpp-python has no wheel for this machine on the
 # registry, so pip builds its sdist (a C++ toolchain is needed; cmake comes from pip; 10–25 min
 # on 2 cores, once).
+#
+# llama.cpp's build flags: -DGGML_NATIVE=ON (tuned to this CPU), except on a CPU with AMX
+# (`amx` in /proc/cpuinfo's flags, e.g. Intel Sapphire Rapids): there a native build segfaults in
+# ggml_backend_amx_mul_mat on its first matmul (llama-cpp-python 0.3.36), so the script builds
+# with -DGGML_NATIVE=OFF, the AVX2/FMA/F16C flags and the AVX-512 ones the CPU has on, and
+# every GGML_AMX_* flag off — llama.cpp then runs its AVX-512 kernels, without AMX. It says which
+# on its first lines. CMAKE_ARGS, when set, replaces either choice. The flags a build used are
+# kept in the venv; a change rebuilds llama-cpp-python.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
@@ -38,6 +46,20 @@ models=("$@")
 
 [ -x "$venv/bin/python" ] || "${PYTHON:-python3}" -m venv "$venv"
 py="$venv/bin/python"
+cpu_flags=$(grep -m1 '^flags' /proc/cpuinfo || true)
+has() { [[ " $cpu_flags " == *" $1 "* ]]; }
+if [[ $cpu_flags == *amx* ]]; then
+  on=(AVX AVX2 BMI2 FMA F16C)
+  for f in avx512f:AVX512 avx512vbmi:AVX512_VBMI avx512_vnni:AVX512_VNNI avx512_bf16:AVX512_BF16; do
+    has "${f%%:*}" && on+=("${f#*:}")
+  done
+  llama_args="-DGGML_NATIVE=OFF $(printf -- '-DGGML_%s=ON ' "${on[@]}")-DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF -DLLAMA_CURL=OFF"
+  echo "llama.cpp: this CPU has AMX; a native build segfaults in ggml_backend_amx_mul_mat, so: $llama_args"
+else
+  llama_args="-DGGML_NATIVE=ON -DLLAMA_CURL=OFF"
+  echo "llama.cpp: native build ($llama_args)"
+fi
+llama_args=${CMAKE_ARGS:-$llama_args}
 if ! "$py" - "$TORCH" "$TRANSFORMERS" "$GGUF" "$LLAMA_CPP_PYTHON" <<'PY' 2>/dev/null; then
 import sys
 from importlib.metadata import version
@@ -48,8 +70,15 @@ PY
   "$py" -m pip install --retries 0 --timeout 20 "torch==$TORCH" \
     --index-url https://download.pytorch.org/whl/cpu || "$py" -m pip install "torch==$TORCH"
   "$py" -m pip install "transformers==$TRANSFORMERS" "gguf==$GGUF" "accelerate==$ACCELERATE"
-  CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=ON -DLLAMA_CURL=OFF}" \
-    "$py" -m pip install "llama-cpp-python==$LLAMA_CPP_PYTHON"
+  CMAKE_ARGS="$llama_args" "$py" -m pip install "llama-cpp-python==$LLAMA_CPP_PYTHON"
+  echo "$llama_args" > "$venv/llama-cmake-args"
+fi
+# A venv from before the flags were kept was built with the native default.
+[ -f "$venv/llama-cmake-args" ] || echo "-DGGML_NATIVE=ON -DLLAMA_CURL=OFF" > "$venv/llama-cmake-args"
+if [ "$(cat "$venv/llama-cmake-args")" != "$llama_args" ]; then
+  CMAKE_ARGS="$llama_args" "$py" -m pip install --force-reinstall --no-deps --no-cache-dir \
+    "llama-cpp-python==$LLAMA_CPP_PYTHON"
+  echo "$llama_args" > "$venv/llama-cmake-args"
 fi
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TQDM_DISABLE=1 OMP_NUM_THREADS=$threads
 export RAYON_NUM_THREADS=$threads

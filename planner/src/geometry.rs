@@ -36,7 +36,7 @@ impl Geometry {
     /// A geometry with the default GQA map `h → h / (q_heads / kv_heads)`, every layer global
     /// (see [`Geometry::with_windows`]).
     pub fn new(layers: usize, q_heads: usize, kv_heads: usize, head_dim: usize) -> Result<Self> {
-        if kv_heads == 0 || q_heads % kv_heads != 0 {
+        if kv_heads == 0 || !q_heads.is_multiple_of(kv_heads) {
             return Err(Error::invalid(
                 "geometry.kv_heads",
                 format!("a divisor of q_heads = {q_heads}"),
@@ -118,7 +118,7 @@ impl Geometry {
         validate::at_least(&format!("{path}.q_heads"), self.q_heads, 1)?;
         validate::at_least(&format!("{path}.kv_heads"), self.kv_heads, 1)?;
         validate::at_least(&format!("{path}.head_dim"), self.head_dim, 1)?;
-        if self.q_heads % self.kv_heads != 0 {
+        if !self.q_heads.is_multiple_of(self.kv_heads) {
             return Err(Error::invalid(
                 format!("{path}.kv_heads"),
                 format!("a divisor of q_heads = {}", self.q_heads),

@@ -138,7 +138,7 @@ impl GgmlType {
 
 /// Every f16 as f32 (256 KiB, built once): a block's scales are read by table, as ggml does,
 /// instead of a conversion call per block. The values are `half`'s conversions.
-fn f16_table() -> &'static [f32] {
+pub(crate) fn f16_table() -> &'static [f32] {
     static TABLE: std::sync::OnceLock<Vec<f32>> = std::sync::OnceLock::new();
     TABLE.get_or_init(|| (0..=u16::MAX).map(|b| f16::from_bits(b).to_f32()).collect())
 }

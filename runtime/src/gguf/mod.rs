@@ -21,6 +21,7 @@ use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+pub(crate) use dequant::f16_table;
 pub use dequant::GgmlType;
 use reader::{ByteReader, LIMITS};
 pub use value::MetaValue;

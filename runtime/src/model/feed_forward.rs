@@ -1,6 +1,7 @@
 //! Gated feed-forward: `down(act(gate(x)) ⊙ up(x))`, with `act` SiLU (SwiGLU: Llama, Qwen2) or
 //! tanh-approximated GELU (GeGLU: Gemma 3). Gate and up stay separate matmuls: their outputs are
-//! then contiguous, which keeps the element-wise product on flex's fast path.
+//! then contiguous, which keeps the element-wise product on flex's fast path. With quantised
+//! weights (the CPU backend) the whole block runs on the host ([`super::host_ffn`]).
 
 use burn::module::Module;
 use burn::tensor::activation::{gelu_approximate, silu};
@@ -28,6 +29,14 @@ impl<B: Backend> FeedForward<B> {
     /// # Shapes
     /// - x: `[t, hidden]` → `[t, hidden]`
     pub fn forward(&self, x: Tensor<B, 2>) -> Tensor<B, 2> {
+        #[cfg(feature = "flex")]
+        if let (Some(gate), Some(up), Some(down)) = (
+            self.w_gate.quant.as_deref(),
+            self.w_up.quant.as_deref(),
+            self.w_down.quant.as_deref(),
+        ) {
+            return super::host_ffn::forward([gate, up, down], self.activation, x);
+        }
         let gate = self.w_gate.forward(x.clone()); // [t, ffn]
         let up = self.w_up.forward(x);
         let gate = match self.activation {

@@ -6,12 +6,11 @@
 //! the rotated keys and the values to the [`LayerCache`] on the host (in place, no copy of what it
 //! holds), runs the fused kernel below over what the cache holds, and hands `[t, heads·d]` back to burn for the output projection.
 //!
-//! Per (query head, block of [`ROWS`] query rows): `S = Q_b·K[..cols]ᵀ` with one gemm, a single
-//! fused pass for the causal mask and the softmax of each row, then `O_b = P·V[..cols]` with one
-//! gemm. `cols = past + end of block`, so keys no row of the block can see are never touched
-//! (the upper causal triangle is skipped) and at most `ROWS × n` scores exist per task. Tasks run
-//! in parallel with rayon; each gemm is single-threaded. Requested rows of `P` (observation) and
-//! column sums (H2O) are read off `P` while it is in cache.
+//! The kernel ([`kernel`]) runs per (cache head, its query heads stacked, block of query rows):
+//! one gemm for the scores, one pass per row for the causal and window mask and the softmax
+//! ([`super::softmax`], vectorised), one gemm for the output; keys outside every row's causal
+//! range or sliding window are never touched. Requested rows of `P` (observation) and column sums
+//! (H2O) are read off `P` while it is in cache.
 //!
 //! As in the generic path, the group comes from the layer cache: a cache unfolded to one head per
 //! query head gets the new K/V repeated on append and is attended with group 1; query heads are
@@ -21,21 +20,18 @@ use std::ops::Range;
 
 use burn::tensor::backend::Backend;
 use burn::tensor::{Tensor, TensorData};
-use gemm::{gemm, Parallelism};
-use rayon::prelude::*;
 
 use super::attention::{observed_to_head_order, Attention, ForwardCtx, ObservedSoFar};
 use super::rope::rotate_half_scaled;
 use crate::cache::{host_vec, LayerCache};
 use crate::observe::{AttentionRows, ColumnSums, KeysValues, LayerObservation};
 
-/// Query rows per task.
-pub const ROWS: usize = 64;
+mod few_rows;
+mod gemm;
+mod kernel;
 
-/// Query rows per task up to which the products are plain dot products and row updates
-/// ([`few_rows`]) instead of `gemm`, which packs the keys first: a decode step's single row
-/// reads each key once.
-const FEW_ROWS: usize = 4;
+pub(crate) use super::softmax::exp_nonpositive;
+pub(crate) use gemm::{gemm_into, gemm_row_major, Gemm};
 
 /// Shapes of one kernel call: queries `[kv_heads][group][t][head_dim]`, keys and values
 /// `[kv_heads][keys][head_dim]`; the last `t` keys are the new tokens.
@@ -195,7 +191,7 @@ fn attend_cache<B: Backend>(
             keys: cache.len(0),
             ..shape
         };
-        return attend_heads(q, &keys, &values, dims, observe, colsum);
+        return kernel::attend_heads(q, &keys, &values, dims, observe, colsum);
     }
     let mut all = HostOutput::default();
     let per_head = group * t * head_dim;
@@ -206,7 +202,7 @@ fn attend_cache<B: Backend>(
             keys: cache.len(g),
             ..shape
         };
-        let mut r = attend_heads(
+        let mut r = kernel::attend_heads(
             qg,
             &keys[g..=g],
             &values[g..=g],
@@ -274,18 +270,6 @@ pub struct HostOutput {
     pub column_sums: Vec<Vec<f32>>,
 }
 
-struct Task {
-    head: usize,
-    start: usize,
-    end: usize,
-}
-
-struct TaskOut {
-    out: Vec<f32>,
-    rows: Vec<Vec<f32>>,
-    colsum: Vec<f32>,
-}
-
 /// Causal attention of pre-scaled queries. `observe`: the rows (indices among the `t` new
 /// tokens) whose probabilities are returned; `colsum`: whether to return column sums over all
 /// rows.
@@ -313,367 +297,12 @@ pub fn attend(
             )
         })
         .unzip();
-    attend_heads(q, &keys, &values, dims, observe, colsum)
-}
-
-/// [`attend`] over keys and values given per cache head (`dims.keys` rows of `head_dim` each).
-fn attend_heads(
-    q: &[f32],
-    k: &[&[f32]],
-    v: &[&[f32]],
-    dims: Dims,
-    observe: Range<usize>,
-    colsum: bool,
-) -> HostOutput {
-    let Dims {
-        kv_heads: kv,
-        group,
-        t,
-        keys: l,
-        head_dim: d,
-        ..
-    } = dims;
-    assert_eq!(q.len(), kv * group * t * d, "host attention: q size");
-    assert!(
-        k.len() == kv && v.len() == kv && k.iter().chain(v).all(|x| x.len() == l * d),
-        "host attention: k/v sizes"
-    );
-    assert!(l >= t, "host attention: fewer keys than new tokens");
-    let heads = kv * group;
-    let tasks: Vec<Task> = (0..heads)
-        .flat_map(|head| {
-            (0..t).step_by(ROWS).map(move |start| Task {
-                head,
-                start,
-                end: (start + ROWS).min(t),
-            })
-        })
-        .collect();
-    let observing = !observe.is_empty();
-    let results: Vec<TaskOut> = tasks
-        .par_iter()
-        .map(|task| run_task(task, q, k, v, dims, observe.clone(), colsum))
-        .collect();
-    let mut output = HostOutput {
-        out: vec![0.0; q.len()],
-        rows: vec![Vec::new(); if observing { heads } else { 0 }],
-        column_sums: vec![Vec::new(); if colsum { heads } else { 0 }],
-    };
-    for (task, res) in tasks.iter().zip(results) {
-        let at = (task.head * t + task.start) * d;
-        output.out[at..at + res.out.len()].copy_from_slice(&res.out);
-        if observing {
-            output.rows[task.head].extend(res.rows);
-        }
-        if colsum {
-            let acc = &mut output.column_sums[task.head];
-            if acc.is_empty() {
-                acc.resize(l, 0.0);
-            }
-            for (a, c) in acc.iter_mut().zip(&res.colsum) {
-                *a += c;
-            }
-        }
-    }
-    output
-}
-
-fn run_task(
-    task: &Task,
-    q: &[f32],
-    k: &[&[f32]],
-    v: &[&[f32]],
-    dims: Dims,
-    observe: Range<usize>,
-    colsum: bool,
-) -> TaskOut {
-    let Dims {
-        group,
-        t,
-        keys: l,
-        head_dim: d,
-        window,
-        ..
-    } = dims;
-    let kvh = task.head / group;
-    let past = l - t;
-    let m = task.end - task.start;
-    let cols = past + task.end;
-    let q_blk = &q[(task.head * t + task.start) * d..(task.head * t + task.end) * d];
-    let k_h = &k[kvh][..cols * d];
-    let v_h = &v[kvh][..cols * d];
-    let mut s = vec![0f32; m * cols];
-    let few = m <= FEW_ROWS;
-    if few {
-        few_rows::scores(&mut s, q_blk, k_h, d);
-    } else {
-        // S[m × cols] = Q_b[m × d] · K[cols × d]ᵀ: K read with column stride d, row stride 1.
-        gemm_row_major(
-            Gemm { m, n: cols, k: d },
-            &mut s,
-            q_blk,
-            k_h,
-            (d as isize, 1),
-        );
-    }
-    let mut rows = Vec::new();
-    let mut sums = if colsum { vec![0f32; l] } else { Vec::new() };
-    for (i, row) in s.chunks_exact_mut(cols).enumerate() {
-        let visible = past + task.start + i + 1;
-        let first = window.map_or(0, |w| visible.saturating_sub(w));
-        softmax_in_place(&mut row[first..visible]);
-        row[..first].fill(0.0);
-        row[visible..].fill(0.0);
-        if observe.contains(&(task.start + i)) {
-            let mut r = row.to_vec();
-            r.resize(l, 0.0);
-            rows.push(r);
-        }
-        if colsum {
-            for (a, p) in sums.iter_mut().zip(row.iter()) {
-                *a += p;
-            }
-        }
-    }
-    let mut out = vec![0f32; m * d];
-    if few {
-        few_rows::weighted_values(&mut out, &s, v_h, d);
-    } else {
-        // O[m × d] = P[m × cols] · V[cols × d].
-        gemm_row_major(
-            Gemm { m, n: d, k: cols },
-            &mut out,
-            &s,
-            v_h,
-            (1, d as isize),
-        );
-    }
-    TaskOut {
-        out,
-        rows,
-        colsum: sums,
-    }
-}
-
-/// The two products of a task with few query rows (decode), reading keys and values once each,
-/// in storage order. AVX2 and FMA where the CPU has them (the same sums, in lanes of 8).
-mod few_rows {
-    /// `s[i][j] = q[i]·k[j]` for the rows of `q` (`[m][d]`) and `s` (`[m][cols]`), `k` `[cols][d]`.
-    pub(super) fn scores(s: &mut [f32], q: &[f32], k: &[f32], d: usize) {
-        #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
-        {
-            // Safety: the CPU has the features the function is compiled for.
-            return unsafe { scores_avx2(s, q, k, d) };
-        }
-        scores_body(s, q, k, d)
-    }
-
-    /// `out[i] = Σ_j p[i][j]·v[j]` for the rows of `p` (`[m][cols]`) and `out` (`[m][d]`), `v`
-    /// `[cols][d]`.
-    pub(super) fn weighted_values(out: &mut [f32], p: &[f32], v: &[f32], d: usize) {
-        #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
-        {
-            // Safety: the CPU has the features the function is compiled for.
-            return unsafe { weighted_values_avx2(out, p, v, d) };
-        }
-        weighted_values_body(out, p, v, d)
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2,fma")]
-    unsafe fn scores_avx2(s: &mut [f32], q: &[f32], k: &[f32], d: usize) {
-        scores_body(s, q, k, d)
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2,fma")]
-    unsafe fn weighted_values_avx2(out: &mut [f32], p: &[f32], v: &[f32], d: usize) {
-        weighted_values_body(out, p, v, d)
-    }
-
-    #[inline(always)]
-    fn scores_body(s: &mut [f32], q: &[f32], k: &[f32], d: usize) {
-        let cols = k.len() / d;
-        for (row, q) in s.chunks_exact_mut(cols).zip(q.chunks_exact(d)) {
-            for (dst, key) in row.iter_mut().zip(k.chunks_exact(d)) {
-                *dst = dot(q, key);
-            }
-        }
-    }
-
-    #[inline(always)]
-    fn weighted_values_body(out: &mut [f32], p: &[f32], v: &[f32], d: usize) {
-        let cols = v.len() / d;
-        for (o, p) in out.chunks_exact_mut(d).zip(p.chunks_exact(cols)) {
-            for (&w, value) in p.iter().zip(v.chunks_exact(d)) {
-                if w != 0.0 {
-                    for (a, &x) in o.iter_mut().zip(value) {
-                        *a = w.mul_add(x, *a);
-                    }
-                }
-            }
-        }
-    }
-
-    /// `a·b` in 8 lanes, then the lanes summed.
-    #[inline(always)]
-    fn dot(a: &[f32], b: &[f32]) -> f32 {
-        let mut lanes = [0f32; 8];
-        let (ac, bc) = (a.chunks_exact(8), b.chunks_exact(8));
-        let tail: f32 = ac
-            .remainder()
-            .iter()
-            .zip(bc.remainder())
-            .map(|(x, y)| x * y)
-            .sum();
-        for (x, y) in ac.zip(bc) {
-            for l in 0..8 {
-                lanes[l] = x[l].mul_add(y[l], lanes[l]);
-            }
-        }
-        lanes.iter().sum::<f32>() + tail
-    }
-}
-
-/// Sizes of one product `dst[m × n] = lhs[m × k] · rhs[k × n]`.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Gemm {
-    pub(crate) m: usize,
-    pub(crate) n: usize,
-    pub(crate) k: usize,
-}
-
-/// `dst = lhs · rhs`, single-threaded: `dst` `[m][n]` and `lhs` `[m][k]` row-major; `rhs`
-/// element (row `i < k`, column `j < n`) at `i·row_stride + j·col_stride`, `strides =
-/// (col_stride, row_stride)` — a row-major `[k][n]` matrix has `(1, n)`, a row-major `[n][k]`
-/// matrix read as its transpose `(k, 1)`.
-pub(crate) fn gemm_row_major(
-    g: Gemm,
-    dst: &mut [f32],
-    lhs: &[f32],
-    rhs: &[f32],
-    strides: (isize, isize),
-) {
-    let Gemm { m, n, .. } = g;
-    assert!(
-        dst.len() >= m * n,
-        "host attention: gemm destination shorter than {m}×{n}"
-    );
-    // Safety: `dst` covers the m rows of n written, and the borrow keeps it ours.
-    unsafe { gemm_into(g, dst.as_mut_ptr(), n, lhs, rhs, strides) }
-}
-
-/// [`gemm_row_major`] into rows `dst_row_stride` apart: `dst[i·dst_row_stride + j]` for `i < m`,
-/// `j < n` (a band of columns of a wider row-major matrix).
-///
-/// # Safety
-/// `dst` must be valid for writes at every such element, and no other thread may read or write
-/// them during the call.
-pub(crate) unsafe fn gemm_into(
-    g: Gemm,
-    dst: *mut f32,
-    dst_row_stride: usize,
-    lhs: &[f32],
-    rhs: &[f32],
-    strides: (isize, isize),
-) {
-    let Gemm { m, n, k } = g;
-    let (rhs_cs, rhs_rs) = strides;
-    let rhs_extent = (k.saturating_sub(1) as isize * rhs_rs + n.saturating_sub(1) as isize * rhs_cs)
-        as usize
-        + 1;
-    assert!(
-        lhs.len() >= m * k && (k * n == 0 || rhs.len() >= rhs_extent),
-        "host attention: gemm operands shorter than {m}×{k}·{k}×{n}"
-    );
-    // Safety: the assertion above checks that lhs and rhs cover the strided extent gemm reads;
-    // the caller vouches for dst.
-    unsafe {
-        gemm(
-            m,
-            n,
-            k,
-            dst,
-            1,
-            dst_row_stride as isize,
-            false,
-            lhs.as_ptr(),
-            1,
-            k as isize,
-            rhs.as_ptr(),
-            rhs_cs,
-            rhs_rs,
-            0.0,
-            1.0,
-            false,
-            false,
-            false,
-            Parallelism::None,
-        );
-    }
-}
-
-/// `eˣ` for `x ≤ 0` (what softmax needs after subtracting the row maximum), branch-free so the
-/// loop vectorises: `eˣ = 2ⁿ·e^r` with `n = round(x·log₂e)`, `|r| ≤ ln2/2`, and `e^r` from its
-/// Taylor polynomial to degree 6 (truncation error `0.347⁷/7! < 1.3·10⁻⁷`; with f32 rounding of `x·log₂e` the result is within 10⁻⁶ relative plus 10⁻⁹ absolute). Arguments
-/// below −87 give 0 after clamping to `2⁻¹²⁶`-scale, far under f32 softmax resolution.
-#[inline(always)]
-pub(crate) fn exp_nonpositive(x: f32) -> f32 {
-    const LOG2E: f32 = std::f32::consts::LOG2_E;
-    const LN2: f32 = std::f32::consts::LN_2;
-    const ROUND: f32 = 12_582_912.0; // 1.5·2²³: adding it rounds to the nearest integer
-    let y = (x * LOG2E).max(-126.0);
-    let n = (y + ROUND) - ROUND;
-    let r = (y - n) * LN2;
-    let p = 1.0
-        + r * (1.0
-            + r * (0.5
-                + r * (1.0 / 6.0 + r * (1.0 / 24.0 + r * (1.0 / 120.0 + r * (1.0 / 720.0))))));
-    let scale = f32::from_bits(((n as i32 + 127) as u32) << 23);
-    p * scale
-}
-
-/// Numerically stable softmax of one row, in place.
-fn softmax_in_place(x: &mut [f32]) {
-    let max = x.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-    let mut sum = 0.0;
-    for v in x.iter_mut() {
-        *v = exp_nonpositive(*v - max);
-        sum += *v;
-    }
-    let inv = 1.0 / sum;
-    for v in x.iter_mut() {
-        *v *= inv;
-    }
+    kernel::attend_heads(q, &keys, &values, dims, observe, colsum)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn fast_exp_matches_std_exp() {
-        let mut x = 0.0f32;
-        while x > -100.0 {
-            let (got, want) = (exp_nonpositive(x), x.exp());
-            assert!(
-                (got - want).abs() <= 1e-6 * want + 1e-9,
-                "exp({x}) = {got}, want {want}"
-            );
-            x -= 0.01;
-        }
-        assert_eq!(exp_nonpositive(0.0), 1.0);
-        assert!(exp_nonpositive(-200.0) < 1e-37);
-    }
-
-    #[test]
-    fn softmax_of_known_row() {
-        let mut x = [0.0, 2f32.ln(), 0.0];
-        softmax_in_place(&mut x);
-        assert!((x[0] - 0.25).abs() < 1e-6 && (x[1] - 0.5).abs() < 1e-6);
-    }
 
     /// The few-row products (decode) give what the gemm products give.
     #[test]
@@ -729,5 +358,96 @@ mod tests {
         );
         let cs = &out.column_sums[0];
         assert!((cs[0] - (1.0 + 0.5 + 1.0 / 3.0)).abs() < 1e-6 && (cs[2] - 1.0 / 3.0).abs() < 1e-6);
+    }
+
+    /// The definition in f64, one (head, row) at a time: row `i` (slot `a = past + i`) sees
+    /// slots `a − window < j ≤ a`. Returns `(out [heads][t][d], probs [heads][t][keys])`.
+    fn reference(q: &[f32], k: &[f32], v: &[f32], dims: Dims) -> (Vec<f64>, Vec<f64>) {
+        let Dims {
+            kv_heads: kv,
+            group,
+            t,
+            keys: l,
+            head_dim: d,
+            window,
+        } = dims;
+        let (mut out, mut probs) = (
+            vec![0f64; kv * group * t * d],
+            vec![0f64; kv * group * t * l],
+        );
+        for head in 0..kv * group {
+            let g = head / group;
+            for i in 0..t {
+                let a = l - t + i;
+                let first = window.map_or(0, |w| (a + 1).saturating_sub(w));
+                let qi = &q[(head * t + i) * d..(head * t + i + 1) * d];
+                let s: Vec<f64> = (first..=a)
+                    .map(|j| {
+                        (0..d)
+                            .map(|x| qi[x] as f64 * k[(g * l + j) * d + x] as f64)
+                            .sum()
+                    })
+                    .collect();
+                let max = s.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                let z: f64 = s.iter().map(|x| (x - max).exp()).sum();
+                for (j, x) in (first..=a).zip(&s) {
+                    let p = (x - max).exp() / z;
+                    probs[(head * t + i) * l + j] = p;
+                    for x in 0..d {
+                        out[(head * t + i) * d + x] += p * v[(g * l + j) * d + x] as f64;
+                    }
+                }
+            }
+        }
+        (out, probs)
+    }
+
+    /// Stacked query heads, row blocks, a cached past, a sliding window, the few-row (decode)
+    /// path: outputs, observed rows and column sums as the definition gives them.
+    #[test]
+    fn grouped_windowed_blocks_match_the_definition() {
+        let val = |i: usize, salt: usize| ((i * 7919 + salt * 104_729) % 1000) as f32 / 500.0 - 1.0;
+        let cases = [
+            (2, 3, 70, 90, None),
+            (2, 3, 70, 90, Some(13)),
+            (1, 4, 50, 50, Some(20)),
+            (2, 7, 1, 40, None),
+            (1, 4, 1, 40, Some(9)),
+            (3, 1, 200, 230, Some(64)),
+        ];
+        for (kv, group, t, l, window) in cases {
+            let d = 8;
+            let dims = Dims {
+                kv_heads: kv,
+                group,
+                t,
+                keys: l,
+                head_dim: d,
+                window,
+            };
+            let q: Vec<f32> = (0..kv * group * t * d).map(|i| val(i, 1)).collect();
+            let k: Vec<f32> = (0..kv * l * d).map(|i| val(i, 2)).collect();
+            let v: Vec<f32> = (0..kv * l * d).map(|i| val(i, 3)).collect();
+            let observe = t.saturating_sub(5)..t;
+            let got = attend(&q, &k, &v, dims, observe.clone(), true);
+            let (out, probs) = reference(&q, &k, &v, dims);
+            let case = format!("kv {kv}, group {group}, t {t}, keys {l}, window {window:?}");
+            for (a, b) in got.out.iter().zip(&out) {
+                assert!((*a as f64 - b).abs() < 1e-5, "{case}: out {a} vs {b}");
+            }
+            for head in 0..kv * group {
+                assert_eq!(got.rows[head].len(), observe.len(), "{case}");
+                for (row, i) in got.rows[head].iter().zip(observe.clone()) {
+                    let want = &probs[(head * t + i) * l..(head * t + i + 1) * l];
+                    for (a, b) in row.iter().zip(want) {
+                        assert!((*a as f64 - b).abs() < 1e-6, "{case}: row {i} {a} vs {b}");
+                    }
+                }
+                for (j, a) in got.column_sums[head].iter().enumerate() {
+                    let want: f64 = (0..t).map(|i| probs[(head * t + i) * l + j]).sum();
+                    assert!((*a as f64 - want).abs() < 1e-5, "{case}: column {j}");
+                }
+            }
+        }
     }
 }

@@ -96,7 +96,7 @@ fn quantised_product<B: Backend>(q: &QuantMatrix, x: Tensor<B, 2>) -> Tensor<B, 
     {
         let [t, _] = x.dims();
         let device = x.device();
-        let host: Vec<f32> = x.into_data().iter::<f32>().collect();
+        let host = crate::cache::host_vec(x);
         let out = q.matmul(&host, t);
         Tensor::from_data(TensorData::new(out, [t, q.rows()]), &device)
     }

@@ -9,11 +9,15 @@ pub mod config;
 pub mod feed_forward;
 #[cfg(feature = "flex")]
 pub mod host_attention;
+#[cfg(feature = "flex")]
+pub mod host_ffn;
 pub mod linear;
 pub mod loader;
 pub mod quant;
 pub mod query_order;
 pub mod rope;
+#[cfg(feature = "flex")]
+mod softmax;
 pub mod transformer;
 
 use std::path::Path;

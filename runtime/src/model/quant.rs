@@ -10,7 +10,10 @@
 //! [`GgmlType::dequantize`] gives, bit for bit) and multiplied with the activations at once;
 //! output rows are split across threads. Activations stay f32 (llama.cpp quantises them to 8 bits
 //! for its integer dot products; this does not), so the result is the f32 product of the exact
-//! dequantised weights, up to the order of the sums.
+//! dequantised weights, up to the order of the sums. For one activation row on a CPU with AVX2
+//! and FMA, `Q4_0`, `Q4_1`, `Q5_0`, `Q8_0`, `Q4_K` and `Q6_K` rows skip the buffer: [`dot_avx2`]
+//! multiplies each (sub-)block's quants with the activations and scales the sum by the block's
+//! scale once (ggml's factoring), a minimum entering as `m·Σx`.
 //!
 //! **How (many rows, prefill).** Tiles of weight rows are dequantised into f32 and multiplied
 //! with the `gemm` crate (the kernel burn-flex's matmul uses), one tile per thread at a time, so
@@ -26,6 +29,9 @@
 use std::fmt;
 
 use crate::gguf::GgmlType;
+
+#[cfg(all(feature = "flex", target_arch = "x86_64"))]
+mod dot_avx2;
 
 /// Rows of activations up to which the fused dot-product kernel runs (decode, short steps).
 pub const FUSED_MAX_ROWS: usize = 4;
@@ -286,6 +292,8 @@ mod kernels {
 
     use std::cell::RefCell;
 
+    #[cfg(target_arch = "x86_64")]
+    use super::dot_avx2;
     use super::{QuantMatrix, FUSED_MAX_ROWS, TILE_BYTES, WEIGHTS_PER_TASK};
     use crate::model::host_attention::{gemm_into, Gemm};
 
@@ -358,10 +366,26 @@ mod kernels {
 
         /// [`Self::fused_rows`] compiled for AVX2 and FMA (the same operations: dequantised
         /// values are unchanged; only the dot products' sums may round differently).
+        /// For one activation row, rows of the types [`dot_avx2`] knows take its kernel (the
+        /// block scale factored out); the others, and several activation rows, take
+        /// [`Self::fused_rows`] compiled for AVX2 and FMA.
         #[cfg(target_arch = "x86_64")]
         #[target_feature(enable = "avx2,fma")]
         unsafe fn fused_rows_avx2(&self, first: usize, x: &[f32], chunk: &mut [f32]) {
-            self.fused_rows(first, x, chunk)
+            if x.len() != self.cols || !self.cols.is_multiple_of(dot_avx2::BLOCK) {
+                return self.fused_rows(first, x, chunk);
+            }
+            let sums = dot_avx2::block_sums(x);
+            let f16 = crate::gguf::f16_table();
+            for (k, out) in chunk.chunks_exact_mut(1).enumerate() {
+                let (part, r) = self.locate(first + k);
+                if dot_avx2::supports(part.ty) {
+                    // Safety: the CPU has AVX2 and FMA (this function's own features).
+                    out[0] = unsafe { dot_avx2::dot_row(part.ty, part.row(r), x, &sums, f16) };
+                } else {
+                    part.dot_rows(r, x, out);
+                }
+            }
         }
 
         #[inline(always)]

@@ -1,0 +1,299 @@
+//! The fused causal attention kernel: tasks, and what one task computes.
+//!
+//! A task is (cache head `g`, some of its query heads, a block of query rows). The task's query
+//! heads are stacked into one `[heads·rows, d]` operand (the rows of head 0, then head 1, …), so
+//! the keys and values of `g` are read — and packed by `gemm` — once for all of them. Per task:
+//! `S = Q·K[lo..hi]ᵀ` with one gemm, one pass per row for the causal (and window) mask and the
+//! softmax ([`super::super::softmax`]), then `O = P·V[lo..hi]` with one gemm. `hi = past + end of
+//! block`, so the upper causal triangle beyond the block is never touched; `lo` is the first slot
+//! any row of the block sees under a sliding window (0 without one), so keys left of every row's
+//! window are never touched either. At most [`STACKED_ROWS`] `× (hi − lo)` scores exist per task,
+//! in a scratch buffer each thread reuses without clearing (every entry a task reads it has
+//! written first). Requested rows of `P` (observation, padded to all keys with zeros) and column
+//! sums are read off `P` while it is in cache. Tasks run in parallel with rayon; each gemm is
+//! single-threaded. With few stacked rows (a decode step) the products are
+//! [`super::few_rows`]'s dot products and row updates, which read each key and value once.
+
+use std::cell::RefCell;
+use std::ops::Range;
+
+use rayon::prelude::*;
+
+use super::super::softmax::softmax_in_place;
+use super::gemm::{gemm_row_major, Gemm};
+use super::{few_rows, Dims, HostOutput};
+
+/// Stacked query rows per task (query heads × rows per head) the row blocks are sized for.
+const STACKED_ROWS: usize = 128;
+
+/// Rows per head of a block, at least (a group wider than [`STACKED_ROWS`] / this still gets
+/// blocks this tall).
+const MIN_ROWS: usize = 16;
+
+/// Stacked rows up to which the products are plain dot products and row updates
+/// ([`few_rows`]) instead of `gemm`.
+const FEW_ROWS: usize = 16;
+
+/// One task: cache head `kv`, query heads `heads` of its group, query rows `start..end`.
+struct Task {
+    kv: usize,
+    heads: Range<usize>,
+    start: usize,
+    end: usize,
+}
+
+/// A task's results, head by head of its `heads`.
+struct TaskOut {
+    /// `[heads][rows][d]`.
+    out: Vec<f32>,
+    /// `[heads][observed rows][keys]`.
+    rows: Vec<Vec<Vec<f32>>>,
+    /// `[heads][keys]`, when requested.
+    colsum: Vec<Vec<f32>>,
+}
+
+thread_local! {
+    /// Each thread's scratch: stacked queries, scores, outputs. Grown, never cleared.
+    static SCRATCH: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The tasks of a call: blocks of rows sized so a task stacks about [`STACKED_ROWS`] rows, and
+/// a group split into parts when there would otherwise be fewer than two tasks per thread
+/// (a decode step of a model with one or two KV heads). For each head, its tasks come in
+/// increasing row order (observed rows are appended in task order).
+fn tasks(dims: Dims) -> Vec<Task> {
+    let Dims {
+        kv_heads: kv,
+        group,
+        t,
+        ..
+    } = dims;
+    let rows = (STACKED_ROWS / group).max(MIN_ROWS);
+    let blocks = t.div_ceil(rows);
+    let want = 2 * rayon::current_num_threads().max(1);
+    let parts = if kv * blocks >= want {
+        1
+    } else {
+        group.min(want.div_ceil(kv * blocks))
+    };
+    let per_part = group.div_ceil(parts);
+    let mut tasks = Vec::new();
+    for g in 0..kv {
+        for start in (0..t).step_by(rows) {
+            for h in (0..group).step_by(per_part) {
+                tasks.push(Task {
+                    kv: g,
+                    heads: h..(h + per_part).min(group),
+                    start,
+                    end: (start + rows).min(t),
+                });
+            }
+        }
+    }
+    tasks
+}
+
+/// Causal attention of `q` `[kv][group][t][d]` over keys and values given per cache head
+/// (`dims.keys` rows of `head_dim` each); see [`super::attend`].
+pub(super) fn attend_heads(
+    q: &[f32],
+    k: &[&[f32]],
+    v: &[&[f32]],
+    dims: Dims,
+    observe: Range<usize>,
+    colsum: bool,
+) -> HostOutput {
+    let Dims {
+        kv_heads: kv,
+        group,
+        t,
+        keys: l,
+        head_dim: d,
+        ..
+    } = dims;
+    assert_eq!(q.len(), kv * group * t * d, "host attention: q size");
+    assert!(
+        k.len() == kv && v.len() == kv && k.iter().chain(v).all(|x| x.len() == l * d),
+        "host attention: k/v sizes"
+    );
+    assert!(l >= t, "host attention: fewer keys than new tokens");
+    let heads = kv * group;
+    let tasks = tasks(dims);
+    let observing = !observe.is_empty();
+    let results: Vec<TaskOut> = tasks
+        .par_iter()
+        .map(|task| run_task(task, q, k, v, dims, observe.clone(), colsum))
+        .collect();
+    let mut output = HostOutput {
+        out: vec![0.0; q.len()],
+        rows: vec![Vec::new(); if observing { heads } else { 0 }],
+        column_sums: vec![Vec::new(); if colsum { heads } else { 0 }],
+    };
+    for (task, res) in tasks.iter().zip(results) {
+        let m = task.end - task.start;
+        for ((i, h), rows) in task.heads.clone().enumerate().zip(res.rows) {
+            let head = task.kv * group + h;
+            let at = (head * t + task.start) * d;
+            output.out[at..at + m * d].copy_from_slice(&res.out[i * m * d..(i + 1) * m * d]);
+            if observing {
+                output.rows[head].extend(rows);
+            }
+            if colsum {
+                let acc = &mut output.column_sums[head];
+                if acc.is_empty() {
+                    acc.resize(l, 0.0);
+                }
+                for (a, c) in acc.iter_mut().zip(&res.colsum[i]) {
+                    *a += c;
+                }
+            }
+        }
+    }
+    output
+}
+
+/// Scratch lengths `(queries, scores, outputs)` of a task of `m` stacked rows over `n` keys.
+fn scratch_sizes(m: usize, n: usize, d: usize) -> (usize, usize, usize) {
+    (m * d, m * n, m * d)
+}
+
+fn run_task(
+    task: &Task,
+    q: &[f32],
+    k: &[&[f32]],
+    v: &[&[f32]],
+    dims: Dims,
+    observe: Range<usize>,
+    colsum: bool,
+) -> TaskOut {
+    let Dims {
+        group,
+        t,
+        keys: l,
+        head_dim: d,
+        window,
+        ..
+    } = dims;
+    let past = l - t;
+    let m = task.end - task.start;
+    let stacked = m * task.heads.len();
+    let hi = past + task.end;
+    let lo = window.map_or(0, |w| (past + task.start + 1).saturating_sub(w));
+    let n = hi - lo;
+    let (k_h, v_h) = (&k[task.kv][lo * d..hi * d], &v[task.kv][lo * d..hi * d]);
+    let (qn, sn, on) = scratch_sizes(stacked, n, d);
+    SCRATCH.with_borrow_mut(|scratch| {
+        if scratch.len() < qn + sn + on {
+            scratch.resize(qn + sn + on, 0.0);
+        }
+        let (qs, rest) = scratch.split_at_mut(qn);
+        let (s, rest) = rest.split_at_mut(sn);
+        let o = &mut rest[..on];
+        for (i, h) in task.heads.clone().enumerate() {
+            let head = task.kv * group + h;
+            let src = &q[(head * t + task.start) * d..(head * t + task.end) * d];
+            qs[i * m * d..(i + 1) * m * d].copy_from_slice(src);
+        }
+        let few = stacked <= FEW_ROWS;
+        if few {
+            few_rows::scores(s, qs, k_h, d);
+        } else {
+            // S[stacked × n] = Q[stacked × d] · K[n × d]ᵀ: K read with column stride d.
+            let g = Gemm {
+                m: stacked,
+                n,
+                k: d,
+            };
+            gemm_row_major(g, s, qs, k_h, (d as isize, 1));
+        }
+        let heads = task.heads.len();
+        let mut rows = vec![Vec::new(); heads];
+        let mut sums = vec![Vec::new(); if colsum { heads } else { 0 }];
+        for (r, row) in s.chunks_exact_mut(n).enumerate() {
+            let (head, i) = (r / m, r % m);
+            let visible = past + task.start + i + 1;
+            let first = window.map_or(0, |w| visible.saturating_sub(w));
+            let (a, b) = (first - lo, visible - lo);
+            softmax_in_place(&mut row[a..b]);
+            row[..a].fill(0.0);
+            row[b..].fill(0.0);
+            if observe.contains(&(task.start + i)) {
+                let mut full = vec![0f32; l];
+                full[lo..hi].copy_from_slice(row);
+                rows[head].push(full);
+            }
+            if colsum {
+                let acc = &mut sums[head];
+                if acc.is_empty() {
+                    acc.resize(l, 0.0);
+                }
+                for (a, p) in acc[lo..hi].iter_mut().zip(row.iter()) {
+                    *a += p;
+                }
+            }
+        }
+        if few {
+            o.fill(0.0);
+            few_rows::weighted_values(o, s, v_h, d);
+        } else {
+            // O[stacked × d] = P[stacked × n] · V[n × d].
+            let g = Gemm {
+                m: stacked,
+                n: d,
+                k: n,
+            };
+            gemm_row_major(g, o, s, v_h, (1, d as isize));
+        }
+        TaskOut {
+            out: o.to_vec(),
+            rows,
+            colsum: sums,
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every (head, row) is in exactly one task; a head's tasks come in row order; a decode
+    /// step of one cache head is split so both threads get work.
+    #[test]
+    fn tasks_cover_each_head_row_once_in_order() {
+        for (kv, group, t) in [(3, 3, 300), (2, 7, 1), (1, 4, 1), (2, 1, 129), (1, 4, 600)] {
+            let dims = Dims {
+                kv_heads: kv,
+                group,
+                t,
+                keys: t,
+                head_dim: 4,
+                window: None,
+            };
+            let mut seen = vec![vec![0usize; t]; kv * group];
+            let mut next = vec![0usize; kv * group];
+            for task in tasks(dims) {
+                for h in task.heads.clone() {
+                    let head = task.kv * group + h;
+                    assert_eq!(next[head], task.start, "{kv}×{group}, t={t}: out of order");
+                    next[head] = task.end;
+                    for c in &mut seen[head][task.start..task.end] {
+                        *c += 1;
+                    }
+                }
+            }
+            assert!(
+                seen.iter().flatten().all(|&c| c == 1),
+                "{kv}×{group}, t={t}"
+            );
+        }
+        let decode = Dims {
+            kv_heads: 1,
+            group: 4,
+            t: 1,
+            keys: 9,
+            head_dim: 4,
+            window: None,
+        };
+        assert!(rayon::current_num_threads() < 2 || tasks(decode).len() >= 2);
+    }
+}

@@ -1,0 +1,260 @@
+//! One weight row's dot product with one f32 activation row, block by block, with each block's
+//! scale (and minimum) factored out as ggml's `ggml_vec_dot_*` do: per block the quants
+//! (small integers, exact in f32) are multiplied with the activations in 8 lanes, and the lanes
+//! are scaled by `d` once per block (per sub-block of `Q4_K` and `Q6_K`, `d` times its 6- or
+//! 8-bit scale) — instead of every weight being dequantised to `q·d (+ m)`, stored, and
+//! multiplied again. A minimum (`Q4_1`, `Q4_K`) contributes `m·Σx` over its block, with `Σx` per
+//! 32 activations computed once per activation row ([`block_sums`]). AVX2 + FMA intrinsics; the
+//! callers check the CPU has them.
+//!
+//! Activations stay f32: the result is the f32 product of the exact dequantised weights, up to
+//! the order and grouping of the sums (what [`super::QuantRows::dot_rows`] gives, rounded
+//! differently).
+
+#![cfg(target_arch = "x86_64")]
+
+use std::arch::x86_64::*;
+
+use crate::gguf::GgmlType;
+
+/// Weights per activation sum ([`block_sums`]): a block of the 32-weight types, a sub-block of
+/// `Q4_K`.
+pub(super) const BLOCK: usize = 32;
+
+/// Whether [`dot_row`] has a kernel for `ty`.
+pub(super) fn supports(ty: GgmlType) -> bool {
+    matches!(
+        ty,
+        GgmlType::Q4_0
+            | GgmlType::Q4_1
+            | GgmlType::Q5_0
+            | GgmlType::Q8_0
+            | GgmlType::Q4K
+            | GgmlType::Q6K
+    )
+}
+
+/// `Σx` over each block of [`BLOCK`] activations (`x.len()` a multiple of it).
+pub(super) fn block_sums(x: &[f32]) -> Vec<f32> {
+    x.chunks_exact(BLOCK).map(|b| b.iter().sum()).collect()
+}
+
+/// `Σ_j w[j]·x[j]` for the row `row` (its bytes, type `ty`, one of [`supports`]) and the
+/// activations `x` (`sums`: their [`block_sums`]); `f16`: the f16→f32 table.
+///
+/// # Safety
+/// The CPU must have AVX2 and FMA.
+#[target_feature(enable = "avx2,fma")]
+pub(super) unsafe fn dot_row(
+    ty: GgmlType,
+    row: &[u8],
+    x: &[f32],
+    sums: &[f32],
+    f16: &[f32],
+) -> f32 {
+    let blocks = row
+        .chunks_exact(ty.block_bytes())
+        .zip(x.chunks_exact(ty.block_size()));
+    let half = |b: &[u8], at: usize| f16[u16::from_le_bytes([b[at], b[at + 1]]) as usize];
+    let mut acc = _mm256_setzero_ps();
+    let mut mins = 0f32;
+    match ty {
+        GgmlType::Q8_0 => {
+            for (b, x) in blocks {
+                acc = _mm256_fmadd_ps(_mm256_set1_ps(half(b, 0)), q8_dot(&b[2..34], x), acc);
+            }
+        }
+        GgmlType::Q4_0 => {
+            let eight = _mm256_set1_epi32(8);
+            for (b, x) in blocks {
+                let [l0, l1, h0, h1] = nibbles(&b[2..18]);
+                let p = dot4(
+                    [
+                        _mm256_sub_epi32(l0, eight),
+                        _mm256_sub_epi32(l1, eight),
+                        _mm256_sub_epi32(h0, eight),
+                        _mm256_sub_epi32(h1, eight),
+                    ],
+                    x,
+                );
+                acc = _mm256_fmadd_ps(_mm256_set1_ps(half(b, 0)), p, acc);
+            }
+        }
+        GgmlType::Q4_1 => {
+            for ((b, x), &s) in blocks.zip(sums) {
+                let p = dot4(nibbles(&b[4..20]), x);
+                acc = _mm256_fmadd_ps(_mm256_set1_ps(half(b, 0)), p, acc);
+                mins = half(b, 2).mul_add(s, mins);
+            }
+        }
+        GgmlType::Q5_0 => {
+            let sixteen = _mm256_set1_epi32(16);
+            for (b, x) in blocks {
+                let qh = u32::from_le_bytes([b[2], b[3], b[4], b[5]]);
+                let [l0, l1, h0, h1] = nibbles(&b[6..22]);
+                let q = [
+                    with_fifth_bit(l0, qh, 0),
+                    with_fifth_bit(l1, qh, 8),
+                    with_fifth_bit(h0, qh, 16),
+                    with_fifth_bit(h1, qh, 24),
+                ]
+                .map(|q| _mm256_sub_epi32(q, sixteen));
+                acc = _mm256_fmadd_ps(_mm256_set1_ps(half(b, 0)), dot4(q, x), acc);
+            }
+        }
+        GgmlType::Q4K => {
+            for ((b, x), sums) in blocks.zip(sums.chunks_exact(256 / BLOCK)) {
+                let (d, dmin) = (half(b, 0), half(b, 2));
+                let scales = &b[4..16];
+                for (chunk, qs) in b[16..144].chunks_exact(32).enumerate() {
+                    for (sub, shift) in [(2 * chunk, 0), (2 * chunk + 1, 4)] {
+                        let (sc, m) = scale_min_k4(sub, scales);
+                        let p = dot4(nibble_plane(qs, shift), &x[sub * BLOCK..]);
+                        acc = _mm256_fmadd_ps(_mm256_set1_ps(d * sc), p, acc);
+                        mins = (-(dmin * m)).mul_add(sums[sub], mins);
+                    }
+                }
+            }
+        }
+        GgmlType::Q6K => {
+            for (b, x) in blocks {
+                let d = half(b, 208);
+                for part in 0..2 {
+                    let ql = &b[part * 64..part * 64 + 64];
+                    let qh = &b[128 + part * 32..128 + part * 32 + 32];
+                    let sc = &b[192 + part * 8..192 + part * 8 + 8];
+                    let x = &x[part * 128..];
+                    for (j, &scale) in sc.iter().enumerate() {
+                        // Sub-block j: elements 16j..16j+16 of the half, plane k = j / 2.
+                        let (k, l) = (j / 2, 16 * (j % 2));
+                        let p = q6_dot16(ql, qh, k, l, &x[32 * k + l..]);
+                        let scale = d * scale as i8 as f32;
+                        acc = _mm256_fmadd_ps(_mm256_set1_ps(scale), p, acc);
+                    }
+                }
+            }
+        }
+        _ => unreachable!("dot_row is called for the types `supports` names"),
+    }
+    hsum(acc) + mins
+}
+
+/// The 32 quants of 16 nibble bytes as four groups of 8 `i32` (elements 0–7, 8–15 from the low
+/// nibbles, 16–23, 24–31 from the high ones).
+#[inline(always)]
+unsafe fn nibbles(qs: &[u8]) -> [__m256i; 4] {
+    debug_assert!(qs.len() >= 16);
+    let bytes = _mm_loadu_si128(qs.as_ptr().cast());
+    let mask = _mm_set1_epi8(0x0F);
+    let lo = _mm_and_si128(bytes, mask);
+    let hi = _mm_and_si128(_mm_srli_epi16(bytes, 4), mask);
+    [
+        _mm256_cvtepu8_epi32(lo),
+        _mm256_cvtepu8_epi32(_mm_srli_si128(lo, 8)),
+        _mm256_cvtepu8_epi32(hi),
+        _mm256_cvtepu8_epi32(_mm_srli_si128(hi, 8)),
+    ]
+}
+
+/// 6-bit scale and minimum `j` of a `Q4_K` super-block (ggml's `get_scale_min_k4`; the
+/// dequantiser's own, [`crate::gguf::GgmlType::dequantize_block`]).
+#[inline(always)]
+fn scale_min_k4(j: usize, q: &[u8]) -> (f32, f32) {
+    if j < 4 {
+        ((q[j] & 63) as f32, (q[j + 4] & 63) as f32)
+    } else {
+        let d = (q[j + 4] & 0x0F) | ((q[j - 4] >> 6) << 4);
+        let m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+        (d as f32, m as f32)
+    }
+}
+
+/// The nibbles at `shift` (0: low, 4: high) of 32 bytes, as four groups of 8 `i32`.
+#[inline(always)]
+unsafe fn nibble_plane(qs: &[u8], shift: i32) -> [__m256i; 4] {
+    debug_assert!(qs.len() >= 32);
+    let mask = _mm256_set1_epi32(0x0F);
+    let shift = _mm_cvtsi32_si128(shift);
+    let at = |o: usize| {
+        let q = _mm256_cvtepu8_epi32(_mm_loadl_epi64(qs.as_ptr().add(o).cast()));
+        _mm256_and_si256(_mm256_srl_epi32(q, shift), mask)
+    };
+    [at(0), at(8), at(16), at(24)]
+}
+
+/// `Σ q·x` over 16 elements of a `Q6_K` half (`ql` 64 bytes, `qh` 32): elements `l..l + 16` of
+/// plane `k` (`q = (nibble of ql[l + 32·(k mod 2)] at 4·(k div 2)) | (bits 2k of qh[l]) << 4`,
+/// less 32), `x` their activations.
+#[inline(always)]
+unsafe fn q6_dot16(ql: &[u8], qh: &[u8], k: usize, l: usize, x: &[f32]) -> __m256 {
+    debug_assert!(ql.len() >= 64 && qh.len() >= 32 && x.len() >= 16 && l + 16 <= 32);
+    let (lo_shift, hi_shift) = (
+        _mm_cvtsi32_si128(4 * (k / 2) as i32),
+        _mm_cvtsi32_si128(2 * k as i32),
+    );
+    let (mask4, mask2, bias) = (
+        _mm256_set1_epi32(0x0F),
+        _mm256_set1_epi32(3),
+        _mm256_set1_epi32(32),
+    );
+    let q = |o: usize| {
+        let lo = _mm256_cvtepu8_epi32(_mm_loadl_epi64(ql.as_ptr().add(32 * (k % 2) + o).cast()));
+        let hi = _mm256_cvtepu8_epi32(_mm_loadl_epi64(qh.as_ptr().add(o).cast()));
+        let lo = _mm256_and_si256(_mm256_srl_epi32(lo, lo_shift), mask4);
+        let hi = _mm256_and_si256(_mm256_srl_epi32(hi, hi_shift), mask2);
+        _mm256_cvtepi32_ps(_mm256_sub_epi32(
+            _mm256_or_si256(lo, _mm256_slli_epi32(hi, 4)),
+            bias,
+        ))
+    };
+    let p = _mm256_mul_ps(q(l), _mm256_loadu_ps(x.as_ptr()));
+    _mm256_fmadd_ps(q(l + 8), _mm256_loadu_ps(x.as_ptr().add(8)), p)
+}
+
+/// `q | 16` where bit `first + lane` of `qh` is set (a `Q5_*` block's fifth bits).
+#[inline(always)]
+unsafe fn with_fifth_bit(q: __m256i, qh: u32, first: i32) -> __m256i {
+    let shifts = _mm256_setr_epi32(
+        first,
+        first + 1,
+        first + 2,
+        first + 3,
+        first + 4,
+        first + 5,
+        first + 6,
+        first + 7,
+    );
+    let bits = _mm256_and_si256(
+        _mm256_srlv_epi32(_mm256_set1_epi32(qh as i32), shifts),
+        _mm256_set1_epi32(1),
+    );
+    _mm256_or_si256(q, _mm256_slli_epi32(bits, 4))
+}
+
+/// `Σ q·x` over one block in 8 lanes, `q` the block's 32 quants in four groups of 8.
+#[inline(always)]
+unsafe fn dot4(q: [__m256i; 4], x: &[f32]) -> __m256 {
+    debug_assert!(x.len() >= BLOCK);
+    let xp = x.as_ptr();
+    let mut p = _mm256_mul_ps(_mm256_cvtepi32_ps(q[0]), _mm256_loadu_ps(xp));
+    p = _mm256_fmadd_ps(_mm256_cvtepi32_ps(q[1]), _mm256_loadu_ps(xp.add(8)), p);
+    p = _mm256_fmadd_ps(_mm256_cvtepi32_ps(q[2]), _mm256_loadu_ps(xp.add(16)), p);
+    _mm256_fmadd_ps(_mm256_cvtepi32_ps(q[3]), _mm256_loadu_ps(xp.add(24)), p)
+}
+
+/// `Σ q·x` over one `Q8_0` block's 32 signed quants.
+#[inline(always)]
+unsafe fn q8_dot(qs: &[u8], x: &[f32]) -> __m256 {
+    debug_assert!(qs.len() >= BLOCK);
+    let at = |o: usize| _mm256_cvtepi8_epi32(_mm_loadl_epi64(qs.as_ptr().add(o).cast()));
+    dot4([at(0), at(8), at(16), at(24)], x)
+}
+
+/// The sum of the 8 lanes.
+#[inline(always)]
+unsafe fn hsum(v: __m256) -> f32 {
+    let s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    let s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    _mm_cvtss_f32(s)
+}
