@@ -16,7 +16,7 @@
 //! - [`table`]: the Markdown tables (rows by measured KV bytes, intervals, paired differences);
 //! - [`stats`]: Wilson and (cluster) bootstrap intervals, paired differences, the exact McNemar
 //!   and cluster sign tests, Holm's correction, the smallest detectable difference;
-//! - [`ruler`]: the RULER subset (niah, variable tracking, common words, QA) ported from
+//! - [`ruler`]: RULER's 13 tasks (niah, variable tracking, common and frequent words, QA) ported from
 //!   RULER's generators, sized to a length with the model's tokenizer;
 //! - [`rng`]: the seeded generator examples are drawn with;
 //! - [`task`]: what every task shares apart from the model (cells grouped by prompt, progress,

