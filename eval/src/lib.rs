@@ -8,6 +8,8 @@
 //! - [`prompt`]: window placement and question-agnostic mode, a prompt's ids in both forms, the
 //!   prompts file;
 //! - [`equal_bytes`]: SpindleKV's budget re-targeted to SnapKV's measured bytes;
+//! - [`ratio`]: compression as a ratio of the context, each cell's budget searched until its
+//!   measured effective ratio lands on the target (the kvpress leaderboard's x axis);
 //! - [`records`]: per-cell records, atomic writes, resuming, aggregation into `EvalResults`;
 //! - [`render`]: a table and results file from records alone (`kvplan eval table`);
 //! - [`marks`]: table rows marked where a caveat applies (R2 scores at chance, untrained PoD);
@@ -16,8 +18,8 @@
 //! - [`table`]: the Markdown tables (rows by measured KV bytes, intervals, paired differences);
 //! - [`stats`]: Wilson and (cluster) bootstrap intervals, paired differences, the exact McNemar
 //!   and cluster sign tests, Holm's correction, the smallest detectable difference;
-//! - [`ruler`]: RULER's 13 tasks (niah, variable tracking, common and frequent words, QA) ported from
-//!   RULER's generators, sized to a length with the model's tokenizer;
+//! - [`ruler`]: RULER's 13 tasks (niah, variable tracking, common and frequent words, QA)
+//!   ported from RULER's generators, sized to a length with the model's tokenizer;
 //! - [`rng`]: the seeded generator examples are drawn with;
 //! - [`task`]: what every task shares apart from the model (cells grouped by prompt, progress,
 //!   skipped cells, the records' base settings, the [`task::Reporter`]);
@@ -35,6 +37,7 @@ pub mod marks;
 pub mod niah;
 pub mod ppl;
 pub mod prompt;
+pub mod ratio;
 pub mod records;
 pub mod render;
 pub mod results;

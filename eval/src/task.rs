@@ -8,20 +8,22 @@ use std::path::Path;
 use crate::records::CellKey;
 use crate::results::label;
 
-/// One (method, budget) cell of a prompt, with its record's key.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One (method, budget) or (method, target ratio) cell of a prompt, with its record's key.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Cell {
     /// Method (registry name).
     pub method: String,
-    /// `--budget` target; `None` for `full`.
+    /// `--budget` target; `None` for `full` and ratio cells.
     pub budget: Option<usize>,
+    /// Target compression ratio of the context ([`crate::ratio`]); `None` for budget cells.
+    pub ratio: Option<f64>,
     /// Identity of its record.
     pub key: CellKey,
 }
 
 /// One prompt (or streamed text) of a run and its cells: the driver builds its input once and
 /// scores every cell not yet recorded on it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Unit {
     /// Where it is, for messages (`1024 tokens, depth 0.5, example 0`).
     pub at: String,
@@ -41,10 +43,22 @@ impl Unit {
             .map(|(m, b)| Cell {
                 method: m.clone(),
                 budget: *b,
+                ratio: None,
                 key: key(m, *b),
             })
             .collect();
         Self { at, cells }
+    }
+
+    /// Adds a cell per (method, target ratio) of `ratios`, keyed by `key` at that ratio.
+    pub fn with_ratios(mut self, ratios: &[(String, f64)], key: impl Fn(&str) -> CellKey) -> Self {
+        self.cells.extend(ratios.iter().map(|(m, r)| Cell {
+            method: m.clone(),
+            budget: None,
+            ratio: Some(*r),
+            key: key(m).at_ratio(*r),
+        }));
+        self
     }
 }
 

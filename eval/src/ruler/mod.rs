@@ -488,6 +488,9 @@ pub struct RulerRun {
     pub methods: Vec<String>,
     /// `--budget` targets; `full` runs once, without one.
     pub budgets: Vec<usize>,
+    /// Target compression ratios of the context (`--ratios`, [`crate::ratio`]): every method
+    /// but `full` at each.
+    pub ratios: Vec<f64>,
     /// Decoding stops after this many tokens when fewer than the task's `tokens_to_generate`.
     pub answer_cap: Option<usize>,
 }
@@ -496,6 +499,14 @@ impl RulerRun {
     /// Every (method, budget) cell of one example, `full` once.
     pub fn variants(&self) -> Vec<(String, Option<usize>)> {
         variants(&self.methods, &self.budgets)
+    }
+
+    /// Every (method, target ratio) cell of one example: each method but `full` at each ratio.
+    pub fn ratio_variants(&self) -> Vec<(String, f64)> {
+        let methods = self.methods.iter().filter(|m| *m != "full");
+        methods
+            .flat_map(|m| self.ratios.iter().map(move |&r| (m.clone(), r)))
+            .collect()
     }
 
     /// Tokens decoded at most for `task`.
@@ -512,20 +523,29 @@ impl RulerRun {
     /// The key of every cell of the run.
     pub fn keys(&self) -> HashSet<CellKey> {
         let variants = self.variants();
+        let ratios = self.ratio_variants();
         let mut out = HashSet::new();
         for &t in &self.tasks {
             for e in 0..self.examples {
                 for (m, b) in &variants {
                     out.insert(self.key(t, e, m, *b));
                 }
+                for (m, r) in &ratios {
+                    out.insert(self.key(t, e, m, None).at_ratio(*r));
+                }
             }
         }
         out
     }
 
+    /// Cells per example: (method, budget) and (method, ratio) cells.
+    pub fn per_example(&self) -> usize {
+        self.variants().len() + self.ratio_variants().len()
+    }
+
     /// Cells in the run.
     pub fn cells(&self) -> usize {
-        self.tasks.len() * self.examples * self.variants().len()
+        self.tasks.len() * self.examples * self.per_example()
     }
 }
 

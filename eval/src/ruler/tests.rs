@@ -156,10 +156,24 @@ fn run_keys_cover_tasks_examples_and_cells() {
         seed: 0,
         methods: vec!["full".into(), "snapkv".into()],
         budgets: vec![128, 512],
+        ratios: Vec::new(),
         answer_cap: Some(16),
     };
     assert_eq!(run.cells(), 2 * 2 * 3);
     assert_eq!(run.keys().len(), 12);
+    let with_ratios = RulerRun {
+        ratios: vec![0.25, 0.5],
+        ..run.clone()
+    };
+    assert_eq!(
+        with_ratios.cells(),
+        2 * 2 * 5,
+        "snapkv at two ratios besides"
+    );
+    assert_eq!(with_ratios.keys().len(), 20);
+    assert!(with_ratios
+        .keys()
+        .contains(&CellKey::new("vt", 4096, 0.0, 0, "snapkv", None).at_ratio(0.5)));
     assert!(run
         .keys()
         .contains(&CellKey::new("cwe", 4096, 0.0, 1, "snapkv", Some(512))));

@@ -163,7 +163,7 @@ fn overall_table(overall: &str, how: Overall, rows: &[RecordRow<'_>]) -> String 
         let clusters = s.score.map_or(0, |e| e.clusters);
         out.push_str(&format!(
             "| {} | {} | {} | {} | {} | {n} | {clusters} |\n",
-            row_label(&row.method, row.budget),
+            row.label(),
             pct(s.kv_fraction),
             cell(s.score),
             delta(s.vs_snapkv, adjusted[2 * i], n),
@@ -193,9 +193,7 @@ fn counterpart_table(how: Overall, rows: &[RecordRow<'_>]) -> String {
         .into_iter()
         .filter_map(|row| {
             let m = counterpart(&row.method)?;
-            let other = rows
-                .iter()
-                .find(|r| r.method == m && r.budget == row.budget)?;
+            let other = rows.iter().find(|r| r.method == m && r.same_target(row))?;
             Some((row, other, row.paired(other, scope)))
         })
         .collect();
@@ -215,9 +213,9 @@ fn counterpart_table(how: Overall, rows: &[RecordRow<'_>]) -> String {
         let n = row.estimate(scope).map_or(0, |e| e.n);
         out.push_str(&format!(
             "| {} | {} | {} | {} | {} | {n} |\n",
-            row_label(&row.method, row.budget),
+            row.label(),
             pct(row.kv_fraction()),
-            row_label(&other.method, other.budget),
+            other.label(),
             pct(other.kv_fraction()),
             delta(*d, h, n),
         ));
@@ -231,11 +229,7 @@ fn column_table(columns: &[String], rows: &[RecordRow<'_>]) -> String {
     titles.extend(columns.iter().map(String::as_str));
     let mut out = header(&titles);
     for row in by_kv(rows) {
-        out.push_str(&format!(
-            "| {} | {} |",
-            row_label(&row.method, row.budget),
-            pct(row.kv_fraction())
-        ));
+        out.push_str(&format!("| {} | {} |", row.label(), pct(row.kv_fraction())));
         for i in 0..row.columns.len() {
             out.push_str(&format!(" {} |", cell(row.estimate(Scope::Column(i)))));
         }

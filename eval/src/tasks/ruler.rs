@@ -152,22 +152,24 @@ impl<B: Backend> Task<B> for RulerTask {
         let names: Vec<&str> = r.tasks.iter().map(|t| t.name()).collect();
         Some(format!(
             "ruler on {model} ({backend} backend) at {} tokens: {} cells ({} tasks × {} examples \
-             × {} method-budgets); tasks {}",
+             × {} method-budgets and method-ratios); tasks {}",
             r.length,
             r.cells(),
             r.tasks.len(),
             r.examples,
-            r.variants().len(),
+            r.per_example(),
             names.join(", ")
         ))
     }
 
     fn units(&self) -> Vec<Unit> {
         let variants = self.run.variants();
+        let ratios = self.run.ratio_variants();
         let unit = |(t, e): (crate::ruler::Task, usize)| {
             Unit::new(format!("{t} #{e}"), &variants, |m, b| {
                 self.run.key(t, e, m, b)
             })
+            .with_ratios(&ratios, |m| self.run.key(t, e, m, None))
         };
         self.points().into_iter().map(unit).collect()
     }
