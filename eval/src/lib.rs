@@ -21,6 +21,7 @@
 //! - [`ruler`]: RULER's 13 tasks (niah, variable tracking, common and frequent words, QA)
 //!   ported from RULER's generators, sized to a length with the model's tokenizer;
 //! - [`rng`]: the seeded generator examples are drawn with;
+//! - [`shard`]: a run split into shards by prompt (`--shard i/n`), shards merged by cell key;
 //! - [`task`]: what every task shares apart from the model (cells grouped by prompt, progress,
 //!   skipped cells, the records' base settings, the [`task::Reporter`]);
 //! - `driver` (feature `model`): the one driver every task runs through — set-up, records and
@@ -46,6 +47,7 @@ pub mod ruler;
 #[cfg(feature = "model")]
 pub mod runner;
 pub mod score;
+pub mod shard;
 pub mod stats;
 pub mod table;
 pub mod task;
