@@ -10,6 +10,8 @@
 //! - [`equal_bytes`]: SpindleKV's budget re-targeted to SnapKV's measured bytes;
 //! - [`ratio`]: compression as a ratio of the context, each cell's budget searched until its
 //!   measured effective ratio lands on the target (the kvpress leaderboard's x axis);
+//! - [`leaderboard`]: RULER records in the kvpress leaderboard's form (a folder per model,
+//!   method and ratio with kvpress's three files), its table and its figure's points;
 //! - [`records`]: per-cell records, atomic writes, resuming, aggregation into `EvalResults`;
 //! - [`render`]: a table and results file from records alone (`kvplan eval table`);
 //! - [`marks`]: table rows marked where a caveat applies (R2 scores at chance, untrained PoD);
@@ -34,6 +36,7 @@ pub mod companion;
 #[cfg(feature = "model")]
 pub mod driver;
 pub mod equal_bytes;
+pub mod leaderboard;
 pub mod marks;
 pub mod niah;
 pub mod ppl;

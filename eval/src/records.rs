@@ -79,6 +79,14 @@ pub struct Record {
     /// target, the effective ratio measured, the budget found; `budget` is then `None`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ratio: Option<crate::ratio::RatioCell>,
+    /// The question as the task writes it, without the chat frame (RULER: from kvpress's
+    /// question pattern on), for kvpress's `predictions.csv` ([`crate::leaderboard`]); absent in
+    /// records made before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub question: Option<String>,
+    /// The answer prefix the response follows, for the same.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer_prefix: Option<String>,
 }
 
 impl Record {
@@ -481,6 +489,8 @@ pub(crate) fn test_record(
         seconds: 0.1,
         retarget: None,
         ratio: None,
+        question: None,
+        answer_prefix: None,
     }
 }
 

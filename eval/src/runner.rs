@@ -113,6 +113,8 @@ pub struct Asked {
     pub expected: Vec<String>,
     /// What the prompt shares with others (its needle's key, its article), when known.
     pub cluster: Option<String>,
+    /// The question and the answer prefix as the task writes them (RULER), when kept.
+    pub question: Option<(String, String)>,
 }
 
 impl Asked {
@@ -137,6 +139,8 @@ impl Asked {
             seconds: o.seconds,
             retarget: o.retarget,
             ratio: o.ratio,
+            question: self.question.as_ref().map(|q| q.0.clone()),
+            answer_prefix: self.question.as_ref().map(|q| q.1.clone()),
         }
     }
 }

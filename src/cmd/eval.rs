@@ -58,6 +58,9 @@ pub enum EvalTask {
     Table(super::eval_table::TableArgs),
     /// Merge the records of a run's shards (`--shard i/n`) by cell key into one records file.
     Merge(super::eval_merge::MergeArgs),
+    /// RULER ratio records in the kvpress leaderboard's form: kvpress's result folders, the
+    /// score against the effective compression ratio (table and figure).
+    Leaderboard(super::eval_leaderboard::LeaderboardArgs),
 }
 
 /// Options every `kvplan eval` task takes.
@@ -283,6 +286,7 @@ pub fn run(args: EvalArgs) -> anyhow::Result<()> {
         EvalTask::Ruler(a) => super::eval_ruler::run(a),
         EvalTask::Table(a) => super::eval_table::run(a),
         EvalTask::Merge(a) => super::eval_merge::run(a),
+        EvalTask::Leaderboard(a) => super::eval_leaderboard::run(a),
     }
 }
 

@@ -204,6 +204,7 @@ impl<B: Backend> Task<B> for RulerTask {
             needle: example.built.query.clone(),
             expected: example.built.answers.clone(),
             cluster: example.cluster.clone(),
+            question: Some((text.question.clone(), text.answer.clone())),
         };
         Ok(Prepared {
             input: RulerPrompt {
