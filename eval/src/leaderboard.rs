@@ -170,7 +170,12 @@ pub fn config_yaml(g: &Group<'_>, settings: &BTreeMap<String, String>) -> String
         None => "kvplan full (no compression)".to_string(),
     };
     line("press_init_command", yaml_str(&command));
-    line("seed", yaml_str(seed));
+    // kvpress's seed is an integer.
+    line(
+        "seed",
+        seed.parse::<u64>()
+            .map_or(yaml_str(seed), |s| s.to_string()),
+    );
     line("fp8", "false".into());
     y.push_str("kvplan:\n");
     y.push_str(&format!("  method: {}\n", yaml_str(&g.method)));
@@ -387,7 +392,7 @@ pub fn markdown(file: &RecordsFile<Record>) -> String {
     let model = file.settings.get("model").map_or("", String::as_str);
     let names: Vec<&str> = tasks.iter().map(|t| t.name()).collect();
     let mut out = format!(
-        "### {model}: RULER average of {} tasks ({}) against effective compression ratio\n\n",
+        "### {model}: RULER average of {} task(s) ({}) against effective compression ratio\n\n",
         tasks.len(),
         names.join(", ")
     );

@@ -178,6 +178,9 @@ type ReadyPress<B> = (
 /// A press re-targeted to equal bytes and what the search found.
 type Retargeted<B> = (Box<dyn Press<B>>, Retarget);
 
+/// A ratio cell's press at the budget found, and (budget, probes).
+type Ratioed<B> = (Box<dyn Press<B>>, (usize, usize));
+
 /// The shared prefill: the cache after the prompt, what was observed, the last logits.
 type Prefill<B> = (kvplan_runtime::cache::KvCache<B>, Observer, Vec<f32>);
 
@@ -415,13 +418,20 @@ impl<'a, B: Backend> Evaluator<'a, B> {
             let mut retargeted = None;
             // A ratio cell's budget and probes: its start, unless searched below.
             let mut found = ratio.map(|(_, b)| (b, 0));
-            let searched = match (&prefill, share, *budget, *ratio) {
-                (Some(p), true, _, Some((r, _))) => self
-                    .at_ratio(method, n, r, p)
-                    .map(|(new, f)| (*press, found) = (new, Some(f)))
-                    .map_err(|e| format!("searching the budget of ratio {r}: {e}")),
+            let searched: std::result::Result<(), String> = match (&prefill, share, *budget, *ratio)
+            {
+                (Some(p), true, _, Some((r, _))) => match self.at_ratio(method, n, r, p) {
+                    Ok((new, f)) => {
+                        (*press, found) = (new, Some(f));
+                        Ok(())
+                    }
+                    Err(e) => Err(format!("searching the budget of ratio {r}: {e}")),
+                },
                 (Some(p), true, Some(b), None) => match self.equal_bytes(method, n, b, p) {
-                    Ok(Some((new, r))) => Ok((*press, retargeted) = (new, Some(r))),
+                    Ok(Some((new, r))) => {
+                        (*press, retargeted) = (new, Some(r));
+                        Ok(())
+                    }
                     Ok(None) => Ok(()),
                     Err(e) => Err(format!("re-targeting to SnapKV's bytes: {e}")),
                 },
@@ -520,7 +530,7 @@ impl<'a, B: Backend> Evaluator<'a, B> {
         n: usize,
         target: f64,
         prefill: &Prefill<B>,
-    ) -> Result<(Box<dyn Press<B>>, (usize, usize))> {
+    ) -> Result<Ratioed<B>> {
         let g = &self.model.config.geometry;
         let full =
             kvplan_planner::budgets::full_kv_bytes(g, n, kvplan_runtime::cache::BYTES_PER_ELEMENT);

@@ -40,7 +40,7 @@ fn figure(b: &Board) -> anyhow::Result<kvplan_plots::Rendered> {
         .collect();
     let lengths: Vec<String> = b.lengths.iter().map(usize::to_string).collect();
     let what = format!(
-        "RULER {} tokens, average of {} tasks",
+        "RULER {} tokens, average of {} task(s)",
         lengths.join("/"),
         b.tasks.len()
     );

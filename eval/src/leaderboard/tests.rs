@@ -111,7 +111,7 @@ fn config_holds_kvpress_fields_in_order_then_ours() {
         y.contains("  effective_compression_ratio: 0.499900\n"),
         "{y}"
     );
-    assert!(y.contains("seed: '0'\n") && y.contains("    mode: question-agnostic\n"));
+    assert!(y.contains("seed: 0\n") && y.contains("    mode: question-agnostic\n"));
     let full = config_yaml(&g[0], &f.settings);
     assert!(full.contains("press_name: no_press\n") && full.contains("compression_ratio: 0.0\n"));
     assert_eq!(yaml_str("it's"), "'it''s'");
@@ -161,7 +161,7 @@ fn the_table_and_the_board_give_scores_against_effective_ratios() {
     let md = markdown(&f);
     let lines: Vec<&str> = md.lines().collect();
     assert!(
-        lines[0].contains("RULER average of 2 tasks (vt, cwe)"),
+        lines[0].contains("RULER average of 2 task(s) (vt, cwe)"),
         "{}",
         lines[0]
     );
