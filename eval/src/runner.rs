@@ -373,6 +373,7 @@ impl<'a, B: Backend> Evaluator<'a, B> {
                 Err(e) => sink.skip(Skipped {
                     method: c.method.clone(),
                     budget: c.budget,
+                    ratio: c.ratio,
                     reason: e.to_string(),
                 }),
             }
@@ -442,6 +443,7 @@ impl<'a, B: Backend> Evaluator<'a, B> {
                 on_cell(Err(Skipped {
                     method,
                     budget,
+                    ratio: ratio.map(|r| r.0),
                     reason,
                 }))?;
                 continue;

@@ -94,12 +94,14 @@ impl Progress {
 }
 
 /// A cell not run: its press could not be built for the prompt.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Skipped {
     /// Method (registry name).
     pub method: String,
     /// `--budget` target.
     pub budget: Option<usize>,
+    /// Target compression ratio of a ratio cell.
+    pub ratio: Option<f64>,
     /// Why, as the press registry says.
     pub reason: String,
 }
@@ -109,7 +111,10 @@ pub struct Skipped {
 pub fn skip_lines(skipped: &[(String, Skipped)]) -> Vec<String> {
     let mut lines: Vec<(String, Vec<&str>, &str)> = Vec::new();
     for (at, cell) in skipped {
-        let name = label(&cell.method, cell.budget);
+        let name = match cell.ratio {
+            Some(r) => crate::ratio::label(&cell.method, r),
+            None => label(&cell.method, cell.budget),
+        };
         match lines.iter_mut().find(|(l, _, _)| *l == name) {
             Some((_, ats, _)) => ats.push(at),
             None => lines.push((name, vec![at], &cell.reason)),
@@ -190,6 +195,7 @@ mod tests {
         Skipped {
             method: method.into(),
             budget,
+            ratio: None,
             reason: reason.into(),
         }
     }
@@ -200,12 +206,20 @@ mod tests {
             ("a".to_string(), skip("spindle", Some(64), "below β")),
             ("b".to_string(), skip("pod", None, "no plan")),
             ("c".to_string(), skip("spindle", Some(64), "below β")),
+            (
+                "d".to_string(),
+                Skipped {
+                    ratio: Some(0.75),
+                    ..skip("spindle", None, "below β")
+                },
+            ),
         ];
         assert_eq!(
             skip_lines(&skipped),
             [
                 "spindle @ 64 not run on 2 prompt(s) (a; c): below β",
                 "pod not run on 1 prompt(s) (b): no plan",
+                "spindle @ 75% not run on 1 prompt(s) (d): below β",
             ]
         );
     }
