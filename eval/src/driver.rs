@@ -5,7 +5,10 @@
 //! records after every cell), then aggregate the run's records and kvpress's into the results
 //! file, draw the figures, write and show the table.
 //!
-//! A task ([`Task`]: NIAH, the RULER subset, streaming perplexity under `crate::tasks`) says only
+//! [`run_shard`] runs one shard of the prompts (`--shard i/n`, [`crate::shard`]) into files
+//! named for it.
+//!
+//! A task ([`Task`]: NIAH, RULER, streaming perplexity under `crate::tasks`) says only
 //! what is its own: its settings, its prompts and their cells, how a prompt is built and scored,
 //! and how its records are summarised.
 
@@ -19,6 +22,7 @@ use crate::companion::{self, Companion};
 use crate::prompt::{ExportedPrompt, PromptsFile, PROMPTS_FORMAT};
 use crate::records::{write_atomic, CellKey, CellRecord, RecordsFile};
 use crate::runner::Evaluator;
+use crate::shard::Shard;
 use crate::task::{skip_lines, Cell, Identity, Progress, Reporter, Skipped, Unit};
 use crate::{Error, Result};
 
@@ -115,12 +119,26 @@ pub fn run<B: Backend, T: Task<B>>(
     task: &mut T,
     reporter: &mut dyn Reporter,
 ) -> Result<()> {
+    run_shard(ev, identity, out, task, reporter, Shard::WHOLE)
+}
+
+/// [`run`] of the prompts of one `shard` of the run ([`crate::shard`]): its records, table and
+/// results files carry the shard in their names; its settings are the whole run's.
+pub fn run_shard<B: Backend, T: Task<B>>(
+    ev: &Evaluator<'_, B>,
+    identity: &Identity,
+    out: &Path,
+    task: &mut T,
+    reporter: &mut dyn Reporter,
+    shard: Shard,
+) -> Result<()> {
     task.check(ev)?;
     let model = &identity.model;
     let mut settings = identity.settings();
     settings.extend(ev.settings());
     settings.extend(task.settings());
-    let path = out.join(format!("{model}.{}.records.json", task.name()));
+    let part = shard.suffix();
+    let path = out.join(format!("{model}.{}{part}.records.json", task.name()));
     let beside = beside::<T::Record>(
         &companion::path(out, model, task.name()),
         &settings,
@@ -136,14 +154,20 @@ pub fn run<B: Backend, T: Task<B>>(
         reporter.note(&line);
     }
     let started = Instant::now();
-    let units = task.units();
+    // Prompts of other shards keep their place (a unit's index builds its prompt) but no cells.
+    let mut units = task.units();
+    for (i, u) in units.iter_mut().enumerate() {
+        if !shard.takes(i) {
+            u.cells.clear();
+        }
+    }
     ev.check_pod_cells(&units)?;
     let skipped = score_units(ev, task, &units, &mut records, reporter)?;
     for line in skip_lines(&skipped) {
         reporter.note(&line);
     }
-    let results = out.join(format!("{model}.results.json"));
-    let table = out.join(format!("{model}.{}.md", task.name()));
+    let results = out.join(format!("{model}{part}.results.json"));
+    let table = out.join(format!("{model}.{}{part}.md", task.name()));
     let wanted = of_units(&records.file, &units);
     // The table: every method recorded on the run's prompts and budgets (this run's and those of
     // earlier runs into the same file), then kvpress's.
@@ -161,7 +185,7 @@ pub fn run<B: Backend, T: Task<B>>(
     }
     let md = task.summarise(&shown, &results, model)?;
     let md = crate::marks::Marks::of(ev.plan, &records.file.settings).apply(&md);
-    let figures = out.join("figures").join(model);
+    let figures = out.join("figures").join(format!("{model}{part}"));
     reporter
         .figures(&results, &figures)
         .map_err(Error::Report)?;

@@ -8,6 +8,10 @@
 //! - [`prompt`]: window placement and question-agnostic mode, a prompt's ids in both forms, the
 //!   prompts file;
 //! - [`equal_bytes`]: SpindleKV's budget re-targeted to SnapKV's measured bytes;
+//! - [`ratio`]: compression as a ratio of the context, each cell's budget searched until its
+//!   measured effective ratio lands on the target (the kvpress leaderboard's x axis);
+//! - [`leaderboard`]: RULER records in the kvpress leaderboard's form (a folder per model,
+//!   method and ratio with kvpress's three files), its table and its figure's points;
 //! - [`records`]: per-cell records, atomic writes, resuming, aggregation into `EvalResults`;
 //! - [`render`]: a table and results file from records alone (`kvplan eval table`);
 //! - [`marks`]: table rows marked where a caveat applies (R2 scores at chance, untrained PoD);
@@ -16,9 +20,10 @@
 //! - [`table`]: the Markdown tables (rows by measured KV bytes, intervals, paired differences);
 //! - [`stats`]: Wilson and (cluster) bootstrap intervals, paired differences, the exact McNemar
 //!   and cluster sign tests, Holm's correction, the smallest detectable difference;
-//! - [`ruler`]: the RULER subset (niah, variable tracking, common words, QA) ported from
-//!   RULER's generators, sized to a length with the model's tokenizer;
+//! - [`ruler`]: RULER's 13 tasks (niah, variable tracking, common and frequent words, QA)
+//!   ported from RULER's generators, sized to a length with the model's tokenizer;
 //! - [`rng`]: the seeded generator examples are drawn with;
+//! - [`shard`]: a run split into shards by prompt (`--shard i/n`), shards merged by cell key;
 //! - [`task`]: what every task shares apart from the model (cells grouped by prompt, progress,
 //!   skipped cells, the records' base settings, the [`task::Reporter`]);
 //! - `driver` (feature `model`): the one driver every task runs through — set-up, records and
@@ -31,10 +36,12 @@ pub mod companion;
 #[cfg(feature = "model")]
 pub mod driver;
 pub mod equal_bytes;
+pub mod leaderboard;
 pub mod marks;
 pub mod niah;
 pub mod ppl;
 pub mod prompt;
+pub mod ratio;
 pub mod records;
 pub mod render;
 pub mod results;
@@ -43,6 +50,7 @@ pub mod ruler;
 #[cfg(feature = "model")]
 pub mod runner;
 pub mod score;
+pub mod shard;
 pub mod stats;
 pub mod table;
 pub mod task;

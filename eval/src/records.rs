@@ -75,6 +75,18 @@ pub struct Record {
     /// ([`crate::equal_bytes`]); absent for every other cell.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retarget: Option<crate::equal_bytes::Retarget>,
+    /// A cell asked for a compression ratio of the context (`--ratios`, [`crate::ratio`]): the
+    /// target, the effective ratio measured, the budget found; `budget` is then `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ratio: Option<crate::ratio::RatioCell>,
+    /// The question as the task writes it, without the chat frame (RULER: from kvpress's
+    /// question pattern on), for kvpress's `predictions.csv` ([`crate::leaderboard`]); absent in
+    /// records made before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub question: Option<String>,
+    /// The answer prefix the response follows, for the same.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer_prefix: Option<String>,
 }
 
 impl Record {
@@ -116,24 +128,39 @@ pub trait CellRecord: Serialize + DeserializeOwned + Clone {
     fn progress_line(&self, what: &str) -> String;
 }
 
+impl Record {
+    /// The target compression ratio of a ratio cell.
+    pub fn target_ratio(&self) -> Option<f64> {
+        self.ratio.as_ref().map(|r| r.target)
+    }
+
+    /// `method @ budget`, `method @ 50%` or `method`.
+    pub fn label(&self) -> String {
+        match &self.ratio {
+            Some(r) => crate::ratio::label(&self.method, r.target),
+            None => label(&self.method, self.budget),
+        }
+    }
+}
+
 impl CellRecord for Record {
     fn key(&self) -> CellKey {
-        CellKey::new(
+        let key = CellKey::new(
             &self.task,
             self.context_len,
             self.depth,
             self.example,
             &self.method,
             self.budget,
-        )
+        );
+        match &self.ratio {
+            Some(r) => key.at_ratio(r.target),
+            None => key,
+        }
     }
 
     fn progress_line(&self, what: &str) -> String {
-        format!(
-            "{} {what}: {:.0}",
-            label(&self.method, self.budget),
-            100.0 * self.score
-        )
+        format!("{} {what}: {:.0}", self.label(), 100.0 * self.score)
     }
 }
 
@@ -151,12 +178,15 @@ pub fn variants(methods: &[String], budgets: &[usize]) -> Vec<(String, Option<us
     out
 }
 
-/// Identity of a cell: the prompt (or streamed text) it is scored on, the method and the budget.
+/// Identity of a cell: the prompt (or streamed text) it is scored on, the method and the budget
+/// or target compression ratio.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct CellKey {
     prompt: String,
     method: String,
     budget: Option<usize>,
+    /// Target ratio in ten-thousandths ([`crate::ratio::key`]).
+    ratio: Option<u32>,
 }
 
 impl CellKey {
@@ -173,6 +203,16 @@ impl CellKey {
             prompt: format!("{task}/{context_len}/{depth:.4}/{example}"),
             method: method.to_string(),
             budget,
+            ratio: None,
+        }
+    }
+
+    /// This key at target compression ratio `r` (a ratio cell has no budget).
+    pub fn at_ratio(self, r: f64) -> Self {
+        Self {
+            budget: None,
+            ratio: Some(crate::ratio::key(r)),
+            ..self
         }
     }
 
@@ -182,6 +222,7 @@ impl CellKey {
             prompt: format!("stream/{text}/{tokens}"),
             method: method.to_string(),
             budget,
+            ratio: None,
         }
     }
 
@@ -190,9 +231,14 @@ impl CellKey {
         &self.prompt
     }
 
-    /// The cell's budget; `None` for `full`.
+    /// The cell's budget; `None` for `full` and ratio cells.
     pub fn budget(&self) -> Option<usize> {
         self.budget
+    }
+
+    /// The cell's target ratio in ten-thousandths, for a ratio cell.
+    pub fn ratio(&self) -> Option<u32> {
+        self.ratio
     }
 }
 
@@ -442,6 +488,9 @@ pub(crate) fn test_record(
         cluster: None,
         seconds: 0.1,
         retarget: None,
+        ratio: None,
+        question: None,
+        answer_prefix: None,
     }
 }
 
@@ -555,6 +604,7 @@ mod tests {
             task: "ruler".into(),
             method: "full".into(),
             budget: None,
+            ratio: None,
             kv_fraction: 1.0,
             score: 0.5,
             n: None,

@@ -106,6 +106,10 @@ pub struct QualityPoint {
     pub task: String,
     pub method: String,
     pub budget: Option<usize>,
+    /// Target compression ratio of the context, for a point of a ratio run (`--ratios`; its
+    /// `budget` is then absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ratio: Option<f64>,
     /// KV bytes over FullKV bytes, in (0, 1].
     pub kv_fraction: f64,
     /// The task's metric, higher is better.
@@ -354,6 +358,9 @@ impl EvalResults {
 fn validate_point(i: usize, q: &QualityPoint) -> Result<()> {
     let p = format!("quality[{i}]");
     in_range(format!("{p}.kv_fraction"), q.kv_fraction, 0.0, 1.0, true)?;
+    if let Some(r) = q.ratio {
+        in_range(format!("{p}.ratio"), r, 0.0, 1.0, true)?;
+    }
     in_range(format!("{p}.score"), q.score, f64::MIN, f64::MAX, false)?;
     validate_interval(&format!("{p}.interval"), q.interval.as_ref())?;
     for (name, d) in [("vs_snapkv", &q.vs_snapkv), ("vs_full", &q.vs_full)] {

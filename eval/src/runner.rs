@@ -24,7 +24,11 @@
 //! Presses are built with the run's [`PressOptions`] (GQA aggregation, SpindleKV's GQA handling
 //! and denominator, positions); a SpindleKV cell runs at the budget whose measured bytes match
 //! SnapKV's at the row's budget unless `--spindle-bytes budget` ([`crate::equal_bytes`]); trained
-//! PoD weights run only at the proximal window they were trained with ([`PodTrained`]).
+//! PoD weights run only at the proximal window they were trained with ([`PodTrained`]). A cell
+//! asked for a compression ratio of the context runs at the budget whose effective ratio,
+//! measured on copies of the shared prefill, lands on the target ([`crate::ratio`]); its
+//! effective ratio is measured once the compressed part is compressed, before any question is
+//! appended.
 
 use std::time::Instant;
 
@@ -41,6 +45,7 @@ use crate::driver::Sink;
 use crate::equal_bytes::{retarget, Retarget, SpindleBytes};
 use crate::ppl::{nll, PplRecord};
 use crate::prompt::{Mode, PromptIds, Setup, Window};
+use crate::ratio::{effective, start_budget, target_bytes, RatioCell};
 use crate::records::Record;
 use crate::task::{Cell, Skipped, Unit};
 use crate::{Error, Result};
@@ -61,6 +66,8 @@ pub struct Outcome {
     pub seconds: f64,
     /// The re-targeted budget and bytes of a SpindleKV cell at equal bytes.
     pub retarget: Option<Retarget>,
+    /// A ratio cell's target, effective ratio and budget found.
+    pub ratio: Option<RatioCell>,
 }
 
 /// The share of FullKV's bytes held over a generation: its peak and its mean over the
@@ -106,6 +113,8 @@ pub struct Asked {
     pub expected: Vec<String>,
     /// What the prompt shares with others (its needle's key, its article), when known.
     pub cluster: Option<String>,
+    /// The question and the answer prefix as the task writes them (RULER), when kept.
+    pub question: Option<(String, String)>,
 }
 
 impl Asked {
@@ -129,6 +138,9 @@ impl Asked {
             cluster: self.cluster.clone(),
             seconds: o.seconds,
             retarget: o.retarget,
+            ratio: o.ratio,
+            question: self.question.as_ref().map(|q| q.0.clone()),
+            answer_prefix: self.question.as_ref().map(|q| q.1.clone()),
         }
     }
 }
@@ -156,11 +168,18 @@ fn prefilled(setup: Setup, p: &PromptIds) -> (&[u32], Option<usize>, &[u32]) {
     }
 }
 
-/// A (method, budget) cell and its press, ready to run.
-type ReadyPress<B> = ((String, Option<usize>), Box<dyn Press<B>>);
+/// A cell (method, budget, and for a ratio cell its target and the budget its press was built
+/// at) and its press, ready to run.
+type ReadyPress<B> = (
+    (String, Option<usize>, Option<(f64, usize)>),
+    Box<dyn Press<B>>,
+);
 
 /// A press re-targeted to equal bytes and what the search found.
 type Retargeted<B> = (Box<dyn Press<B>>, Retarget);
+
+/// A ratio cell's press at the budget found, and (budget, probes).
+type Ratioed<B> = (Box<dyn Press<B>>, (usize, usize));
 
 /// The shared prefill: the cache after the prompt, what was observed, the last logits.
 type Prefill<B> = (kvplan_runtime::cache::KvCache<B>, Observer, Vec<f32>);
@@ -292,6 +311,39 @@ impl<'a, B: Backend> Evaluator<'a, B> {
         Ok(build_press_with::<B>(method, &request, &self.model.config)?.press)
     }
 
+    /// The smallest budget in `1..=hi` at which the plan builds `method`'s press for `n` tokens
+    /// (SpindleKV: above its window and β), found by building presses only (budgets that build
+    /// are taken to come after those that do not); `hi` when none below it builds.
+    fn smallest_budget(&self, method: &str, n: usize, hi: usize) -> usize {
+        let (mut lo, mut hi) = (1, hi.max(1));
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            match self.press(method, n, Some(mid)) {
+                Ok(_) => hi = mid,
+                Err(_) => lo = mid + 1,
+            }
+        }
+        lo
+    }
+
+    /// The press of a ratio cell before its search: at [`start_budget`], or at the smallest
+    /// budget the plan accepts when that is larger; the budget it was built at.
+    fn ratio_press(
+        &self,
+        method: &str,
+        n: usize,
+        target: f64,
+    ) -> Result<(Box<dyn Press<B>>, usize)> {
+        let start = start_budget(target, n);
+        match self.press(method, n, Some(start)) {
+            Ok(p) => Ok((p, start)),
+            Err(_) => {
+                let lo = self.smallest_budget(method, n, n);
+                Ok((self.press(method, n, Some(lo))?, lo))
+            }
+        }
+    }
+
     /// Scores `pending` cells on `prompt`: each cell whose press the plan can build at the
     /// length of what it compresses (the prompt, or the context in question-agnostic mode) runs
     /// (one shared prefill, module header), greedy-decodes and is scored and recorded into `sink`
@@ -308,11 +360,20 @@ impl<'a, B: Backend> Evaluator<'a, B> {
         let setup = scoring.setup;
         let compressed = prefilled(setup, prompt).0.len();
         for c in pending {
-            match self.press(&c.method, compressed, c.budget) {
-                Ok(press) => ready.push(((c.method.clone(), c.budget), press)),
+            let built = match c.ratio {
+                Some(r) => self
+                    .ratio_press(&c.method, compressed, r)
+                    .map(|(p, b)| (p, Some((r, b)))),
+                None => self
+                    .press(&c.method, compressed, c.budget)
+                    .map(|p| (p, None)),
+            };
+            match built {
+                Ok((press, ratio)) => ready.push(((c.method.clone(), c.budget, ratio), press)),
                 Err(e) => sink.skip(Skipped {
                     method: c.method.clone(),
                     budget: c.budget,
+                    ratio: c.ratio,
                     reason: e.to_string(),
                 }),
             }
@@ -351,25 +412,41 @@ impl<'a, B: Backend> Evaluator<'a, B> {
         // capability: PoD changes attention from the first token and runs its own).
         let shared: Vec<bool> = presses.iter().map(|p| p.adopts_shared_prefill()).collect();
         let prefill = self.shared_prefill(ids, rows_end, &presses, &shared)?;
-        for (((method, budget), press), &share) in cells.iter().zip(presses.iter_mut()).zip(&shared)
+        for (((method, budget, ratio), press), &share) in
+            cells.iter().zip(presses.iter_mut()).zip(&shared)
         {
             let started = Instant::now();
             let mut retargeted = None;
-            if let (Some(p), true, Some(b)) = (&prefill, share, *budget) {
-                match self.equal_bytes(method, n, b, p) {
-                    Ok(Some((new, r))) => (*press, retargeted) = (new, Some(r)),
-                    Ok(None) => {}
-                    Err(e) => {
-                        let reason = format!("re-targeting to SnapKV's bytes: {e}");
-                        let (method, budget) = (method.clone(), *budget);
-                        on_cell(Err(Skipped {
-                            method,
-                            budget,
-                            reason,
-                        }))?;
-                        continue;
+            // A ratio cell's budget and probes: its start, unless searched below.
+            let mut found = ratio.map(|(_, b)| (b, 0));
+            let searched: std::result::Result<(), String> = match (&prefill, share, *budget, *ratio)
+            {
+                (Some(p), true, _, Some((r, _))) => match self.at_ratio(method, n, r, p) {
+                    Ok((new, f)) => {
+                        (*press, found) = (new, Some(f));
+                        Ok(())
                     }
-                }
+                    Err(e) => Err(format!("searching the budget of ratio {r}: {e}")),
+                },
+                (Some(p), true, Some(b), None) => match self.equal_bytes(method, n, b, p) {
+                    Ok(Some((new, r))) => {
+                        (*press, retargeted) = (new, Some(r));
+                        Ok(())
+                    }
+                    Ok(None) => Ok(()),
+                    Err(e) => Err(format!("re-targeting to SnapKV's bytes: {e}")),
+                },
+                _ => Ok(()),
+            };
+            if let Err(reason) = searched {
+                let (method, budget) = (method.clone(), *budget);
+                on_cell(Err(Skipped {
+                    method,
+                    budget,
+                    ratio: ratio.map(|r| r.0),
+                    reason,
+                }))?;
+                continue;
             }
             let mut session = Session::new(self.model, press.as_mut());
             session.rows_end = rows_end;
@@ -380,6 +457,15 @@ impl<'a, B: Backend> Evaluator<'a, B> {
                 }
                 _ => last_row(session.prefill(ids)?),
             };
+            let compressed = session.memory();
+            let ratio_cell = ratio
+                .zip(found)
+                .map(|((target, _), (budget, probes))| RatioCell {
+                    target,
+                    effective: effective(compressed.held_bytes, compressed.full_bytes),
+                    budget,
+                    probes,
+                });
             if !question.is_empty() {
                 first = last_row(session.extend(question)?);
             }
@@ -400,6 +486,7 @@ impl<'a, B: Backend> Evaluator<'a, B> {
                 held,
                 seconds: started.elapsed().as_secs_f64(),
                 retarget: retargeted,
+                ratio: ratio_cell,
             }))?;
         }
         Ok(())
@@ -428,20 +515,35 @@ impl<'a, B: Backend> Evaluator<'a, B> {
         }
         let target =
             self.held_after(self.press("snapkv", n, Some(budget))?.as_mut(), prefill, n)?;
-        // The smallest budget the plan accepts at this length (SpindleKV: above its window and
-        // β), found by building presses only; budgets are then measured from there up to `n`.
-        let (mut lo, mut hi) = (1, budget);
-        while lo < hi {
-            let mid = (lo + hi) / 2;
-            match self.press(method, n, Some(mid)) {
-                Ok(_) => hi = mid,
-                Err(_) => lo = mid + 1,
-            }
-        }
+        // Budgets are measured from the smallest the plan accepts up to `n`.
+        let lo = self.smallest_budget(method, n, budget);
         let found = retarget(budget, lo..=n.max(budget), target, |b| {
             self.held_after(self.press(method, n, Some(b))?.as_mut(), prefill, n)
         })?;
         Ok(Some((self.press(method, n, Some(found.budget))?, found)))
+    }
+
+    /// A ratio cell's press at the budget whose held bytes are the most not above `1 − target`
+    /// of FullKV's for the `n` compressed tokens, measured on copies of the shared prefill
+    /// (searched from [`start_budget`] by [`retarget`]), and (budget, probes).
+    fn at_ratio(
+        &self,
+        method: &str,
+        n: usize,
+        target: f64,
+        prefill: &Prefill<B>,
+    ) -> Result<Ratioed<B>> {
+        let g = &self.model.config.geometry;
+        let full =
+            kvplan_planner::budgets::full_kv_bytes(g, n, kvplan_runtime::cache::BYTES_PER_ELEMENT);
+        let goal = target_bytes(target, full);
+        let lo = self.smallest_budget(method, n, n);
+        let start = start_budget(target, n).clamp(lo, n.max(lo));
+        let found = retarget(start, lo..=n.max(lo), goal, |b| {
+            self.held_after(self.press(method, n, Some(b))?.as_mut(), prefill, n)
+        })?;
+        let press = self.press(method, n, Some(found.budget))?;
+        Ok((press, (found.budget, found.probes)))
     }
 
     /// One prefill of `ids` observing the union of what the `shared` presses ask, the rows

@@ -8,20 +8,22 @@ use std::path::Path;
 use crate::records::CellKey;
 use crate::results::label;
 
-/// One (method, budget) cell of a prompt, with its record's key.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One (method, budget) or (method, target ratio) cell of a prompt, with its record's key.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Cell {
     /// Method (registry name).
     pub method: String,
-    /// `--budget` target; `None` for `full`.
+    /// `--budget` target; `None` for `full` and ratio cells.
     pub budget: Option<usize>,
+    /// Target compression ratio of the context ([`crate::ratio`]); `None` for budget cells.
+    pub ratio: Option<f64>,
     /// Identity of its record.
     pub key: CellKey,
 }
 
 /// One prompt (or streamed text) of a run and its cells: the driver builds its input once and
 /// scores every cell not yet recorded on it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Unit {
     /// Where it is, for messages (`1024 tokens, depth 0.5, example 0`).
     pub at: String,
@@ -41,10 +43,22 @@ impl Unit {
             .map(|(m, b)| Cell {
                 method: m.clone(),
                 budget: *b,
+                ratio: None,
                 key: key(m, *b),
             })
             .collect();
         Self { at, cells }
+    }
+
+    /// Adds a cell per (method, target ratio) of `ratios`, keyed by `key` at that ratio.
+    pub fn with_ratios(mut self, ratios: &[(String, f64)], key: impl Fn(&str) -> CellKey) -> Self {
+        self.cells.extend(ratios.iter().map(|(m, r)| Cell {
+            method: m.clone(),
+            budget: None,
+            ratio: Some(*r),
+            key: key(m).at_ratio(*r),
+        }));
+        self
     }
 }
 
@@ -80,12 +94,14 @@ impl Progress {
 }
 
 /// A cell not run: its press could not be built for the prompt.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Skipped {
     /// Method (registry name).
     pub method: String,
     /// `--budget` target.
     pub budget: Option<usize>,
+    /// Target compression ratio of a ratio cell.
+    pub ratio: Option<f64>,
     /// Why, as the press registry says.
     pub reason: String,
 }
@@ -95,7 +111,10 @@ pub struct Skipped {
 pub fn skip_lines(skipped: &[(String, Skipped)]) -> Vec<String> {
     let mut lines: Vec<(String, Vec<&str>, &str)> = Vec::new();
     for (at, cell) in skipped {
-        let name = label(&cell.method, cell.budget);
+        let name = match cell.ratio {
+            Some(r) => crate::ratio::label(&cell.method, r),
+            None => label(&cell.method, cell.budget),
+        };
         match lines.iter_mut().find(|(l, _, _)| *l == name) {
             Some((_, ats, _)) => ats.push(at),
             None => lines.push((name, vec![at], &cell.reason)),
@@ -176,6 +195,7 @@ mod tests {
         Skipped {
             method: method.into(),
             budget,
+            ratio: None,
             reason: reason.into(),
         }
     }
@@ -186,12 +206,20 @@ mod tests {
             ("a".to_string(), skip("spindle", Some(64), "below β")),
             ("b".to_string(), skip("pod", None, "no plan")),
             ("c".to_string(), skip("spindle", Some(64), "below β")),
+            (
+                "d".to_string(),
+                Skipped {
+                    ratio: Some(0.75),
+                    ..skip("spindle", None, "below β")
+                },
+            ),
         ];
         assert_eq!(
             skip_lines(&skipped),
             [
                 "spindle @ 64 not run on 2 prompt(s) (a; c): below β",
                 "pod not run on 1 prompt(s) (b): no plan",
+                "spindle @ 75% not run on 1 prompt(s) (d): below β",
             ]
         );
     }

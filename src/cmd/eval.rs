@@ -27,6 +27,7 @@ use kvplan_eval::driver::{self, Task};
 use kvplan_eval::equal_bytes::SpindleBytes;
 use kvplan_eval::prompt::{Mode, Setup, Window};
 use kvplan_eval::runner::{Evaluator, PodTrained};
+use kvplan_eval::shard::Shard;
 use kvplan_eval::task::{Identity, Progress, ReportError, Reporter};
 use kvplan_eval::tasks::{NiahGrid, NiahTask};
 use kvplan_planner::{ModelIdentity, Plan};
@@ -50,10 +51,16 @@ pub enum EvalTask {
     Niah(NiahArgs),
     /// Streaming perplexity on Gutenberg text (TreeKV §5.2): methods that evict while decoding.
     Ppl(PplArgs),
-    /// RULER subset at one length: niah single/multikey/multivalue, vt, cwe, qa_1, qa_2.
+    /// RULER's 13 tasks at one length: niah single/multikey/multivalue/multiquery, vt, cwe, fwe,
+    /// qa_1, qa_2.
     Ruler(super::eval_ruler::RulerArgs),
     /// Re-render NIAH or RULER tables and results from their records alone (no model run).
     Table(super::eval_table::TableArgs),
+    /// Merge the records of a run's shards (`--shard i/n`) by cell key into one records file.
+    Merge(super::eval_merge::MergeArgs),
+    /// RULER ratio records in the kvpress leaderboard's form: kvpress's result folders, the
+    /// score against the effective compression ratio (table and figure).
+    Leaderboard(super::eval_leaderboard::LeaderboardArgs),
 }
 
 /// Options every `kvplan eval` task takes.
@@ -81,6 +88,11 @@ pub struct EvalCommon {
     /// row's budget on each prompt) or budget (the row's budget as given).
     #[arg(long, value_name = "MODE", default_value = "equal")]
     pub spindle_bytes: SpindleBytes,
+    /// Run shard i of n (1 ≤ i ≤ n): the run's prompts in run order, every n-th from the i-th,
+    /// each with all its cells, into `<model>.<task>.shard-i-of-n.records.json` (table and
+    /// results named alike); `kvplan eval merge` joins the shards' records.
+    #[arg(long, value_name = "I/N", default_value = "1/1")]
+    pub shard: Shard,
 }
 
 impl EvalCommon {
@@ -153,7 +165,14 @@ impl EvalCommon {
             eprintln!("kvplan: wrote {n} prompts to {}", path.display());
             return Ok(());
         }
-        driver::run(&evaluator, &identity, &out, &mut task, &mut terminal)?;
+        driver::run_shard(
+            &evaluator,
+            &identity,
+            &out,
+            &mut task,
+            &mut terminal,
+            self.shard,
+        )?;
         Ok(())
     }
 }
@@ -266,6 +285,8 @@ pub fn run(args: EvalArgs) -> anyhow::Result<()> {
         EvalTask::Ppl(a) => super::eval_ppl::run(a),
         EvalTask::Ruler(a) => super::eval_ruler::run(a),
         EvalTask::Table(a) => super::eval_table::run(a),
+        EvalTask::Merge(a) => super::eval_merge::run(a),
+        EvalTask::Leaderboard(a) => super::eval_leaderboard::run(a),
     }
 }
 

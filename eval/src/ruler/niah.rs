@@ -1,14 +1,31 @@
-//! RULER's needle tasks with the essay haystack (`data/synthetic/niah.py`, template and answer
-//! prefix from `data/synthetic/constants.py`, arguments from `synthetic.yaml`):
-//! `niah_single_2` (one key, one value), `niah_multikey_1` (four keys, one asked),
-//! `niah_multivalue` (one key, four values); keys are adjective-noun words, values 7-digit
-//! numbers.
+//! RULER's needle tasks (`data/synthetic/niah.py`, template and answer prefix from
+//! `data/synthetic/constants.py`, arguments from `synthetic.yaml`), all eight:
 //!
-//! As in RULER: the haystack is the first `n` words of the Paul Graham essays of
+//! | task | haystack | key | value | keys | values | asked |
+//! |---|---|---|---|---|---|---|
+//! | `niah_single_1` | repeat | words | numbers | 1 | 1 | 1 |
+//! | `niah_single_2` | essay | words | numbers | 1 | 1 | 1 |
+//! | `niah_single_3` | essay | words | uuids | 1 | 1 | 1 |
+//! | `niah_multikey_1` | essay | words | numbers | 4 | 1 | 1 |
+//! | `niah_multikey_2` | needle | words | numbers | 1 | 1 | 1 |
+//! | `niah_multikey_3` | needle | uuids | uuids | 1 | 1 | 1 |
+//! | `niah_multivalue` | essay | words | numbers | 1 | 4 | 1 |
+//! | `niah_multiquery` | essay | words | numbers | 4 (`max(k, q)`) | 1 | 4 |
+//!
+//! As in RULER: the essay haystack is the first `n` words of the Paul Graham essays of
 //! `PaulGrahamEssays.json` (whitespace collapsed), split into sentences; the needles, shuffled,
-//! go between sentences at depths drawn from 40 evenly spaced percentages; one key is asked; with
-//! one value asked the template turns singular ("Some … are" → "A … is"). Score:
-//! `string_match_all` of the asked values.
+//! go between sentences at depths drawn from 40 evenly spaced percentages. The `repeat` and
+//! `needle` haystacks are `n` lines with the needles inserted among them ([`super::haystack`]).
+//! The asked keys' values are the answers; with one value asked the template turns singular
+//! ("Some … are" → "A … is", the value type's last letter dropped); several keys asked read
+//! "a, b, and c". Score: `string_match_all` of the asked values.
+//!
+//! **Distinct examples** (the tasks added for the leaderboard protocol, [`Config::distinct`]):
+//! the asked word keys of example `i` are slots `i·q … i·q + q − 1` of a seeded permutation of
+//! the 576 adjective-noun keys ([`asked_keys`]), so no two examples of a task ask the same key
+//! (at most ⌊576 / q⌋ examples); UUID keys are 128 random bits per example. The three tasks of
+//! protocol `ruler-chat/v2` (`niah_single_2`, `niah_multikey_1`, `niah_multivalue`) keep their
+//! independent draws, so their prompts are unchanged.
 //!
 //! Differences from RULER: sentences are split by a rule (a word ending in `.`, `!` or `?`,
 //! closing quotes allowed, followed by a word starting with a capital or a digit; common
@@ -16,9 +33,11 @@
 //! adjective-noun list of [`crate::niah`] instead of the `wonderwords` lists, which the package
 //! does not ship, and the keys of one example are distinct.
 
+use super::haystack::{lines, Haystack, Kind};
 use super::{fill, Built, Task};
-use crate::niah::{ADJECTIVES, NOUNS};
+use crate::niah::{ADJECTIVES, KEYS, NOUNS};
 use crate::rng::Rng;
+use crate::{Error, Result};
 
 /// RULER's `niah` template.
 pub const TEMPLATE: &str = "Some special magic {type_needle_v} are hidden within the following \
@@ -31,35 +50,90 @@ pub const ANSWER_PREFIX: &str =
 pub const NEEDLE: &str = "One of the special magic {type_needle_v} for {key} is: {value}.";
 /// RULER's `tokens_to_generate` for `niah`.
 pub const TOKENS_TO_GENERATE: usize = 128;
-/// The value type of every task here (`type_needle_v: numbers`).
-const TYPE_NEEDLE_V: &str = "numbers";
 
-/// `num_needle_k`, `num_needle_v`, `num_needle_q` of a task (`synthetic.yaml`).
+/// A needle task's arguments (`synthetic.yaml`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Config {
-    /// Keys (needles with different keys).
+    /// `type_haystack`.
+    pub haystack: Haystack,
+    /// `type_needle_k`.
+    pub key: Kind,
+    /// `type_needle_v`.
+    pub value: Kind,
+    /// Keys (`num_needle_k`, raised to `num_needle_q` as RULER does).
     pub keys: usize,
-    /// Values per key.
+    /// Values per key (`num_needle_v`).
     pub values: usize,
-    /// Keys asked.
+    /// Keys asked (`num_needle_q`).
     pub queries: usize,
+    /// Asked keys distinct across the task's examples (module header).
+    pub distinct: bool,
 }
 
 impl Config {
-    /// The arguments of a niah task (other tasks: those of `niah_single_2`).
+    /// The arguments of a needle task (other tasks: those of `niah_single_2`).
     pub fn of(task: Task) -> Config {
-        let (keys, values) = match task {
-            Task::NiahMultikey1 => (4, 1),
-            Task::NiahMultivalue => (1, 4),
-            _ => (1, 1),
+        use Haystack::{Essay, Needle, Repeat};
+        use Kind::{Numbers, Uuids, Words};
+        let (haystack, key, value, keys, values, queries, distinct) = match task {
+            Task::NiahSingle1 => (Repeat, Words, Numbers, 1, 1, 1, true),
+            Task::NiahSingle3 => (Essay, Words, Uuids, 1, 1, 1, true),
+            Task::NiahMultikey1 => (Essay, Words, Numbers, 4, 1, 1, false),
+            Task::NiahMultikey2 => (Needle, Words, Numbers, 1, 1, 1, true),
+            Task::NiahMultikey3 => (Needle, Uuids, Uuids, 1, 1, 1, true),
+            Task::NiahMultivalue => (Essay, Words, Numbers, 1, 4, 1, false),
+            Task::NiahMultiquery => (Essay, Words, Numbers, 1, 1, 4, true),
+            _ => (Essay, Words, Numbers, 1, 1, 1, false),
         };
         Config {
-            keys,
+            haystack,
+            key,
+            value,
+            keys: keys.max(queries),
             values,
-            queries: 1,
+            queries,
+            distinct,
         }
     }
+
+    /// Needles hidden: keys × values.
+    pub fn needles(&self) -> usize {
+        self.keys * self.values
+    }
 }
+
+/// The asked keys of example `index` when the task's asked word keys are distinct across
+/// examples (module header); `None` otherwise. An error past ⌊576 / q⌋ examples.
+pub fn asked_keys(
+    config: &Config,
+    seed: u64,
+    stream: u64,
+    index: usize,
+) -> Result<Option<Vec<String>>> {
+    if !config.distinct || config.key != Kind::Words {
+        return Ok(None);
+    }
+    let q = config.queries;
+    let most = KEYS / q;
+    if index >= most {
+        return Err(Error::Request(format!(
+            "example {index}: a task asking {q} key(s) per example has {most} distinct examples \
+             ({KEYS} adjective-noun keys); ask for fewer examples"
+        )));
+    }
+    let mut rng = Rng::derive(seed, &[stream, KEYS_STREAM]);
+    let order = rng.sample_indices(KEYS, (index + 1) * q);
+    let key = |k: usize| format!("{}-{}", ADJECTIVES[k / NOUNS.len()], NOUNS[k % NOUNS.len()]);
+    Ok(Some(order[index * q..].iter().map(|&k| key(k)).collect()))
+}
+
+/// The stream of [`asked_keys`]' permutation ("keys").
+const KEYS_STREAM: u64 = 0x6b65_7973;
+/// No essay: what a line haystack's example is built with.
+pub(crate) static NO_ESSAY: Essay = Essay {
+    words: Vec::new(),
+    ends: Vec::new(),
+};
 
 /// The haystack: the essays' words and where sentences end.
 #[derive(Debug, Clone, Default)]
@@ -130,17 +204,8 @@ fn depths() -> Vec<usize> {
         .collect()
 }
 
-fn random_key(rng: &mut Rng) -> String {
-    let adj = ADJECTIVES[rng.below(ADJECTIVES.len() as u64) as usize];
-    let noun = NOUNS[rng.below(NOUNS.len() as u64) as usize];
-    format!("{adj}-{noun}")
-}
-
-fn random_number(rng: &mut Rng) -> String {
-    rng.int_in(1_000_000, 9_999_999).to_string()
-}
-
-/// The template and answer prefix, singular when one value is asked (RULER's replacements).
+/// The template and answer prefix, singular when one value is asked (RULER's replacements),
+/// and the value type's name as they use it.
 fn templates(config: &Config) -> (String, String, &'static str) {
     if config.queries * config.values == 1 {
         let singular = |t: &str| {
@@ -149,38 +214,59 @@ fn templates(config: &Config) -> (String, String, &'static str) {
                 .replace("are", "is")
                 .replace("answers", "answer")
         };
-        (singular(TEMPLATE), singular(ANSWER_PREFIX), "number")
+        (
+            singular(TEMPLATE),
+            singular(ANSWER_PREFIX),
+            config.value.singular(),
+        )
     } else {
         (
             TEMPLATE.to_string(),
             ANSWER_PREFIX.to_string(),
-            TYPE_NEEDLE_V,
+            config.value.plural(),
         )
     }
 }
 
-/// The example with the first `n_words` haystack words (`generate_input_output`).
-pub fn build(config: &Config, essay: &Essay, n_words: usize, rng: &mut Rng) -> Built {
-    let n = n_words.min(essay.len());
+/// A needle sentence of `key` and `value` (the value type plural, as RULER writes it).
+fn needle(config: &Config, key: &str, value: &str) -> String {
+    fill(
+        NEEDLE,
+        &[
+            ("type_needle_v", config.value.plural()),
+            ("key", key),
+            ("value", value),
+        ],
+    )
+}
+
+/// The example of size `n` (haystack words, or lines of a line haystack; `generate_input_output`)
+/// asking `asked` when given (distinct examples, [`asked_keys`]), else keys drawn here.
+pub fn build(
+    config: &Config,
+    essay: &Essay,
+    n: usize,
+    asked: Option<&[String]>,
+    rng: &mut Rng,
+) -> Built {
+    let fixed = asked.unwrap_or_default();
     let mut keys: Vec<String> = Vec::new();
     let mut values: Vec<Vec<String>> = Vec::new();
     let mut needles = Vec::new();
-    for _ in 0..config.keys.max(config.queries) {
-        let mut key = random_key(rng);
-        while keys.contains(&key) {
-            key = random_key(rng);
-        }
+    for i in 0..config.keys {
+        let key = match fixed.get(i) {
+            Some(k) => k.clone(),
+            None => loop {
+                let k = config.key.draw(rng);
+                if !keys.contains(&k) && !fixed.contains(&k) {
+                    break k;
+                }
+            },
+        };
         let mut vs = Vec::new();
         for _ in 0..config.values {
-            let v = random_number(rng);
-            needles.push(fill(
-                NEEDLE,
-                &[
-                    ("type_needle_v", TYPE_NEEDLE_V),
-                    ("key", &key),
-                    ("value", &v),
-                ],
-            ));
+            let v = config.value.draw(rng);
+            needles.push(needle(config, &key, &v));
             vs.push(v);
         }
         keys.push(key);
@@ -188,7 +274,53 @@ pub fn build(config: &Config, essay: &Essay, n_words: usize, rng: &mut Rng) -> B
     }
     rng.shuffle(&mut needles);
 
-    // Sentences of the haystack, needles between them at sampled depths.
+    let context = match config.haystack {
+        Haystack::Essay => essay_context(essay, n, &needles, rng),
+        Haystack::Repeat => lines(vec![super::haystack::REPEAT.to_string(); n], &needles, rng),
+        Haystack::Needle => {
+            let filler = (0..n)
+                .map(|_| loop {
+                    let k = config.key.draw(rng);
+                    let v = config.value.draw(rng);
+                    if !keys.contains(&k) {
+                        break needle(config, &k, &v);
+                    }
+                })
+                .collect();
+            lines(filler, &needles, rng)
+        }
+    };
+
+    let chosen: Vec<usize> = if asked.is_some() {
+        (0..config.queries).collect()
+    } else {
+        rng.sample_indices(keys.len(), config.queries)
+    };
+    let queries: Vec<&str> = chosen.iter().map(|&i| keys[i].as_str()).collect();
+    let answers: Vec<String> = chosen.iter().flat_map(|&i| values[i].clone()).collect();
+    let query = match queries.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{}, and {last}", rest.join(", ")),
+        _ => queries.concat(),
+    };
+    let (template, prefix, type_v) = templates(config);
+    Built {
+        user: fill(
+            &template,
+            &[
+                ("type_needle_v", type_v),
+                ("context", &context),
+                ("query", &query),
+            ],
+        ),
+        answer_prefix: fill(&prefix, &[("type_needle_v", type_v), ("query", &query)]),
+        answers,
+        query,
+    }
+}
+
+/// The essay haystack's first `n` words with `needles` between sentences at sampled depths.
+fn essay_context(essay: &Essay, n: usize, needles: &[String], rng: &mut Rng) -> String {
+    let n = n.min(essay.len());
     let starts = essay.sentence_starts(n);
     let sentences = starts.len();
     let word_of = |s: usize| starts.get(s).copied().unwrap_or(n);
@@ -208,29 +340,7 @@ pub fn build(config: &Config, essay: &Essay, n_words: usize, rng: &mut Rng) -> B
             parts.push(needle.clone());
         }
     }
-    let context = parts.join(" ");
-
-    let asked = rng.sample_indices(keys.len(), config.queries);
-    let queries: Vec<&str> = asked.iter().map(|&i| keys[i].as_str()).collect();
-    let answers: Vec<String> = asked.iter().flat_map(|&i| values[i].clone()).collect();
-    let query = match queries.split_last() {
-        Some((last, rest)) if !rest.is_empty() => format!("{}, and {last}", rest.join(", ")),
-        _ => queries.concat(),
-    };
-    let (template, prefix, type_v) = templates(config);
-    Built {
-        user: fill(
-            &template,
-            &[
-                ("type_needle_v", type_v),
-                ("context", &context),
-                ("query", &query),
-            ],
-        ),
-        answer_prefix: fill(&prefix, &[("type_needle_v", type_v), ("query", &query)]),
-        answers,
-        query,
-    }
+    parts.join(" ")
 }
 
 #[cfg(test)]
@@ -254,6 +364,7 @@ mod tests {
             &Config::of(Task::NiahSingle2),
             &essay,
             300,
+            None,
             &mut Rng::new(1),
         );
         assert_eq!(b.answers.len(), 1);
@@ -304,6 +415,7 @@ mod tests {
             &Config::of(Task::NiahMultikey1),
             &essay,
             400,
+            None,
             &mut Rng::new(2),
         );
         assert_eq!(
@@ -325,6 +437,7 @@ mod tests {
             &Config::of(Task::NiahMultivalue),
             &essay,
             400,
+            None,
             &mut Rng::new(3),
         );
         assert_eq!(b.answers.len(), 4);

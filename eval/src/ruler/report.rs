@@ -5,7 +5,9 @@
 //! mean over the records it covers; each point carries its 95% interval and paired differences
 //! (`crate::stats`; the average's bootstrap resamples each task within itself). The tables
 //! ([`crate::table::score_markdown`]) have one row per method @ budget by measured KV bytes: the
-//! average with its interval and differences, then each task's score with its interval.
+//! average with its interval and differences, then each task's score with its interval. A run
+//! with target ratios (`--ratios`) adds [`ratio_markdown`]: how close each row's effective
+//! compression ratios came to its target.
 
 use crate::records::Record;
 use crate::results::QualityPoint;
@@ -41,10 +43,70 @@ pub fn quality(records: &[Record], tasks: &[Task]) -> Vec<QualityPoint> {
     out
 }
 
-/// The table of `tasks`' records, scores in percent: a column per task, then the average.
+/// The table of `tasks`' records, scores in percent: a column per task, then the average; then
+/// the effective ratios of ratio rows, when there are.
 pub fn markdown(records: &[Record], tasks: &[Task]) -> String {
     let columns: Vec<String> = tasks.iter().map(|t| t.name().to_string()).collect();
-    table::score_markdown(&columns, "average", Overall::Columns, &rows(records, tasks))
+    let rows = rows(records, tasks);
+    let md = table::score_markdown(&columns, "average", Overall::Columns, &rows);
+    match ratio_markdown(&rows) {
+        Some(r) => format!("{md}\n{r}"),
+        None => md,
+    }
+}
+
+/// How close the ratio rows' effective compression ratios came to their targets, rows by
+/// target then method: the mean effective ratio over the row's prompts, its range, the mean
+/// distance from the target, and the mean budget found; `None` without ratio rows.
+pub fn ratio_markdown(rows: &[RecordRow<'_>]) -> Option<String> {
+    let mut ratio_rows: Vec<&RecordRow<'_>> = rows.iter().filter(|r| r.ratio.is_some()).collect();
+    if ratio_rows.is_empty() {
+        return None;
+    }
+    ratio_rows.sort_by(|a, b| {
+        let t = |r: &RecordRow<'_>| r.ratio.unwrap_or(0.0);
+        t(a).total_cmp(&t(b)).then(a.method.cmp(&b.method))
+    });
+    let mut out = String::from(
+        "| method @ target | target | effective [min, max] | mean |effective − target| | \
+         budget (mean) | searched | n |\n|---|---:|---:|---:|---:|---:|---:|\n",
+    );
+    for row in ratio_rows {
+        let cells: Vec<&crate::ratio::RatioCell> = row
+            .columns
+            .iter()
+            .flatten()
+            .filter_map(|r| r.ratio.as_ref())
+            .collect();
+        let target = row.ratio.unwrap_or(0.0);
+        let Some((mean, lo, hi)) = row.effective_ratio() else {
+            continue;
+        };
+        let n = cells.len() as f64;
+        let off = cells
+            .iter()
+            .map(|c| (c.effective - target).abs())
+            .sum::<f64>()
+            / n;
+        let budget = cells.iter().map(|c| c.budget as f64).sum::<f64>() / n;
+        let searched = cells.iter().filter(|c| c.probes > 0).count();
+        out.push_str(&format!(
+            "| {} | {target:.3} | {mean:.4} [{lo:.4}, {hi:.4}] | {off:.4} | {budget:.0} | \
+             {searched}/{} | {} |\n",
+            row.label(),
+            cells.len(),
+            cells.len()
+        ));
+    }
+    out.push_str(
+        "\nEffective compression ratio: 1 − bytes held / FullKV bytes of the compressed tokens \
+         (the context in question-agnostic mode), measured on each prompt once compressed, before \
+         the question is appended; sinks, windows and codebooks counted, a sliding-window layer's \
+         FullKV at most its window. Each prompt's budget is the largest whose effective ratio is \
+         not below the target (searched: budgets measured on the shared prefill; a press with its \
+         own prefill runs at ⌊(1 − target)·n⌋ unsearched).\n",
+    );
+    Some(out)
 }
 
 #[cfg(test)]
@@ -146,5 +208,51 @@ mod tests {
         assert!((i.high - 0.793_45).abs() < 1e-5, "{i:?}");
         // full: average, vt, qa_1; snapkv: average, vt, qa_1, cwe.
         assert_eq!(q.len(), 7);
+    }
+
+    fn at_ratio(task: Task, method: &str, target: f64, effective: f64, score: f64) -> Record {
+        Record {
+            ratio: Some(crate::ratio::RatioCell {
+                target,
+                effective,
+                budget: 1000,
+                probes: 3,
+            }),
+            ..rec(task, method, None, score, 1.0 - effective)
+        }
+    }
+
+    #[test]
+    fn ratio_rows_are_their_own_rows_and_say_how_close_they_came() {
+        let mut r = records();
+        r.push(at_ratio(Task::Vt, "snapkv", 0.5, 0.4998, 1.0));
+        r.push(at_ratio(Task::Qa1, "snapkv", 0.5, 0.5, 0.0));
+        r.push(at_ratio(Task::Vt, "snapkv", 0.75, 0.7496, 0.0));
+        let t = markdown(&r, &[Task::Vt, Task::Qa1]);
+        // Three snapkv rows: @ 64, @ 50%, @ 75%; full unchanged.
+        assert!(
+            t.contains("| snapkv @ 50% | 50.0 | 50.0 [50.0, 50.0] |"),
+            "{t}"
+        );
+        assert!(t.contains("| full | 100.0 | 37.5 [25.0, 50.0] |"), "{t}");
+        let lines: Vec<&str> = t.lines().collect();
+        let at = lines
+            .iter()
+            .position(|l| l.starts_with("| method @ target |"))
+            .expect("ratio table");
+        // 0.5: effective 0.4998 and 0.5 → mean 0.4999, off (0.0002 + 0)/2 = 0.0001.
+        assert_eq!(
+            lines[at + 2],
+            "| snapkv @ 50% | 0.500 | 0.4999 [0.4998, 0.5000] | 0.0001 | 1000 | 2/2 | 2 |"
+        );
+        assert!(lines[at + 3].starts_with("| snapkv @ 75% | 0.750 | 0.7496"));
+        // Quality points keep the ratio and pair with nothing but full at the same prompts.
+        let q = quality(&r, &[Task::Vt, Task::Qa1]);
+        let p = q
+            .iter()
+            .find(|p| p.task == "ruler" && p.ratio == Some(0.5))
+            .expect("ratio point");
+        assert_eq!((p.method.as_str(), p.budget), ("snapkv", None));
+        assert!(p.vs_snapkv.is_none() && p.vs_full.is_some());
     }
 }

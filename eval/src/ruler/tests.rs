@@ -85,14 +85,22 @@ fn task_names_round_trip_and_unknown_names_list_the_known_ones() {
     for t in Task::ALL {
         assert_eq!(Task::from_name(t.name()).expect("known"), t);
     }
-    let err = Task::from_name("niah_single_1").expect_err("not in the subset");
+    let err = Task::from_name("niah_single_4").expect_err("not a RULER task");
     let msg = err.to_string();
     assert!(
-        msg.contains("niah_single_1") && msg.contains("vt, cwe, qa_1, qa_2"),
+        msg.contains("niah_single_4")
+            && msg.contains("niah_single_1, niah_single_2")
+            && msg.contains("vt, cwe, fwe, qa_1, qa_2"),
         "{msg}"
     );
     let budgets: Vec<usize> = Task::ALL.iter().map(|t| t.tokens_to_generate()).collect();
-    assert_eq!(budgets, [128, 128, 128, 30, 120, 32, 32]);
+    assert_eq!(
+        budgets,
+        [128, 128, 128, 128, 128, 128, 128, 128, 30, 120, 50, 32, 32]
+    );
+    let streams: std::collections::HashSet<u64> = Task::ALL.iter().map(|t| t.stream()).collect();
+    assert_eq!(streams.len(), 13, "every task its own stream");
+    assert_eq!((Task::NiahSingle2.stream(), Task::Qa2.stream()), (1, 7));
     assert_eq!(Task::Qa2.metric(), Metric::Part);
     assert_eq!(Task::Cwe.metric(), Metric::All);
 }
@@ -148,10 +156,24 @@ fn run_keys_cover_tasks_examples_and_cells() {
         seed: 0,
         methods: vec!["full".into(), "snapkv".into()],
         budgets: vec![128, 512],
+        ratios: Vec::new(),
         answer_cap: Some(16),
     };
     assert_eq!(run.cells(), 2 * 2 * 3);
     assert_eq!(run.keys().len(), 12);
+    let with_ratios = RulerRun {
+        ratios: vec![0.25, 0.5],
+        ..run.clone()
+    };
+    assert_eq!(
+        with_ratios.cells(),
+        2 * 2 * 5,
+        "snapkv at two ratios besides"
+    );
+    assert_eq!(with_ratios.keys().len(), 20);
+    assert!(with_ratios
+        .keys()
+        .contains(&CellKey::new("vt", 4096, 0.0, 0, "snapkv", None).at_ratio(0.5)));
     assert!(run
         .keys()
         .contains(&CellKey::new("cwe", 4096, 0.0, 1, "snapkv", Some(512))));

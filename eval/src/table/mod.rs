@@ -32,14 +32,14 @@ pub fn by_kv<'r, 'a>(rows: &'r [RecordRow<'a>]) -> Vec<&'r RecordRow<'a>> {
 }
 
 /// `x` (in [0, 1] or a difference of such) in percent with one decimal, never `-0.0`.
-fn pct(x: f64) -> String {
+pub(crate) fn pct(x: f64) -> String {
     let r = (1000.0 * x).round() / 10.0 + 0.0;
     format!("{r:.1}")
 }
 
 /// `70.0 [39.7, 89.2]`, or `–` without records; `(1 cluster)` after it where several prompts
 /// form one cluster, whose bootstrap has nothing to resample.
-fn cell(e: Option<Estimate>) -> String {
+pub(crate) fn cell(e: Option<Estimate>) -> String {
     match e {
         Some(e) => {
             let alone = if e.clusters == 1 && e.n > 1 {
@@ -62,7 +62,7 @@ fn cell(e: Option<Estimate>) -> String {
 /// interval, its p-value and Holm-adjusted p-value (`holm`), `≈` where the two cannot be told
 /// apart ([`cannot_tell_apart`]) followed by the smallest detectable difference, and the pairs
 /// when fewer than the row's `n` prompts; `–` without a reference.
-fn delta(p: Option<Paired>, holm: Option<f64>, n: usize) -> String {
+pub(crate) fn delta(p: Option<Paired>, holm: Option<f64>, n: usize) -> String {
     let Some(p) = p else {
         return "–".to_string();
     };
@@ -125,7 +125,7 @@ fn holm_of(deltas: &[Option<Paired>]) -> Vec<Option<f64>> {
 }
 
 /// The header and alignment lines of a table with these column titles.
-fn header(titles: &[&str]) -> String {
+pub(crate) fn header(titles: &[&str]) -> String {
     let mut out = String::from("|");
     for t in titles {
         out.push_str(&format!(" {t} |"));
@@ -163,7 +163,7 @@ fn overall_table(overall: &str, how: Overall, rows: &[RecordRow<'_>]) -> String 
         let clusters = s.score.map_or(0, |e| e.clusters);
         out.push_str(&format!(
             "| {} | {} | {} | {} | {} | {n} | {clusters} |\n",
-            row_label(&row.method, row.budget),
+            row.label(),
             pct(s.kv_fraction),
             cell(s.score),
             delta(s.vs_snapkv, adjusted[2 * i], n),
@@ -193,9 +193,7 @@ fn counterpart_table(how: Overall, rows: &[RecordRow<'_>]) -> String {
         .into_iter()
         .filter_map(|row| {
             let m = counterpart(&row.method)?;
-            let other = rows
-                .iter()
-                .find(|r| r.method == m && r.budget == row.budget)?;
+            let other = rows.iter().find(|r| r.method == m && r.same_target(row))?;
             Some((row, other, row.paired(other, scope)))
         })
         .collect();
@@ -215,9 +213,9 @@ fn counterpart_table(how: Overall, rows: &[RecordRow<'_>]) -> String {
         let n = row.estimate(scope).map_or(0, |e| e.n);
         out.push_str(&format!(
             "| {} | {} | {} | {} | {} | {n} |\n",
-            row_label(&row.method, row.budget),
+            row.label(),
             pct(row.kv_fraction()),
-            row_label(&other.method, other.budget),
+            other.label(),
             pct(other.kv_fraction()),
             delta(*d, h, n),
         ));
@@ -231,11 +229,7 @@ fn column_table(columns: &[String], rows: &[RecordRow<'_>]) -> String {
     titles.extend(columns.iter().map(String::as_str));
     let mut out = header(&titles);
     for row in by_kv(rows) {
-        out.push_str(&format!(
-            "| {} | {} |",
-            row_label(&row.method, row.budget),
-            pct(row.kv_fraction())
-        ));
+        out.push_str(&format!("| {} | {} |", row.label(), pct(row.kv_fraction())));
         for i in 0..row.columns.len() {
             out.push_str(&format!(" {} |", cell(row.estimate(Scope::Column(i)))));
         }

@@ -44,13 +44,15 @@ pub const SNAPKV: &str = "snapkv";
 /// The reference method without compression.
 pub const FULL: &str = "full";
 
-/// The records of one (method, budget), by column.
+/// The records of one (method, budget) or (method, target ratio), by column.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RecordRow<'a> {
     /// Method (registry name).
     pub method: String,
-    /// `--budget` target; `None` for `full`.
+    /// `--budget` target; `None` for `full` and ratio rows.
     pub budget: Option<usize>,
+    /// Target compression ratio of a ratio row ([`crate::ratio`]).
+    pub ratio: Option<f64>,
     /// The row's records of each column.
     pub columns: Vec<Vec<&'a Record>>,
 }
@@ -77,6 +79,36 @@ pub struct Summary {
 }
 
 impl<'a> RecordRow<'a> {
+    /// `method @ budget`, `method @ 50%` or `method`.
+    pub fn label(&self) -> String {
+        match self.ratio {
+            Some(r) => crate::ratio::label(&self.method, r),
+            None => crate::results::label(&self.method, self.budget),
+        }
+    }
+
+    /// The same budget or the same target ratio as `other`.
+    pub fn same_target(&self, other: &RecordRow<'_>) -> bool {
+        self.budget == other.budget && same_ratio(self.ratio, other.ratio)
+    }
+
+    /// Mean effective compression ratio of a ratio row's records with the smallest and largest
+    /// ([`crate::ratio`]); `None` for other rows.
+    pub fn effective_ratio(&self) -> Option<(f64, f64, f64)> {
+        let e: Vec<f64> = self
+            .columns
+            .iter()
+            .flatten()
+            .filter_map(|r| r.ratio.as_ref().map(|c| c.effective))
+            .collect();
+        if e.is_empty() {
+            return None;
+        }
+        let lo = e.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = e.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        Some((mean(&e), lo, hi))
+    }
+
     /// The column indices of each group of `scope`: all columns as one group, each column its
     /// own group (a mean of column means), or one column.
     fn groups(&self, scope: Scope) -> Vec<Vec<usize>> {
@@ -155,19 +187,24 @@ impl<'a> RecordRow<'a> {
 
     /// The row's summary in `scope`, its references found among `rows`.
     pub fn summary(&self, rows: &[RecordRow<'_>], scope: Scope) -> Summary {
-        let find = |m: &str, b: Option<usize>| rows.iter().find(|r| r.method == m && r.budget == b);
-        let vs = |m: &str, b: Option<usize>| {
-            let is_self = self.method == m && self.budget == b;
-            find(m, b)
+        let find = |m: &str, b: Option<usize>, q: Option<f64>| {
+            rows.iter()
+                .find(|r| r.method == m && r.budget == b && same_ratio(r.ratio, q))
+        };
+        let vs = |m: &str, b: Option<usize>, q: Option<f64>| {
+            let is_self = self.method == m && self.budget == b && same_ratio(self.ratio, q);
+            find(m, b, q)
                 .filter(|_| !is_self)
                 .and_then(|r| self.paired(r, scope))
         };
-        let snap = self.budget.and_then(|b| vs(SNAPKV, Some(b)));
+        let snap = (self.budget.is_some() || self.ratio.is_some())
+            .then(|| vs(SNAPKV, self.budget, self.ratio))
+            .flatten();
         Summary {
             kv_fraction: self.kv_fraction_of(scope),
             score: self.estimate(scope),
             vs_snapkv: snap,
-            vs_full: vs(FULL, None),
+            vs_full: vs(FULL, None, None),
         }
     }
 }
@@ -180,6 +217,7 @@ impl RecordRow<'_> {
             task: task.to_string(),
             method: self.method.clone(),
             budget: self.budget,
+            ratio: self.ratio,
             kv_fraction: s.kv_fraction,
             score: s.score.map_or(0.0, |e| e.mean),
             n: s.score.map(|e| e.n),
@@ -203,13 +241,15 @@ pub fn rows(
         let Some(c) = column_of(r) else {
             continue;
         };
-        let at = rows
-            .iter()
-            .position(|x| x.method == r.method && x.budget == r.budget);
+        let ratio = r.target_ratio();
+        let at = rows.iter().position(|x| {
+            x.method == r.method && x.budget == r.budget && same_ratio(x.ratio, ratio)
+        });
         let i = at.unwrap_or_else(|| {
             rows.push(RecordRow {
                 method: r.method.clone(),
                 budget: r.budget,
+                ratio,
                 columns: vec![Vec::new(); columns],
             });
             rows.len() - 1
@@ -217,4 +257,9 @@ pub fn rows(
         rows[i].columns[c].push(r);
     }
     rows
+}
+
+/// Two target ratios the same to four decimals (the cells' keys), or both absent.
+fn same_ratio(a: Option<f64>, b: Option<f64>) -> bool {
+    a.map(crate::ratio::key) == b.map(crate::ratio::key)
 }

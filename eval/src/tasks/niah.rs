@@ -267,6 +267,7 @@ impl<B: Backend> Task<B> for NiahTask {
             needle: needle.sentence(),
             expected: vec![needle.value.clone()],
             cluster: Some(needle.key.clone()),
+            question: None,
         };
         Ok(Prepared {
             input: NiahPrompt {

@@ -1,4 +1,4 @@
-//! The RULER subset as a task of the driver: per task and example the prompt is generated
+//! RULER as a task of the driver: per task and example the prompt is generated
 //! ([`crate::ruler::generate`], sized with the model's tokenizer in its chat template) and every
 //! method and budget is scored on it with the task's metric. Quality points go into the results
 //! file as task `ruler` (the average over tasks) and `ruler/<task>`.
@@ -152,22 +152,24 @@ impl<B: Backend> Task<B> for RulerTask {
         let names: Vec<&str> = r.tasks.iter().map(|t| t.name()).collect();
         Some(format!(
             "ruler on {model} ({backend} backend) at {} tokens: {} cells ({} tasks × {} examples \
-             × {} method-budgets); tasks {}",
+             × {} method-budgets and method-ratios); tasks {}",
             r.length,
             r.cells(),
             r.tasks.len(),
             r.examples,
-            r.variants().len(),
+            r.per_example(),
             names.join(", ")
         ))
     }
 
     fn units(&self) -> Vec<Unit> {
         let variants = self.run.variants();
+        let ratios = self.run.ratio_variants();
         let unit = |(t, e): (crate::ruler::Task, usize)| {
             Unit::new(format!("{t} #{e}"), &variants, |m, b| {
                 self.run.key(t, e, m, b)
             })
+            .with_ratios(&ratios, |m| self.run.key(t, e, m, None))
         };
         self.points().into_iter().map(unit).collect()
     }
@@ -202,6 +204,7 @@ impl<B: Backend> Task<B> for RulerTask {
             needle: example.built.query.clone(),
             expected: example.built.answers.clone(),
             cluster: example.cluster.clone(),
+            question: Some((text.question.clone(), text.answer.clone())),
         };
         Ok(Prepared {
             input: RulerPrompt {

@@ -3,6 +3,7 @@
 
 pub mod funnel;
 pub mod heads;
+pub mod leaderboard;
 pub mod niah;
 pub mod perplexity;
 pub mod plan_heads;

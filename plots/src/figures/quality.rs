@@ -178,6 +178,7 @@ mod tests {
             task: "niah".into(),
             method: "snapkv".into(),
             budget: Some(64),
+            ratio: None,
             kv_fraction: 0.25,
             score: 0.5,
             n: Some(10),

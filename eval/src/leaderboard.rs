@@ -1,0 +1,436 @@
+//! RULER records in the kvpress leaderboard's form (`kvplan eval leaderboard`): one folder per
+//! (model, length, method, target ratio) holding `config.yaml`, `metrics.json` and
+//! `predictions.csv` as kvpress's evaluation writes them, a table of score against effective
+//! compression ratio with intervals ([`markdown`]), and the points of the leaderboard's figure
+//! ([`Board`], drawn by `kvplan_plots::figures::leaderboard`).
+//!
+//! Read from NVIDIA/kvpress at commit 243f71baa229ca1308e2540de164d064c053465c (snapshot
+//! 8bb29b9c3078452a86d692f29123fa6c793e2b05): `evaluation/evaluate.py`
+//! (`EvaluationConfig.get_results_dir`, `save_config`, `_save_results`,
+//! `_calculate_and_save_metrics`) and `evaluation/benchmarks/ruler/calculate_metrics.py`,
+//! `create_huggingface_dataset.py`. As there:
+//! - the folder is `ruler__<length>__<model, / as -->__<press>__<ratio with 2 decimals>`, with
+//!   `__query_aware` when the question was compressed with the context; FullKV is kvpress's
+//!   `no_press` at ratio 0.00;
+//! - `config.yaml` holds `EvaluationConfig`'s fields in its order (`head_compression_ratio` and
+//!   `threshold` dropped when unset), then a `kvplan:` block of what kvpress has no field for
+//!   (the effective ratio, the settings of the records);
+//! - `metrics.json` maps each task (sorted, as pandas' `groupby` sorts) to
+//!   `{"string_match": score}`, the mean over its examples in percent rounded to 2 decimals,
+//!   indented by 4;
+//! - `predictions.csv` has kvpress's columns `question, answer_prefix, answer, task,
+//!   max_new_tokens, predicted_answer, compression_ratio` (kvpress writes the data set's columns
+//!   without `context`, in set order; here in that order) and then ours: `example`, `score`,
+//!   `effective_compression_ratio`, `budget`. `answer` is a Python list literal.
+//!
+//! Where kvpress differs: its `compression_ratio` is the press's nominal ratio; here it is the
+//! target, and the effective ratio measured per prompt ([`crate::ratio`]) is beside it. Records
+//! at a budget rather than a ratio are not written (the leaderboard has none).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::records::{write_atomic, Record, RecordsFile};
+use crate::ruler::Task;
+use crate::table::{cell, delta, header, rows, Overall, RecordRow, Scope};
+use crate::Result;
+
+/// kvpress's name of FullKV.
+pub const NO_PRESS: &str = "no_press";
+
+/// One folder's records: a model at a length, one method at one target (FullKV: none).
+#[derive(Debug, Clone)]
+pub struct Group<'r> {
+    /// Model name.
+    pub model: String,
+    /// Prompt length (RULER's `max_seq_length`, kvpress's `data_dir`).
+    pub length: usize,
+    /// Method (registry name).
+    pub method: String,
+    /// Target ratio; `None` for FullKV.
+    pub ratio: Option<f64>,
+    /// Its records, by task and example.
+    pub records: Vec<&'r Record>,
+}
+
+/// The records of `file` grouped by (length, method, target), FullKV and ratio cells only, in
+/// order of length, method and target.
+pub fn groups<'r>(file: &'r RecordsFile<Record>) -> Vec<Group<'r>> {
+    let model = file.settings.get("model").cloned().unwrap_or_default();
+    let mut by: BTreeMap<(usize, String, u32), Vec<&'r Record>> = BTreeMap::new();
+    for r in &file.records {
+        let target = match (&r.ratio, r.method.as_str(), r.budget) {
+            (Some(c), _, _) => crate::ratio::key(c.target),
+            (None, "full", None) => 0,
+            _ => continue,
+        };
+        let key = (r.context_len, r.method.clone(), target);
+        by.entry(key).or_default().push(r);
+    }
+    by.into_iter()
+        .map(|((length, method, t), mut records)| {
+            records.sort_by(|a, b| (&a.task, a.example).cmp(&(&b.task, b.example)));
+            Group {
+                model: model.clone(),
+                length,
+                ratio: (method != "full").then_some(f64::from(t) / 10_000.0),
+                method,
+                records,
+            }
+        })
+        .collect()
+}
+
+/// Whether the question was compressed with the context (kvpress's `query_aware`).
+fn query_aware(settings: &BTreeMap<String, String>) -> bool {
+    settings.get("mode").map(String::as_str) == Some("question-aware")
+}
+
+/// kvpress's folder name of `g`.
+pub fn folder_name(g: &Group<'_>, query_aware: bool) -> String {
+    let press = if g.ratio.is_none() {
+        NO_PRESS
+    } else {
+        &g.method
+    };
+    let mut parts = vec![
+        "ruler".to_string(),
+        g.length.to_string(),
+        g.model.replace('/', "--"),
+        press.to_string(),
+        format!("{:.2}", g.ratio.unwrap_or(0.0)),
+    ];
+    if query_aware {
+        parts.push("query_aware".into());
+    }
+    parts.join("__")
+}
+
+/// A YAML scalar as PyYAML's `dump` writes it: plain where it reads back as the same string,
+/// single-quoted otherwise.
+fn yaml_str(s: &str) -> String {
+    let plain = !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-./ ".contains(c))
+        && s.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+        && !s.ends_with(' ')
+        && !["true", "false", "null", "yes", "no", "on", "off", "y", "n"]
+            .contains(&s.to_lowercase().as_str());
+    if plain {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "''"))
+    }
+}
+
+/// Mean effective ratio of a group's records (0 for FullKV).
+fn mean_effective(g: &Group<'_>) -> f64 {
+    let e: Vec<f64> = g
+        .records
+        .iter()
+        .filter_map(|r| r.ratio.as_ref().map(|c| c.effective))
+        .collect();
+    e.iter().sum::<f64>() / e.len().max(1) as f64
+}
+
+/// `config.yaml` of `g` (module header).
+pub fn config_yaml(g: &Group<'_>, settings: &BTreeMap<String, String>) -> String {
+    let press = if g.ratio.is_none() {
+        NO_PRESS
+    } else {
+        &g.method
+    };
+    let cap = settings.get("answer_tokens").filter(|c| *c != "task");
+    let seed = settings.get("seed").map_or("0", String::as_str);
+    let mut y = String::new();
+    let mut line = |k: &str, v: String| y.push_str(&format!("{k}: {v}\n"));
+    line("dataset", "ruler".into());
+    line("data_dir", yaml_str(&g.length.to_string()));
+    line("model", yaml_str(&g.model));
+    line("device", "cpu".into());
+    line("press_name", yaml_str(press));
+    line("compression_ratio", format!("{:?}", g.ratio.unwrap_or(0.0)));
+    line("key_channel_compression_ratio", "null".into());
+    line("fraction", "1.0".into());
+    line("max_new_tokens", cap.map_or("null".into(), |c| c.clone()));
+    line("max_context_length", "null".into());
+    line("query_aware", query_aware(settings).to_string());
+    line("needle_depth", "null".into());
+    line("compression_interval", "null".into());
+    line("target_size", "null".into());
+    line("hidden_states_buffer_size", "null".into());
+    line("output_dir", yaml_str("."));
+    line("log_level", "INFO".into());
+    line("model_kwargs", "{}".into());
+    let command = match g.ratio {
+        Some(r) => format!(
+            "kvplan {} at the budget whose effective ratio lands on {r}, per prompt",
+            g.method
+        ),
+        None => "kvplan full (no compression)".to_string(),
+    };
+    line("press_init_command", yaml_str(&command));
+    // kvpress's seed is an integer.
+    line(
+        "seed",
+        seed.parse::<u64>()
+            .map_or(yaml_str(seed), |s| s.to_string()),
+    );
+    line("fp8", "false".into());
+    y.push_str("kvplan:\n");
+    y.push_str(&format!("  method: {}\n", yaml_str(&g.method)));
+    y.push_str(&format!(
+        "  effective_compression_ratio: {:.6}\n",
+        mean_effective(g)
+    ));
+    y.push_str(&format!("  records: {}\n", g.records.len()));
+    y.push_str("  settings:\n");
+    for (k, v) in settings {
+        y.push_str(&format!("    {k}: {}\n", yaml_str(v)));
+    }
+    y
+}
+
+/// `metrics.json` of `g`: each task's mean score in percent, rounded to 2 decimals.
+pub fn metrics_json(g: &Group<'_>) -> String {
+    let mut by: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+    for r in &g.records {
+        by.entry(r.task.as_str()).or_default().push(r.score);
+    }
+    let mut m = serde_json::Map::new();
+    for (task, s) in by {
+        let mean = 100.0 * s.iter().sum::<f64>() / s.len() as f64;
+        let v = serde_json::json!({ "string_match": (mean * 100.0).round() / 100.0 });
+        m.insert(task.to_string(), v);
+    }
+    let mut out = Vec::new();
+    let fmt = serde_json::ser::PrettyFormatter::with_indent(b"    ");
+    let mut ser = serde_json::Serializer::with_formatter(&mut out, fmt);
+    serde::Serialize::serialize(&m, &mut ser).expect("a map of numbers serialises");
+    String::from_utf8(out).expect("JSON is UTF-8")
+}
+
+/// A CSV field, quoted (quotes doubled) when it holds a comma, a quote or a line break.
+fn csv(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+/// A Python list literal of strings: `['a', 'b']`.
+fn py_list(items: &[String]) -> String {
+    let quoted: Vec<String> = items
+        .iter()
+        .map(|s| format!("'{}'", s.replace('\\', "\\\\").replace('\'', "\\'")))
+        .collect();
+    format!("[{}]", quoted.join(", "))
+}
+
+/// `predictions.csv` of `g` (module header); `cap`: the run's answer-token cap, if any.
+pub fn predictions_csv(g: &Group<'_>, cap: Option<usize>) -> String {
+    let mut out = String::from(
+        "question,answer_prefix,answer,task,max_new_tokens,predicted_answer,compression_ratio,\
+         example,score,effective_compression_ratio,budget\n",
+    );
+    for r in &g.records {
+        let tokens = Task::from_name(&r.task).map_or(0, |t| t.tokens_to_generate());
+        let tokens = cap.map_or(tokens, |c| c.min(tokens));
+        let (effective, budget) = match &r.ratio {
+            Some(c) => (format!("{:.6}", c.effective), c.budget.to_string()),
+            None => (String::from("0.0"), String::new()),
+        };
+        let fields = [
+            csv(r.question.as_deref().unwrap_or("")),
+            csv(r.answer_prefix.as_deref().unwrap_or("")),
+            csv(&py_list(&r.expected)),
+            csv(&r.task),
+            tokens.to_string(),
+            csv(&r.response),
+            format!("{:?}", g.ratio.unwrap_or(0.0)),
+            r.example.to_string(),
+            format!("{}", r.score),
+            effective,
+            budget,
+        ];
+        out.push_str(&fields.join(","));
+        out.push('\n');
+    }
+    out
+}
+
+/// Writes every group of `file` into `dir` (a folder each, three files); returns the folders.
+pub fn write_folders(file: &RecordsFile<Record>, dir: &Path) -> Result<Vec<PathBuf>> {
+    let aware = query_aware(&file.settings);
+    let cap = file
+        .settings
+        .get("answer_tokens")
+        .and_then(|c| c.parse().ok());
+    let mut out = Vec::new();
+    for g in groups(file) {
+        let folder = dir.join(folder_name(&g, aware));
+        write_atomic(
+            &folder.join("config.yaml"),
+            &config_yaml(&g, &file.settings),
+        )?;
+        write_atomic(&folder.join("metrics.json"), &metrics_json(&g))?;
+        write_atomic(&folder.join("predictions.csv"), &predictions_csv(&g, cap))?;
+        out.push(folder);
+    }
+    Ok(out)
+}
+
+/// One point of the leaderboard figure: a method at a target, its mean effective ratio, the
+/// RULER average in percent and its 95% interval.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BoardPoint {
+    /// Method.
+    pub method: String,
+    /// Target ratio.
+    pub target: f64,
+    /// Mean effective ratio.
+    pub effective: f64,
+    /// Average of the task means, in percent.
+    pub score: f64,
+    /// Its 95% interval in percent.
+    pub interval: Option<(f64, f64)>,
+}
+
+/// A model's leaderboard: its ratio points and FullKV.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Board {
+    /// Model name.
+    pub model: String,
+    /// Tasks behind the average.
+    pub tasks: Vec<Task>,
+    /// Lengths of the records.
+    pub lengths: Vec<usize>,
+    /// Each method at each target.
+    pub points: Vec<BoardPoint>,
+    /// FullKV's average in percent with its interval.
+    pub full: Option<(f64, Option<(f64, f64)>)>,
+}
+
+/// The tasks `records` hold, in RULER's order.
+fn tasks_of(records: &[Record]) -> Vec<Task> {
+    Task::ALL
+        .into_iter()
+        .filter(|t| records.iter().any(|r| r.task == t.name()))
+        .collect()
+}
+
+/// The rows of the FullKV and ratio records of `file`, a column per task.
+fn board_rows<'r>(records: &'r [Record], tasks: &[Task]) -> Vec<RecordRow<'r>> {
+    rows(records, tasks.len(), |r| {
+        let kept = r.ratio.is_some() || (r.method == "full" && r.budget.is_none());
+        kept.then(|| tasks.iter().position(|t| t.name() == r.task))
+            .flatten()
+    })
+}
+
+/// The leaderboard of `file`'s records.
+pub fn board(file: &RecordsFile<Record>) -> Board {
+    let tasks = tasks_of(&file.records);
+    let rows = board_rows(&file.records, &tasks);
+    let scope = Scope::Overall(Overall::Columns);
+    let pct = |e: &crate::stats::Estimate| {
+        (
+            100.0 * e.mean,
+            Some((100.0 * e.interval.lo, 100.0 * e.interval.hi)),
+        )
+    };
+    let mut points = Vec::new();
+    let mut full = None;
+    for row in &rows {
+        let Some(e) = row.estimate(scope) else {
+            continue;
+        };
+        let (score, interval) = pct(&e);
+        match row.ratio {
+            Some(target) => points.push(BoardPoint {
+                method: row.method.clone(),
+                target,
+                effective: row.effective_ratio().map_or(0.0, |x| x.0),
+                score,
+                interval,
+            }),
+            None => full = Some((score, interval)),
+        }
+    }
+    points.sort_by(|a, b| {
+        (&a.method, a.target)
+            .partial_cmp(&(&b.method, b.target))
+            .unwrap_or(std::cmp::Ordering::Equal)
+    });
+    let mut lengths: Vec<usize> = file.records.iter().map(|r| r.context_len).collect();
+    lengths.sort_unstable();
+    lengths.dedup();
+    Board {
+        model: file.settings.get("model").cloned().unwrap_or_default(),
+        tasks,
+        lengths,
+        points,
+        full,
+    }
+}
+
+/// The table of `file`'s leaderboard: a row per method and target (FullKV first), its mean
+/// effective ratio, the RULER average with its 95% interval, the paired difference against
+/// FullKV and against SnapKV at the same target, prompts and clusters.
+pub fn markdown(file: &RecordsFile<Record>) -> String {
+    let tasks = tasks_of(&file.records);
+    let rows = board_rows(&file.records, &tasks);
+    let scope = Scope::Overall(Overall::Columns);
+    let mut order: Vec<&RecordRow<'_>> = rows.iter().collect();
+    order.sort_by(|a, b| {
+        let key = |r: &RecordRow<'_>| (r.ratio.is_some(), r.method.clone());
+        key(a)
+            .cmp(&key(b))
+            .then(a.ratio.unwrap_or(0.0).total_cmp(&b.ratio.unwrap_or(0.0)))
+    });
+    let model = file.settings.get("model").map_or("", String::as_str);
+    let names: Vec<&str> = tasks.iter().map(|t| t.name()).collect();
+    let mut out = format!(
+        "### {model}: RULER average of {} task(s) ({}) against effective compression ratio\n\n",
+        tasks.len(),
+        names.join(", ")
+    );
+    out.push_str(&header(&[
+        "method @ target",
+        "effective ratio",
+        "score [95% CI]",
+        "Δ vs full [95% CI]",
+        "Δ vs snapkv [95% CI]",
+        "n",
+        "clusters",
+    ]));
+    for row in order {
+        let s = row.summary(&rows, scope);
+        let n = s.score.map_or(0, |e| e.n);
+        let effective = row
+            .effective_ratio()
+            .map_or("0 (FullKV)".to_string(), |(m, lo, hi)| {
+                format!("{m:.3} [{lo:.3}, {hi:.3}]")
+            });
+        out.push_str(&format!(
+            "| {} | {effective} | {} | {} | {} | {n} | {} |\n",
+            row.label(),
+            cell(s.score),
+            delta(s.vs_full, None, n),
+            delta(s.vs_snapkv, None, n),
+            s.score.map_or(0, |e| e.clusters),
+        ));
+    }
+    out.push_str(
+        "\nScore: the mean of the task means in percent (RULER's average), its 95% interval by \
+         the cluster bootstrap within each task; Δ paired over the prompts both rows scored. \
+         Effective ratio: the mean over prompts of 1 − KV bytes held / FullKV bytes of the \
+         compressed tokens, [smallest, largest]; each prompt's budget the largest not below the \
+         target.\n",
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests;

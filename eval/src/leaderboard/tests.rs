@@ -1,0 +1,199 @@
+//! Tests of the leaderboard form: folders, the three files kvpress writes, the table and the
+//! figure's points, from hand-made records.
+
+use super::*;
+use crate::ratio::RatioCell;
+use crate::records::test_record;
+
+fn rec(task: &str, example: usize, method: &str, ratio: Option<(f64, f64)>, score: f64) -> Record {
+    Record {
+        example,
+        needle: format!("{task} {example}"),
+        expected: vec!["1234567".into()],
+        response: format!("It is 1234567, {score}"),
+        ratio: ratio.map(|(target, effective)| RatioCell {
+            target,
+            effective,
+            budget: 2000,
+            probes: 4,
+        }),
+        question: Some(format!("What is the special magic number for k{example}?")),
+        answer_prefix: Some("The special magic number for k is".into()),
+        ..test_record(task, method, None, 4096, score, 1.0)
+    }
+}
+
+fn file(mode: &str) -> RecordsFile<Record> {
+    let mut records = Vec::new();
+    for (task, e) in [("vt", 0), ("vt", 1), ("cwe", 0)] {
+        records.push(rec(task, e, "full", None, 1.0));
+        records.push(rec(
+            task,
+            e,
+            "snapkv",
+            Some((0.5, 0.4999)),
+            if e == 0 { 1.0 } else { 0.0 },
+        ));
+    }
+    // A budget cell: not on the leaderboard.
+    records.push(Record {
+        budget: Some(128),
+        ..rec("vt", 0, "snapkv", None, 1.0)
+    });
+    RecordsFile {
+        settings: BTreeMap::from([
+            ("model".to_string(), "Org/Model-1.5".to_string()),
+            ("mode".to_string(), mode.to_string()),
+            ("seed".to_string(), "0".to_string()),
+            ("answer_tokens".to_string(), "task".to_string()),
+        ]),
+        records,
+    }
+}
+
+#[test]
+fn groups_are_full_and_each_method_at_each_target_named_as_kvpress_names_them() {
+    let f = file("question-agnostic");
+    let g = groups(&f);
+    assert_eq!(g.len(), 2, "the budget cell is left out");
+    assert_eq!((g[0].method.as_str(), g[0].ratio), ("full", None));
+    assert_eq!((g[1].method.as_str(), g[1].ratio), ("snapkv", Some(0.5)));
+    assert_eq!(g[1].records.len(), 3);
+    assert_eq!(
+        folder_name(&g[0], false),
+        "ruler__4096__Org--Model-1.5__no_press__0.00"
+    );
+    assert_eq!(
+        folder_name(&g[1], true),
+        "ruler__4096__Org--Model-1.5__snapkv__0.50__query_aware"
+    );
+}
+
+#[test]
+fn config_holds_kvpress_fields_in_order_then_ours() {
+    let f = file("question-agnostic");
+    let g = groups(&f);
+    let y = config_yaml(&g[1], &f.settings);
+    let keys: Vec<&str> = y
+        .lines()
+        .take_while(|l| !l.starts_with("kvplan:"))
+        .filter_map(|l| l.split_once(':').map(|(k, _)| k))
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "dataset",
+            "data_dir",
+            "model",
+            "device",
+            "press_name",
+            "compression_ratio",
+            "key_channel_compression_ratio",
+            "fraction",
+            "max_new_tokens",
+            "max_context_length",
+            "query_aware",
+            "needle_depth",
+            "compression_interval",
+            "target_size",
+            "hidden_states_buffer_size",
+            "output_dir",
+            "log_level",
+            "model_kwargs",
+            "press_init_command",
+            "seed",
+            "fp8",
+        ]
+    );
+    assert!(y.contains("data_dir: '4096'\n") && y.contains("model: Org/Model-1.5\n"));
+    assert!(y.contains("compression_ratio: 0.5\n") && y.contains("query_aware: false\n"));
+    assert!(
+        y.contains("  effective_compression_ratio: 0.499900\n"),
+        "{y}"
+    );
+    assert!(y.contains("seed: 0\n") && y.contains("    mode: question-agnostic\n"));
+    let full = config_yaml(&g[0], &f.settings);
+    assert!(full.contains("press_name: no_press\n") && full.contains("compression_ratio: 0.0\n"));
+    assert_eq!(yaml_str("it's"), "'it''s'");
+    assert_eq!(yaml_str("null"), "'null'");
+}
+
+#[test]
+fn metrics_are_task_means_in_percent_sorted_and_indented_by_four() {
+    let f = file("question-agnostic");
+    let g = groups(&f);
+    // snapkv: vt 1 and 0 → 50.0; cwe 1 → 100.0; cwe before vt.
+    assert_eq!(
+        metrics_json(&g[1]),
+        "{\n    \"cwe\": {\n        \"string_match\": 100.0\n    },\n    \"vt\": {\n        \
+         \"string_match\": 50.0\n    }\n}"
+    );
+}
+
+#[test]
+fn predictions_quote_what_needs_quoting() {
+    let f = file("question-agnostic");
+    let g = groups(&f);
+    let csv = predictions_csv(&g[1], None);
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(
+        lines[0],
+        "question,answer_prefix,answer,task,max_new_tokens,predicted_answer,compression_ratio,\
+         example,score,effective_compression_ratio,budget"
+    );
+    assert_eq!(
+        lines[1],
+        "What is the special magic number for k0?,The special magic number for k is,\
+         ['1234567'],cwe,120,\"It is 1234567, 1\",0.5,0,1,0.499900,2000"
+    );
+    assert_eq!(lines.len(), 4);
+    assert_eq!(csv_field("a\"b"), "\"a\"\"b\"");
+    assert_eq!(py_list(&["it's".into(), "b".into()]), "['it\\'s', 'b']");
+}
+
+fn csv_field(s: &str) -> String {
+    super::csv(s)
+}
+
+#[test]
+fn the_table_and_the_board_give_scores_against_effective_ratios() {
+    let f = file("question-agnostic");
+    let md = markdown(&f);
+    let lines: Vec<&str> = md.lines().collect();
+    assert!(
+        lines[0].contains("RULER average of 2 task(s) (vt, cwe)"),
+        "{}",
+        lines[0]
+    );
+    assert!(
+        lines[4].starts_with("| full | 0 (FullKV) | 100.0 [100.0, 100.0] |"),
+        "{md}"
+    );
+    // snapkv: vt (1 + 0)/2, cwe 1 → average 75.
+    assert!(
+        lines[5].starts_with("| snapkv @ 50% | 0.500 [0.500, 0.500] | 75.0 ["),
+        "{md}"
+    );
+    let b = board(&f);
+    assert_eq!(b.tasks, [Task::Vt, Task::Cwe]);
+    assert_eq!(b.points.len(), 1);
+    assert!((b.points[0].score - 75.0).abs() < 1e-9);
+    assert!((b.points[0].effective - 0.4999).abs() < 1e-12);
+    assert_eq!(b.full.map(|f| f.0), Some(100.0));
+    assert_eq!(b.lengths, [4096]);
+}
+
+#[test]
+fn folders_are_written_with_three_files_each() {
+    let dir = std::env::temp_dir().join(format!("kvplan-lb-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let written = write_folders(&file("question-aware"), &dir).expect("written");
+    assert_eq!(written.len(), 2);
+    for folder in &written {
+        assert!(folder.to_string_lossy().ends_with("__query_aware"));
+        for f in ["config.yaml", "metrics.json", "predictions.csv"] {
+            assert!(folder.join(f).is_file(), "{}", folder.join(f).display());
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

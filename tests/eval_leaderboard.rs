@@ -1,0 +1,140 @@
+//! The kvpress leaderboard's protocol end to end on the shipped model: a RULER run at a target
+//! compression ratio in two shards, the shards merged, the merged records in kvpress's result
+//! folders. Each ratio cell's effective ratio, measured from the bytes its press holds, is at
+//! least the target and within one entry per head of it.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("kvplan-lb-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+fn kvplan(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kvplan"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run kvplan: {e}"))
+}
+
+fn read_json(path: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn ok(o: &Output) -> String {
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(o.status.success(), "{err}");
+    err
+}
+
+#[test]
+fn ratio_shards_merge_into_kvpress_result_folders() {
+    let model = common::shipped_model();
+    let dir = scratch("ratios");
+    let (model_s, dir_s) = (model.to_string_lossy(), dir.to_string_lossy());
+    for shard in ["1/2", "2/2"] {
+        ok(&kvplan(&[
+            "eval",
+            "ruler",
+            "--quick",
+            "--tasks",
+            "niah_single_1",
+            "--examples",
+            "2",
+            "--length",
+            "512",
+            "--ratios",
+            "0.5",
+            "--mode",
+            "question-agnostic",
+            "--methods",
+            "full,snapkv,streaming",
+            "--no-figures",
+            "--shard",
+            shard,
+            "--model",
+            &model_s,
+            "--out",
+            &dir_s,
+        ]));
+    }
+    let out = dir.join("quick");
+    let shard = |i: usize| {
+        out.join(format!(
+            "SmolLM2-135M-Instruct.ruler.shard-{i}-of-2.records.json"
+        ))
+    };
+    for i in [1, 2] {
+        let recs = read_json(&shard(i))["records"].clone();
+        let recs = recs.as_array().expect("records");
+        assert_eq!(
+            recs.len(),
+            3,
+            "shard {i}: one prompt, full and two presses at 50%"
+        );
+        for r in recs {
+            assert_eq!(r["example"], i - 1, "shard {i} holds example {}", i - 1);
+            if r["method"] == "full" {
+                assert!(r.get("ratio").is_none());
+                continue;
+            }
+            assert!(r["budget"].is_null(), "{r}");
+            let c = &r["ratio"];
+            assert_eq!(c["target"], 0.5);
+            let e = c["effective"].as_f64().expect("effective");
+            // At least the target, and within one entry per head of it (the context is well
+            // over 100 tokens).
+            assert!((0.5..0.51).contains(&e), "{r}");
+            assert!(c["probes"].as_u64().expect("probes") > 0, "searched: {r}");
+        }
+    }
+    let merged = dir.join("merged");
+    let (s1, s2) = (shard(1), shard(2));
+    ok(&kvplan(&[
+        "eval",
+        "merge",
+        &s1.to_string_lossy(),
+        &s2.to_string_lossy(),
+        "--out",
+        &merged.to_string_lossy(),
+    ]));
+    let all = merged.join("SmolLM2-135M-Instruct.ruler.records.json");
+    let recs = read_json(&all)["records"].clone();
+    assert_eq!(recs.as_array().expect("records").len(), 6);
+    let board = dir.join("board");
+    let o = kvplan(&[
+        "eval",
+        "leaderboard",
+        &all.to_string_lossy(),
+        "--out",
+        &board.to_string_lossy(),
+    ]);
+    ok(&o);
+    let table = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(table.contains("| snapkv @ 50% | 0.5"), "{table}");
+    for press in ["no_press__0.00", "snapkv__0.50", "streaming__0.50"] {
+        let folder = board.join(format!("ruler__512__SmolLM2-135M-Instruct__{press}"));
+        let metrics = read_json(&folder.join("metrics.json"));
+        let s = metrics["niah_single_1"]["string_match"]
+            .as_f64()
+            .expect("score");
+        assert!((0.0..=100.0).contains(&s), "{metrics}");
+        let csv = std::fs::read_to_string(folder.join("predictions.csv")).expect("csv");
+        assert_eq!(csv.lines().count(), 3, "a header and two predictions");
+        let config = std::fs::read_to_string(folder.join("config.yaml")).expect("yaml");
+        assert!(
+            config.starts_with("dataset: ruler\ndata_dir: '512'\n"),
+            "{config}"
+        );
+    }
+    assert!(board
+        .join("figures/leaderboard-SmolLM2-135M-Instruct.png")
+        .is_file());
+    let _ = std::fs::remove_dir_all(&dir);
+}
