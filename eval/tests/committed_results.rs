@@ -42,6 +42,12 @@ fn ppl_positions(tokens: usize) -> Vec<usize> {
 fn committed_results_and_tables_are_what_the_records_imply() {
     let niah: Vec<Record> = records("niah");
     let ruler: Vec<Record> = records("ruler");
+    // The tasks the records hold, in RULER's order: a table has a column per recorded task, as
+    // `kvplan eval table` renders it (eval/src/render.rs).
+    let recorded: Vec<Task> = Task::ALL
+        .into_iter()
+        .filter(|t| ruler.iter().any(|r| r.task == t.name()))
+        .collect();
     let ppl: Vec<PplRecord> = records("ppl");
     let (cells, mut quality) = aggregate_niah("niah", &niah);
     quality.extend(report::quality(&ruler, &Task::ALL));
@@ -64,7 +70,7 @@ fn committed_results_and_tables_are_what_the_records_imply() {
         read(&format!("{MODEL}.niah.md"))
     );
     assert_eq!(
-        report::markdown(&ruler, &Task::ALL),
+        report::markdown(&ruler, &recorded),
         read(&format!("{MODEL}.ruler.md"))
     );
     let tokens = ppl.first().map_or(0, |r| r.tokens);
