@@ -12,8 +12,8 @@
 //! replaced by the spans) and the floor of one entry per (layer, KV head).
 
 use crate::geometry::Geometry;
-use crate::sections::Sections;
-use crate::{validate, Error, Method, Result};
+use crate::method::Method;
+use crate::{validate, Error, Result};
 use serde::{Deserialize, Serialize};
 
 /// The fewest entries any (layer, KV head) keeps under any method (the plan's
@@ -152,14 +152,16 @@ fn check_floor(out: &Budgets) -> Result<()> {
     Ok(())
 }
 
-/// Applies `method`'s rule from `sections` at context `n` under `target`: the per-head average
-/// `B = target.per_head(n)` handed to the rule in the method's module (`methods/`).
-pub fn compute(
-    sections: &Sections,
+/// Applies a method's budget rule `rule` at context `n` under `target`: the per-head average
+/// `B = target.per_head(n)` is handed to the rule, then the windowed layers are held at their
+/// span, the key grid defaults to the value grid and the floor is checked (the module header).
+/// [`crate::sections::compute`] calls it with the rule of a plan's section.
+pub fn apply_rule(
     g: &Geometry,
     method: Method,
     n: usize,
     target: Target,
+    rule: impl FnOnce(&mut Budgets) -> Result<()>,
 ) -> Result<Budgets> {
     if !method.has_section() {
         return Err(Error::budget(
@@ -174,9 +176,6 @@ pub fn compute(
             format!("target {target} gives no entry per head at context {n}"),
         ));
     }
-    let section = sections
-        .section(method)
-        .ok_or(Error::MissingSection(method))?;
     let mut out = Budgets {
         method,
         context_len: n,
@@ -189,7 +188,7 @@ pub fn compute(
         recent: 0,
         codebook_layers: vec![false; g.layers],
     };
-    section.budgets(g, &mut out)?;
+    rule(&mut out)?;
     hold_windows(g, n, &mut out.per_layer_per_kv_head);
     if out.keys_per_layer_per_kv_head.is_empty() {
         out.keys_per_layer_per_kv_head = out.per_layer_per_kv_head.clone();

@@ -14,7 +14,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::profile::ProfileSettings;
 use crate::{validate, Error, Method, Result};
 
 /// Significance level of the one-sided test.
@@ -120,10 +119,10 @@ impl ChanceTest {
 }
 
 /// The plan's note when one of `methods` takes its budgets from R2 scores (HeadKV) and the
-/// profile's R2 answers are not above chance; `None` otherwise (no R2 method, above chance, or
-/// a profile that records no test).
-pub fn plan_note(settings: &ProfileSettings, methods: &[Method]) -> Option<String> {
-    let c = settings.retrieval_reasoning_chance.as_ref()?;
+/// profile's R2 answers (`test`, its `settings.retrieval_reasoning_chance`) are not above
+/// chance; `None` otherwise (no R2 method, above chance, or a profile that records no test).
+pub fn plan_note(test: Option<&ChanceTest>, methods: &[Method]) -> Option<String> {
+    let c = test?;
     if c.above_chance || !methods.contains(&Method::HeadKv) {
         return None;
     }
@@ -173,6 +172,7 @@ fn check_counts(at: &str, correct: usize, trials: usize, accuracy: f64, p: f64) 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::profile::ProfileSettings;
 
     fn test(correct: usize, p: f64) -> ChanceTest {
         ChanceTest {
@@ -220,11 +220,21 @@ mod tests {
             retrieval_reasoning_chance: None,
         };
         assert_eq!(settings.reasoning_above_chance(), None);
-        assert_eq!(plan_note(&settings, &[Method::HeadKv]), None);
+        assert_eq!(
+            plan_note(
+                settings.retrieval_reasoning_chance.as_ref(),
+                &[Method::HeadKv]
+            ),
+            None
+        );
         settings.retrieval_reasoning_chance = Some(test(16, 0.9967));
         assert_eq!(settings.reasoning_above_chance(), Some(false));
         assert_eq!(
-            plan_note(&settings, &[Method::SnapKv, Method::HeadKv]).as_deref(),
+            plan_note(
+                settings.retrieval_reasoning_chance.as_ref(),
+                &[Method::SnapKv, Method::HeadKv]
+            )
+            .as_deref(),
             Some(
                 "headkv: its head scores come from retrieval-reasoning trials that are NOT above \
                  chance (16 of 50 right where copying a random candidate statement gives 25.0; \
@@ -233,10 +243,22 @@ mod tests {
             )
         );
         // HeadKV-R uses the retrieval scores: no note.
-        assert_eq!(plan_note(&settings, &[Method::HeadKvR]), None);
+        assert_eq!(
+            plan_note(
+                settings.retrieval_reasoning_chance.as_ref(),
+                &[Method::HeadKvR]
+            ),
+            None
+        );
         settings.retrieval_reasoning_chance = Some(test(40, 1.2e-5));
         assert_eq!(settings.reasoning_above_chance(), Some(true));
-        assert_eq!(plan_note(&settings, &[Method::HeadKv]), None);
+        assert_eq!(
+            plan_note(
+                settings.retrieval_reasoning_chance.as_ref(),
+                &[Method::HeadKv]
+            ),
+            None
+        );
     }
 
     #[test]

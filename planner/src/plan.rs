@@ -12,10 +12,10 @@
 //! `budget_semantics` and `notes`. A version-1 file is refused with the command that upgrades it
 //! (`kvplan migrate FILE`, `migrate`).
 
-use crate::budgets::{self, Budgets, Target};
+use crate::budgets::{Budgets, Target};
 use crate::geometry::ModelIdentity;
 use crate::profile::ProfileSettings;
-use crate::sections::Sections;
+use crate::sections::{self, Sections};
 use crate::semantics::BudgetSemantics;
 use crate::{io, validate, Error, Method, Result};
 use serde::{Deserialize, Serialize};
@@ -101,7 +101,7 @@ impl Plan {
     /// Budgets of `method` for a prompt of `context_len` tokens under `target`.
     pub fn budgets(&self, method: Method, context_len: usize, target: Target) -> Result<Budgets> {
         target.validate("target")?;
-        budgets::compute(
+        sections::compute(
             &self.sections,
             &self.model.geometry,
             method,

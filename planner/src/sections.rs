@@ -4,9 +4,10 @@
 //! with the checks a struct with `deny_unknown_fields` would make (an unknown or repeated key is
 //! an error naming it).
 
+use crate::budgets::{self, Budgets, Target};
 use crate::geometry::Geometry;
 use crate::methods::{Method, MethodSection, Section, SECTION_NAMES};
-use crate::Result;
+use crate::{Error, Result};
 use serde::de::{self, MapAccess, Visitor};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -51,6 +52,23 @@ impl Sections {
         }
         Ok(())
     }
+}
+
+/// Applies `method`'s rule from `sections` at context `n` under `target`: the per-head average
+/// `B = target.per_head(n)` handed to the rule in the method's module (`methods/`), then held to
+/// the windowed layers and the floor ([`budgets::apply_rule`]).
+pub fn compute(
+    sections: &Sections,
+    g: &Geometry,
+    method: Method,
+    n: usize,
+    target: Target,
+) -> Result<Budgets> {
+    let section = sections.section(method);
+    budgets::apply_rule(g, method, n, target, |out| match section {
+        Some(s) => s.budgets(g, out),
+        None => Err(Error::MissingSection(method)),
+    })
 }
 
 impl Serialize for Sections {

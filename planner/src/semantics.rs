@@ -22,6 +22,7 @@
 
 use crate::budgets::MIN_ENTRIES_PER_KV_HEAD;
 use crate::geometry::Geometry;
+pub use crate::method::{DecodePolicy, Gqa, MethodSemantics};
 use crate::{Error, Method, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -100,64 +101,6 @@ pub enum WindowedLayers {
 #[serde(rename_all = "snake_case")]
 pub enum PromptEnd {
     KeptInEveryHead,
-}
-
-/// One method's press, as the runtime runs it.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
-#[serde(deny_unknown_fields)]
-pub struct MethodSemantics {
-    /// How scores of a KV head's query heads are combined for selection.
-    pub gqa: Gqa,
-    /// Cache size and compression interval while generating.
-    pub decode: DecodePolicy,
-}
-
-/// How a press turns per-query-head observations into one choice per KV head.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum Gqa {
-    /// Mean over the KV head's query heads of their per-query-head scores (after any
-    /// per-query-head pooling).
-    MeanOfGroup,
-    /// Mean over all query heads of the layer: one ranking per layer, shared by its KV heads.
-    MeanOfLayer,
-    /// No attention: each KV head ranks its own keys (by L2 norm).
-    KeyNorm,
-    /// No scores: entries are kept by position (sinks and the most recent ones).
-    Positions,
-    /// No selection: a KV head keeps its distant keys at a layer where any of its query heads
-    /// starts a block.
-    AnyQueryHead,
-}
-
-/// What a press does to the cache while generating, after the prompt's compression.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
-#[serde(tag = "cache", rename_all = "snake_case", deny_unknown_fields)]
-pub enum DecodePolicy {
-    /// No compression while generating: each new token adds one entry per (layer, KV head).
-    Grows,
-    /// Re-selected every `compress_every` generated tokens, held at the target's budget: a cache
-    /// below it (a prompt shorter than the budget) grows to it before anything is evicted.
-    HeldAtBudget { compress_every: usize },
-    /// Values grow by one entry per token; where distant keys are shared, keys older than the
-    /// proximal window (n_s + n_r) are dropped every `compress_every` tokens.
-    ProximalKeys { compress_every: usize },
-}
-
-impl DecodePolicy {
-    /// The compression interval while generating (`None`: the cache grows, nothing to compress).
-    pub fn compress_every(self) -> Option<usize> {
-        match self {
-            DecodePolicy::Grows => None,
-            DecodePolicy::HeldAtBudget { compress_every }
-            | DecodePolicy::ProximalKeys { compress_every } => Some(compress_every),
-        }
-    }
-
-    /// Whether `self` and `other` are the same policy, whatever their intervals.
-    pub fn same_kind(self, other: DecodePolicy) -> bool {
-        std::mem::discriminant(&self) == std::mem::discriminant(&other)
-    }
 }
 
 impl BudgetSemantics {

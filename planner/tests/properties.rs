@@ -1,6 +1,6 @@
 //! Invariants over random geometries, scores, similarities and targets (proptest).
 
-use kvplan_planner::alloc::pod;
+use kvplan_planner::methods::pod;
 use kvplan_planner::{
     build_plan, Geometry, HeadScores, LayerFunnel, LayerRedundancy, LayerSimilarity, Method,
     ModelIdentity, Plan, PlanOptions, Profile, ProfileSettings, Target, Wavelet,

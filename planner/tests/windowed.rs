@@ -3,8 +3,9 @@
 //! globally. Every method holds min(512, n) entries in layers 0 and 3 and spends the target's
 //! per-head average over layers 1 and 2 only.
 
-use kvplan_planner::budgets::{compute, full_kv_bytes};
+use kvplan_planner::budgets::full_kv_bytes;
 use kvplan_planner::methods::{Pooling, Section};
+use kvplan_planner::sections::compute;
 use kvplan_planner::{
     Geometry, HeadKvSection, Method, PodSection, PyramidSection, ScoreSource, Sections,
     SnapKvSection, SpindleSection, Target,

@@ -21,7 +21,7 @@ use crate::figures::wavelet::{ByPosition, Wavelet};
 use crate::render::{render, Format, Rendered};
 use crate::results::EvalResults;
 use crate::{Error, Result};
-use kvplan_planner::alloc::pod;
+use kvplan_planner::methods::pod;
 use kvplan_planner::methods::pod::DEFAULT_POD_DELTA;
 use kvplan_planner::{Method, Plan, PodSection, Profile};
 

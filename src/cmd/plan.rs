@@ -4,9 +4,9 @@
 //! plan.json`. Read: `kvplan plan --summary plan.json`.
 
 use anyhow::{bail, Context};
-use kvplan_planner::alloc::pod::Grouping;
 use kvplan_planner::export::summary;
 use kvplan_planner::methods::headkv::{HeadKvOptions, DEFAULT_HEADKV_BETA};
+use kvplan_planner::methods::pod::Grouping;
 use kvplan_planner::methods::pod::{PodOptions, DEFAULT_POD_DELTA};
 use kvplan_planner::methods::spindle::SpindleOptions;
 use kvplan_planner::{build_plan, Method, Plan, PlanOptions, Profile, Target};

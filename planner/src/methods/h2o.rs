@@ -1,14 +1,13 @@
 //! H2O (Zhang et al. 2024): every KV head keeps the same budget `B`, split into heavy hitters
 //! (highest accumulated attention) and a recent window; the paper's default splits it in halves:
-//! heavy = ⌊B·heavy_fraction⌋, recent = `B − heavy` (`alloc::uniform::h2o_split`).
+//! heavy = ⌊B·heavy_fraction⌋, recent = `B − heavy` (`methods::uniform::h2o_split`).
 
-use super::{Method, MethodSection};
-use crate::alloc::uniform;
+use super::uniform;
+use super::{MethodSection, NoOptions};
 use crate::budgets::Budgets;
-use crate::build::PlanOptions;
 use crate::geometry::Geometry;
+use crate::method::Method;
 use crate::profile::Profile;
-use crate::semantics::DecodePolicy;
 use crate::{validate, Result};
 use serde::{Deserialize, Serialize};
 
@@ -23,7 +22,9 @@ pub struct H2oSection {
 }
 
 impl MethodSection for H2oSection {
-    fn build(_: Method, _: &Profile, _: &PlanOptions) -> Result<Self> {
+    type Options = NoOptions;
+
+    fn build(_: Method, _: &Profile, _: usize, _: &NoOptions) -> Result<Self> {
         Ok(H2oSection {
             heavy_fraction: DEFAULT_HEAVY_FRACTION,
         })
@@ -47,10 +48,5 @@ impl MethodSection for H2oSection {
 
     fn parameters(&self) -> String {
         format!("heavy {}", self.heavy_fraction)
-    }
-
-    /// The press re-chooses heavy hitters and recent tokens after every generated token.
-    fn decode(_: Method) -> DecodePolicy {
-        DecodePolicy::HeldAtBudget { compress_every: 1 }
     }
 }

@@ -1,48 +1,103 @@
-//! The method table: every compression method kvplan knows, in one place.
-//!
-//! Each method is a module here holding its plan section (schema, defaults, validation), how the
-//! section is built from a profile, its budget rule (calling `alloc/`) and its summary line — the
-//! [`MethodSection`] trait. [`method_table!`] below lists the modules, one line per method, and
-//! generates from that list the [`Method`] names, the [`Section`] enum the plan stores, the
-//! [`METHODS`] table (names, colours, CLI help) and the dispatch from a method to its module.
-//! Everything else — the order of a plan's sections, `kvplan plan --method`, the runtime's press
-//! registry, the plots' colours — reads the table. Adding a method is one module and one line.
+//! The methods' plan sections: one module per method, each holding its section (schema,
+//! defaults, validation), its options, how the section is built from a profile, its budget rule
+//! (the allocator) and its summary line — the [`MethodSection`] trait. The method table
+//! ([`crate::method`]) lists them, one line per method; from the same lines this module generates
+//! the [`Section`] enum a plan stores and the dispatch from a method to its module.
+//! [`rules`] holds the guards and rounding every allocator shares, [`uniform`] the uniform
+//! budgets of the methods that keep the target in every head.
 
 use crate::budgets::Budgets;
-use crate::build::PlanOptions;
 use crate::geometry::Geometry;
+use crate::method::method_table;
 use crate::profile::Profile;
-use crate::semantics::{DecodePolicy, Gqa, MethodSemantics};
-use crate::{Error, Result};
+use crate::Result;
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use std::any::Any;
 use std::fmt;
-use std::str::FromStr;
+
+pub use crate::method::{help_lines, spec, Method, MethodSpec, METHODS, NAMES, SECTION_NAMES};
 
 pub mod h2o;
 pub mod headkv;
 pub mod plain;
 pub mod pod;
 pub mod pyramid;
+pub mod rules;
 pub mod snapkv;
 pub mod spindle;
 pub mod streaming;
 pub mod treekv;
+pub mod uniform;
 
 pub use snapkv::Pooling;
+
+/// Options of [`crate::build_plan`]; `Default` gives the papers' settings. Options that belong
+/// to one method are in that method's option struct (`methods/<name>.rs`), named by the method's
+/// line of the table.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlanOptions {
+    /// kvplan version recorded in the provenance.
+    pub kvplan_version: String,
+    /// Date recorded in the provenance, `YYYY-MM-DD` (an input, so output is reproducible).
+    pub date: String,
+    /// Context length of the preview; `None` writes no preview.
+    pub preview_context_len: Option<usize>,
+    /// Observation window α of every SnapKV-style method (equal for all: `docs/design.md`).
+    pub window: usize,
+    /// PyramidKV's options.
+    pub pyramid: pyramid::PyramidOptions,
+    /// HeadKV's options (both score sources).
+    pub headkv: headkv::HeadKvOptions,
+    /// SpindleKV's options.
+    pub spindle: spindle::SpindleOptions,
+    /// PoD's options.
+    pub pod: pod::PodOptions,
+    /// TreeKV's options.
+    pub treekv: treekv::TreeKvOptions,
+}
+
+impl Default for PlanOptions {
+    fn default() -> Self {
+        PlanOptions {
+            kvplan_version: String::from(env!("CARGO_PKG_VERSION")),
+            date: String::from("1970-01-01"),
+            preview_context_len: None,
+            window: snapkv::DEFAULT_WINDOW,
+            pyramid: Default::default(),
+            headkv: Default::default(),
+            spindle: Default::default(),
+            pod: Default::default(),
+            treekv: Default::default(),
+        }
+    }
+}
+
+/// A method's options when it has none beyond the shared window.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NoOptions;
 
 /// What a method's module provides: its plan section and the rules that read it.
 pub trait MethodSection:
     Clone + fmt::Debug + PartialEq + Serialize + DeserializeOwned + Any
 {
+    /// The method's own options ([`NoOptions`] when it has none), a field of [`PlanOptions`]
+    /// named by its table line.
+    type Options;
+
     /// Whether the method's budgets sum to the target (false: PoD keeps every token and saves
     /// distant keys by sharing them between layers).
     const FOLLOWS_TARGET: bool = true;
 
-    /// The section of `method` built from `profile` with `opts` (`method` tells methods that
-    /// share a module apart, such as `headkv` and `headkv-r`).
-    fn build(method: Method, profile: &Profile, opts: &PlanOptions) -> Result<Self>;
+    /// The section of `method` built from `profile` with the shared observation window `window`
+    /// and the method's options (`method` tells methods that share a module apart, such as
+    /// `headkv` and `headkv-r`).
+    fn build(
+        method: Method,
+        profile: &Profile,
+        window: usize,
+        opts: &Self::Options,
+    ) -> Result<Self>;
 
     /// Checks the section against the model's geometry; `path` is its JSON path
     /// (`sections.pyramid`), named by every error.
@@ -55,109 +110,36 @@ pub trait MethodSection:
 
     /// The parameters the summary prints after the method's name (`β 20, α 8`).
     fn parameters(&self) -> String;
-
-    /// How the runtime's press for `method` combines a KV head's query heads (default: the
-    /// mean of their scores, [`Gqa::MeanOfGroup`]). A fact about the press, stated in the plan.
-    fn gqa(_method: Method) -> Gqa {
-        Gqa::MeanOfGroup
-    }
-
-    /// What the runtime's press for `method` does while generating (default: nothing after the
-    /// prompt's compression, [`DecodePolicy::Grows`]). A fact about the press, stated in the
-    /// plan and checked against the press's capabilities by the CLI tests.
-    fn decode(_method: Method) -> DecodePolicy {
-        DecodePolicy::Grows
-    }
 }
 
-/// One line of the method table.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct MethodSpec {
-    /// The method.
-    pub method: Method,
-    /// Its name everywhere: plan sections, CLI, registry, results.
-    pub name: &'static str,
-    /// Its colour in every figure, RGB.
-    pub colour: [u8; 3],
-    /// One line for CLI help: what the method keeps and where its budget goes.
-    pub help: &'static str,
-    /// Whether a plan holds a section for it (false for FullKV, which keeps everything).
-    pub has_section: bool,
+/// The options a table line names: `opts.<field>`, or [`NoOptions`] when it names none.
+macro_rules! options_of {
+    ($opts:ident) => {
+        &NoOptions
+    };
+    ($opts:ident, $field:ident) => {
+        &$opts.$field
+    };
 }
 
-/// Declares the method table: the first line is FullKV (no section), then one line per method,
-/// `Variant = "name" => SectionType, [r, g, b], "help";`, in the order plans list sections.
-macro_rules! method_table {
+/// Generates the plan sections and their dispatch from the method table.
+macro_rules! sections {
     (
         $(#[$full_doc:meta])*
         $full:ident = $full_name:literal, $full_colour:expr, $full_help:literal;
         $(
             $(#[$doc:meta])*
-            $variant:ident = $name:literal => $section:ty, $colour:expr, $help:literal;
+            $variant:ident = $name:literal => $section:ty $({ $opts:ident })?, $colour:expr,
+                gqa $gqa:ident, decode $decode:expr, $help:literal;
         )+
     ) => {
-        /// A method, named the same everywhere (plan sections, runtime registry, CLI, results).
-        /// Ordered as the table lists them.
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-        pub enum Method {
-            $(#[$full_doc])*
-            #[serde(rename = $full_name)]
-            $full,
-            $(
-                $(#[$doc])*
-                #[serde(rename = $name)]
-                $variant,
-            )+
-        }
-
-        /// The method table, in order.
-        pub const METHODS: &[MethodSpec] = &[
-            MethodSpec {
-                method: Method::$full,
-                name: $full_name,
-                colour: $full_colour,
-                help: $full_help,
-                has_section: false,
-            },
-            $(
-                MethodSpec {
-                    method: Method::$variant,
-                    name: $name,
-                    colour: $colour,
-                    help: $help,
-                    has_section: true,
-                },
-            )+
-        ];
-
-        /// Every method's name, in table order (FullKV first).
-        pub const NAMES: &[&str] = &[$full_name, $($name),+];
-
-        /// The names of the methods a plan holds a section for, in table order.
-        pub const SECTION_NAMES: &[&str] = &[$($name),+];
-
         impl Method {
-            /// Every method a plan can hold a section for, in the order sections appear in a
-            /// plan (FullKV, which needs no plan, is not listed).
-            pub const ALL: [Method; SECTION_NAMES.len()] = [$(Method::$variant),+];
-
             /// Whether the method's budgets sum to the target (see
             /// [`MethodSection::FOLLOWS_TARGET`]); FullKV keeps everything.
             pub fn follows_target(self) -> bool {
                 match self {
                     Method::$full => false,
                     $(Method::$variant => <$section as MethodSection>::FOLLOWS_TARGET,)+
-                }
-            }
-
-            /// The GQA aggregation and decode policy of the method's press (`None` for FullKV).
-            pub fn semantics(self) -> Option<MethodSemantics> {
-                match self {
-                    Method::$full => None,
-                    $(Method::$variant => Some(MethodSemantics {
-                        gqa: <$section as MethodSection>::gqa(self),
-                        decode: <$section as MethodSection>::decode(self),
-                    }),)+
                 }
             }
         }
@@ -188,7 +170,12 @@ macro_rules! method_table {
                 Ok(match method {
                     Method::$full => None,
                     $(Method::$variant => Some(Section::$variant(
-                        <$section as MethodSection>::build(method, profile, opts)?,
+                        <$section as MethodSection>::build(
+                            method,
+                            profile,
+                            opts.window,
+                            options_of!(opts $(, $opts)?),
+                        )?,
                     )),)+
                 })
             }
@@ -245,129 +232,11 @@ macro_rules! method_table {
     };
 }
 
-method_table! {
-    /// FullKV: keeps every entry; needs no plan.
-    Full = "full", [31, 119, 180], "FullKV: keep every entry (no plan needed)";
-    /// SnapKV.
-    SnapKv = "snapkv" => snapkv::SnapKvSection, [214, 39, 40],
-        "SnapKV: observation window plus pooled-attention selection; uniform budgets";
-    /// H2O.
-    H2o = "h2o" => h2o::H2oSection, [44, 160, 44],
-        "H2O: heavy hitters (accumulated attention) plus recent tokens; uniform budgets";
-    /// StreamingLLM.
-    Streaming = "streaming" => streaming::StreamingSection, [255, 127, 14],
-        "StreamingLLM: attention sinks plus recent tokens; uniform budgets";
-    /// PyramidKV.
-    Pyramid = "pyramid" => pyramid::PyramidSection, [148, 103, 189],
-        "PyramidKV: SnapKV selection under an arithmetic per-layer schedule";
-    /// HeadKV-R2 (retrieval-reasoning head scores).
-    HeadKv = "headkv" => headkv::HeadKvSection, [140, 86, 75],
-        "HeadKV-R2: per-head budgets from retrieval-reasoning head scores";
-    /// HeadKV-R (retrieval head scores).
-    HeadKvR = "headkv-r" => headkv::HeadKvSection, [227, 119, 194],
-        "HeadKV-R: per-head budgets from retrieval head scores";
-    /// SpindleKV.
-    Spindle = "spindle" => spindle::SpindleSection, [188, 189, 34],
-        "SpindleKV: eviction schedule by layer plus codebook replacement";
-    /// PoD.
-    Pod = "pod" => pod::PodSection, [23, 190, 207],
-        "PoD: distant keys shared by blocks of similar layers, proximal tokens kept";
-    /// TreeKV.
-    TreeKv = "treekv" => treekv::TreeKvSection, [127, 127, 127],
-        "TreeKV: tree-structured eviction (sinks, selected, recent); uniform budgets";
-    /// TOVA.
-    Tova = "tova" => plain::PlainSection, [57, 59, 121],
-        "TOVA: the newest query's attention, averaged over the layer's heads; uniform budgets";
-    /// KNorm.
-    KNorm = "knorm" => plain::PlainSection, [140, 162, 82],
-        "KNorm: keep the keys of lowest L2 norm in each KV head; uniform budgets";
-}
-
-impl Method {
-    /// The method's line of the table.
-    pub fn spec(self) -> &'static MethodSpec {
-        // The table has one line per variant, in declaration order.
-        &METHODS[self as usize]
-    }
-
-    /// The method's name (`snapkv`, `headkv-r`, …).
-    pub fn name(self) -> &'static str {
-        self.spec().name
-    }
-
-    /// Whether a plan holds a section for the method (every method but FullKV).
-    pub fn has_section(self) -> bool {
-        self.spec().has_section
-    }
-}
-
-impl fmt::Display for Method {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for Method {
-    type Err = Error;
-
-    fn from_str(s: &str) -> Result<Self> {
-        METHODS
-            .iter()
-            .find(|m| m.name == s)
-            .map(|m| m.method)
-            .ok_or_else(|| Error::UnknownMethod(s.to_string()))
-    }
-}
-
-/// The table's line for `name`, if it names a method.
-pub fn spec(name: &str) -> Option<&'static MethodSpec> {
-    METHODS.iter().find(|m| m.name == name)
-}
-
-/// `name  help` lines for CLI help, one per method (FullKV too when `with_full`).
-pub fn help_lines(with_full: bool) -> String {
-    let width = NAMES.iter().map(|n| n.len()).max().unwrap_or(0);
-    METHODS
-        .iter()
-        .filter(|m| with_full || m.has_section)
-        .map(|m| format!("  {:width$}  {}", m.name, m.help))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
+method_table!(sections);
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn names_round_trip() {
-        for m in METHODS {
-            assert_eq!(m.name.parse::<Method>().ok(), Some(m.method));
-            assert_eq!(m.method.spec(), m);
-            assert_eq!(m.method.name(), m.name);
-        }
-        assert!("pyramidkv".parse::<Method>().is_err());
-    }
-
-    #[test]
-    fn table_order_is_section_order() {
-        assert_eq!(METHODS[0].method, Method::Full);
-        assert!(!Method::Full.has_section());
-        let listed: Vec<Method> = METHODS.iter().skip(1).map(|m| m.method).collect();
-        assert_eq!(listed, Method::ALL.to_vec());
-        assert!(Method::ALL.windows(2).all(|w| w[0] < w[1]));
-        assert!(Method::ALL.iter().all(|m| m.has_section()));
-    }
-
-    #[test]
-    fn names_and_colours_are_distinct() {
-        for (i, a) in METHODS.iter().enumerate() {
-            for b in &METHODS[i + 1..] {
-                assert_ne!(a.name, b.name);
-                assert_ne!(a.colour, b.colour, "{} and {}", a.name, b.name);
-            }
-        }
-    }
 
     #[test]
     fn only_pod_and_full_do_not_follow_the_target() {

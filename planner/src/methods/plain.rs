@@ -1,16 +1,15 @@
 //! The planner side of a method that only scores entries and has nothing to configure (TOVA,
 //! KNorm — their scoring, with its paper and reference, lives in the runtime press,
 //! `runtime/src/press/<name>.rs`): an empty section `{}` and uniform budgets, every (layer, KV
-//! head) keeping the per-head target `B` (`alloc::uniform`). Such a method's planner side is one
+//! head) keeping the per-head target `B` (`methods::uniform`). Such a method's planner side is one
 //! line of the method table naming [`PlainSection`].
 
-use super::{Method, MethodSection};
-use crate::alloc::uniform;
+use super::uniform;
+use super::{MethodSection, NoOptions};
 use crate::budgets::Budgets;
-use crate::build::PlanOptions;
 use crate::geometry::Geometry;
+use crate::method::Method;
 use crate::profile::Profile;
-use crate::semantics::{DecodePolicy, Gqa};
 use crate::Result;
 use serde::{Deserialize, Serialize};
 
@@ -20,7 +19,9 @@ use serde::{Deserialize, Serialize};
 pub struct PlainSection {}
 
 impl MethodSection for PlainSection {
-    fn build(_: Method, _: &Profile, _: &PlanOptions) -> Result<Self> {
+    type Options = NoOptions;
+
+    fn build(_: Method, _: &Profile, _: usize, _: &NoOptions) -> Result<Self> {
         Ok(PlainSection {})
     }
 
@@ -37,30 +38,14 @@ impl MethodSection for PlainSection {
     fn parameters(&self) -> String {
         String::from("no parameters; uniform budgets")
     }
-
-    /// TOVA: the newest query's attention averaged over all the layer's query heads; KNorm:
-    /// each KV head's own key norms.
-    fn gqa(method: Method) -> Gqa {
-        match method {
-            Method::KNorm => Gqa::KeyNorm,
-            _ => Gqa::MeanOfLayer,
-        }
-    }
-
-    /// TOVA re-selects after every generated token; KNorm selects once, after the prompt.
-    fn decode(method: Method) -> DecodePolicy {
-        match method {
-            Method::KNorm => DecodePolicy::Grows,
-            _ => DecodePolicy::HeldAtBudget { compress_every: 1 },
-        }
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::budgets::{compute, Target};
+    use crate::budgets::Target;
     use crate::methods::Section;
+    use crate::sections::compute;
     use crate::sections::Sections;
 
     fn sections() -> Sections {

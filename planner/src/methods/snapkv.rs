@@ -3,11 +3,11 @@
 //! pooled attention. `B > α` is required, as the authors' code asserts. The window, kernel and
 //! pooling defined here are shared by the SnapKV-style methods (PyramidKV, HeadKV).
 
-use super::{Method, MethodSection};
-use crate::alloc::{self, uniform};
+use super::{rules, uniform};
+use super::{MethodSection, NoOptions};
 use crate::budgets::Budgets;
-use crate::build::PlanOptions;
 use crate::geometry::Geometry;
+use crate::method::Method;
 use crate::profile::Profile;
 use crate::{validate, Result};
 use serde::{Deserialize, Serialize};
@@ -37,9 +37,11 @@ pub struct SnapKvSection {
 }
 
 impl MethodSection for SnapKvSection {
-    fn build(_: Method, _: &Profile, opts: &PlanOptions) -> Result<Self> {
+    type Options = NoOptions;
+
+    fn build(_: Method, _: &Profile, window: usize, _: &NoOptions) -> Result<Self> {
         Ok(SnapKvSection {
-            window: opts.window,
+            window: window,
             kernel_size: DEFAULT_KERNEL,
             pooling: DEFAULT_POOLING,
         })
@@ -52,8 +54,8 @@ impl MethodSection for SnapKvSection {
 
     fn budgets(&self, g: &Geometry, out: &mut Budgets) -> Result<()> {
         let (n, b) = (out.context_len, out.per_head);
-        if !alloc::prompt_fits(n, b) {
-            alloc::check_exceeds_window(out.method, b, self.window, "α")?;
+        if !rules::prompt_fits(n, b) {
+            rules::check_exceeds_window(out.method, b, self.window, "α")?;
         }
         out.window = self.window.min(b);
         out.per_layer_per_kv_head = uniform::budgets(g.layers, g.kv_heads, n, b);

@@ -1,13 +1,12 @@
 //! StreamingLLM (Xiao et al. 2024): every KV head keeps the same budget `B`: `sinks` initial
-//! tokens (attention sinks, 4) plus `B − sinks` recent ones (`alloc::uniform::streaming_split`).
+//! tokens (attention sinks, 4) plus `B − sinks` recent ones (`methods::uniform::streaming_split`).
 
-use super::{Method, MethodSection};
-use crate::alloc::uniform;
+use super::uniform;
+use super::{MethodSection, NoOptions};
 use crate::budgets::Budgets;
-use crate::build::PlanOptions;
 use crate::geometry::Geometry;
+use crate::method::Method;
 use crate::profile::Profile;
-use crate::semantics::{DecodePolicy, Gqa};
 use crate::Result;
 use serde::{Deserialize, Serialize};
 
@@ -22,7 +21,9 @@ pub struct StreamingSection {
 }
 
 impl MethodSection for StreamingSection {
-    fn build(_: Method, _: &Profile, _: &PlanOptions) -> Result<Self> {
+    type Options = NoOptions;
+
+    fn build(_: Method, _: &Profile, _: usize, _: &NoOptions) -> Result<Self> {
         Ok(StreamingSection {
             sinks: DEFAULT_SINKS,
         })
@@ -41,15 +42,5 @@ impl MethodSection for StreamingSection {
 
     fn parameters(&self) -> String {
         format!("sinks {}", self.sinks)
-    }
-
-    /// Kept by position, not by attention.
-    fn gqa(_: Method) -> Gqa {
-        Gqa::Positions
-    }
-
-    /// Sinks and the recent window are re-chosen after every generated token.
-    fn decode(_: Method) -> DecodePolicy {
-        DecodePolicy::HeldAtBudget { compress_every: 1 }
     }
 }

@@ -8,7 +8,7 @@ use crate::font;
 use crate::heatmap::{label_step, text_centre, Ticked};
 use crate::render::Draw;
 use crate::{Error, Result};
-use kvplan_planner::alloc::pod;
+use kvplan_planner::methods::pod;
 use kvplan_planner::{Geometry, Method, Plan, PodSection};
 use plotters::coord::Shift;
 use plotters::prelude::*;

@@ -4,7 +4,7 @@
 //! Accumulated attention of an entry = the attention it received summed over every query row so
 //! far: after prefill, the column sums of the prompt's attention (computed block by block by the
 //! observer, never from an n × n matrix); then each decode step's row is added. A head's budget B
-//! splits as the planner says (`alloc::uniform::h2o_split`): `⌊B·heavy_fraction⌋` heavy hitters,
+//! splits as the planner says (`methods::uniform::h2o_split`): `⌊B·heavy_fraction⌋` heavy hitters,
 //! the rest the most recent entries (scored `∞`). GQA: the query heads' sums are averaged.
 
 use burn::tensor::backend::Backend;
@@ -71,10 +71,6 @@ impl H2oScorer {
 }
 
 impl Scorer for H2oScorer {
-    fn name(&self) -> &str {
-        "h2o"
-    }
-
     fn evicts_while_decoding(&self) -> bool {
         Self::CAPABILITIES.evicts_while_decoding
     }

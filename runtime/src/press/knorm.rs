@@ -48,10 +48,6 @@ fn negative_norm(kv: &KeysValues, kv_heads: usize, head: usize, pos: usize) -> O
 }
 
 impl Scorer for KnormScorer {
-    fn name(&self) -> &str {
-        "knorm"
-    }
-
     fn prefill_observe(&self) -> ObserveConfig {
         ObserveConfig {
             keys_values: true,

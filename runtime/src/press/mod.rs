@@ -309,9 +309,6 @@ pub type Scores = Vec<Vec<f32>>;
 /// How important each held entry is. Host-side only: scorers read positions and observations,
 /// never tensors, so they are tested on hand-made scores.
 pub trait Scorer {
-    /// The registry name of the method.
-    fn name(&self) -> &str;
-
     /// What the prefill forward must record.
     fn prefill_observe(&self) -> ObserveConfig;
 

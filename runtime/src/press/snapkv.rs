@@ -26,7 +26,6 @@ use crate::observe::{LayerObservation, ObserveConfig};
 /// Observation-window attention, pooled.
 #[derive(Debug, Clone)]
 pub struct SnapKvScorer {
-    name: String,
     window: usize,
     kernel: usize,
     pooling: Pooling,
@@ -47,17 +46,15 @@ impl MethodPress for SnapKvScorer {
             Section::HeadKv(x) | Section::HeadKvR(x) => (x.window, x.kernel_size, x.pooling),
             other => return Err(p.wrong_section(other)),
         };
-        let name = p.method.name();
-        let scorer = Self::new(name, window, kernel, pooling).with_gqa(p.options.gqa);
+        let scorer = Self::new(window, kernel, pooling).with_gqa(p.options.gqa);
         Ok(p.selection(scorer))
     }
 }
 
 impl SnapKvScorer {
-    /// Window α, pooling kernel and kind; `name` is the registry name it serves under.
-    pub fn new(name: &str, window: usize, kernel: usize, pooling: Pooling) -> Self {
+    /// Window α, pooling kernel and kind.
+    pub fn new(window: usize, kernel: usize, pooling: Pooling) -> Self {
         Self {
-            name: name.to_string(),
             window,
             kernel: kernel.max(1),
             pooling,
@@ -90,10 +87,6 @@ pub fn pool(x: &[f32], kernel: usize, pooling: Pooling) -> Vec<f32> {
 }
 
 impl Scorer for SnapKvScorer {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
     fn prefill_observe(&self) -> ObserveConfig {
         observe(self.window, false)
     }
@@ -168,7 +161,7 @@ mod tests {
             }],
             ..Default::default()
         };
-        let mut s = SnapKvScorer::new("snapkv", 2, 3, Pooling::Maxpool);
+        let mut s = SnapKvScorer::new(2, 3, Pooling::Maxpool);
         let scores = s.prefill_scores(0, &[(0..6).collect()], Some(&obs), &[4]);
         let want = [0.3, 0.8, 0.8, 0.7];
         for (a, b) in scores[0].iter().zip(want) {
@@ -208,7 +201,7 @@ mod tests {
             }],
             ..Default::default()
         };
-        let mut s = SnapKvScorer::new("snapkv", 2, 3, Pooling::Maxpool);
+        let mut s = SnapKvScorer::new(2, 3, Pooling::Maxpool);
         let scores = s.prefill_scores(0, &[(0..10).collect()], Some(&obs), &[7]);
         let want = [0.3, 0.35, 0.35, 0.7, 0.7];
         for (a, b) in scores[0].iter().zip(want) {
@@ -240,7 +233,7 @@ mod tests {
             ..Default::default()
         };
         let keep = |gqa: GqaAggregation| {
-            let mut s = SnapKvScorer::new("snapkv", 1, 3, Pooling::Maxpool).with_gqa(gqa);
+            let mut s = SnapKvScorer::new(1, 3, Pooling::Maxpool).with_gqa(gqa);
             let scores = s.prefill_scores(0, &[(0..7).collect()], Some(&obs), &[4]);
             top_k(&scores[0], 4)
         };

@@ -1,6 +1,6 @@
 //! StreamingLLM (Xiao et al. 2024): the first `sinks` entries (attention sinks, 4 by default)
 //! plus the most recent ones, at prefill and after every decode step. The split of a head's
-//! budget is the planner's (`alloc::uniform::streaming_split`): `min(sinks, B)` sinks, the rest
+//! budget is the planner's (`methods::uniform::streaming_split`): `min(sinks, B)` sinks, the rest
 //! recent. Scores: sinks `∞`, every other entry its position (newer scores higher), so the
 //! top-`B` selection is exactly sinks + recent window.
 
@@ -55,10 +55,6 @@ impl StreamingScorer {
 }
 
 impl Scorer for StreamingScorer {
-    fn name(&self) -> &str {
-        "streaming"
-    }
-
     fn evicts_while_decoding(&self) -> bool {
         Self::CAPABILITIES.evicts_while_decoding
     }

@@ -278,7 +278,7 @@ fn heads_with_different_budgets_hold_different_lengths_without_padding() {
     let alloc = Allocation::PerHead(vec![vec![9, 5], vec![6, 8]]);
     let mut press = SelectionPress::new(
         "headkv",
-        Box::new(SnapKvScorer::new("headkv", 4, 3, Pooling::Maxpool)),
+        Box::new(SnapKvScorer::new(4, 3, Pooling::Maxpool)),
         alloc,
     );
     let mut s = Session::new(&model, &mut press);
@@ -679,7 +679,7 @@ fn decode_compression_interval_is_honoured() {
     }
     let mut snap = SelectionPress::new(
         "snapkv",
-        Box::new(SnapKvScorer::new("snapkv", 2, 3, Pooling::Maxpool)),
+        Box::new(SnapKvScorer::new(2, 3, Pooling::Maxpool)),
         Allocation::Uniform(8),
     );
     let e = Press::<B>::set_compress_every(&mut snap, 2)

@@ -76,10 +76,6 @@ impl TovaScorer {
 }
 
 impl Scorer for TovaScorer {
-    fn name(&self) -> &str {
-        "tova"
-    }
-
     fn prefill_observe(&self) -> ObserveConfig {
         observe(1, false)
     }

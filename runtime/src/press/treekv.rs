@@ -3,7 +3,7 @@
 //!
 //! **Cache layout.** As §5.2 sets every method up, a head's cache of `c_total` entries is
 //! `sinks` initial tokens, the tree's `c = selected` entries and `recent` most recent tokens
-//! (the planner's split, `alloc::treekv`). In storage order: `[sinks][tree][recent]`.
+//! (the planner's split, `methods::treekv::split`). In storage order: `[sinks][tree][recent]`.
 //!
 //! **Importance** (Algorithm 1 lines 6–10): every entry carries `S` (attention received, summed
 //! over the steps it was held) and `C` (steps held); `S̄ = S/C`. Each step appends `0` to both,

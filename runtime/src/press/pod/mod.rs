@@ -14,7 +14,7 @@
 //! is the same sum): when `g ≥ τ` the distant part is skipped (counted in [`PodPress::skipped`]).
 //!
 //! **Storage** (§2.3): values of every token in every layer; keys of every token only where a
-//! KV head's layer is the lowest of a block for one of its query heads (`alloc::pod::shared_keys`);
+//! KV head's layer is the lowest of a block for one of its query heads (`methods::pod::shared_keys`);
 //! elsewhere the proximal keys only (`n_s` + the last `n_r`). The press holds this cache itself, on
 //! the host; its bytes are the plan's `keys + values` figure. The attention runs on the host as
 //! blocked matrix products (`pod/blocked.rs`: a block of query rows per task, one softmax pass),
@@ -139,7 +139,7 @@ impl PodPress {
         tau: f64,
         rope: RopeSet,
     ) -> Self {
-        let shared = kvplan_planner::alloc::pod::shared_keys(&blocks, geometry);
+        let shared = kvplan_planner::methods::pod::shared_keys(&blocks, geometry);
         Self {
             full_keys: shared
                 .iter()

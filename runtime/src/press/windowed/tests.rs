@@ -224,7 +224,7 @@ fn bytes_count_a_windowed_layer_at_its_window() {
     // A press: layer 1 at its budget of 12, layer 0 at its window: 2·(6 + 12)·2·8·4 = 2,304.
     let mut snap = SelectionPress::new(
         "snapkv",
-        Box::new(SnapKvScorer::new("snapkv", 4, 3, Pooling::Maxpool)),
+        Box::new(SnapKvScorer::new(4, 3, Pooling::Maxpool)),
         Allocation::Uniform(12),
     );
     let mut s = Session::new(&model, &mut snap);
@@ -362,7 +362,7 @@ fn an_adopted_prefill_leaves_windowed_layers_alone() {
     let model = windowed_model(&[Some(W), None]);
     let mut press = SelectionPress::new(
         "snapkv",
-        Box::new(SnapKvScorer::new("snapkv", 2, 3, Pooling::Maxpool)),
+        Box::new(SnapKvScorer::new(2, 3, Pooling::Maxpool)),
         Allocation::Uniform(3),
     );
     let mut cache = model.new_cache();

@@ -1,22 +1,26 @@
-//! Budget allocators, one pure function per file, and the integer rounding they share.
+//! What every method's allocator shares: the guards (the prompt fits; the budget exceeds the
+//! observation window), the integer rounding, and the rounding of the measurements a section
+//! carries only for readers ([`evidence`]).
 //!
-//! Every allocator works in entries (tokens) per layer and KV head, the observation window
+//! Every allocator (one per method, in its module) works in entries (tokens) per layer and KV head, the observation window
 //! included (DESIGN.md "Equal KV size"), over the layers it is given: the model's global layers
 //! (windowed layers hold their window and take no budget, `budgets`). No allocator gives a head
 //! fewer than one entry ([`check_window`]). Where a paper's rule yields fractions, the floor
 //! remainder is handed out by largest remainder ([`round_to_total`]) so that totals equal the
 //! target exactly: the entries with the largest fractional parts get one more, ties going to the
 //! lower index (lower layer, then lower head), which keeps the result deterministic.
-
-pub mod headkv;
-pub mod pod;
-pub mod pyramid;
-pub mod spindle;
-pub mod treekv;
-pub mod uniform;
+//!
+//! The measurements a section carries only for readers and figures — PyramidKV's funnel
+//! (`pyramidkv.md` §3), SpindleKV's redundancy (`spindlekv.md` §3.2), TreeKV's wavelet magnitudes
+//! (`treekv.md` §3.3) — are written with [`EVIDENCE_DIGITS`] significant digits. They come from
+//! float sums over thousands of attention rows, whose last digits move with the summation order
+//! of a rebuilt runtime (seen: ~1e-9 relative); rounded, that noise rarely reaches the plan's
+//! bytes (a value at a rounding boundary, or a count crossing a threshold, still can). Inputs of
+//! the budget rules (head scores, layer similarities through PoD's blocks) are kept as measured.
 
 use crate::budgets::MIN_ENTRIES_PER_KV_HEAD;
-use crate::{Error, Method, Result};
+use crate::method::Method;
+use crate::{Error, Result};
 
 /// The observation window every head keeps on top of its selected entries must hold at least
 /// [`MIN_ENTRIES_PER_KV_HEAD`]: it is what keeps each (layer, KV head) at or above the floor
@@ -166,9 +170,24 @@ pub fn distribute(total: usize, weights: &[f64], caps: &[usize]) -> Vec<usize> {
     round_to_total(&ideal, total, caps)
 }
 
+/// Significant digits of the measurements a plan carries for readers ([`evidence`]).
+pub const EVIDENCE_DIGITS: usize = 6;
+
+/// `x` to [`EVIDENCE_DIGITS`] significant digits: the decimal rounding of its exact value, read
+/// back as the nearest `f64`, so it prints as at most that many digits.
+pub fn evidence(x: f64) -> f64 {
+    if !x.is_finite() || x == 0.0 {
+        return x;
+    }
+    format!("{:.*e}", EVIDENCE_DIGITS - 1, x)
+        .parse()
+        .unwrap_or(x)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::methods::{headkv, pyramid, spindle};
 
     /// The shared guards: a prompt of n ≤ B tokens fits (B = min(target, n), so n = 1 with any
     /// target fits), and only a prompt that does not fit needs B > α.
@@ -200,7 +219,7 @@ mod tests {
                 vec![n; 4]
             );
             let kv = vec![vec![0.5, 0.5]; 3];
-            let grid = headkv::budgets(Method::HeadKv, &kv, n, n, 8, 1.01).unwrap();
+            let grid = headkv::head_budgets(Method::HeadKv, &kv, n, n, 8, 1.01).unwrap();
             assert_eq!(grid, vec![vec![n; 2]; 3]);
         }
     }
