@@ -4,7 +4,9 @@
 //! Order of precedence: an explicit folder (`--models-dir`, `--data-dir`), then the environment
 //! (`KVPLAN_MODELS`, `KVPLAN_DATA`), then `$XDG_CACHE_HOME/kvplan/{models,data}`, then
 //! `$HOME/.cache/kvplan/{models,data}` (the XDG base directory default). Without any of these
-//! (no `HOME`), `.kvplan-cache/` under the working directory.
+//! (no `HOME`), `.kvplan-cache/` under the working directory. A user's own profiles and plans go
+//! beside them, in `<cache root>/plans` (`KVPLAN_PLANS` overrides it), when `kvplan profile` runs
+//! outside a folder holding `plans/`.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -13,6 +15,8 @@ use std::path::{Path, PathBuf};
 pub const MODELS_ENV: &str = "KVPLAN_MODELS";
 /// Environment variable overriding the data folder.
 pub const DATA_ENV: &str = "KVPLAN_DATA";
+/// Environment variable overriding the per-user plans folder.
+pub const PLANS_ENV: &str = "KVPLAN_PLANS";
 
 /// kvplan's cache root from the given environment values (testable without touching the
 /// process environment): `$XDG_CACHE_HOME/kvplan`, else `$HOME/.cache/kvplan`.
@@ -54,6 +58,12 @@ pub fn data_dir(explicit: Option<&Path>) -> PathBuf {
     resolve(explicit, DATA_ENV, "data")
 }
 
+/// The per-user plans folder (a user's own profiles and plans): `explicit`, else
+/// `$KVPLAN_PLANS`, else `<cache root>/plans`.
+pub fn plans_dir(explicit: Option<&Path>) -> PathBuf {
+    resolve(explicit, PLANS_ENV, "plans")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -74,5 +84,6 @@ mod tests {
         let p = Path::new("/tmp/m");
         assert_eq!(models_dir(Some(p)), p);
         assert_eq!(data_dir(Some(p)), p);
+        assert_eq!(plans_dir(Some(p)), p);
     }
 }

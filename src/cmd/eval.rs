@@ -35,7 +35,7 @@ use kvplan_runtime::backend::{self, Selected};
 use kvplan_runtime::identity::model_identity;
 use kvplan_runtime::press::registry::{PositionPolicy, PressOptions};
 
-use super::model_args::{self, load_model, plan_file, ModelArgs, PressArgs, WeightsArg};
+use super::model_args::{self, load_model, ModelArgs, PressArgs, WeightsArg};
 
 /// Arguments of `kvplan eval`.
 #[derive(clap::Args, Debug)]
@@ -318,17 +318,17 @@ fn grid_of(args: &NiahArgs) -> anyhow::Result<NiahGrid> {
     Ok(grid)
 }
 
-/// The plan (`--plan`, else the model's default plan when it exists) and its file's SHA-256.
+/// The plan (`--plan`, else the model's plan when there is one: [`crate::plans`]) and the
+/// SHA-256 of its bytes.
 pub fn load_plan(
     explicit: Option<&Path>,
     path: &Path,
     identity: &ModelIdentity,
 ) -> anyhow::Result<Option<(Plan, String)>> {
-    let file = plan_file(explicit, identity);
-    if explicit.is_none() && !file.is_file() {
+    if model_args::find_plan(explicit, identity).is_none() {
         return Ok(None);
     }
-    Ok(Some(model_args::load_plan(&file, identity, path)?))
+    Ok(Some(model_args::load_plan(explicit, identity, path)?))
 }
 
 fn run_niah(args: NiahArgs) -> anyhow::Result<()> {

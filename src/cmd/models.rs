@@ -1,11 +1,14 @@
 //! `kvplan models`: the model catalog — each model's name (also its plan slug), architecture,
-//! packages, size, where its file is or would be, and whether it is fetched. Nothing is hashed or
-//! downloaded: "fetched" means a verified-hash record vouches for the file as it is now.
+//! packages, size, where its file is or would be, whether it is fetched, and which plan a command
+//! would use for it (and what it would shadow). Nothing is hashed or downloaded: "fetched" means a
+//! verified-hash record vouches for the file as it is now.
 
 use std::path::PathBuf;
 
 use kvplan_common::catalog::{CATALOG, DEFAULT_MODEL};
 use kvplan_common::paths;
+
+use crate::plans::Places;
 
 /// Arguments of `kvplan models`.
 #[derive(clap::Args, Debug)]
@@ -18,7 +21,13 @@ pub struct ModelsArgs {
 /// Runs `kvplan models`.
 pub fn run(args: ModelsArgs) -> anyhow::Result<()> {
     let dir = paths::models_dir(args.models_dir.as_deref());
-    let mut out = format!("models folder: {}\n\n", dir.display());
+    let places = Places::here();
+    let mut out = format!(
+        "models folder: {}\nplans: ./plans/, then {} (per-user), then the plans shipped with \
+         kvplan; --plan FILE overrides\n\n",
+        dir.display(),
+        places.user.display()
+    );
     out += &format!(
         "{:<32} {:<7} {:>9}  {:<12} {:<40} file\n",
         "name", "arch", "size", "status", "packages"
@@ -45,8 +54,19 @@ pub fn run(args: ModelsArgs) -> anyhow::Result<()> {
             path.display()
         );
         out += &format!("    {}: {}\n", e.display_name, e.notes);
+        out += &plan_line(&places, e.name);
     }
     out += "\n`kvplan fetch --model NAME` downloads one (an unverified file is hashed and kept \
             when right); `--model NAME` works on every command that takes a model.\n";
     super::write_stdout(&out)
+}
+
+/// `    plan: <the one used> (also: <the ones it shadows>)`.
+fn plan_line(places: &Places, slug: &str) -> String {
+    let found: Vec<String> = places.all(slug).iter().map(|s| s.describe()).collect();
+    match found.split_first() {
+        None => String::from("    plan: none (make one with `kvplan profile --model NAME`)\n"),
+        Some((used, [])) => format!("    plan: {used}\n"),
+        Some((used, rest)) => format!("    plan: {used} (shadows: {})\n", rest.join("; ")),
+    }
 }

@@ -31,19 +31,21 @@ use kvplan_runtime::model::Model;
 use kvplan_runtime::tokenizer::Tokenizer;
 
 use super::keep;
-use super::model_args::{default_profile_path, ModelArgs};
+use super::model_args::ModelArgs;
 
 /// Arguments of `kvplan profile`.
 #[derive(clap::Args, Debug)]
 #[command(after_help = "\
 Examples:
   kvplan profile                       # default: 5 lengths up to 2K, 10 depths, 8 text samples
-  kvplan profile --model gemma-3-270m  # a catalog model: writes plans/gemma-3-270m.*.json
+  kvplan profile --model gemma-3-270m  # writes gemma-3-270m.{profile,plan}.json in ./plans/
+                                       # (or the per-user plans folder when there is no ./plans/)
   kvplan profile --quick --out /tmp/p.json
   kvplan profile --full                # up to the model's context (8K for SmolLM2)")]
 pub struct ProfileArgs {
-    /// Profile file to write [default: plans/<slug>.profile.json, the slug being the catalog
-    /// name].
+    /// Profile file to write [default: <slug>.profile.json, the slug being the catalog name, in
+    /// ./plans/ when that folder exists, else in the per-user plans folder ($KVPLAN_PLANS, else
+    /// ~/.cache/kvplan/plans)].
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
     /// Plan file to write [default: <model>.plan.json beside the profile].
@@ -337,13 +339,14 @@ struct Outputs {
 }
 
 impl Outputs {
-    /// `--out` / `--plan-out`, else `plans/<slug>.profile.json` and its `.plan.json` sibling; the
-    /// profile's folder is created.
+    /// `--out` / `--plan-out`, else `<slug>.profile.json` in `plans/` under the working directory
+    /// when that folder exists, else in the per-user plans folder ([`crate::plans`]), and its
+    /// `.plan.json` sibling; the profile's folder is created.
     fn of(args: &ProfileArgs, slug: &str) -> anyhow::Result<Self> {
         let profile = args
             .out
             .clone()
-            .unwrap_or_else(|| default_profile_path(slug));
+            .unwrap_or_else(|| crate::plans::Places::here().profile_out(slug));
         let plan = args
             .plan_out
             .clone()

@@ -24,7 +24,7 @@ use kvplan_runtime::train::{
     Trainable,
 };
 
-use super::model_args::{self, plan_file, ModelArgs};
+use super::model_args::{self, ModelArgs};
 
 /// Arguments of `kvplan train-pod`.
 #[derive(clap::Args, Debug)]
@@ -145,8 +145,7 @@ fn tokens(args: &TrainPodArgs, tok: &Tokenizer) -> anyhow::Result<(Vec<u32>, Vec
 
 fn plan_for(args: &TrainPodArgs, path: &Path, model: &Model<TrainBackend>) -> anyhow::Result<Plan> {
     let identity = model_identity(path, &model.config)?;
-    let file = plan_file(args.plan.as_deref(), &identity);
-    Ok(model_args::load_plan(&file, &identity, path)?.0)
+    Ok(model_args::load_plan(args.plan.as_deref(), &identity, path)?.0)
 }
 
 fn progress(steps: usize) -> ProgressBar {
