@@ -5,7 +5,7 @@
 //! (`headkv_r_on_smollm2_by_hand`: at B = 128, n = 8192, head (14, kv 1) keeps 3608, (16, kv 0)
 //! 2796, (20, kv 2) 2041, (11, kv 0) 1229, (22, kv 1) 706, (8, kv 0) 300, every other head 10).
 
-use kvplan_planner::export::engines::{export, Export, Format, Request, ScoreSet};
+use kvplan_planner::export::{export, Export, Format, Request, ScoreSet};
 use kvplan_planner::{build_plan, Method, Plan, PlanOptions, Profile, Target};
 use serde_json::Value;
 use std::path::PathBuf;

@@ -5,7 +5,7 @@
 use anyhow::{bail, Context};
 use kvplan_common::fs::write_atomic_creating_dirs;
 use kvplan_planner::export::deploy::Memory;
-use kvplan_planner::export::engines::{self, Export, Format, Request, ScoreSet};
+use kvplan_planner::export::{export, manifest_json, Export, Format, Request, ScoreSet};
 use kvplan_planner::{Method, Plan, Target};
 use std::path::{Path, PathBuf};
 
@@ -86,7 +86,7 @@ pub fn run(args: ExportArgs) -> anyhow::Result<()> {
     let mut built: Vec<(PathBuf, Export)> = Vec::new();
     let mut skipped = Vec::new();
     for req in &requests {
-        match engines::export(&plan, req) {
+        match export(&plan, req) {
             Ok(export) => {
                 let dir = match formats.len() {
                     1 => args.out.clone(),
@@ -155,7 +155,7 @@ fn write_export(dir: &Path, export: &Export) -> anyhow::Result<()> {
     }
     write(
         &dir.join("kvplan-export.json"),
-        &engines::manifest_json(&export.manifest)?,
+        &manifest_json(&export.manifest)?,
     )?;
     let names: Vec<&str> = export.files.iter().map(|f| f.name.as_str()).collect();
     eprintln!(
