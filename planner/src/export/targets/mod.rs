@@ -1,5 +1,5 @@
 //! The export targets: one file per format behind one small trait ([`ExportTarget`]), and one
-//! table ([`target_table!`] below) that lists them. A target says its name, the files it writes
+//! table (`target_table!` below) that lists them. A target says its name, the files it writes
 //! and what reads them, what its engine honours for each architecture (its entries of the
 //! capability table, [`super::capability`], with the sources they were read from), which
 //! method's budgets it carries, and writes a plan's budgets (or scores) at one context length
