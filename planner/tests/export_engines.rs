@@ -4,7 +4,7 @@
 
 use kvplan_planner::export::classes::LayerBudgets;
 use kvplan_planner::export::deploy::Memory;
-use kvplan_planner::export::engines::{export, Export, Format, Request, ScoreSet};
+use kvplan_planner::export::{export, Export, Format, Request, ScoreSet};
 use kvplan_planner::{Method, Plan, Target};
 use serde_json::Value;
 use std::path::PathBuf;

@@ -5,7 +5,7 @@
 //! (`headkv_r_on_smollm2_by_hand`: at B = 128, n = 8192, head (14, kv 1) keeps 3608, (16, kv 0)
 //! 2796, (20, kv 2) 2041, (11, kv 0) 1229, (22, kv 1) 706, (8, kv 0) 300, every other head 10).
 
-use kvplan_planner::export::engines::{export, Export, Format, Request, ScoreSet};
+use kvplan_planner::export::{export, Export, Format, Request, ScoreSet};
 use kvplan_planner::{build_plan, Method, Plan, PlanOptions, Profile, Target};
 use serde_json::Value;
 use std::path::PathBuf;
@@ -305,4 +305,52 @@ fn pod_and_missing_sections_are_refused_by_name() {
         err.contains("--to") && err.contains("vllm, trtllm"),
         "{err}"
     );
+}
+
+/// Whether `name` is the file `declared` names (`<m>`: a serving length, digits).
+fn is_declared(name: &str, declared: &str) -> bool {
+    match declared.split_once("<m>") {
+        None => name == declared,
+        Some((head, tail)) => name
+            .strip_prefix(head)
+            .and_then(|rest| rest.strip_suffix(tail))
+            .is_some_and(|m| !m.is_empty() && m.bytes().all(|b| b.is_ascii_digit())),
+    }
+}
+
+#[test]
+fn every_format_writes_the_files_its_target_declares() {
+    // The table's targets on a Llama plan: each writes only the files its target lists (the
+    // help prints them), each fixed name among them; one it refuses says why.
+    for format in Format::ALL {
+        let target = format.target();
+        let e = match export(&plan(), &request(format)) {
+            Ok(e) => e,
+            Err(err) => {
+                let refusal = target
+                    .capability(kvplan_planner::export::capability::Arch::Llama)
+                    .expect_err(format.name());
+                assert_eq!(err.to_string(), refusal.to_string());
+                continue;
+            }
+        };
+        assert_eq!(e.manifest.format, target.name());
+        assert_eq!(e.manifest.read_by, target.reader());
+        for f in &e.files {
+            assert!(
+                target.files().iter().any(|d| is_declared(&f.name, d)),
+                "{}: {} not in {:?}",
+                format.name(),
+                f.name,
+                target.files()
+            );
+        }
+        for d in target.files().iter().filter(|d| !d.contains("<m>")) {
+            assert!(
+                e.files.iter().any(|f| f.name == *d),
+                "{}: {d}",
+                format.name()
+            );
+        }
+    }
 }

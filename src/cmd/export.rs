@@ -1,37 +1,18 @@
 //! `kvplan export`: a plan in the files serving engines and the KV-compression packages read,
-//! as the capability table says each honours it (`kvplan_planner::export`: the table, the
-//! writers, the reductions, the engines' blocks).
+//! as the capability table says each honours it (`kvplan_planner::export`: the target table,
+//! one file per format with its capability entries, the reductions, the engines' blocks). The
+//! formats' help is the table's.
 
 use anyhow::{bail, Context};
 use kvplan_common::fs::write_atomic_creating_dirs;
 use kvplan_planner::export::deploy::Memory;
-use kvplan_planner::export::engines::{self, Export, Format, Request, ScoreSet};
+use kvplan_planner::export::{export, manifest_json, targets, Export, Format, Request, ScoreSet};
 use kvplan_planner::{Method, Plan, Target};
 use std::path::{Path, PathBuf};
 
 /// Arguments of `kvplan export`.
 #[derive(clap::Args, Debug)]
-#[command(after_help = "\
-Formats (--to), each written with kvplan-export.json beside it (format, architecture, the
-capability entry followed and its engine sources, method, context length, target, and what a
-window reduction keeps of the plan's entries and of its bytes in the engine's blocks):
-  vllm      config_override.json + hf_overrides.txt: layer_types, sliding_window (Llama: full
-            layers and one window; Qwen2: one window on every layer; Gemma 3: refused)
-  trtllm    kv_cache_config.json + extra_llm_api_options.yaml: max_attention_window (one per
-            layer), sink_token_length, tokens_per_block (PyTorch backend and legacy engine)
-  llamacpp  override_kv.txt: --override-kv <arch>.attention.sliding_window=int:W (Gemma 3)
-  kvpress   compression_ratios[_<m>].json: PerLayerCompressionPress ratios per serving length
-  lukv      lukv_curve.npy: float32 [99, layers, KV heads] prune ratios for kvpress's LUKVPress
-  duo       config.json (sink_size, recent_size, sparsity) + full_attention_heads.tsv
-  headkv    headkv_scores.json + head_capacity.json [layers, query heads] (Llama only)
-  all       every format the capability table allows, each in <out>/<format>/; the others are
-            listed with the reason
-
-Examples:
-  kvplan export plans/smollm2-135m-instruct.plan.json --to vllm --context-len 4096 --out exports/vllm
-  kvplan export PLAN --to trtllm --context-len 8192 --budget 512 --method pyramid --out trt
-  kvplan export PLAN --to trtllm --context-len 32768 --memory 8000000000 --batch 16 --out trt
-  kvplan export PLAN --to all --context-len 4096 --out plans/exports/smollm2-135m-instruct")]
+#[command(after_help = export_help())]
 pub struct ExportArgs {
     /// The plan to export (`kvplan plan` or `kvplan profile` wrote it).
     #[arg(value_name = "PLAN")]
@@ -74,6 +55,26 @@ pub struct ExportArgs {
     out: PathBuf,
 }
 
+/// The formats (`--to`), from the target table, and examples.
+fn export_help() -> String {
+    format!(
+        "\
+Formats (--to), each written with kvplan-export.json beside it (format, architecture, the
+capability entry followed and its engine sources, method, context length, target, and what a
+window reduction keeps of the plan's entries and of its bytes in the engine's blocks):
+{}
+  all       every format the capability table allows, each in <out>/<format>/; the others are
+            listed with the reason
+
+Examples:
+  kvplan export plans/smollm2-135m-instruct.plan.json --to vllm --context-len 4096 --out exports/vllm
+  kvplan export PLAN --to trtllm --context-len 8192 --budget 512 --method pyramid --out trt
+  kvplan export PLAN --to trtllm --context-len 32768 --memory 8000000000 --batch 16 --out trt
+  kvplan export PLAN --to all --context-len 4096 --out plans/exports/smollm2-135m-instruct",
+        targets::help_lines()
+    )
+}
+
 /// Runs `kvplan export`.
 pub fn run(args: ExportArgs) -> anyhow::Result<()> {
     let plan = Plan::load(&args.plan, None)
@@ -86,7 +87,7 @@ pub fn run(args: ExportArgs) -> anyhow::Result<()> {
     let mut built: Vec<(PathBuf, Export)> = Vec::new();
     let mut skipped = Vec::new();
     for req in &requests {
-        match engines::export(&plan, req) {
+        match export(&plan, req) {
             Ok(export) => {
                 let dir = match formats.len() {
                     1 => args.out.clone(),
@@ -155,7 +156,7 @@ fn write_export(dir: &Path, export: &Export) -> anyhow::Result<()> {
     }
     write(
         &dir.join("kvplan-export.json"),
-        &engines::manifest_json(&export.manifest)?,
+        &manifest_json(&export.manifest)?,
     )?;
     let names: Vec<&str> = export.files.iter().map(|f| f.name.as_str()).collect();
     eprintln!(

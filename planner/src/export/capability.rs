@@ -4,42 +4,13 @@
 //! `vllm:` / `trtllm:` / `trtllm-engine:` reductions simulate it, and a pair without an entry
 //! is refused with one error saying why and what the target can do instead ([`Refusal`]).
 //!
-//! What the sources say (read 2026-11; vLLM from its 0.33.0 wheel, commit `4ba787ec9`;
+//! This file holds the table's vocabulary (architectures, engines, layer rules, prefill, blocks,
+//! sources) and the lookup [`capability`]; the entries themselves, with what each engine's source
+//! says, live in the target file that writes for the engine ([`super::targets`]: `vllm.rs`,
+//! `trtllm.rs` for both TensorRT-LLM backends, `llamacpp.rs`, `kvpress.rs`, `duo.rs`,
+//! `headkv.rs`). The sources were read 2026-11: vLLM from its 0.33.0 wheel, commit `4ba787ec9`;
 //! TensorRT-LLM, llama.cpp, kvpress, DuoAttention, HeadKV and KVCache-Factory at the commits
-//! cited in each entry):
-//!
-//! - **vLLM, Llama**: `LlamaAttention` passes `per_layer_sliding_window = config.sliding_window`
-//!   to the layers `layer_types` marks `sliding_attention`: full layers and ONE window. The
-//!   kernel windows prefill as well. No sinks. Blocks of 16 tokens (`CacheConfig.DEFAULT_BLOCK_SIZE`);
-//!   a sliding layer reserves `⌈W/16⌉ + 1` blocks per request in decode
-//!   (`SlidingWindowSpec.max_admission_blocks_per_request`).
-//! - **vLLM, Qwen2**: `Qwen2Model` asserts `max_window_layers == num_hidden_layers` when
-//!   `layer_types` mixes kinds, and `Qwen2Attention` passes no per-layer window; the model-wide
-//!   window (`CacheConfig.sliding_window`) is set only when every layer is sliding
-//!   (`EngineArgs.create_engine_config`). So Qwen2 runs ONE window on every layer, or none.
-//! - **vLLM, Gemma 3**: `Gemma3Attention` takes the RoPE parameters of its layer type
-//!   (`config.rope_parameters[layer_type]`): a global layer marked `sliding_attention` would
-//!   rotate with the local base (10 000, not 1 000 000) — another model. The global layers must
-//!   stay `full_attention` and the local ones already hold the model's window: nothing of a plan
-//!   can be expressed. Refused.
-//! - **TensorRT-LLM, PyTorch backend** (the default): `KvCacheConfig.max_attention_window` (one
-//!   entry per layer, repeated if shorter) bounds what each layer's cache keeps; `QwenAttention`
-//!   and `LlamaAttention` pass no `attention_window_size` to the attention kernel, so prefill is
-//!   dense over the whole prompt and only the stored cache is windowed (PR #12597 fixed this for
-//!   Mistral/Mixtral only; issue #11244 shows it on Llama 3.1). `Gemma3Attention` passes the
-//!   model's `sliding_window` for its local layers only. Blocks of 32 tokens
-//!   (`KvCacheConfig.tokens_per_block`), `⌈min(n, W)/32⌉` per layer
-//!   (`calculateMaxBlockRequirementsPerBeam`, no sinks). RoPE untouched.
-//! - **TensorRT-LLM, legacy TensorRT engine** (`trtllm-build`): the same `max_attention_window`
-//!   list drives the GPT attention plugin's cyclic KV cache in context and generation, so prefill
-//!   is windowed as well. Same blocks.
-//! - **llama.cpp, Gemma 3**: the local layers are every layer but each 6th
-//!   (`set_swa_pattern(6)`), their window `n_swa` read from `gemma3.attention.sliding_window`, which
-//!   `--override-kv gemma3.attention.sliding_window=int:W` replaces; the global layers stay full,
-//!   every layer keeps its RoPE. Other architectures have no windowed layers to override: refused.
-//!
-//! The Python packages' entries ([`Engine::Kvpress`], [`Engine::DuoAttention`],
-//! [`Engine::HeadKv`]) say which runner reads the files for which architecture.
+//! cited in each entry.
 
 use std::fmt;
 
@@ -54,6 +25,9 @@ pub enum Arch {
 }
 
 impl Arch {
+    /// Every architecture, in the order the help lists them.
+    pub const ALL: [Arch; 3] = [Arch::Llama, Arch::Qwen2, Arch::Gemma3];
+
     /// The architecture named `name` in a plan's `model.architecture`.
     pub fn of(name: &str) -> Result<Arch> {
         match name {
@@ -98,6 +72,17 @@ pub enum Engine {
 }
 
 impl Engine {
+    /// Every engine the table has entries for.
+    pub const ALL: [Engine; 7] = [
+        Engine::Vllm,
+        Engine::Trtllm,
+        Engine::TrtllmEngine,
+        Engine::LlamaCpp,
+        Engine::Kvpress,
+        Engine::DuoAttention,
+        Engine::HeadKv,
+    ];
+
     /// The name reductions use (`vllm:headkv-r`) and errors print.
     pub fn name(self) -> &'static str {
         match self {
@@ -133,6 +118,28 @@ pub enum Layers {
     NativeWindowOnly,
 }
 
+impl Layers {
+    /// The rule's name in `kvplan-export.json` (`honours.layers`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Layers::TwoClasses => "two-classes",
+            Layers::OneWindow => "one-window",
+            Layers::PerLayer => "per-layer",
+            Layers::NativeWindowOnly => "native-window-only",
+        }
+    }
+
+    /// What the rule keeps, in words (`kvplan export --help`).
+    pub fn describe(self) -> &'static str {
+        match self {
+            Layers::TwoClasses => "full layers and one window",
+            Layers::OneWindow => "one window on every layer",
+            Layers::PerLayer => "one window per layer",
+            Layers::NativeWindowOnly => "the model's windowed layers at one window",
+        }
+    }
+}
+
 /// Whether a windowed layer attends over its window in prefill too.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Prefill {
@@ -151,6 +158,17 @@ pub enum BlockRule {
     Trtllm,
     /// One cell per entry (llama.cpp's cells, the Python packages' tensors).
     Entries,
+}
+
+impl BlockRule {
+    /// The engine's default tokens per block (1: no blocks).
+    pub const fn default_block_size(self) -> usize {
+        match self {
+            BlockRule::Vllm => 16,
+            BlockRule::Trtllm => 32,
+            BlockRule::Entries => 1,
+        }
+    }
 }
 
 /// One place in an engine's source an entry rests on.
@@ -226,249 +244,76 @@ impl From<Refusal> for Error {
     }
 }
 
-const VLLM: &str = "vllm-project/vllm";
-const VLLM_AT: &str = "v0.33.0 (4ba787ec9)";
-const TRT: &str = "NVIDIA/TensorRT-LLM";
+impl Capability {
+    /// An entry of an engine that windows layers: `layers` and `prefill` as its source says, no
+    /// sinks, RoPE untouched, blocks by `blocks` at their default size.
+    pub(crate) const fn windows(
+        engine: Engine,
+        arch: Arch,
+        layers: Layers,
+        prefill: Prefill,
+        blocks: BlockRule,
+        sources: &'static [Source],
+    ) -> Capability {
+        Capability {
+            engine,
+            arch,
+            layers: Some(layers),
+            prefill,
+            sinks: false,
+            block_size: blocks.default_block_size(),
+            blocks,
+            rope: "a window leaves each layer's RoPE as it is",
+            note: "",
+            sources,
+        }
+    }
 
-const VLLM_LLAMA: &[Source] = &[
-    Source {
-        repo: VLLM,
-        commit: VLLM_AT,
-        file: "vllm/model_executor/models/llama.py: LlamaAttention, per_layer_sliding_window from layer_types",
-    },
-    Source {
-        repo: VLLM,
-        commit: VLLM_AT,
-        file: "vllm/config/cache.py: CacheConfig.DEFAULT_BLOCK_SIZE = 16",
-    },
-    Source {
-        repo: VLLM,
-        commit: VLLM_AT,
-        file: "vllm/v1/kv_cache_interface.py: SlidingWindowSpec.max_admission_blocks_per_request",
-    },
-];
-
-const VLLM_QWEN2: &[Source] = &[
-    Source {
-        repo: VLLM,
-        commit: VLLM_AT,
-        file: "vllm/model_executor/models/qwen2.py: Qwen2Model asserts max_window_layers == \
-               num_hidden_layers for mixed layer_types; Qwen2Attention passes no window",
-    },
-    Source {
-        repo: VLLM,
-        commit: VLLM_AT,
-        file: "vllm/engine/arg_utils.py: CacheConfig.sliding_window only when every layer slides",
-    },
-];
-
-const VLLM_GEMMA3: &[Source] = &[Source {
-    repo: VLLM,
-    commit: VLLM_AT,
-    file: "vllm/model_executor/models/gemma3.py: Gemma3Attention, rope_parameters[layer_type]",
-}];
-
-const TRT_TORCH: &[Source] = &[
-    Source {
-        repo: TRT,
-        commit: "87b279a9719cc257bb89d19ea794296857e2f83f",
-        file: "tensorrt_llm/_torch/models/modeling_qwen.py: QwenAttention, no attention_window_size",
-    },
-    Source {
-        repo: TRT,
-        commit: "PR #12597, issue #11244",
-        file: "sliding window reaches the kernel for Mistral/Mixtral only; Llama prefill stays dense",
-    },
-    Source {
-        repo: TRT,
-        commit: "fcd3f31682808ae56118ae43c1d7864a3a945e6f",
-        file: "tensorrt_llm/llmapi/llm_args.py: KvCacheConfig.max_attention_window, tokens_per_block = 32",
-    },
-    Source {
-        repo: TRT,
-        commit: "b35ac1b64368513d215c57d2ed01d62d910df8da",
-        file: "cpp/tensorrt_llm/batch_manager/kvCacheManager.cpp: calculateMaxBlockRequirementsPerBeam",
-    },
-];
-
-const TRT_GEMMA3: &[Source] = &[
-    Source {
-        repo: TRT,
-        commit: "b35ac1b64368513d215c57d2ed01d62d910df8da",
-        file: "tensorrt_llm/_torch/models/modeling_gemma3.py: Gemma3Attention, attention_window_size \
-               = sliding_window on local layers only",
-    },
-    Source {
-        repo: TRT,
-        commit: "fcd3f31682808ae56118ae43c1d7864a3a945e6f",
-        file: "tensorrt_llm/llmapi/llm_args.py: KvCacheConfig.max_attention_window, tokens_per_block = 32",
-    },
-];
-
-const TRT_ENGINE: &[Source] = &[
-    Source {
-        repo: TRT,
-        commit: "fcd3f31682808ae56118ae43c1d7864a3a945e6f",
-        file:
-            "tensorrt_llm/llmapi/llm_args.py: KvCacheConfig.max_attention_window (\"only the last \
-               tokens will be stored\")",
-    },
-    Source {
-        repo: TRT,
-        commit: "b35ac1b64368513d215c57d2ed01d62d910df8da",
-        file: "cpp/tensorrt_llm/batch_manager/kvCacheManager.cpp: cyclic window blocks",
-    },
-];
-
-const LLAMACPP: &[Source] = &[Source {
-    repo: "ggml-org/llama.cpp",
-    commit: "a5410f046c01d01330c8a42f13b64a211fedf2c3",
-    file: "src/llama-model.cpp: LLM_ARCH_GEMMA3, set_swa_pattern(6), n_swa from \
-           gemma3.attention.sliding_window",
-}];
-
-const KVPRESS: &[Source] = &[Source {
-    repo: "NVIDIA/kvpress",
-    commit: "8bb29b9c3078452a86d692f29123fa6c793e2b05",
-    file: "kvpress/presses/per_layer_compression_press.py, scorer_press.py: ScorerPress.compress \
-           prunes to int(k_len * (1 - compression_ratio)) entries",
-}];
-
-const DUO: &[Source] = &[Source {
-    repo: "mit-han-lab/duo-attention",
-    commit: "fe93c314ae87306ef6629dc16713250b4718ffe7",
-    file: "duo_attn/utils.py: load_attn_pattern, sparsify_attention_heads (np.quantile)",
-}];
-
-const HEADKV: &[Source] = &[
-    Source {
-        repo: "FYYFU/HeadKV",
-        commit: "0862a0955fe82e9ff611d59541918e02c5def625",
-        file: "headkv/snapkv_utils.py: ReasonSnapKVCluster.head_capacity [layers, heads]; score \
-               file chosen by 'llama'/'mistral' in the model name",
-    },
-    Source {
-        repo: "Zefan-Cai/KVCache-Factory",
-        commit: "c97f9d706d63d1b56e980f8b81b2a924c21162b3",
-        file: "run_longbench.py: model.config.head_capacity; pyramidkv/monkeypatch.py: \
-               replace_llama, replace_mistral",
-    },
-];
-
-fn windows(
-    engine: Engine,
-    arch: Arch,
-    layers: Layers,
-    prefill: Prefill,
-    sources: &'static [Source],
-) -> Capability {
-    let (block_size, blocks) = match engine {
-        Engine::Vllm => (16, BlockRule::Vllm),
-        Engine::Trtllm | Engine::TrtllmEngine => (32, BlockRule::Trtllm),
-        _ => (1, BlockRule::Entries),
-    };
-    Capability {
-        engine,
-        arch,
-        layers: Some(layers),
-        prefill,
-        sinks: false,
-        block_size,
-        blocks,
-        rope: "a window leaves each layer's RoPE as it is",
-        note: "",
-        sources,
+    /// An entry of a package that reads budgets or scores (no windows, no blocks).
+    pub(crate) const fn package(
+        engine: Engine,
+        arch: Arch,
+        note: &'static str,
+        sources: &'static [Source],
+    ) -> Capability {
+        Capability {
+            engine,
+            arch,
+            layers: None,
+            prefill: Prefill::Dense,
+            sinks: false,
+            block_size: 1,
+            blocks: BlockRule::Entries,
+            rope: "positions as the model's",
+            note,
+            sources,
+        }
     }
 }
 
-fn package(
-    engine: Engine,
-    arch: Arch,
-    note: &'static str,
-    sources: &'static [Source],
-) -> Capability {
-    Capability {
-        engine,
-        arch,
-        layers: None,
-        prefill: Prefill::Dense,
-        sinks: false,
-        block_size: 1,
-        blocks: BlockRule::Entries,
-        rope: "positions as the model's",
-        note,
-        sources,
+impl Refusal {
+    /// `engine` refuses `arch`: `why`, what to do `instead`, and the `sources` that say so.
+    pub(crate) const fn new(
+        engine: Engine,
+        arch: Arch,
+        why: &'static str,
+        instead: &'static str,
+        sources: &'static [Source],
+    ) -> Refusal {
+        Refusal {
+            engine,
+            arch,
+            why,
+            instead,
+            sources,
+        }
     }
 }
 
-/// What `engine` honours for `arch`, or why it is refused (module header).
+/// What `engine` honours for `arch`, or why it is refused (module header). The entries live in
+/// the target files; this reads them.
 pub fn capability(engine: Engine, arch: Arch) -> std::result::Result<Capability, Refusal> {
-    use {Arch::*, Engine::*, Layers::*, Prefill::*};
-    let refuse = |why, instead, sources| Refusal {
-        engine,
-        arch,
-        why,
-        instead,
-        sources,
-    };
-    match (engine, arch) {
-        (Vllm, Llama) => Ok(windows(engine, arch, TwoClasses, Windowed, VLLM_LLAMA)),
-        (Vllm, Qwen2) => Ok(windows(engine, arch, OneWindow, Windowed, VLLM_QWEN2)),
-        (Vllm, Gemma3) => Err(refuse(
-            "a layer marked sliding_attention takes the local RoPE base (10 000 instead of \
-             1 000 000), so a windowed global layer is another model; the global layers stay \
-             full_attention and the local ones already hold the model's window, which leaves \
-             nothing of the plan to express.",
-            "--to trtllm (max_attention_window windows a layer's cache without touching its \
-             RoPE) or --to llamacpp (the local layers' window).",
-            VLLM_GEMMA3,
-        )),
-        (Trtllm, Llama | Qwen2) => Ok(windows(engine, arch, PerLayer, Dense, TRT_TORCH)),
-        (Trtllm, Gemma3) => Ok(windows(engine, arch, PerLayer, Dense, TRT_GEMMA3)),
-        (TrtllmEngine, _) => Ok(windows(engine, arch, PerLayer, Windowed, TRT_ENGINE)),
-        (LlamaCpp, Gemma3) => Ok(windows(engine, arch, NativeWindowOnly, Windowed, LLAMACPP)),
-        (LlamaCpp, Llama | Qwen2) => Err(refuse(
-            "llama.cpp windows only the layers its architecture code marks sliding (a fixed \
-             pattern per architecture); this one has none, so --override-kv changes no window.",
-            "--to trtllm (one window per layer) or --to vllm.",
-            LLAMACPP,
-        )),
-        (Kvpress, _) => Ok(package(
-            engine,
-            arch,
-            "PerLayerCompressionPress prunes each layer to int(n·(1 − ratio)) entries of the prompt \
-             it sees (flash attention only); ratios are per serving length",
-            KVPRESS,
-        )),
-        (DuoAttention, Llama) => Ok(package(
-            engine,
-            arch,
-            "duo_attn's runner (Llama, Mistral) and kvpress DuoAttentionPress read the pattern",
-            DUO,
-        )),
-        (DuoAttention, Qwen2 | Gemma3) => Ok(package(
-            engine,
-            arch,
-            "duo_attn's own runner patches Llama and Mistral only: load the pattern with kvpress \
-             DuoAttentionPress",
-            DUO,
-        )),
-        (HeadKv, Llama) => Ok(package(
-            engine,
-            arch,
-            "HeadKV and KVCache-Factory run Llama and Mistral (monkeypatch, and the score file \
-             chosen by the model path)",
-            HEADKV,
-        )),
-        (HeadKv, Qwen2 | Gemma3) => Err(refuse(
-            "HeadKV picks its score file by 'llama' or 'mistral' in the model name (ValueError \
-             otherwise) and KVCache-Factory patches only LlamaAttention and MistralAttention, so \
-             neither runs this architecture.",
-            "kvplan generate --method headkv-r runs the plan here; --to kvpress or --to trtllm \
-             for a serving engine.",
-            HEADKV,
-        )),
-    }
+    super::targets::engine_capability(engine, arch)
 }
 
 #[cfg(test)]
@@ -498,17 +343,8 @@ mod tests {
 
     #[test]
     fn every_pair_has_an_answer_with_a_source() {
-        let engines = [
-            Engine::Vllm,
-            Engine::Trtllm,
-            Engine::TrtllmEngine,
-            Engine::LlamaCpp,
-            Engine::Kvpress,
-            Engine::DuoAttention,
-            Engine::HeadKv,
-        ];
-        for e in engines {
-            for a in [Arch::Llama, Arch::Qwen2, Arch::Gemma3] {
+        for e in Engine::ALL {
+            for a in Arch::ALL {
                 let sources = match capability(e, a) {
                     Ok(c) => c.sources,
                     Err(r) => r.sources,

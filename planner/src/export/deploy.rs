@@ -11,7 +11,7 @@
 use super::blocks;
 use super::capability::Capability;
 use super::classes::{self, LayerBudgets};
-use super::targets::{Context, Writer};
+use super::targets::Context;
 use crate::{Error, Result, Target};
 
 /// A deployment: memory for the KV cache, sequences served at once, bytes per number.
@@ -43,12 +43,7 @@ fn bytes(cx: &Context<'_>, cap: &Capability, m: &Memory, b: usize) -> Result<u64
 }
 
 /// The largest budget that fits `m`, and the note that says what was chosen.
-pub fn fit(
-    cx: &Context<'_>,
-    cap: &Capability,
-    _writer: &dyn Writer,
-    m: &Memory,
-) -> Result<(Target, String)> {
+pub fn fit(cx: &Context<'_>, cap: &Capability, m: &Memory) -> Result<(Target, String)> {
     if m.batch == 0 || m.bytes_per_element == 0 {
         return Err(Error::invalid(
             "--batch",

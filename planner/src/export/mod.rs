@@ -1,15 +1,21 @@
-//! Formats other tools read (`kvplan export`, [`engines`]): the capability table they follow
-//! ([`capability`]), one writer per target ([`targets`]), the layer-class reductions
-//! ([`classes`]) and the engines' blocks ([`blocks`]); and the readable summary of
-//! `kvplan plan --summary`.
+//! Formats other tools read (`kvplan export`, [`export`]): one target per format, listed in one
+//! table ([`targets`]), each following its engine's entries of the capability table
+//! ([`capability`]); the request and its method ([`request`]), the manifest beside the files
+//! ([`manifest`]), the layer-class reductions ([`classes`]), the engines' blocks ([`blocks`]) and
+//! the `--memory` fit ([`deploy`]); and the readable summary of `kvplan plan --summary`.
 
 pub mod blocks;
 pub mod capability;
 pub mod classes;
 pub mod deploy;
-pub mod engines;
 pub mod headkv_scores;
+pub mod manifest;
 pub mod npy;
+pub mod request;
 pub mod summary;
 pub mod targets;
 pub mod tsv;
+
+pub use manifest::{manifest_json, Export, ExportFile, Manifest};
+pub use request::{default_method, export, Request, ScoreSet};
+pub use targets::{ExportTarget, Format};

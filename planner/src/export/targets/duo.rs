@@ -15,11 +15,17 @@
 //! streaming heads, `head_compression_ratio = 1 − K/N`.
 
 use super::super::tsv;
-use super::{file, json, Context, Writer, Written};
-use crate::export::capability::{Capability, Engine};
-use crate::export::engines::scores;
+use super::{file, json, BudgetsOf, Context, ExportTarget, Written};
+use crate::export::capability::{Arch, Capability, Engine, Refusal, Source};
+use crate::export::request::scores;
 use crate::methods::streaming::DEFAULT_SINKS;
 use crate::{Method, Result, StreamingSection};
+
+const DUO: &[Source] = &[Source {
+    repo: "mit-han-lab/duo-attention",
+    commit: "fe93c314ae87306ef6629dc16713250b4718ffe7",
+    file: "duo_attn/utils.py: load_attn_pattern, sparsify_attention_heads (np.quantile)",
+}];
 
 /// The `duo` target.
 pub struct Duo;
@@ -45,9 +51,40 @@ pub fn sparsity(k: usize, heads: usize) -> f64 {
     }
 }
 
-impl Writer for Duo {
-    fn engine(&self) -> Engine {
-        Engine::DuoAttention
+impl ExportTarget for Duo {
+    fn name(&self) -> &'static str {
+        "duo"
+    }
+
+    fn files(&self) -> &'static [&'static str] {
+        &["config.json", "full_attention_heads.tsv"]
+    }
+
+    fn holds(&self) -> &'static str {
+        "sink_size, recent_size, sparsity, head_compression_ratio; KV-head gates"
+    }
+
+    fn reader(&self) -> &'static str {
+        "DuoAttention / kvpress DuoAttentionPress: config.json + full_attention_heads.tsv"
+    }
+
+    /// duo_attn's runner patches Llama and Mistral; kvpress's `DuoAttentionPress` reads the
+    /// pattern on any architecture.
+    fn capability(&self, arch: Arch) -> std::result::Result<Capability, Refusal> {
+        let note = match arch {
+            Arch::Llama => {
+                "duo_attn's runner (Llama, Mistral) and kvpress DuoAttentionPress read the pattern"
+            }
+            Arch::Qwen2 | Arch::Gemma3 => {
+                "duo_attn's own runner patches Llama and Mistral only: load the pattern with \
+                 kvpress DuoAttentionPress"
+            }
+        };
+        Ok(Capability::package(Engine::DuoAttention, arch, note, DUO))
+    }
+
+    fn budgets_of(&self) -> BudgetsOf {
+        BudgetsOf::ScoreSet
     }
 
     fn write(&self, cx: &Context<'_>, cap: &Capability) -> Result<Written> {

@@ -9,10 +9,25 @@
 //! be assigned after construction. Llama only (the capability table says why).
 
 use super::super::headkv_scores;
-use super::{file, json, Context, Writer, Written};
-use crate::export::capability::{Capability, Engine};
-use crate::export::engines::scores;
+use super::{file, json, BudgetsOf, Context, ExportTarget, Written};
+use crate::export::capability::{Arch, Capability, Engine, Refusal, Source};
+use crate::export::request::scores;
 use crate::Result;
+
+const HEADKV: &[Source] = &[
+    Source {
+        repo: "FYYFU/HeadKV",
+        commit: "0862a0955fe82e9ff611d59541918e02c5def625",
+        file: "headkv/snapkv_utils.py: ReasonSnapKVCluster.head_capacity [layers, heads]; score \
+               file chosen by 'llama'/'mistral' in the model name",
+    },
+    Source {
+        repo: "Zefan-Cai/KVCache-Factory",
+        commit: "c97f9d706d63d1b56e980f8b81b2a924c21162b3",
+        file: "run_longbench.py: model.config.head_capacity; pyramidkv/monkeypatch.py: \
+               replace_llama, replace_mistral",
+    },
+];
 
 /// KVCache-Factory's observation window for HeadKV (`window_sizes = 8`).
 pub const WINDOW: usize = 8;
@@ -20,9 +35,47 @@ pub const WINDOW: usize = 8;
 /// The `headkv` target.
 pub struct HeadKv;
 
-impl Writer for HeadKv {
-    fn engine(&self) -> Engine {
-        Engine::HeadKv
+impl ExportTarget for HeadKv {
+    fn name(&self) -> &'static str {
+        "headkv"
+    }
+
+    fn files(&self) -> &'static [&'static str] {
+        &["headkv_scores.json", "head_capacity.json"]
+    }
+
+    fn holds(&self) -> &'static str {
+        "HeadKV scores and head_capacity [layers, query heads]"
+    }
+
+    fn reader(&self) -> &'static str {
+        "HeadKV and KVCache-Factory: head score file and head_capacity [layers, query heads]"
+    }
+
+    fn capability(&self, arch: Arch) -> std::result::Result<Capability, Refusal> {
+        match arch {
+            Arch::Llama => Ok(Capability::package(
+                Engine::HeadKv,
+                arch,
+                "HeadKV and KVCache-Factory run Llama and Mistral (monkeypatch, and the score file \
+                 chosen by the model path)",
+                HEADKV,
+            )),
+            Arch::Qwen2 | Arch::Gemma3 => Err(Refusal::new(
+                Engine::HeadKv,
+                arch,
+                "HeadKV picks its score file by 'llama' or 'mistral' in the model name (ValueError \
+                 otherwise) and KVCache-Factory patches only LlamaAttention and MistralAttention, \
+                 so neither runs this architecture.",
+                "kvplan generate --method headkv-r runs the plan here; --to kvpress or --to trtllm \
+                 for a serving engine.",
+                HEADKV,
+            )),
+        }
+    }
+
+    fn budgets_of(&self) -> BudgetsOf {
+        BudgetsOf::ScoreSet
     }
 
     fn write(&self, cx: &Context<'_>, cap: &Capability) -> Result<Written> {

@@ -6,10 +6,17 @@
 //! (averaged over the layer's KV heads); 0 on a layer the model windows (Gemma 3's local layers
 //! already hold only their window, and the plan gives them all of it).
 
-use super::{file, json, Context, Writer, Written};
-use crate::export::capability::{Capability, Engine};
+use super::{file, json, Context, ExportTarget, Written};
+use crate::export::capability::{Arch, Capability, Engine, Refusal, Source};
 use crate::export::classes::LayerBudgets;
 use crate::Result;
+
+const KVPRESS: &[Source] = &[Source {
+    repo: "NVIDIA/kvpress",
+    commit: "8bb29b9c3078452a86d692f29123fa6c793e2b05",
+    file: "kvpress/presses/per_layer_compression_press.py, scorer_press.py: ScorerPress.compress \
+           prunes to int(k_len * (1 - compression_ratio)) entries",
+}];
 
 /// The `kvpress` target.
 pub struct Kvpress;
@@ -37,9 +44,33 @@ pub fn ratios(cx: &Context<'_>, m: usize) -> Result<Vec<f64>> {
         .collect())
 }
 
-impl Writer for Kvpress {
-    fn engine(&self) -> Engine {
-        Engine::Kvpress
+impl ExportTarget for Kvpress {
+    fn name(&self) -> &'static str {
+        "kvpress"
+    }
+
+    fn files(&self) -> &'static [&'static str] {
+        &["compression_ratios.json", "compression_ratios_<m>.json"]
+    }
+
+    fn holds(&self) -> &'static str {
+        "PerLayerCompressionPress ratios, one file per serving length"
+    }
+
+    fn reader(&self) -> &'static str {
+        "kvpress: PerLayerCompressionPress(press, compression_ratios)"
+    }
+
+    /// kvpress's presses run every architecture transformers runs: one entry for all (it also
+    /// serves `lukv` and `DuoAttentionPress`).
+    fn capability(&self, arch: Arch) -> std::result::Result<Capability, Refusal> {
+        Ok(Capability::package(
+            Engine::Kvpress,
+            arch,
+            "PerLayerCompressionPress prunes each layer to int(n·(1 − ratio)) entries of the prompt \
+             it sees (flash attention only); ratios are per serving length",
+            KVPRESS,
+        ))
     }
 
     fn write(&self, cx: &Context<'_>, cap: &Capability) -> Result<Written> {

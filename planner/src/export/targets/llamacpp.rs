@@ -3,17 +3,65 @@
 //! layers stay full and every layer keeps its RoPE; the local window is the one that keeps the
 //! plan's bytes beside full global layers ([`crate::export::classes::native_only`]). Other
 //! architectures are refused by the capability table.
+//!
+//! What llama.cpp honours (the capability table's entries): for Gemma 3 the local layers are
+//! every layer but each 6th (`set_swa_pattern(6)`), their window `n_swa` read from
+//! `gemma3.attention.sliding_window`, which `--override-kv gemma3.attention.sliding_window=int:W`
+//! replaces; the global layers stay full, every layer keeps its RoPE. Other architectures have
+//! no windowed layers to override: refused.
 
-use super::{bytes_note, file, prefill_note, reduce, Context, Writer, Written};
-use crate::export::capability::{Capability, Engine};
+use super::{bytes_note, file, prefill_note, reduce, Context, ExportTarget, Written};
+use crate::export::capability::{
+    Arch, BlockRule, Capability, Engine, Layers, Prefill, Refusal, Source,
+};
 use crate::{Error, Result};
+
+const LLAMACPP: &[Source] = &[Source {
+    repo: "ggml-org/llama.cpp",
+    commit: "a5410f046c01d01330c8a42f13b64a211fedf2c3",
+    file: "src/llama-model.cpp: LLM_ARCH_GEMMA3, set_swa_pattern(6), n_swa from \
+           gemma3.attention.sliding_window",
+}];
 
 /// The `llamacpp` target.
 pub struct LlamaCpp;
 
-impl Writer for LlamaCpp {
-    fn engine(&self) -> Engine {
-        Engine::LlamaCpp
+impl ExportTarget for LlamaCpp {
+    fn name(&self) -> &'static str {
+        "llamacpp"
+    }
+
+    fn files(&self) -> &'static [&'static str] {
+        &["override_kv.txt"]
+    }
+
+    fn holds(&self) -> &'static str {
+        "--override-kv <arch>.attention.sliding_window=int:W"
+    }
+
+    fn reader(&self) -> &'static str {
+        "llama.cpp: --override-kv <arch>.attention.sliding_window=int:W"
+    }
+
+    fn capability(&self, arch: Arch) -> std::result::Result<Capability, Refusal> {
+        match arch {
+            Arch::Gemma3 => Ok(Capability::windows(
+                Engine::LlamaCpp,
+                arch,
+                Layers::NativeWindowOnly,
+                Prefill::Windowed,
+                BlockRule::Entries,
+                LLAMACPP,
+            )),
+            Arch::Llama | Arch::Qwen2 => Err(Refusal::new(
+                Engine::LlamaCpp,
+                arch,
+                "llama.cpp windows only the layers its architecture code marks sliding (a fixed \
+                 pattern per architecture); this one has none, so --override-kv changes no window.",
+                "--to trtllm (one window per layer) or --to vllm.",
+                LLAMACPP,
+            )),
+        }
     }
 
     fn write(&self, cx: &Context<'_>, cap: &Capability) -> Result<Written> {

@@ -5,16 +5,34 @@
 //! within 1/n), not over every layer.
 
 use super::super::npy;
-use super::{file, Context, Writer, Written};
-use crate::export::capability::{Capability, Engine};
+use super::kvpress::Kvpress;
+use super::{file, Context, ExportTarget, Written};
+use crate::export::capability::{Arch, Capability, Refusal};
 use crate::{Result, Target};
 
 /// The `lukv` target.
 pub struct Lukv;
 
-impl Writer for Lukv {
-    fn engine(&self) -> Engine {
-        Engine::Kvpress
+impl ExportTarget for Lukv {
+    fn name(&self) -> &'static str {
+        "lukv"
+    }
+
+    fn files(&self) -> &'static [&'static str] {
+        &["lukv_curve.npy"]
+    }
+
+    fn holds(&self) -> &'static str {
+        "float32 [99, layers, KV heads] prune ratios for kvpress's LUKVPress"
+    }
+
+    fn reader(&self) -> &'static str {
+        "kvpress: LUKVPress budget curves (np.load of lukv_curve.npy)"
+    }
+
+    /// kvpress's entry: `LUKVPress` is one of its presses.
+    fn capability(&self, arch: Arch) -> std::result::Result<Capability, Refusal> {
+        Kvpress.capability(arch)
     }
 
     fn write(&self, cx: &Context<'_>, _cap: &Capability) -> Result<Written> {

@@ -1,21 +1,157 @@
-//! One file per export target behind one small trait ([`Writer`]): a target turns a plan's
-//! budgets (or scores) at one context length into the files its reader takes, as the capability
-//! table ([`super::capability`]) says that reader honours them for the plan's architecture.
+//! The export targets: one file per format behind one small trait ([`ExportTarget`]), and one
+//! table (`target_table!` below) that lists them. A target says its name, the files it writes
+//! and what reads them, what its engine honours for each architecture (its entries of the
+//! capability table, [`super::capability`], with the sources they were read from), which
+//! method's budgets it carries, and writes a plan's budgets (or scores) at one context length
+//! into those files.
+//!
+//! The table generates [`Format`] (the names `kvplan export --to` takes, in help order) and the
+//! dispatch from a format to its target; `kvplan export --help` ([`help`]), the manifest and
+//! `--to all` read it. Adding a format is one file here and one line in the table.
 
 mod duo;
 mod headkv;
+pub mod help;
 mod kvpress;
 mod llamacpp;
 mod lukv;
 mod trtllm;
 mod vllm;
+mod windows;
 
-use super::blocks;
-use super::capability::{self, Arch, Capability, Engine};
-use super::classes::{self, LayerBudgets, LayerClass, Reduction};
-use super::engines::{ExportFile, Format, ReductionSummary, ScoreSet};
+pub use help::help_lines;
+pub use windows::{bytes_note, prefill_note, reduce, summarise};
+
+use super::capability::{Arch, Capability, Engine, Refusal};
+use super::classes::LayerBudgets;
+use super::manifest::{ExportFile, ReductionSummary};
+use super::request::ScoreSet;
 use crate::{Error, Method, Plan, Result, Target};
 use serde::Serialize;
+
+/// One export format (module header).
+pub trait ExportTarget: Sync {
+    /// The format's name: `--to`, `kvplan-export.json`'s `format`, the folder of `--to all`.
+    fn name(&self) -> &'static str;
+    /// The files it writes (`<m>`: one per serving length).
+    fn files(&self) -> &'static [&'static str];
+    /// What the files hold, for `kvplan export --help`.
+    fn holds(&self) -> &'static str;
+    /// What reads the files, and how (`kvplan-export.json`'s `read_by`).
+    fn reader(&self) -> &'static str;
+    /// What the target's engine honours for `arch` — its entry of the capability table — or
+    /// why it refuses the architecture.
+    fn capability(&self, arch: Arch) -> std::result::Result<Capability, Refusal>;
+    /// Which method's budgets the files carry.
+    fn budgets_of(&self) -> BudgetsOf {
+        BudgetsOf::Method
+    }
+    /// The files of `cx` under the capability `cap`.
+    fn write(&self, cx: &Context<'_>, cap: &Capability) -> Result<Written>;
+}
+
+/// Which method's budgets (or scores) an export carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BudgetsOf {
+    /// The requested method, or [`super::request::default_method`]: any method that keeps
+    /// fewer entries per head than the context.
+    Method,
+    /// The score set's method (`headkv-r` or `headkv`, [`ScoreSet`]): the files carry its
+    /// scores.
+    ScoreSet,
+}
+
+/// Declares the target table: one line per format, `Variant => module::Target;`, in the order
+/// `kvplan export --help` lists them. Generates [`Format`], `Format::ALL` and the dispatch
+/// [`Format::target`]; everything else about a format is its target's.
+macro_rules! target_table {
+    ($($(#[$doc:meta])* $variant:ident => $target:path;)+) => {
+        /// An export format: one line of the target table (module header).
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum Format {
+            $($(#[$doc])* $variant,)+
+        }
+
+        impl Format {
+            /// Every format, in table order.
+            pub const ALL: [Format; [$(stringify!($variant)),+].len()] =
+                [$(Format::$variant),+];
+
+            /// The format's target.
+            pub fn target(self) -> &'static dyn ExportTarget {
+                match self {
+                    $(Format::$variant => &$target,)+
+                }
+            }
+        }
+    };
+}
+
+target_table! {
+    /// vLLM's per-layer windows in the HF config (`layer_types`, `sliding_window`).
+    Vllm => vllm::Vllm;
+    /// TensorRT-LLM's `KvCacheConfig.max_attention_window`.
+    Trtllm => trtllm::Trtllm;
+    /// llama.cpp's `--override-kv <arch>.attention.sliding_window`.
+    Llamacpp => llamacpp::LlamaCpp;
+    /// kvpress `PerLayerCompressionPress` ratios.
+    Kvpress => kvpress::Kvpress;
+    /// kvpress `LUKVPress` budget curves.
+    Lukv => lukv::Lukv;
+    /// DuoAttention's pattern folder.
+    Duo => duo::Duo;
+    /// HeadKV's scores and `head_capacity`.
+    Headkv => headkv::HeadKv;
+}
+
+impl Format {
+    /// The format's name on the command line and in `kvplan-export.json`.
+    pub fn name(self) -> &'static str {
+        self.target().name()
+    }
+
+    /// What reads the format's files.
+    pub fn reader(self) -> &'static str {
+        self.target().reader()
+    }
+
+    /// Whether the format's content depends on a method's budgets (`duo` and `headkv` use the
+    /// score set's method).
+    pub fn uses_budgets(self) -> bool {
+        self.target().budgets_of() == BudgetsOf::Method
+    }
+}
+
+impl std::str::FromStr for Format {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        Format::ALL
+            .into_iter()
+            .find(|f| f.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Format::ALL.iter().map(|f| f.name()).collect();
+                Error::invalid("--to", format!("one of {}", names.join(", ")), s)
+            })
+    }
+}
+
+/// The capability table's entry for `engine` and `arch`, read from the target that writes for
+/// the engine ([`super::capability::capability`]).
+pub(crate) fn engine_capability(
+    engine: Engine,
+    arch: Arch,
+) -> std::result::Result<Capability, Refusal> {
+    match engine {
+        Engine::Vllm => vllm::Vllm.capability(arch),
+        Engine::Trtllm => trtllm::Trtllm.capability(arch),
+        Engine::TrtllmEngine => trtllm::engine_capability(arch),
+        Engine::LlamaCpp => llamacpp::LlamaCpp.capability(arch),
+        Engine::Kvpress => kvpress::Kvpress.capability(arch),
+        Engine::DuoAttention => duo::Duo.capability(arch),
+        Engine::HeadKv => headkv::HeadKv.capability(arch),
+    }
+}
 
 /// What a target is given: the plan, the method whose budgets travel, the length and target.
 #[derive(Clone, Copy, Debug)]
@@ -47,32 +183,6 @@ pub struct Written {
     pub scores: Option<&'static str>,
 }
 
-/// A target's writer (module header).
-pub trait Writer: Sync {
-    /// The engine entry of the capability table the files are for.
-    fn engine(&self) -> Engine;
-    /// The files of `cx` under the capability `cap`.
-    fn write(&self, cx: &Context<'_>, cap: &Capability) -> Result<Written>;
-}
-
-/// The writer of `format`.
-pub fn writer(format: Format) -> &'static dyn Writer {
-    match format {
-        Format::Vllm => &vllm::Vllm,
-        Format::Trtllm => &trtllm::Trtllm,
-        Format::Llamacpp => &llamacpp::LlamaCpp,
-        Format::Kvpress => &kvpress::Kvpress,
-        Format::Lukv => &lukv::Lukv,
-        Format::Duo => &duo::Duo,
-        Format::Headkv => &headkv::HeadKv,
-    }
-}
-
-/// The capability of `writer` for `arch`, a refusal turned into the error that names it.
-pub fn capability_of(writer: &dyn Writer, arch: Arch) -> Result<Capability> {
-    capability::capability(writer.engine(), arch).map_err(Error::from)
-}
-
 /// The layout of every JSON file kvplan writes ([`kvplan_common::fs::pretty_json`]).
 pub fn json(value: &impl Serialize) -> Result<Vec<u8>> {
     kvplan_common::fs::pretty_json(value)
@@ -92,72 +202,40 @@ pub fn file(name: &str, bytes: Vec<u8>) -> ExportFile {
     }
 }
 
-/// The reduction the capability's layer rule gives, and its summary in blocks.
-pub fn reduce(cx: &Context<'_>, cap: &Capability) -> Result<(Reduction, ReductionSummary)> {
-    let layers = cap.layers.ok_or_else(|| {
-        Error::invalid(
-            "capability",
-            "a target that writes windows",
-            cap.engine.name(),
-        )
-    })?;
-    let r = classes::reduce(layers, &cx.layer_budgets()?)?;
-    let summary = summarise(&r, cx, cap);
-    Ok((r, summary))
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// A reduction in `kvplan-export.json`: classes, entries, and the engine's blocks.
-pub fn summarise(r: &Reduction, cx: &Context<'_>, cap: &Capability) -> ReductionSummary {
-    let block = cx.block_size.unwrap_or(cap.block_size);
-    let slots = blocks::total_slots(cap.blocks, &r.layers, cx.n, block);
-    ReductionSummary {
-        layers: r
-            .layers
-            .iter()
-            .map(|c| match c {
-                LayerClass::Full => "full".to_string(),
-                LayerClass::Window(w) => w.to_string(),
-            })
-            .collect(),
-        plan_entries: r.plan_entries,
-        reduced_entries: r.reduced_entries,
-        bytes_error: r.bytes_error(),
-        block_size: block,
-        block_slots: slots,
-        block_bytes_error: ratio_error(slots as f64, r.plan_entries),
+    #[test]
+    fn names_round_trip_and_are_distinct() {
+        for f in Format::ALL {
+            assert_eq!(f.name().parse::<Format>().ok(), Some(f));
+        }
+        let mut names: Vec<&str> = Format::ALL.iter().map(|f| f.name()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), Format::ALL.len());
+        let e = "vllm2".parse::<Format>().unwrap_err().to_string();
+        assert!(e.contains("one of vllm, trtllm, llamacpp"), "{e}");
     }
-}
 
-/// `x / plan − 1` (0 for an empty plan).
-fn ratio_error(x: f64, plan: f64) -> f64 {
-    if plan > 0.0 {
-        x / plan - 1.0
-    } else {
-        0.0
-    }
-}
-
-/// The note every window export carries: classes, entries and blocks against the plan.
-pub fn bytes_note(s: &ReductionSummary, n: usize) -> String {
-    format!(
-        "{:+.2}% of the plan's entries at {n} tokens; {:+.2}% in {}-token blocks",
-        100.0 * s.bytes_error,
-        100.0 * s.block_bytes_error,
-        s.block_size
-    )
-}
-
-/// The note on prefill the capability implies.
-pub fn prefill_note(cap: &Capability) -> String {
-    match cap.prefill {
-        capability::Prefill::Windowed => format!(
-            "{}: a windowed layer attends over its window in prefill as well; no sinks",
-            cap.engine.name()
-        ),
-        capability::Prefill::Dense => format!(
-            "{}: prefill attends over the whole prompt; only the stored cache keeps each layer's \
-             window (no sinks)",
-            cap.engine.name()
-        ),
+    #[test]
+    fn every_entry_is_the_targets_own() {
+        // A target's entries name the engine it writes for and the architecture asked.
+        for f in Format::ALL {
+            for arch in Arch::ALL {
+                let (engine, a) = match f.target().capability(arch) {
+                    Ok(c) => (c.engine, c.arch),
+                    Err(r) => (r.engine, r.arch),
+                };
+                assert_eq!(a, arch, "{}", f.name());
+                assert_eq!(
+                    engine_capability(engine, arch),
+                    f.target().capability(arch),
+                    "{}",
+                    f.name()
+                );
+            }
+        }
     }
 }

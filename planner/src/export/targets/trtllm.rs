@@ -4,17 +4,129 @@
 //! `trtllm-serve --extra_llm_api_options` (`extra_llm_api_options.yaml`). The same files serve
 //! the PyTorch backend (dense prefill, windowed cache: `trtllm:<method>` simulates it) and the
 //! legacy TensorRT engine (windowed prefill: `trtllm-engine:<method>`).
+//!
+//! What TensorRT-LLM honours (the capability table's entries, at the commits each cites):
+//!
+//! - **PyTorch backend** (the default, [`Trtllm`]): `KvCacheConfig.max_attention_window` (one
+//!   entry per layer, repeated if shorter) bounds what each layer's cache keeps; `QwenAttention`
+//!   and `LlamaAttention` pass no `attention_window_size` to the attention kernel, so prefill is
+//!   dense over the whole prompt and only the stored cache is windowed (PR #12597 fixed this for
+//!   Mistral/Mixtral only; issue #11244 shows it on Llama 3.1). `Gemma3Attention` passes the
+//!   model's `sliding_window` for its local layers only. Blocks of 32 tokens
+//!   (`KvCacheConfig.tokens_per_block`), `⌈min(n, W)/32⌉` per layer
+//!   (`calculateMaxBlockRequirementsPerBeam`, no sinks). RoPE untouched.
+//! - **Legacy TensorRT engine** (`trtllm-build`, [`engine_capability`]): the same
+//!   `max_attention_window` list drives the GPT attention plugin's cyclic KV cache in context
+//!   and generation, so prefill is windowed as well. Same blocks.
 
-use super::{bytes_note, file, json, prefill_note, reduce, Context, Writer, Written};
-use crate::export::capability::{self, Capability, Engine};
+use super::{bytes_note, file, json, prefill_note, reduce, Context, ExportTarget, Written};
+use crate::export::capability::{
+    Arch, BlockRule, Capability, Engine, Layers, Prefill, Refusal, Source,
+};
 use crate::Result;
+
+const TRT: &str = "NVIDIA/TensorRT-LLM";
+
+const TRT_TORCH: &[Source] = &[
+    Source {
+        repo: TRT,
+        commit: "87b279a9719cc257bb89d19ea794296857e2f83f",
+        file: "tensorrt_llm/_torch/models/modeling_qwen.py: QwenAttention, no attention_window_size",
+    },
+    Source {
+        repo: TRT,
+        commit: "PR #12597, issue #11244",
+        file: "sliding window reaches the kernel for Mistral/Mixtral only; Llama prefill stays dense",
+    },
+    Source {
+        repo: TRT,
+        commit: "fcd3f31682808ae56118ae43c1d7864a3a945e6f",
+        file: "tensorrt_llm/llmapi/llm_args.py: KvCacheConfig.max_attention_window, tokens_per_block = 32",
+    },
+    Source {
+        repo: TRT,
+        commit: "b35ac1b64368513d215c57d2ed01d62d910df8da",
+        file: "cpp/tensorrt_llm/batch_manager/kvCacheManager.cpp: calculateMaxBlockRequirementsPerBeam",
+    },
+];
+
+const TRT_GEMMA3: &[Source] = &[
+    Source {
+        repo: TRT,
+        commit: "b35ac1b64368513d215c57d2ed01d62d910df8da",
+        file: "tensorrt_llm/_torch/models/modeling_gemma3.py: Gemma3Attention, attention_window_size \
+               = sliding_window on local layers only",
+    },
+    Source {
+        repo: TRT,
+        commit: "fcd3f31682808ae56118ae43c1d7864a3a945e6f",
+        file: "tensorrt_llm/llmapi/llm_args.py: KvCacheConfig.max_attention_window, tokens_per_block = 32",
+    },
+];
+
+const TRT_ENGINE: &[Source] = &[
+    Source {
+        repo: TRT,
+        commit: "fcd3f31682808ae56118ae43c1d7864a3a945e6f",
+        file:
+            "tensorrt_llm/llmapi/llm_args.py: KvCacheConfig.max_attention_window (\"only the last \
+               tokens will be stored\")",
+    },
+    Source {
+        repo: TRT,
+        commit: "b35ac1b64368513d215c57d2ed01d62d910df8da",
+        file: "cpp/tensorrt_llm/batch_manager/kvCacheManager.cpp: cyclic window blocks",
+    },
+];
+
+/// What the legacy TensorRT engine honours for `arch` (module header): the files of
+/// [`Trtllm`] serve it too; `kvplan eval --methods trtllm-engine:<method>` simulates it.
+pub fn engine_capability(arch: Arch) -> std::result::Result<Capability, Refusal> {
+    Ok(Capability::windows(
+        Engine::TrtllmEngine,
+        arch,
+        Layers::PerLayer,
+        Prefill::Windowed,
+        BlockRule::Trtllm,
+        TRT_ENGINE,
+    ))
+}
 
 /// The `trtllm` target.
 pub struct Trtllm;
 
-impl Writer for Trtllm {
-    fn engine(&self) -> Engine {
-        Engine::Trtllm
+impl ExportTarget for Trtllm {
+    fn name(&self) -> &'static str {
+        "trtllm"
+    }
+
+    fn files(&self) -> &'static [&'static str] {
+        &["kv_cache_config.json", "extra_llm_api_options.yaml"]
+    }
+
+    fn holds(&self) -> &'static str {
+        "max_attention_window (one per layer), sink_token_length, tokens_per_block, for the \
+         PyTorch backend and the legacy engine"
+    }
+
+    fn reader(&self) -> &'static str {
+        "TensorRT-LLM: KvCacheConfig(max_attention_window=..., sink_token_length=..., \
+         tokens_per_block=...); trtllm-serve --extra_llm_api_options"
+    }
+
+    fn capability(&self, arch: Arch) -> std::result::Result<Capability, Refusal> {
+        let sources = match arch {
+            Arch::Llama | Arch::Qwen2 => TRT_TORCH,
+            Arch::Gemma3 => TRT_GEMMA3,
+        };
+        Ok(Capability::windows(
+            Engine::Trtllm,
+            arch,
+            Layers::PerLayer,
+            Prefill::Dense,
+            BlockRule::Trtllm,
+            sources,
+        ))
     }
 
     fn write(&self, cx: &Context<'_>, cap: &Capability) -> Result<Written> {
@@ -43,7 +155,7 @@ impl Writer for Trtllm {
             ),
             prefill_note(cap),
         ];
-        if let Ok(legacy) = capability::capability(Engine::TrtllmEngine, cx.arch) {
+        if let Ok(legacy) = engine_capability(cx.arch) {
             notes.push(prefill_note(&legacy));
         }
         notes.push(

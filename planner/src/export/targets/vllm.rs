@@ -4,18 +4,120 @@
 //! `--hf-overrides` argument (`hf_overrides.txt`; vLLM applies it with `config.update` after
 //! loading the config, `vllm/transformers_utils/config.py`). Llama: two classes; Qwen2: one
 //! window on every layer; Gemma 3: refused (the capability table says why).
+//!
+//! What vLLM honours (the capability table's entries; vLLM read from its 0.33.0 wheel, commit
+//! `4ba787ec9`, 2026-11):
+//!
+//! - **Llama**: `LlamaAttention` passes `per_layer_sliding_window = config.sliding_window`
+//!   to the layers `layer_types` marks `sliding_attention`: full layers and ONE window. The
+//!   kernel windows prefill as well. No sinks. Blocks of 16 tokens (`CacheConfig.DEFAULT_BLOCK_SIZE`);
+//!   a sliding layer reserves `⌈W/16⌉ + 1` blocks per request in decode
+//!   (`SlidingWindowSpec.max_admission_blocks_per_request`).
+//! - **Qwen2**: `Qwen2Model` asserts `max_window_layers == num_hidden_layers` when
+//!   `layer_types` mixes kinds, and `Qwen2Attention` passes no per-layer window; the model-wide
+//!   window (`CacheConfig.sliding_window`) is set only when every layer is sliding
+//!   (`EngineArgs.create_engine_config`). So Qwen2 runs ONE window on every layer, or none.
+//! - **Gemma 3**: `Gemma3Attention` takes the RoPE parameters of its layer type
+//!   (`config.rope_parameters[layer_type]`): a global layer marked `sliding_attention` would
+//!   rotate with the local base (10 000, not 1 000 000) — another model. The global layers must
+//!   stay `full_attention` and the local ones already hold the model's window: nothing of a plan
+//!   can be expressed. Refused.
 
-use super::{bytes_note, file, json, prefill_note, reduce, Context, Writer, Written};
-use crate::export::capability::{Capability, Engine, Layers};
+use super::{bytes_note, file, json, prefill_note, reduce, Context, ExportTarget, Written};
+use crate::export::capability::{
+    Arch, BlockRule, Capability, Engine, Layers, Prefill, Refusal, Source,
+};
 use crate::export::classes::LayerClass;
 use crate::Result;
+
+const VLLM: &str = "vllm-project/vllm";
+const VLLM_AT: &str = "v0.33.0 (4ba787ec9)";
+
+const VLLM_LLAMA: &[Source] = &[
+    Source {
+        repo: VLLM,
+        commit: VLLM_AT,
+        file: "vllm/model_executor/models/llama.py: LlamaAttention, per_layer_sliding_window from layer_types",
+    },
+    Source {
+        repo: VLLM,
+        commit: VLLM_AT,
+        file: "vllm/config/cache.py: CacheConfig.DEFAULT_BLOCK_SIZE = 16",
+    },
+    Source {
+        repo: VLLM,
+        commit: VLLM_AT,
+        file: "vllm/v1/kv_cache_interface.py: SlidingWindowSpec.max_admission_blocks_per_request",
+    },
+];
+
+const VLLM_QWEN2: &[Source] = &[
+    Source {
+        repo: VLLM,
+        commit: VLLM_AT,
+        file: "vllm/model_executor/models/qwen2.py: Qwen2Model asserts max_window_layers == \
+               num_hidden_layers for mixed layer_types; Qwen2Attention passes no window",
+    },
+    Source {
+        repo: VLLM,
+        commit: VLLM_AT,
+        file: "vllm/engine/arg_utils.py: CacheConfig.sliding_window only when every layer slides",
+    },
+];
+
+const VLLM_GEMMA3: &[Source] = &[Source {
+    repo: VLLM,
+    commit: VLLM_AT,
+    file: "vllm/model_executor/models/gemma3.py: Gemma3Attention, rope_parameters[layer_type]",
+}];
 
 /// The `vllm` target.
 pub struct Vllm;
 
-impl Writer for Vllm {
-    fn engine(&self) -> Engine {
-        Engine::Vllm
+impl ExportTarget for Vllm {
+    fn name(&self) -> &'static str {
+        "vllm"
+    }
+
+    fn files(&self) -> &'static [&'static str] {
+        &["config_override.json", "hf_overrides.txt"]
+    }
+
+    fn holds(&self) -> &'static str {
+        "layer_types, sliding_window, use_sliding_window"
+    }
+
+    fn reader(&self) -> &'static str {
+        "vLLM: --hf-overrides \"$(cat hf_overrides.txt)\", or config_override.json merged into \
+         the model's config.json (per-layer sliding windows)"
+    }
+
+    fn capability(&self, arch: Arch) -> std::result::Result<Capability, Refusal> {
+        let windows = |layers, sources| {
+            Capability::windows(
+                Engine::Vllm,
+                arch,
+                layers,
+                Prefill::Windowed,
+                BlockRule::Vllm,
+                sources,
+            )
+        };
+        match arch {
+            Arch::Llama => Ok(windows(Layers::TwoClasses, VLLM_LLAMA)),
+            Arch::Qwen2 => Ok(windows(Layers::OneWindow, VLLM_QWEN2)),
+            Arch::Gemma3 => Err(Refusal::new(
+                Engine::Vllm,
+                arch,
+                "a layer marked sliding_attention takes the local RoPE base (10 000 instead of \
+                 1 000 000), so a windowed global layer is another model; the global layers stay \
+                 full_attention and the local ones already hold the model's window, which leaves \
+                 nothing of the plan to express.",
+                "--to trtllm (max_attention_window windows a layer's cache without touching its \
+                 RoPE) or --to llamacpp (the local layers' window).",
+                VLLM_GEMMA3,
+            )),
+        }
     }
 
     fn write(&self, cx: &Context<'_>, cap: &Capability) -> Result<Written> {

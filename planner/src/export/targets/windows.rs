@@ -1,0 +1,80 @@
+//! What the window formats (`vllm`, `trtllm`, `llamacpp`) share: the layer-class reduction their
+//! capability entry names ([`super::super::classes`]), its summary in the engine's blocks
+//! ([`super::super::blocks`]) for `kvplan-export.json`, and the notes on bytes and prefill.
+
+use super::Context;
+use crate::export::blocks;
+use crate::export::capability::{Capability, Prefill};
+use crate::export::classes::{self, LayerClass, Reduction};
+use crate::export::manifest::ReductionSummary;
+use crate::{Error, Result};
+
+/// The reduction the capability's layer rule gives, and its summary in blocks.
+pub fn reduce(cx: &Context<'_>, cap: &Capability) -> Result<(Reduction, ReductionSummary)> {
+    let layers = cap.layers.ok_or_else(|| {
+        Error::invalid(
+            "capability",
+            "a target that writes windows",
+            cap.engine.name(),
+        )
+    })?;
+    let r = classes::reduce(layers, &cx.layer_budgets()?)?;
+    let summary = summarise(&r, cx, cap);
+    Ok((r, summary))
+}
+
+/// A reduction in `kvplan-export.json`: classes, entries, and the engine's blocks.
+pub fn summarise(r: &Reduction, cx: &Context<'_>, cap: &Capability) -> ReductionSummary {
+    let block = cx.block_size.unwrap_or(cap.block_size);
+    let slots = blocks::total_slots(cap.blocks, &r.layers, cx.n, block);
+    ReductionSummary {
+        layers: r
+            .layers
+            .iter()
+            .map(|c| match c {
+                LayerClass::Full => "full".to_string(),
+                LayerClass::Window(w) => w.to_string(),
+            })
+            .collect(),
+        plan_entries: r.plan_entries,
+        reduced_entries: r.reduced_entries,
+        bytes_error: r.bytes_error(),
+        block_size: block,
+        block_slots: slots,
+        block_bytes_error: ratio_error(slots as f64, r.plan_entries),
+    }
+}
+
+/// `x / plan − 1` (0 for an empty plan).
+fn ratio_error(x: f64, plan: f64) -> f64 {
+    if plan > 0.0 {
+        x / plan - 1.0
+    } else {
+        0.0
+    }
+}
+
+/// The note every window export carries: classes, entries and blocks against the plan.
+pub fn bytes_note(s: &ReductionSummary, n: usize) -> String {
+    format!(
+        "{:+.2}% of the plan's entries at {n} tokens; {:+.2}% in {}-token blocks",
+        100.0 * s.bytes_error,
+        100.0 * s.block_bytes_error,
+        s.block_size
+    )
+}
+
+/// The note on prefill the capability implies.
+pub fn prefill_note(cap: &Capability) -> String {
+    match cap.prefill {
+        Prefill::Windowed => format!(
+            "{}: a windowed layer attends over its window in prefill as well; no sinks",
+            cap.engine.name()
+        ),
+        Prefill::Dense => format!(
+            "{}: prefill attends over the whole prompt; only the stored cache keeps each layer's \
+             window (no sinks)",
+            cap.engine.name()
+        ),
+    }
+}
