@@ -20,9 +20,12 @@ const PLAN: &str = "plans/smollm2-135m-instruct.plan.json";
 const COMMITTED_DATE: &str = "2026-11-19";
 
 fn kvplan(dir: &Path, args: &[&str]) -> Output {
+    // The per-user plans folder inside the scratch folder: nothing of the user's is read or
+    // written.
     Command::new(env!("CARGO_BIN_EXE_kvplan"))
         .args(args)
         .current_dir(dir)
+        .env("KVPLAN_PLANS", dir.join("user-plans"))
         .output()
         .unwrap_or_else(|e| panic!("cannot run kvplan: {e}"))
 }
@@ -97,12 +100,14 @@ fn profile_then_tests_leaves_committed_files_that_differ_only_by_noise() {
     let dir: PathBuf =
         std::env::temp_dir().join(format!("kvplan-profile-order-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+    // A copy of a checkout: the working directory holds plans/, where the main job writes.
+    std::fs::create_dir_all(dir.join("plans")).unwrap_or_else(|e| panic!("{e}"));
     let first = kvplan(
         &dir,
         &["profile", "--quick", "--date", "2026-11-20", "--no-figures"],
     );
     assert!(first.status.success(), "{}", stderr(&first));
+    assert!(!dir.join("user-plans").exists(), "wrote outside ./plans/");
     let (profile, plan) = commit_a_pair(&dir);
 
     // The README's main job (quick), dated today.

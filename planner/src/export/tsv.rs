@@ -2,7 +2,8 @@
 //!
 //! DuoAttention's `full_attention_heads.tsv` holds a gate in [0, 1] per (layer, KV head), 1 for a
 //! head that needs full attention. kvplan writes HeadKV's KV-head importance there (query-head
-//! scores summed onto KV heads, as `methods::headkv::kv_head_scores`), divided by the largest so the top head is 1.
+//! scores summed onto KV heads, as `methods::headkv::kv_head_scores`), divided by the largest so
+//! the top head is 1.
 
 use crate::geometry::Geometry;
 use crate::methods::headkv;

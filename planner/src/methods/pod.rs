@@ -1,9 +1,9 @@
 //! PoD (`pod-inter-layer-attention-sharing.md` §2): head-wise blocks of similar layers share the
-//! distant keys stored at a block's lowest layer (Algorithm 1, δ; the allocator below); every head keeps
-//! its n_s initial and n_r recent tokens, and τ gates the shared distant attention (eq. 3–4).
-//! PoD does not follow the budget target: it keeps every token's value and saves key slots.
-//! A windowed layer is a block of its own (it shares no keys): blocks never mix windowed and
-//! global layers (the allocator below).
+//! distant keys stored at a block's lowest layer (Algorithm 1, δ; the allocator below); every head
+//! keeps its n_s initial and n_r recent tokens, and τ gates the shared distant attention (eq. 3–4).
+//! PoD does not follow the budget target: it keeps every token's value and saves key slots. A
+//! windowed layer is a block of its own (it shares no keys): blocks never mix windowed and global
+//! layers (the allocator below).
 //!
 //! ## The allocator
 //!

@@ -2,13 +2,14 @@
 //! observation window), the integer rounding, and the rounding of the measurements a section
 //! carries only for readers ([`evidence`]).
 //!
-//! Every allocator (one per method, in its module) works in entries (tokens) per layer and KV head, the observation window
-//! included (DESIGN.md "Equal KV size"), over the layers it is given: the model's global layers
-//! (windowed layers hold their window and take no budget, `budgets`). No allocator gives a head
-//! fewer than one entry ([`check_window`]). Where a paper's rule yields fractions, the floor
-//! remainder is handed out by largest remainder ([`round_to_total`]) so that totals equal the
-//! target exactly: the entries with the largest fractional parts get one more, ties going to the
-//! lower index (lower layer, then lower head), which keeps the result deterministic.
+//! Every allocator (one per method, in its module) works in entries (tokens) per layer and KV head,
+//! the observation window included (DESIGN.md "Equal KV size"), over the layers it is given: the
+//! model's global layers (windowed layers hold their window and take no budget, `budgets`). No
+//! allocator gives a head fewer than one entry ([`check_window`]). Where a paper's rule yields
+//! fractions, the floor remainder is handed out by largest remainder ([`round_to_total`]) so that
+//! totals equal the target exactly: the entries with the largest fractional parts get one more,
+//! ties going to the lower index (lower layer, then lower head), which keeps the result
+//! deterministic.
 //!
 //! The measurements a section carries only for readers and figures — PyramidKV's funnel
 //! (`pyramidkv.md` §3), SpindleKV's redundancy (`spindlekv.md` §3.2), TreeKV's wavelet magnitudes

@@ -42,12 +42,12 @@ pub(crate) fn gated(g: &mut [f32], u: &[f32], activation: Activation) {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx512f") {
-            // Safety: the CPU has the feature the function is compiled for.
+            // SAFETY: the CPU has the feature the function is compiled for.
             return unsafe { gated_avx512(g, u, activation) };
         }
         if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
         {
-            // Safety: the CPU has the features the function is compiled for.
+            // SAFETY: the CPU has the features the function is compiled for.
             return unsafe { gated_avx2(g, u, activation) };
         }
     }

@@ -258,7 +258,7 @@ impl QuantMatrix {
     pub fn dequantize_rows_into(&self, ids: &[usize], out: &mut [f32]) {
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx2") {
-            // Safety: the CPU has the feature the function is compiled for.
+            // SAFETY: the CPU has the feature the function is compiled for.
             unsafe { self.dequantize_into_avx2(ids, out) };
             return;
         }
@@ -299,7 +299,7 @@ mod kernels {
 
     /// The output buffer, shared by the tile tasks, each writing its own band of columns.
     struct Bands(*mut f32);
-    // Safety: tasks write disjoint column bands (see `tiled`), and the buffer outlives them.
+    // SAFETY: tasks write disjoint column bands (see `tiled`), and the buffer outlives them.
     unsafe impl Send for Bands {}
     unsafe impl Sync for Bands {}
     impl Bands {
@@ -358,7 +358,7 @@ mod kernels {
             if std::arch::is_x86_feature_detected!("avx2")
                 && std::arch::is_x86_feature_detected!("fma")
             {
-                // Safety: the CPU has the features the function is compiled for.
+                // SAFETY: the CPU has the features the function is compiled for.
                 return unsafe { self.fused_rows_avx2(first, x, chunk) };
             }
             self.fused_rows(first, x, chunk)
@@ -380,7 +380,7 @@ mod kernels {
             for (k, out) in chunk.chunks_exact_mut(1).enumerate() {
                 let (part, r) = self.locate(first + k);
                 if dot_avx2::supports(part.ty) {
-                    // Safety: the CPU has AVX2 and FMA (this function's own features).
+                    // SAFETY: the CPU has AVX2 and FMA (this function's own features).
                     out[0] = unsafe { dot_avx2::dot_row(part.ty, part.row(r), x, &sums, f16) };
                 } else {
                     part.dot_rows(r, x, out);
@@ -419,7 +419,7 @@ mod kernels {
                                                         // out[i][first + j] = Σ_k x[i][k]·w[j][k]: x `[t][cols]` times w read as
                                                         // its transpose, into columns first..first + n of every output row.
                     let g = Gemm { m: t, n, k: cols };
-                    // Safety: out holds t rows of `rows`; this task alone writes columns
+                    // SAFETY: out holds t rows of `rows`; this task alone writes columns
                     // first..first + n < rows of them, and out outlives the parallel loop.
                     unsafe {
                         gemm_into(g, bands.ptr().add(first), rows, x, w, (cols as isize, 1));

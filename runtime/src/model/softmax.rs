@@ -47,12 +47,12 @@ pub(crate) fn softmax_in_place(x: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx512f") {
-            // Safety: the CPU has the feature the function is compiled for.
+            // SAFETY: the CPU has the feature the function is compiled for.
             return unsafe { softmax_avx512(x) };
         }
         if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
         {
-            // Safety: the CPU has the features the function is compiled for.
+            // SAFETY: the CPU has the features the function is compiled for.
             return unsafe { softmax_avx2(x) };
         }
     }

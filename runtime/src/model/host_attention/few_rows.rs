@@ -8,12 +8,12 @@ pub(crate) fn scores(s: &mut [f32], q: &[f32], k: &[f32], d: usize) {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx512f") {
-            // Safety: the CPU has the feature the function is compiled for.
+            // SAFETY: the CPU has the feature the function is compiled for.
             return unsafe { scores_avx512(s, q, k, d) };
         }
         if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
         {
-            // Safety: the CPU has the features the function is compiled for.
+            // SAFETY: the CPU has the features the function is compiled for.
             return unsafe { scores_avx2(s, q, k, d) };
         }
     }
@@ -26,12 +26,12 @@ pub(crate) fn weighted_values(out: &mut [f32], p: &[f32], v: &[f32], d: usize) {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx512f") {
-            // Safety: the CPU has the feature the function is compiled for.
+            // SAFETY: the CPU has the feature the function is compiled for.
             return unsafe { weighted_values_avx512(out, p, v, d) };
         }
         if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
         {
-            // Safety: the CPU has the features the function is compiled for.
+            // SAFETY: the CPU has the features the function is compiled for.
             return unsafe { weighted_values_avx2(out, p, v, d) };
         }
     }

@@ -27,7 +27,7 @@ pub(crate) fn gemm_row_major(
         dst.len() >= m * n,
         "host attention: gemm destination shorter than {m}×{n}"
     );
-    // Safety: `dst` covers the m rows of n written, and the borrow keeps it ours.
+    // SAFETY: `dst` covers the m rows of n written, and the borrow keeps it ours.
     unsafe { gemm_into(g, dst.as_mut_ptr(), n, lhs, rhs, strides) }
 }
 
@@ -54,7 +54,7 @@ pub(crate) unsafe fn gemm_into(
         lhs.len() >= m * k && (k * n == 0 || rhs.len() >= rhs_extent),
         "host attention: gemm operands shorter than {m}×{k}·{k}×{n}"
     );
-    // Safety: the assertion above checks that lhs and rhs cover the strided extent gemm reads;
+    // SAFETY: the assertion above checks that lhs and rhs cover the strided extent gemm reads;
     // the caller vouches for dst.
     unsafe {
         gemm(
