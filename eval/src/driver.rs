@@ -16,15 +16,14 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use burn::tensor::backend::Backend;
-use kvplan_common::lock::Lock;
 
 use crate::companion::{self, Companion};
 use crate::prompt::{ExportedPrompt, PromptsFile, PROMPTS_FORMAT};
-use crate::records::{write_atomic, CellKey, CellRecord, RecordsFile};
+use crate::records::{self, CellKey, CellRecord, RecordsFile};
 use crate::runner::Evaluator;
 use crate::shard::Shard;
 use crate::task::{skip_lines, Cell, Identity, Progress, Reporter, Skipped, Unit};
-use crate::{Error, Result};
+use crate::{write_atomic, Error, Result};
 
 /// A prompt (or text) built for scoring.
 pub struct Prepared<I> {
@@ -144,9 +143,7 @@ pub fn run_shard<B: Backend, T: Task<B>>(
         &settings,
         reporter,
     )?;
-    // One run per records file: a second one would rewrite it from its own copy and drop the
-    // first one's cells.
-    let _lock = Lock::acquire(&path, &mut |l| reporter.note(l))?;
+    let _lock = records::lock(&path, &mut |l| reporter.note(l))?;
     let file = RecordsFile::<T::Record>::open(&path, settings)?;
     let mut records = Records { file, path };
     task.load(ev, reporter)?;

@@ -32,6 +32,7 @@
 //! - `runner` (feature `model`): runs the model under the runtime's presses, one shared prefill
 //!   per prompt for every press that keeps the model's own forward pass.
 
+pub mod aggregate;
 pub mod companion;
 #[cfg(feature = "model")]
 pub mod driver;
@@ -85,8 +86,11 @@ pub enum Error {
     Model(#[from] kvplan_runtime::Error),
     /// The reporter failed (drawing the figures, showing the table).
     #[error(transparent)]
-    Report(crate::task::ReportError),
+    Report(ReportError),
 }
+
+/// A failure of the reporter (`task::Reporter`: drawing figures, writing the table out).
+pub type ReportError = Box<dyn std::error::Error + Send + Sync>;
 
 /// Result alias of the evaluation.
 pub type Result<T> = std::result::Result<T, Error>;
@@ -96,4 +100,10 @@ pub(crate) fn io_err(path: &std::path::Path) -> impl FnOnce(std::io::Error) -> E
         path: path.display().to_string(),
         source,
     }
+}
+
+/// Writes `text` to `path` atomically ([`kvplan_common::fs`]), creating its folder: a reader
+/// sees the old file or the new one, never a part.
+pub fn write_atomic(path: &std::path::Path, text: &str) -> Result<()> {
+    kvplan_common::fs::write_atomic_creating_dirs(path, text.as_bytes()).map_err(io_err(path))
 }

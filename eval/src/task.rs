@@ -8,6 +8,8 @@ use std::path::Path;
 use crate::records::CellKey;
 use crate::results::label;
 
+pub use crate::ReportError;
+
 /// One (method, budget) or (method, target ratio) cell of a prompt, with its record's key.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Cell {
@@ -19,6 +21,20 @@ pub struct Cell {
     pub ratio: Option<f64>,
     /// Identity of its record.
     pub key: CellKey,
+}
+
+/// Every (method, budget) cell of one example: each method at each budget, `full` once and
+/// without one.
+pub fn variants(methods: &[String], budgets: &[usize]) -> Vec<(String, Option<usize>)> {
+    let mut out = Vec::new();
+    for m in methods {
+        if m == "full" {
+            out.push((m.clone(), None));
+        } else {
+            out.extend(budgets.iter().map(|&b| (m.clone(), Some(b))));
+        }
+    }
+    out
 }
 
 /// One prompt (or streamed text) of a run and its cells: the driver builds its input once and
@@ -165,9 +181,6 @@ impl Identity {
         s
     }
 }
-
-/// A failure of the [`Reporter`] (drawing figures, writing the table out).
-pub type ReportError = Box<dyn std::error::Error + Send + Sync>;
 
 /// Where a run says what happens: the command line shows a progress bar, lines on stderr, the
 /// table on stdout, and draws the figures.

@@ -6,8 +6,9 @@
 
 use std::path::{Path, PathBuf};
 
+use kvplan_eval::aggregate::aggregate_niah;
 use kvplan_eval::ppl::{curves, PplRecord};
-use kvplan_eval::records::{aggregate_niah, Record, RecordsFile};
+use kvplan_eval::records::{Record, RecordsFile};
 use kvplan_eval::results::{EvalResults, RESULTS_SCHEMA_VERSION};
 use kvplan_eval::ruler::{report, Task};
 use kvplan_eval::table;

@@ -40,9 +40,10 @@ pub use data::Sources;
 
 use std::collections::HashSet;
 
-use crate::records::{variants, CellKey};
+use crate::records::CellKey;
 use crate::rng::Rng;
 use crate::score::{postprocess, string_match_all, string_match_part};
+use crate::task::variants;
 use crate::{Error, Result};
 
 /// A RULER task.

@@ -12,13 +12,15 @@ use burn::tensor::backend::Backend;
 use kvplan_runtime::tokenizer::Tokenizer;
 
 use super::{needs_plan, owned};
+use crate::aggregate::aggregate_niah;
 use crate::driver::{Prepared, Sink, Task};
 use crate::niah::{self, distinct_needles, haystack_starts, read_from, Frame, Needle};
 use crate::prompt::{common_prefix, ExportedPrompt, PromptIds, Setup};
-use crate::records::{aggregate_niah, merge_results, variants, CellKey, Record};
+use crate::records::{CellKey, Record};
+use crate::results::merge_results;
 use crate::runner::{Asked, Evaluator, Scoring};
 use crate::score::{postprocess, string_match_all};
-use crate::task::{Cell, Reporter, Unit};
+use crate::task::{variants, Cell, Reporter, Unit};
 use crate::{table, Error, Result};
 
 /// The grid of a NIAH run.

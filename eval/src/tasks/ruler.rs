@@ -12,7 +12,8 @@ use kvplan_runtime::tokenizer::Tokenizer;
 use super::{needs_plan, owned};
 use crate::driver::{Prepared, Sink, Task};
 use crate::prompt::{ExportedPrompt, PromptIds, PromptText, Setup};
-use crate::records::{merge_results, Record};
+use crate::records::Record;
+use crate::results::merge_results;
 use crate::ruler::{
     generate, question_start, report, score, Example, ExampleAt, Framer, Metric, RulerRun, Sources,
 };

@@ -5,7 +5,8 @@
 #![no_main]
 
 use kvplan_eval::ppl::{curves, PplRecord};
-use kvplan_eval::records::{aggregate_niah, Record, RecordsFile};
+use kvplan_eval::aggregate::aggregate_niah;
+use kvplan_eval::records::{Record, RecordsFile};
 use kvplan_eval::results::EvalResults;
 use libfuzzer_sys::fuzz_target;
 

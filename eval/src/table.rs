@@ -12,14 +12,10 @@
 //! difference the sample could have detected ([`crate::stats::detectable`]).
 //! With several columns (context lengths, RULER tasks) a second table gives each column's score
 //! with its interval; a legend closes the file. The perplexity table reads the curves at fixed
-//! positions, each with its block-bootstrap interval. [`rows`] groups records into a table's
-//! rows, for the tables and for the quality points of the results file.
+//! positions, each with its block-bootstrap interval. The rows and what they say are
+//! [`crate::aggregate`]'s ([`rows`]); this module only writes them out.
 
-mod rows;
-
-pub(crate) use rows::mean;
-pub use rows::{rows, Overall, RecordRow, Scope, Summary, FULL, SNAPKV};
-
+use crate::aggregate::{rows, Overall, RecordRow, Scope};
 use crate::records::Record;
 use crate::results::{label as row_label, PerplexityCurve};
 use crate::stats::{holm, Estimate, Paired, RESAMPLES};
