@@ -41,13 +41,12 @@ use kvplan_runtime::press::registry::{build_press_with, PressOptions, PressReque
 use kvplan_runtime::press::{shared_observe, Press, Session};
 use kvplan_runtime::tokenizer::Tokenizer;
 
-use crate::driver::Sink;
 use crate::equal_bytes::{retarget, Retarget, SpindleBytes};
 use crate::ppl::{nll, PplRecord};
-use crate::prompt::{Mode, PromptIds, Setup, Window};
+use crate::prompt::{Asked, Mode, PromptIds, Setup, Window};
 use crate::ratio::{effective, start_budget, target_bytes, RatioCell};
 use crate::records::Record;
-use crate::task::{Cell, Skipped, Unit};
+use crate::task::{Cell, Sink, Skipped, Unit};
 use crate::{Error, Result};
 
 /// One cell's run, before scoring.
@@ -68,6 +67,35 @@ pub struct Outcome {
     pub retarget: Option<Retarget>,
     /// A ratio cell's target, effective ratio and budget found.
     pub ratio: Option<RatioCell>,
+}
+
+impl Outcome {
+    /// The record of this outcome on the prompt `asked` describes, scored `score`, for model
+    /// `model`.
+    pub fn record(self, asked: &Asked, model: &str, score: f64) -> Record {
+        Record {
+            task: asked.task.clone(),
+            model: model.to_string(),
+            context_len: asked.context_len,
+            depth: asked.depth,
+            example: asked.example,
+            method: self.method,
+            budget: self.budget,
+            needle: asked.needle.clone(),
+            expected: asked.expected.clone(),
+            response: self.response,
+            score,
+            kv_fraction: self.kv_fraction,
+            kv_peak: Some(self.held.peak),
+            kv_mean: Some(self.held.mean),
+            cluster: asked.cluster.clone(),
+            seconds: self.seconds,
+            retarget: self.retarget,
+            ratio: self.ratio,
+            question: asked.question.as_ref().map(|q| q.0.clone()),
+            answer_prefix: asked.question.as_ref().map(|q| q.1.clone()),
+        }
+    }
 }
 
 /// The share of FullKV's bytes held over a generation: its peak and its mean over the
@@ -93,55 +121,6 @@ impl Held {
             peak: clamp(peak),
             mean: clamp(mean),
         })
-    }
-}
-
-/// What every record of one prompt says about it.
-#[derive(Debug, Clone)]
-pub struct Asked {
-    /// Task (`niah`, or a RULER task: `vt`, `qa_1`, …).
-    pub task: String,
-    /// Length of the run in tokens.
-    pub context_len: usize,
-    /// Requested needle depth in [0, 1] (0 where there is none).
-    pub depth: f64,
-    /// Example index.
-    pub example: usize,
-    /// What is asked (the needle sentence, the key, the question).
-    pub needle: String,
-    /// The expected answers.
-    pub expected: Vec<String>,
-    /// What the prompt shares with others (its needle's key, its article), when known.
-    pub cluster: Option<String>,
-    /// The question and the answer prefix as the task writes them (RULER), when kept.
-    pub question: Option<(String, String)>,
-}
-
-impl Asked {
-    /// The record of outcome `o` on this prompt, scored `score`, for model `model`.
-    pub fn record(&self, model: &str, score: f64, o: Outcome) -> Record {
-        Record {
-            task: self.task.clone(),
-            model: model.to_string(),
-            context_len: self.context_len,
-            depth: self.depth,
-            example: self.example,
-            method: o.method,
-            budget: o.budget,
-            needle: self.needle.clone(),
-            expected: self.expected.clone(),
-            response: o.response,
-            score,
-            kv_fraction: o.kv_fraction,
-            kv_peak: Some(o.held.peak),
-            kv_mean: Some(o.held.mean),
-            cluster: self.cluster.clone(),
-            seconds: o.seconds,
-            retarget: o.retarget,
-            ratio: o.ratio,
-            question: self.question.as_ref().map(|q| q.0.clone()),
-            answer_prefix: self.question.as_ref().map(|q| q.1.clone()),
-        }
     }
 }
 
@@ -386,7 +365,7 @@ impl<'a, B: Backend> Evaluator<'a, B> {
         self.score_prompt(run, ready, &mut |o| match o {
             Ok(o) => {
                 let score = (scoring.metric)(&o.response);
-                sink.record(scoring.asked.record(model, score, o))
+                sink.record(o.record(scoring.asked, model, score))
             }
             Err(skipped) => {
                 sink.skip(skipped);

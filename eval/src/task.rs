@@ -1,12 +1,14 @@
 //! What every evaluation task shares, apart from the model: the cells of a run grouped by the
-//! prompt (or text) they are scored on, progress, skipped cells, the settings every records file
-//! holds, and the [`Reporter`] the driver (`crate::driver`, feature `model`) tells what happens.
+//! prompt (or text) they are scored on, progress, skipped cells, where scoring puts each cell
+//! ([`Sink`]), the settings every records file holds, and the [`Reporter`] the driver
+//! (`crate::driver`, feature `model`) tells what happens.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::records::CellKey;
+use crate::records::{CellKey, CellRecord, RecordsFile};
 use crate::results::label;
+use crate::Result;
 
 pub use crate::ReportError;
 
@@ -120,6 +122,62 @@ pub struct Skipped {
     pub ratio: Option<f64>,
     /// Why, as the press registry says.
     pub reason: String,
+}
+
+/// Where a task's scoring puts each record and skipped cell: the records file (saved after
+/// every record, [`RecordsFile::save`]) and the progress.
+pub struct Sink<'s, R: CellRecord> {
+    file: &'s mut RecordsFile<R>,
+    path: &'s Path,
+    progress: &'s mut Progress,
+    reporter: &'s mut dyn Reporter,
+    what: &'s str,
+    recorded: usize,
+    skipped: Vec<Skipped>,
+}
+
+impl<'s, R: CellRecord> Sink<'s, R> {
+    /// A sink into the records `file` saved at `path`, counting on `progress` and telling
+    /// `reporter`, for the cells of the prompt described by `what`.
+    pub fn new(
+        file: &'s mut RecordsFile<R>,
+        path: &'s Path,
+        progress: &'s mut Progress,
+        reporter: &'s mut dyn Reporter,
+        what: &'s str,
+    ) -> Self {
+        Self {
+            file,
+            path,
+            progress,
+            reporter,
+            what,
+            recorded: 0,
+            skipped: Vec::new(),
+        }
+    }
+
+    /// Records a scored cell, saves the records and reports progress.
+    pub fn record(&mut self, r: R) -> Result<()> {
+        self.progress.done += 1;
+        self.progress.last = r.progress_line(self.what);
+        self.file.insert(r);
+        self.file.save(self.path)?;
+        self.recorded += 1;
+        self.reporter.progress(self.progress);
+        Ok(())
+    }
+
+    /// A cell not run (not recorded, so a re-run tries again): counted as done.
+    pub fn skip(&mut self, cell: Skipped) {
+        self.progress.done += 1;
+        self.skipped.push(cell);
+    }
+
+    /// The cells recorded and those skipped.
+    pub fn finish(self) -> (usize, Vec<Skipped>) {
+        (self.recorded, self.skipped)
+    }
 }
 
 /// One line per (method, budget) of `skipped` (`(where, cell)` pairs): on how many prompts it was

@@ -13,14 +13,14 @@ use kvplan_runtime::tokenizer::Tokenizer;
 
 use super::{needs_plan, owned};
 use crate::aggregate::aggregate_niah;
-use crate::driver::{Prepared, Sink, Task};
+use crate::driver::{Prepared, Task};
 use crate::niah::{self, distinct_needles, haystack_starts, read_from, Frame, Needle};
-use crate::prompt::{common_prefix, ExportedPrompt, PromptIds, Setup};
+use crate::prompt::{common_prefix, Asked, ExportedPrompt, PromptIds, Setup};
 use crate::records::{CellKey, Record};
 use crate::results::merge_results;
-use crate::runner::{Asked, Evaluator, Scoring};
+use crate::runner::{Evaluator, Scoring};
 use crate::score::{postprocess, string_match_all};
-use crate::task::{variants, Cell, Reporter, Unit};
+use crate::task::{variants, Cell, Reporter, Sink, Unit};
 use crate::{table, Error, Result};
 
 /// The grid of a NIAH run.

@@ -14,12 +14,12 @@ use std::path::{Path, PathBuf};
 
 use burn::tensor::backend::Backend;
 
-use crate::driver::{Prepared, Sink, Task};
+use crate::driver::{Prepared, Task};
 use crate::ppl::{curves, PplRecord};
 use crate::records::CellKey;
 use crate::results::merge_perplexity;
 use crate::runner::Evaluator;
-use crate::task::{variants, Cell, Reporter, Unit};
+use crate::task::{variants, Cell, Reporter, Sink, Unit};
 use crate::{io_err, table, Error, Result};
 
 /// Positions the table reads the curves at (those below the run's length).

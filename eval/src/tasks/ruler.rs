@@ -10,15 +10,15 @@ use burn::tensor::backend::Backend;
 use kvplan_runtime::tokenizer::Tokenizer;
 
 use super::{needs_plan, owned};
-use crate::driver::{Prepared, Sink, Task};
-use crate::prompt::{ExportedPrompt, PromptIds, PromptText, Setup};
+use crate::driver::{Prepared, Task};
+use crate::prompt::{Asked, ExportedPrompt, PromptIds, PromptText, Setup};
 use crate::records::Record;
 use crate::results::merge_results;
 use crate::ruler::{
     generate, question_start, report, score, Example, ExampleAt, Framer, Metric, RulerRun, Sources,
 };
-use crate::runner::{Asked, Evaluator, Scoring};
-use crate::task::{Cell, Reporter, Unit};
+use crate::runner::{Evaluator, Scoring};
+use crate::task::{Cell, Reporter, Sink, Unit};
 use crate::{Error, Result};
 
 /// The model's chat template and tokenizer: the task text is the user message, the answer
