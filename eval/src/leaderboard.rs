@@ -32,8 +32,8 @@ use std::path::{Path, PathBuf};
 
 use crate::aggregate::{rows, Overall, RecordRow, Scope};
 use crate::records::{Record, RecordsFile};
-use crate::ruler::Task;
 use crate::table::{cell, delta, header};
+use crate::tasks::ruler::Task;
 use crate::{write_atomic, Result};
 
 /// kvpress's name of FullKV.

@@ -2,9 +2,10 @@
 //!
 //! A records file (`results/<model>.<task>.records.json`) holds the run's settings and one
 //! record per scored cell: a [`Record`] per (example, context length, depth, method, budget) for
-//! the prompt tasks, a [`crate::ppl::PplRecord`] per streamed (text, length, method, budget). It
-//! is rewritten (temporary file, then rename) after every cell, so an interrupted run loses at
-//! most the cell in flight and a re-run skips every cell already scored. Records made under other
+//! the prompt tasks (NIAH and RULER share it), a [`crate::tasks::ppl::PplRecord`] per streamed
+//! (text, length, method, budget). It is rewritten (temporary file, then rename) after every
+//! cell, so an interrupted run loses at most the cell in flight and a re-run skips every cell
+//! already scored. Records made under other
 //! settings (model, plan, seed, prompt form) are refused rather than mixed, and one run at a time
 //! writes a records file ([`lock`]).
 //!

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use crate::aggregate::aggregate_niah;
 use crate::records::{Record, RecordsFile};
 use crate::results::merge_results;
-use crate::ruler::{report, Task};
+use crate::tasks::ruler::{report, Task};
 use crate::{companion, io_err, marks, write_atomic, Error, Result};
 use kvplan_planner::Plan;
 

@@ -1,5 +1,6 @@
 //! Runs the model under the runtime's presses (feature `model`): the per-prompt machinery of the
-//! prompt tasks (NIAH, RULER) and the per-token stream of perplexity.
+//! prompt tasks (NIAH, RULER); the per-token stream of perplexity is its task's
+//! (`crate::tasks::ppl`), over the presses this module builds.
 //!
 //! Per prompt every pending (method, budget) cell is scored on it ([`Evaluator::score_cells`]).
 //! Every press that keeps the model's own forward pass (all but `pod`) compresses after the full
@@ -7,7 +8,7 @@
 //! recording the union of what the presses ask, and each press adopts a copy of the cache
 //! ([`Session::adopt`]) — the same cache and observations it would compute alone. `pod` changes
 //! attention from the first token, so it runs its own prefill. Decoding is greedy, at most a
-//! given number of tokens ([`crate::niah::ANSWER_TOKENS`] for NIAH).
+//! given number of tokens ([`crate::tasks::niah::ANSWER_TOKENS`] for NIAH).
 //!
 //! The window placement and mode ([`crate::prompt`]) are the task's [`Setup`], in [`Scoring`]:
 //! `question-end` records the observed rows ending at the question's last token in that same
@@ -42,7 +43,6 @@ use kvplan_runtime::press::{shared_observe, Press, Session};
 use kvplan_runtime::tokenizer::Tokenizer;
 
 use crate::equal_bytes::{retarget, Retarget, SpindleBytes};
-use crate::ppl::{nll, PplRecord};
 use crate::prompt::{Asked, Mode, PromptIds, Setup, Window};
 use crate::ratio::{effective, start_budget, target_bytes, RatioCell};
 use crate::records::Record;
@@ -285,7 +285,12 @@ impl<'a, B: Backend> Evaluator<'a, B> {
     }
 
     /// The press of `method` at `budget` for a prompt of `n` tokens.
-    fn press(&self, method: &str, n: usize, budget: Option<usize>) -> Result<Box<dyn Press<B>>> {
+    pub(crate) fn press(
+        &self,
+        method: &str,
+        n: usize,
+        budget: Option<usize>,
+    ) -> Result<Box<dyn Press<B>>> {
         let request = self.request(n, budget);
         Ok(build_press_with::<B>(method, &request, &self.model.config)?.press)
     }
@@ -571,44 +576,6 @@ impl<'a, B: Backend> Evaluator<'a, B> {
             shares.push(session.memory().ratio());
         }
         Ok(ids)
-    }
-}
-
-impl<B: Backend> Evaluator<'_, B> {
-    /// Streams `ids` one token at a time under `method` at `budget` (TreeKV §5.2): the first
-    /// token is the prompt, each later token's NLL is read from the step before it, and the press
-    /// evicts while decoding. Budgets are planned for the whole text's length.
-    pub fn stream_ppl(
-        &self,
-        ids: &[u32],
-        method: &str,
-        budget: Option<usize>,
-        text: &str,
-    ) -> Result<PplRecord> {
-        if ids.len() < 2 {
-            return Err(Error::Request(format!("{text}: fewer than 2 tokens")));
-        }
-        let started = Instant::now();
-        let mut press = self.press(method, ids.len(), budget)?;
-        let mut session = Session::new(self.model, press.as_mut());
-        let mut logits = last_row(session.prefill(&ids[..1])?);
-        let mut nlls = Vec::with_capacity(ids.len() - 1);
-        for (i, &next) in ids.iter().enumerate().skip(1) {
-            nlls.push(nll(&logits, next));
-            if i + 1 < ids.len() {
-                logits = last_row(session.step(next)?);
-            }
-        }
-        Ok(PplRecord {
-            model: self.model_name.clone(),
-            text: text.to_string(),
-            method: method.to_string(),
-            budget,
-            tokens: ids.len(),
-            nll: nlls,
-            kv_fraction: session.memory().ratio().clamp(f64::MIN_POSITIVE, 1.0),
-            seconds: started.elapsed().as_secs_f64(),
-        })
     }
 }
 
