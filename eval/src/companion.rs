@@ -105,7 +105,8 @@ pub fn of_units<'r, R: CellRecord>(file: &'r RecordsFile<R>, units: &[Unit]) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::records::{variants, CellKey, Record};
+    use crate::records::{CellKey, Record};
+    use crate::task::variants;
 
     /// Two kvpress records on example 0 (one at a budget the run does not have) and one on
     /// example 1, which the run does not have: hand-written, as the script writes them.

@@ -16,15 +16,14 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use burn::tensor::backend::Backend;
-use kvplan_common::lock::Lock;
 
 use crate::companion::{self, Companion};
 use crate::prompt::{ExportedPrompt, PromptsFile, PROMPTS_FORMAT};
-use crate::records::{write_atomic, CellKey, CellRecord, RecordsFile};
+use crate::records::{self, CellKey, CellRecord, RecordsFile};
 use crate::runner::Evaluator;
 use crate::shard::Shard;
-use crate::task::{skip_lines, Cell, Identity, Progress, Reporter, Skipped, Unit};
-use crate::{Error, Result};
+use crate::task::{skip_lines, Cell, Identity, Progress, Reporter, Sink, Skipped, Unit};
+use crate::{write_atomic, Error, Result};
 
 /// A prompt (or text) built for scoring.
 pub struct Prepared<I> {
@@ -74,36 +73,6 @@ pub trait Task<B: Backend> {
     }
 }
 
-/// Where a task's scoring puts each record and skipped cell: the records file (saved after
-/// every record) and the progress.
-pub struct Sink<'s, R: CellRecord> {
-    records: &'s mut Records<R>,
-    progress: &'s mut Progress,
-    reporter: &'s mut dyn Reporter,
-    what: &'s str,
-    recorded: usize,
-    skipped: Vec<Skipped>,
-}
-
-impl<R: CellRecord> Sink<'_, R> {
-    /// Records a scored cell, saves the records and reports progress.
-    pub fn record(&mut self, r: R) -> Result<()> {
-        self.progress.done += 1;
-        self.progress.last = r.progress_line(self.what);
-        self.records.file.insert(r);
-        self.records.file.save(&self.records.path)?;
-        self.recorded += 1;
-        self.reporter.progress(self.progress);
-        Ok(())
-    }
-
-    /// A cell not run (not recorded, so a re-run tries again): counted as done.
-    pub fn skip(&mut self, cell: Skipped) {
-        self.progress.done += 1;
-        self.skipped.push(cell);
-    }
-}
-
 /// A records file and where it is saved.
 struct Records<R> {
     file: RecordsFile<R>,
@@ -144,9 +113,7 @@ pub fn run_shard<B: Backend, T: Task<B>>(
         &settings,
         reporter,
     )?;
-    // One run per records file: a second one would rewrite it from its own copy and drop the
-    // first one's cells.
-    let _lock = Lock::acquire(&path, &mut |l| reporter.note(l))?;
+    let _lock = records::lock(&path, &mut |l| reporter.note(l))?;
     let file = RecordsFile::<T::Record>::open(&path, settings)?;
     let mut records = Records { file, path };
     task.load(ev, reporter)?;
@@ -273,16 +240,15 @@ fn score_units<B: Backend, T: Task<B>>(
     }
     let mut skipped = Vec::new();
     for (i, pending, prepared) in work {
-        let mut sink = Sink {
-            records: &mut *records,
-            progress: &mut progress,
-            reporter: &mut *reporter,
-            what: &prepared.what,
-            recorded: 0,
-            skipped: Vec::new(),
-        };
+        let mut sink = Sink::new(
+            &mut records.file,
+            &records.path,
+            &mut progress,
+            &mut *reporter,
+            &prepared.what,
+        );
         task.score(ev, &prepared.input, &pending, &mut sink)?;
-        let (recorded, cells) = (sink.recorded, sink.skipped);
+        let (recorded, cells) = sink.finish();
         if recorded == 0 && !cells.is_empty() {
             reporter.progress(&progress);
         }

@@ -30,10 +30,11 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::records::{write_atomic, Record, RecordsFile};
-use crate::ruler::Task;
-use crate::table::{cell, delta, header, rows, Overall, RecordRow, Scope};
-use crate::Result;
+use crate::aggregate::{rows, Overall, RecordRow, Scope};
+use crate::records::{Record, RecordsFile};
+use crate::table::{cell, delta, header};
+use crate::tasks::ruler::Task;
+use crate::{write_atomic, Result};
 
 /// kvpress's name of FullKV.
 pub const NO_PRESS: &str = "no_press";

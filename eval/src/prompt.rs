@@ -1,6 +1,7 @@
 //! How a prompt meets the presses: where the observation window ends (`--window`), whether the
 //! question is seen while the context is compressed (`--mode`), a prompt's token ids in both
-//! forms, and the prompts file `--export-prompts` writes for other tools.
+//! forms, what its records say about it ([`Asked`]), and the prompts file `--export-prompts`
+//! writes for other tools.
 //!
 //! **Window** (PyramidKV §4.2 "instruction tokens", HeadKV §3.3 "the last α instruction
 //! tokens"): `question-end` (default) observes the α rows that end with the user's question's
@@ -173,6 +174,27 @@ pub fn common_prefix(a: &[u32], b: &[u32]) -> usize {
     a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
 
+/// What every record of one prompt says about it.
+#[derive(Debug, Clone)]
+pub struct Asked {
+    /// Task (`niah`, or a RULER task: `vt`, `qa_1`, …).
+    pub task: String,
+    /// Length of the run in tokens.
+    pub context_len: usize,
+    /// Requested needle depth in [0, 1] (0 where there is none).
+    pub depth: f64,
+    /// Example index.
+    pub example: usize,
+    /// What is asked (the needle sentence, the key, the question).
+    pub needle: String,
+    /// The expected answers.
+    pub expected: Vec<String>,
+    /// What the prompt shares with others (its needle's key, its article), when known.
+    pub cluster: Option<String>,
+    /// The question and the answer prefix as the task writes them (RULER), when kept.
+    pub question: Option<(String, String)>,
+}
+
 /// One prompt of a prompts file.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -205,16 +227,10 @@ pub struct ExportedPrompt {
     pub cluster: Option<String>,
 }
 
-#[cfg(feature = "model")]
 impl ExportedPrompt {
     /// The prompt `ids` asked as `asked` says, decoded at most `answer_tokens`, scored by
     /// `metric`.
-    pub fn new(
-        asked: &crate::runner::Asked,
-        ids: &PromptIds,
-        answer_tokens: usize,
-        metric: &str,
-    ) -> Self {
+    pub fn new(asked: &Asked, ids: &PromptIds, answer_tokens: usize, metric: &str) -> Self {
         Self {
             task: asked.task.clone(),
             context_len: asked.context_len,

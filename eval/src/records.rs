@@ -1,31 +1,25 @@
-//! Per-cell records and the results file, written atomically; a run resumes from its records.
+//! Per-cell records, written atomically; a run resumes from its records.
 //!
 //! A records file (`results/<model>.<task>.records.json`) holds the run's settings and one
 //! record per scored cell: a [`Record`] per (example, context length, depth, method, budget) for
-//! the prompt tasks, a [`crate::ppl::PplRecord`] per streamed (text, length, method, budget). It
-//! is rewritten (temporary file, then rename) after every cell, so an interrupted run loses at
-//! most the cell in flight and a re-run skips every cell already scored. Records made under other
-//! settings (model, plan, seed, prompt form) are refused rather than mixed.
+//! the prompt tasks (NIAH and RULER share it), a [`crate::tasks::ppl::PplRecord`] per streamed
+//! (text, length, method, budget). It is rewritten (temporary file, then rename) after every
+//! cell, so an interrupted run loses at most the cell in flight and a re-run skips every cell
+//! already scored. Records made under other
+//! settings (model, plan, seed, prompt form) are refused rather than mixed, and one run at a time
+//! writes a records file ([`lock`]).
 //!
-//! [`aggregate_niah`] turns records into the results schema: one `NiahCell` per (method, budget,
-//! length, depth), the mean over examples with its interval, and one `QualityPoint` per (method,
-//! budget) with the mean KV fraction, the score's interval and the paired differences against
-//! SnapKV at the same budget and against FullKV (`crate::stats`).
+//! This module only stores records; what they add up to is [`crate::aggregate`]'s.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::results::{
-    label, EvalResults, NiahCell, PerplexityCurve, QualityPoint, ScoreInterval,
-    RESULTS_SCHEMA_VERSION,
-};
-use crate::stats::estimate;
 use kvplan_common::lock::Lock;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use crate::table::{mean, rows, Overall, Scope};
-use crate::{io_err, Error, Result};
+use crate::results::label;
+use crate::{io_err, write_atomic, Error, Result};
 
 /// One scored cell.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -162,20 +156,6 @@ impl CellRecord for Record {
     fn progress_line(&self, what: &str) -> String {
         format!("{} {what}: {:.0}", self.label(), 100.0 * self.score)
     }
-}
-
-/// Every (method, budget) cell of one example: each method at each budget, `full` once and
-/// without one.
-pub fn variants(methods: &[String], budgets: &[usize]) -> Vec<(String, Option<usize>)> {
-    let mut out = Vec::new();
-    for m in methods {
-        if m == "full" {
-            out.push((m.clone(), None));
-        } else {
-            out.extend(budgets.iter().map(|&b| (m.clone(), Some(b))));
-        }
-    }
-    out
 }
 
 /// Identity of a cell: the prompt (or streamed text) it is scored on, the method and the budget
@@ -325,139 +305,11 @@ impl<R: CellRecord> RecordsFile<R> {
     }
 }
 
-/// Writes `text` to `path` atomically ([`kvplan_common::fs`]), creating its folder: a reader
-/// sees the old file or the new one, never a part.
-pub fn write_atomic(path: &Path, text: &str) -> Result<()> {
-    kvplan_common::fs::write_atomic_creating_dirs(path, text.as_bytes()).map_err(io_err(path))
-}
-
-/// NIAH cells (mean score over examples per method, budget, length, depth, with its interval)
-/// and one quality point per (method, budget) of `task` (mean over every prompt, interval,
-/// paired differences against SnapKV and FullKV), in the order first met.
-pub fn aggregate_niah(task: &str, records: &[Record]) -> (Vec<NiahCell>, Vec<QualityPoint>) {
-    type CellId = (String, Option<usize>, usize, u64);
-    let mut cells: Vec<(CellId, Vec<&Record>)> = Vec::new();
-    for r in records.iter().filter(|r| r.task == task) {
-        let id = (r.method.clone(), r.budget, r.context_len, r.depth.to_bits());
-        match cells.iter_mut().find(|(k, _)| *k == id) {
-            Some((_, s)) => s.push(r),
-            None => cells.push((id, vec![r])),
-        }
-    }
-    let niah = cells
-        .into_iter()
-        .map(|((method, budget, context_len, depth), mut s)| {
-            s.sort_by_key(|r| r.example);
-            let scores: Vec<f64> = s.iter().map(|r| r.score).collect();
-            let e = estimate(&[clusters(&s, |r| r.score)]);
-            NiahCell {
-                method,
-                budget,
-                context_len,
-                depth: f64::from_bits(depth),
-                score: mean(&scores),
-                n: e.map(|e| e.n),
-                interval: e.as_ref().map(ScoreInterval::from),
-            }
-        })
-        .collect();
-    let rows = rows(records, 1, |r| (r.task == task).then_some(0));
-    let mut quality: Vec<QualityPoint> = rows
-        .iter()
-        .map(|row| row.quality_point(task, &rows, Scope::Overall(Overall::Records)))
-        .collect();
-    crate::results::adjust_holm(&mut quality);
-    (niah, quality)
-}
-
-/// `value` of each record, by cluster ([`Record::cluster`]), clusters in the order first met.
-pub fn clusters<T>(records: &[&Record], value: impl Fn(&Record) -> T) -> Vec<Vec<T>> {
-    let mut names: Vec<String> = Vec::new();
-    let mut out: Vec<Vec<T>> = Vec::new();
-    for r in records {
-        let c = r.cluster();
-        match names.iter().position(|n| *n == c) {
-            Some(i) => out[i].push(value(r)),
-            None => {
-                names.push(c);
-                out.push(vec![value(r)]);
-            }
-        }
-    }
-    out
-}
-
-/// Reads the results file at `path` (or starts one for `model`), replaces `task`'s NIAH cells
-/// and quality points (those of `task` and of its sub-tasks `task/…`) with `niah` and
-/// `quality`, and writes it back atomically.
-pub fn merge_results(
-    path: &Path,
-    model: &str,
-    task: &str,
-    niah: Vec<NiahCell>,
-    quality: Vec<QualityPoint>,
-) -> Result<EvalResults> {
-    let _lock = lock_results(path)?;
-    let mut results = load_or_new(path, model)?;
-    if task == "niah" {
-        results.niah = niah;
-    }
-    let sub = format!("{task}/");
-    results
-        .quality
-        .retain(|q| q.task != task && !q.task.starts_with(&sub));
-    results.quality.extend(quality);
-    save_results(path, &results)?;
-    Ok(results)
-}
-
-/// Reads the results file at `path` (or starts one for `model`), replaces its perplexity curves
-/// with `curves`, and writes it back atomically.
-pub fn merge_perplexity(
-    path: &Path,
-    model: &str,
-    curves: Vec<PerplexityCurve>,
-) -> Result<EvalResults> {
-    let _lock = lock_results(path)?;
-    let mut results = load_or_new(path, model)?;
-    results.perplexity = curves;
-    save_results(path, &results)?;
-    Ok(results)
-}
-
-/// The lock on a results file for one read-merge-write: tasks running side by side into one
-/// folder share `<model>.results.json`, and each merge must start from the other's last write.
-/// The section is short, so a holder is waited for (up to a minute) rather than refused.
-fn lock_results(path: &Path) -> Result<Lock> {
-    Ok(Lock::acquire_within(
-        path,
-        std::time::Duration::from_secs(60),
-        &mut |_| {},
-    )?)
-}
-
-fn load_or_new(path: &Path, model: &str) -> Result<EvalResults> {
-    if path.exists() {
-        let mut results = EvalResults::load(path).map_err(|e| Error::Invalid {
-            path: path.display().to_string(),
-            message: e.to_string(),
-        })?;
-        // An earlier version's entries are valid in this one (its fields are all optional).
-        results.schema_version = RESULTS_SCHEMA_VERSION;
-        Ok(results)
-    } else {
-        Ok(EvalResults {
-            schema_version: RESULTS_SCHEMA_VERSION,
-            model: model.to_string(),
-            niah: Vec::new(),
-            quality: Vec::new(),
-            perplexity: Vec::new(),
-        })
-    }
-}
-
-fn save_results(path: &Path, results: &EvalResults) -> Result<()> {
-    write_atomic(path, &results.to_json()?)
+/// The lock on the records file at `path` for a whole run: a second run into the same file
+/// would rewrite it from its own copy and drop the first one's cells. A holder is refused, not
+/// waited for; `log` is told about a stale lock taken over.
+pub fn lock(path: &Path, log: &mut dyn FnMut(&str)) -> Result<Lock> {
+    Ok(Lock::acquire(path, log)?)
 }
 
 /// A record of `task` at depth 0.5, example 0, for tests.
@@ -574,49 +426,5 @@ mod tests {
         let text = serde_json::to_string(&new).expect("json");
         assert!(text.contains("\"kv_peak\":0.14") && text.contains("\"cluster\""));
         assert!(!serde_json::to_string(&r).expect("json").contains("kv_peak"));
-    }
-
-    #[test]
-    fn aggregation_averages_examples_per_cell_and_per_method() {
-        let records = [
-            rec("full", None, 512, 0, 1.0),
-            rec("full", None, 512, 1, 0.0),
-            rec("full", None, 1024, 0, 1.0),
-            rec("snapkv", Some(64), 512, 0, 0.0),
-        ];
-        let (cells, points) = aggregate_niah("niah", &records);
-        assert_eq!(cells.len(), 3);
-        assert_eq!((cells[0].context_len, cells[0].score), (512, 0.5));
-        assert_eq!((cells[1].context_len, cells[1].score), (1024, 1.0));
-        assert_eq!(points.len(), 2);
-        assert!((points[0].score - 2.0 / 3.0).abs() < 1e-12);
-        assert_eq!(points[0].kv_fraction, 1.0);
-        assert_eq!((points[1].budget, points[1].kv_fraction), (Some(64), 0.25));
-    }
-
-    #[test]
-    fn merged_results_keep_other_tasks_and_validate() {
-        let dir = temp_dir("merge");
-        let path = dir.join("m.results.json");
-        let (n, q) = aggregate_niah("niah", &[rec("full", None, 512, 0, 1.0)]);
-        merge_results(&path, "m", "niah", n, q).expect("first");
-        let other = vec![QualityPoint {
-            task: "ruler".into(),
-            method: "full".into(),
-            budget: None,
-            ratio: None,
-            kv_fraction: 1.0,
-            score: 0.5,
-            n: None,
-            clusters: None,
-            interval: None,
-            vs_snapkv: None,
-            vs_full: None,
-        }];
-        merge_results(&path, "m", "ruler", Vec::new(), other).expect("second");
-        let back = EvalResults::load(&path).expect("valid");
-        assert_eq!(back.niah.len(), 1, "a non-niah task leaves the cells alone");
-        assert_eq!(back.quality.len(), 2);
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

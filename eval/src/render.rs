@@ -11,9 +11,11 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::records::{aggregate_niah, merge_results, write_atomic, Record, RecordsFile};
-use crate::ruler::{report, Task};
-use crate::{companion, io_err, marks, Error, Result};
+use crate::aggregate::aggregate_niah;
+use crate::records::{Record, RecordsFile};
+use crate::results::merge_results;
+use crate::tasks::ruler::{report, Task};
+use crate::{companion, io_err, marks, write_atomic, Error, Result};
 use kvplan_planner::Plan;
 
 /// What was rendered.

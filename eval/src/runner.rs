@@ -1,5 +1,6 @@
 //! Runs the model under the runtime's presses (feature `model`): the per-prompt machinery of the
-//! prompt tasks (NIAH, RULER) and the per-token stream of perplexity.
+//! prompt tasks (NIAH, RULER); the per-token stream of perplexity is its task's
+//! (`crate::tasks::ppl`), over the presses this module builds.
 //!
 //! Per prompt every pending (method, budget) cell is scored on it ([`Evaluator::score_cells`]).
 //! Every press that keeps the model's own forward pass (all but `pod`) compresses after the full
@@ -7,7 +8,7 @@
 //! recording the union of what the presses ask, and each press adopts a copy of the cache
 //! ([`Session::adopt`]) — the same cache and observations it would compute alone. `pod` changes
 //! attention from the first token, so it runs its own prefill. Decoding is greedy, at most a
-//! given number of tokens ([`crate::niah::ANSWER_TOKENS`] for NIAH).
+//! given number of tokens ([`crate::tasks::niah::ANSWER_TOKENS`] for NIAH).
 //!
 //! The window placement and mode ([`crate::prompt`]) are the task's [`Setup`], in [`Scoring`]:
 //! `question-end` records the observed rows ending at the question's last token in that same
@@ -41,13 +42,11 @@ use kvplan_runtime::press::registry::{build_press_with, PressOptions, PressReque
 use kvplan_runtime::press::{shared_observe, Press, Session};
 use kvplan_runtime::tokenizer::Tokenizer;
 
-use crate::driver::Sink;
 use crate::equal_bytes::{retarget, Retarget, SpindleBytes};
-use crate::ppl::{nll, PplRecord};
-use crate::prompt::{Mode, PromptIds, Setup, Window};
+use crate::prompt::{Asked, Mode, PromptIds, Setup, Window};
 use crate::ratio::{effective, start_budget, target_bytes, RatioCell};
 use crate::records::Record;
-use crate::task::{Cell, Skipped, Unit};
+use crate::task::{Cell, Sink, Skipped, Unit};
 use crate::{Error, Result};
 
 /// One cell's run, before scoring.
@@ -68,6 +67,35 @@ pub struct Outcome {
     pub retarget: Option<Retarget>,
     /// A ratio cell's target, effective ratio and budget found.
     pub ratio: Option<RatioCell>,
+}
+
+impl Outcome {
+    /// The record of this outcome on the prompt `asked` describes, scored `score`, for model
+    /// `model`.
+    pub fn record(self, asked: &Asked, model: &str, score: f64) -> Record {
+        Record {
+            task: asked.task.clone(),
+            model: model.to_string(),
+            context_len: asked.context_len,
+            depth: asked.depth,
+            example: asked.example,
+            method: self.method,
+            budget: self.budget,
+            needle: asked.needle.clone(),
+            expected: asked.expected.clone(),
+            response: self.response,
+            score,
+            kv_fraction: self.kv_fraction,
+            kv_peak: Some(self.held.peak),
+            kv_mean: Some(self.held.mean),
+            cluster: asked.cluster.clone(),
+            seconds: self.seconds,
+            retarget: self.retarget,
+            ratio: self.ratio,
+            question: asked.question.as_ref().map(|q| q.0.clone()),
+            answer_prefix: asked.question.as_ref().map(|q| q.1.clone()),
+        }
+    }
 }
 
 /// The share of FullKV's bytes held over a generation: its peak and its mean over the
@@ -93,55 +121,6 @@ impl Held {
             peak: clamp(peak),
             mean: clamp(mean),
         })
-    }
-}
-
-/// What every record of one prompt says about it.
-#[derive(Debug, Clone)]
-pub struct Asked {
-    /// Task (`niah`, or a RULER task: `vt`, `qa_1`, …).
-    pub task: String,
-    /// Length of the run in tokens.
-    pub context_len: usize,
-    /// Requested needle depth in [0, 1] (0 where there is none).
-    pub depth: f64,
-    /// Example index.
-    pub example: usize,
-    /// What is asked (the needle sentence, the key, the question).
-    pub needle: String,
-    /// The expected answers.
-    pub expected: Vec<String>,
-    /// What the prompt shares with others (its needle's key, its article), when known.
-    pub cluster: Option<String>,
-    /// The question and the answer prefix as the task writes them (RULER), when kept.
-    pub question: Option<(String, String)>,
-}
-
-impl Asked {
-    /// The record of outcome `o` on this prompt, scored `score`, for model `model`.
-    pub fn record(&self, model: &str, score: f64, o: Outcome) -> Record {
-        Record {
-            task: self.task.clone(),
-            model: model.to_string(),
-            context_len: self.context_len,
-            depth: self.depth,
-            example: self.example,
-            method: o.method,
-            budget: o.budget,
-            needle: self.needle.clone(),
-            expected: self.expected.clone(),
-            response: o.response,
-            score,
-            kv_fraction: o.kv_fraction,
-            kv_peak: Some(o.held.peak),
-            kv_mean: Some(o.held.mean),
-            cluster: self.cluster.clone(),
-            seconds: o.seconds,
-            retarget: o.retarget,
-            ratio: o.ratio,
-            question: self.question.as_ref().map(|q| q.0.clone()),
-            answer_prefix: self.question.as_ref().map(|q| q.1.clone()),
-        }
     }
 }
 
@@ -306,7 +285,12 @@ impl<'a, B: Backend> Evaluator<'a, B> {
     }
 
     /// The press of `method` at `budget` for a prompt of `n` tokens.
-    fn press(&self, method: &str, n: usize, budget: Option<usize>) -> Result<Box<dyn Press<B>>> {
+    pub(crate) fn press(
+        &self,
+        method: &str,
+        n: usize,
+        budget: Option<usize>,
+    ) -> Result<Box<dyn Press<B>>> {
         let request = self.request(n, budget);
         Ok(build_press_with::<B>(method, &request, &self.model.config)?.press)
     }
@@ -386,7 +370,7 @@ impl<'a, B: Backend> Evaluator<'a, B> {
         self.score_prompt(run, ready, &mut |o| match o {
             Ok(o) => {
                 let score = (scoring.metric)(&o.response);
-                sink.record(scoring.asked.record(model, score, o))
+                sink.record(o.record(scoring.asked, model, score))
             }
             Err(skipped) => {
                 sink.skip(skipped);
@@ -592,44 +576,6 @@ impl<'a, B: Backend> Evaluator<'a, B> {
             shares.push(session.memory().ratio());
         }
         Ok(ids)
-    }
-}
-
-impl<B: Backend> Evaluator<'_, B> {
-    /// Streams `ids` one token at a time under `method` at `budget` (TreeKV §5.2): the first
-    /// token is the prompt, each later token's NLL is read from the step before it, and the press
-    /// evicts while decoding. Budgets are planned for the whole text's length.
-    pub fn stream_ppl(
-        &self,
-        ids: &[u32],
-        method: &str,
-        budget: Option<usize>,
-        text: &str,
-    ) -> Result<PplRecord> {
-        if ids.len() < 2 {
-            return Err(Error::Request(format!("{text}: fewer than 2 tokens")));
-        }
-        let started = Instant::now();
-        let mut press = self.press(method, ids.len(), budget)?;
-        let mut session = Session::new(self.model, press.as_mut());
-        let mut logits = last_row(session.prefill(&ids[..1])?);
-        let mut nlls = Vec::with_capacity(ids.len() - 1);
-        for (i, &next) in ids.iter().enumerate().skip(1) {
-            nlls.push(nll(&logits, next));
-            if i + 1 < ids.len() {
-                logits = last_row(session.step(next)?);
-            }
-        }
-        Ok(PplRecord {
-            model: self.model_name.clone(),
-            text: text.to_string(),
-            method: method.to_string(),
-            budget,
-            tokens: ids.len(),
-            nll: nlls,
-            kv_fraction: session.memory().ratio().clamp(f64::MIN_POSITIVE, 1.0),
-            seconds: started.elapsed().as_secs_f64(),
-        })
     }
 }
 

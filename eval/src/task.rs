@@ -1,12 +1,16 @@
 //! What every evaluation task shares, apart from the model: the cells of a run grouped by the
-//! prompt (or text) they are scored on, progress, skipped cells, the settings every records file
-//! holds, and the [`Reporter`] the driver (`crate::driver`, feature `model`) tells what happens.
+//! prompt (or text) they are scored on, progress, skipped cells, where scoring puts each cell
+//! ([`Sink`]), the settings every records file holds, and the [`Reporter`] the driver
+//! (`crate::driver`, feature `model`) tells what happens.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::records::CellKey;
+use crate::records::{CellKey, CellRecord, RecordsFile};
 use crate::results::label;
+use crate::Result;
+
+pub use crate::ReportError;
 
 /// One (method, budget) or (method, target ratio) cell of a prompt, with its record's key.
 #[derive(Debug, Clone, PartialEq)]
@@ -19,6 +23,20 @@ pub struct Cell {
     pub ratio: Option<f64>,
     /// Identity of its record.
     pub key: CellKey,
+}
+
+/// Every (method, budget) cell of one example: each method at each budget, `full` once and
+/// without one.
+pub fn variants(methods: &[String], budgets: &[usize]) -> Vec<(String, Option<usize>)> {
+    let mut out = Vec::new();
+    for m in methods {
+        if m == "full" {
+            out.push((m.clone(), None));
+        } else {
+            out.extend(budgets.iter().map(|&b| (m.clone(), Some(b))));
+        }
+    }
+    out
 }
 
 /// One prompt (or streamed text) of a run and its cells: the driver builds its input once and
@@ -106,6 +124,62 @@ pub struct Skipped {
     pub reason: String,
 }
 
+/// Where a task's scoring puts each record and skipped cell: the records file (saved after
+/// every record, [`RecordsFile::save`]) and the progress.
+pub struct Sink<'s, R: CellRecord> {
+    file: &'s mut RecordsFile<R>,
+    path: &'s Path,
+    progress: &'s mut Progress,
+    reporter: &'s mut dyn Reporter,
+    what: &'s str,
+    recorded: usize,
+    skipped: Vec<Skipped>,
+}
+
+impl<'s, R: CellRecord> Sink<'s, R> {
+    /// A sink into the records `file` saved at `path`, counting on `progress` and telling
+    /// `reporter`, for the cells of the prompt described by `what`.
+    pub fn new(
+        file: &'s mut RecordsFile<R>,
+        path: &'s Path,
+        progress: &'s mut Progress,
+        reporter: &'s mut dyn Reporter,
+        what: &'s str,
+    ) -> Self {
+        Self {
+            file,
+            path,
+            progress,
+            reporter,
+            what,
+            recorded: 0,
+            skipped: Vec::new(),
+        }
+    }
+
+    /// Records a scored cell, saves the records and reports progress.
+    pub fn record(&mut self, r: R) -> Result<()> {
+        self.progress.done += 1;
+        self.progress.last = r.progress_line(self.what);
+        self.file.insert(r);
+        self.file.save(self.path)?;
+        self.recorded += 1;
+        self.reporter.progress(self.progress);
+        Ok(())
+    }
+
+    /// A cell not run (not recorded, so a re-run tries again): counted as done.
+    pub fn skip(&mut self, cell: Skipped) {
+        self.progress.done += 1;
+        self.skipped.push(cell);
+    }
+
+    /// The cells recorded and those skipped.
+    pub fn finish(self) -> (usize, Vec<Skipped>) {
+        (self.recorded, self.skipped)
+    }
+}
+
 /// One line per (method, budget) of `skipped` (`(where, cell)` pairs): on how many prompts it was
 /// not run, where, and why.
 pub fn skip_lines(skipped: &[(String, Skipped)]) -> Vec<String> {
@@ -165,9 +239,6 @@ impl Identity {
         s
     }
 }
-
-/// A failure of the [`Reporter`] (drawing figures, writing the table out).
-pub type ReportError = Box<dyn std::error::Error + Send + Sync>;
 
 /// Where a run says what happens: the command line shows a progress bar, lines on stderr, the
 /// table on stdout, and draws the figures.

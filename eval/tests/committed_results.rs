@@ -6,11 +6,13 @@
 
 use std::path::{Path, PathBuf};
 
-use kvplan_eval::ppl::{curves, PplRecord};
-use kvplan_eval::records::{aggregate_niah, Record, RecordsFile};
+use kvplan_eval::aggregate::aggregate_niah;
+use kvplan_eval::records::{Record, RecordsFile};
 use kvplan_eval::results::{EvalResults, RESULTS_SCHEMA_VERSION};
-use kvplan_eval::ruler::{report, Task};
 use kvplan_eval::table;
+use kvplan_eval::tasks::ppl::report::markdown as ppl_markdown;
+use kvplan_eval::tasks::ppl::{curves, PplRecord};
+use kvplan_eval::tasks::ruler::{report, Task};
 use serde::de::DeserializeOwned;
 
 const MODEL: &str = "SmolLM2-135M-Instruct";
@@ -75,7 +77,7 @@ fn committed_results_and_tables_are_what_the_records_imply() {
     );
     let tokens = ppl.first().map_or(0, |r| r.tokens);
     assert_eq!(
-        table::ppl_markdown(&results.perplexity, &ppl_positions(tokens)),
+        ppl_markdown(&results.perplexity, &ppl_positions(tokens)),
         read(&format!("{MODEL}.ppl.md"))
     );
 }

@@ -9,7 +9,8 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use kvplan_eval::leaderboard::{board, markdown, write_folders, Board};
-use kvplan_eval::records::{write_atomic, Record, RecordsFile};
+use kvplan_eval::records::{Record, RecordsFile};
+use kvplan_eval::write_atomic;
 use kvplan_plots::figures::leaderboard::{Leaderboard, Point};
 
 /// Arguments of `kvplan eval leaderboard`.

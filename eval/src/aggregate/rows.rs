@@ -12,7 +12,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::records::{clusters, Record};
+use super::clusters;
+use crate::records::Record;
 use crate::results::{PairedDelta, QualityPoint, ScoreInterval};
 use crate::stats::{estimate, paired, Estimate, Paired};
 

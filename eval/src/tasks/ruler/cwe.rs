@@ -104,8 +104,8 @@ pub fn build(words: &[String], num_words: usize, length: usize, rng: &mut Rng) -
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ruler::tests::{at, essay_text, Words};
-    use crate::ruler::{generate, score, Sources, Task};
+    use crate::tasks::ruler::tests::{at, essay_text, Words};
+    use crate::tasks::ruler::{generate, score, Sources, Task};
 
     fn pool(n: usize) -> Vec<String> {
         (0..n).map(|i| format!("word{i:04}x")).collect()

@@ -256,8 +256,8 @@ pub fn build(set: &QaSet, index: usize, num_docs: usize, rng: &mut Rng) -> Built
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ruler::tests::{at, hotpot_set, squad_set, Words};
-    use crate::ruler::{generate, score, Sources, Task};
+    use crate::tasks::ruler::tests::{at, hotpot_set, squad_set, Words};
+    use crate::tasks::ruler::{generate, score, Sources, Task};
 
     #[test]
     fn squad_skips_unanswerable_questions_and_links_the_article() {

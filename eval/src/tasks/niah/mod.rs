@@ -19,6 +19,13 @@
 //! ([`haystack_starts`]: the haystack cut into one stretch per prompt, handed out in a seeded
 //! order), so no two prompts share a needle or a haystack. (Protocol v1 asked 5 needles at every
 //! length and depth, all from the haystack's start: 50 prompts, about 10 independent ones.)
+//!
+//! The run over the model is `task` (feature `model`); its records are the prompt tasks'
+//! ([`crate::records::Record`]), summarised by [`crate::aggregate::aggregate_niah`] and
+//! [`crate::table::markdown`].
+
+#[cfg(feature = "model")]
+pub mod task;
 
 pub use crate::rng::Rng;
 pub use kvplan_common::needle::{insertion_point, place, Frame, Placed};

@@ -1,7 +1,7 @@
 //! Streaming perplexity as a task of the driver (TreeKV §5.2, its Figure 4): each text, cut to
 //! the run's length, streams one token at a time under each method and budget
-//! ([`Evaluator::stream_ppl`]); the curves go into the results file, the perplexity at fixed
-//! positions into the table.
+//! ([`stream`]); the curves go into the results file, the perplexity at fixed positions into the
+//! table ([`super::report`]).
 //!
 //! One position policy for every evicting method (`--positions`, recorded in the settings):
 //! `reassign` (the default) moves their entries to positions `0..len` after every eviction, as
@@ -11,15 +11,19 @@
 //! lengths.
 
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 use burn::tensor::backend::Backend;
+use kvplan_runtime::generate::last_row;
+use kvplan_runtime::press::Session;
 
-use crate::driver::{Prepared, Sink, Task};
-use crate::ppl::{curves, PplRecord};
-use crate::records::{merge_perplexity, variants, CellKey};
+use super::{curves, nll, report, PplRecord};
+use crate::driver::{Prepared, Task};
+use crate::records::CellKey;
+use crate::results::merge_perplexity;
 use crate::runner::Evaluator;
-use crate::task::{Cell, Reporter, Unit};
-use crate::{io_err, table, Error, Result};
+use crate::task::{variants, Cell, Reporter, Sink, Unit};
+use crate::{io_err, Error, Result};
 
 /// Positions the table reads the curves at (those below the run's length).
 const TABLE_POSITIONS: [usize; 5] = [256, 512, 1024, 2048, 4096];
@@ -151,7 +155,7 @@ impl<B: Backend> Task<B> for PplTask {
                     c.method
                 )));
             }
-            sink.record(ev.stream_ppl(&input.ids, &c.method, c.budget, &input.text)?)?;
+            sink.record(stream(ev, &input.ids, &c.method, c.budget, &input.text)?)?;
         }
         Ok(())
     }
@@ -163,10 +167,46 @@ impl<B: Backend> Task<B> for PplTask {
             .into_iter()
             .filter(|&x| x < self.run.length)
             .collect();
-        Ok(table::ppl_markdown(&curves, &at))
+        Ok(report::markdown(&curves, &at))
     }
 
     fn made(&self, records: usize) -> String {
         format!("{records} streams of {} tokens", self.run.length)
     }
+}
+
+/// Streams `ids` one token at a time under `method` at `budget` (TreeKV §5.2): the first token
+/// is the prompt, each later token's NLL is read from the step before it, and the press evicts
+/// while decoding. Budgets are planned for the whole text's length.
+pub fn stream<B: Backend>(
+    ev: &Evaluator<'_, B>,
+    ids: &[u32],
+    method: &str,
+    budget: Option<usize>,
+    text: &str,
+) -> Result<PplRecord> {
+    if ids.len() < 2 {
+        return Err(Error::Request(format!("{text}: fewer than 2 tokens")));
+    }
+    let started = Instant::now();
+    let mut press = ev.press(method, ids.len(), budget)?;
+    let mut session = Session::new(ev.model, press.as_mut());
+    let mut logits = last_row(session.prefill(&ids[..1])?);
+    let mut nlls = Vec::with_capacity(ids.len() - 1);
+    for (i, &next) in ids.iter().enumerate().skip(1) {
+        nlls.push(nll(&logits, next));
+        if i + 1 < ids.len() {
+            logits = last_row(session.step(next)?);
+        }
+    }
+    Ok(PplRecord {
+        model: ev.model_name.clone(),
+        text: text.to_string(),
+        method: method.to_string(),
+        budget,
+        tokens: ids.len(),
+        nll: nlls,
+        kv_fraction: session.memory().ratio().clamp(f64::MIN_POSITIVE, 1.0),
+        seconds: started.elapsed().as_secs_f64(),
+    })
 }

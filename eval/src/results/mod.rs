@@ -52,9 +52,16 @@
 //! Version 1 and 2 files are still read: every field added since is optional. A file of
 //! a later version is refused. Other top-level fields (settings, dates, timings) are allowed and
 //! ignored here; fields inside the entries are checked strictly, so a misspelt one is an error.
+//!
+//! A run puts its task's entries into the file and keeps the other tasks' ([`merge_results`],
+//! [`merge_perplexity`]).
+
+mod merge;
+
+pub use merge::{merge_perplexity, merge_results};
 
 use crate::stats::{holm, Estimate, Method, Paired, Test};
-use crate::{io_err, Error, Result};
+use crate::{io_err, write_atomic, Error, Result};
 use serde::{Deserialize, Serialize};
 use std::fmt::Display;
 use std::path::Path;
@@ -325,7 +332,7 @@ impl EvalResults {
     /// Validates, then writes atomically (creating the folder).
     pub fn save(&self, path: &Path) -> Result<()> {
         self.validate()?;
-        crate::records::write_atomic(path, &self.to_json()?)
+        write_atomic(path, &self.to_json()?)
     }
 
     /// Checks version, ranges and curve lengths; errors name the JSON path.

@@ -6,14 +6,15 @@
 //! indices drawn from `0..n` (descending, so each lands before the line it was drawn at) and
 //! joins the lines with newlines; so does [`lines`].
 //!
-//! Differences from RULER: words come from the 24 × 24 adjective-noun list of [`crate::niah`]
-//! (the `wonderwords` lists are not shipped), so a `needle` haystack's distractor keys are drawn
-//! until they differ from the example's own keys, which RULER's far larger list makes all but
-//! certain without a check; UUIDs are version-4 UUIDs of 128 bits of our generator, as
-//! `uuid.UUID(int=getrandbits(128), version=4)` sets the version and variant bits.
+//! Differences from RULER: words come from the 24 × 24 adjective-noun list of
+//! [`crate::tasks::niah`] (the `wonderwords` lists are not shipped), so a `needle` haystack's
+//! distractor keys are drawn until they differ from the example's own keys, which RULER's far
+//! larger list makes all but certain without a check; UUIDs are version-4 UUIDs of 128 bits of
+//! our generator, as `uuid.UUID(int=getrandbits(128), version=4)` sets the version and variant
+//! bits.
 
-use crate::niah::{ADJECTIVES, NOUNS};
 use crate::rng::Rng;
+use crate::tasks::niah::{ADJECTIVES, NOUNS};
 
 /// RULER's `repeat` haystack line.
 pub const REPEAT: &str =

@@ -18,7 +18,7 @@
 //! tokens and lands within one unit of size (a word, a line, a noise sentence, a document) of
 //! it.
 //!
-//! **Prompt.** As for NIAH (`crate::niah`): the task text is the user message of the model's
+//! **Prompt.** As for NIAH (`crate::tasks::niah`): the task text is the user message of the model's
 //! chat template and the answer prefix, its leading space dropped, follows the generation
 //! prompt — RULER's `template + answer_prefix` with a chat model template.
 //!
@@ -26,6 +26,9 @@
 //! method and budget. Where RULER draws with Python's `random`, the draws here are the same
 //! operations on our generator (not the same numbers). Differences from RULER are listed in each
 //! task's module.
+//!
+//! A run's quality points and tables are [`report`]'s; the run over the model is `task`'s
+//! (feature `model`).
 
 pub mod cwe;
 pub mod data;
@@ -34,15 +37,18 @@ pub mod haystack;
 pub mod niah;
 pub mod qa;
 pub mod report;
+#[cfg(feature = "model")]
+pub mod task;
 pub mod vt;
 
 pub use data::Sources;
 
 use std::collections::HashSet;
 
-use crate::records::{variants, CellKey};
+use crate::records::CellKey;
 use crate::rng::Rng;
 use crate::score::{postprocess, string_match_all, string_match_part};
+use crate::task::variants;
 use crate::{Error, Result};
 
 /// A RULER task.

@@ -2,13 +2,21 @@
 //! the model one token at a time under a method that evicts while decoding; each token's
 //! negative log-likelihood is read from the logits of the step before it.
 //!
-//! This module holds the arithmetic: per-token NLL from logits, the cumulative perplexity
+//! This module holds the task's record ([`PplRecord`], one per streamed text, method and budget)
+//! and the arithmetic: per-token NLL from logits, the cumulative perplexity
 //! curve `exp(mean NLL of tokens 1..=p)` at chosen positions, and its 95% interval: a
 //! non-overlapping block bootstrap (Carlstein 1986; Künsch 1989) of the mean NLL — each text's
 //! first p losses cut into blocks of [`BLOCK`] tokens, so the dependence between neighbouring
 //! tokens stays within a block, the blocks of every text resampled together
 //! ([`crate::stats::bootstrap_ratio`], seeded), the ends exponentiated. With few texts it
 //! measures how the loss varies along the texts, not between kinds of text.
+//!
+//! Its table is [`report`]'s; the run over the model (the stream itself) is `task`'s
+//! (feature `model`).
+
+pub mod report;
+#[cfg(feature = "model")]
+pub mod task;
 
 use crate::records::{CellKey, CellRecord, RecordsFile};
 use crate::results::PerplexityCurve;

@@ -1,5 +1,5 @@
 //! RULER as a task of the driver: per task and example the prompt is generated
-//! ([`crate::ruler::generate`], sized with the model's tokenizer in its chat template) and every
+//! ([`super::generate`], sized with the model's tokenizer in its chat template) and every
 //! method and budget is scored on it with the task's metric. Quality points go into the results
 //! file as task `ruler` (the average over tasks) and `ruler/<task>`.
 
@@ -9,15 +9,16 @@ use std::time::Instant;
 use burn::tensor::backend::Backend;
 use kvplan_runtime::tokenizer::Tokenizer;
 
-use super::{needs_plan, owned};
-use crate::driver::{Prepared, Sink, Task};
-use crate::prompt::{ExportedPrompt, PromptIds, PromptText, Setup};
-use crate::records::{merge_results, Record};
-use crate::ruler::{
+use super::{
     generate, question_start, report, score, Example, ExampleAt, Framer, Metric, RulerRun, Sources,
 };
-use crate::runner::{Asked, Evaluator, Scoring};
-use crate::task::{Cell, Reporter, Unit};
+use crate::driver::{Prepared, Task};
+use crate::prompt::{Asked, ExportedPrompt, PromptIds, PromptText, Setup};
+use crate::records::Record;
+use crate::results::merge_results;
+use crate::runner::{Evaluator, Scoring};
+use crate::task::{Cell, Reporter, Sink, Unit};
+use crate::tasks::{needs_plan, owned, user_frame};
 use crate::{Error, Result};
 
 /// The model's chat template and tokenizer: the task text is the user message, the answer
@@ -30,9 +31,9 @@ pub struct ChatFramer<'a> {
 
 impl<'a> ChatFramer<'a> {
     /// The framer of `tok`'s chat template, or of the plain form for a model without one
-    /// ([`super::user_frame`]).
+    /// ([`user_frame`]).
     pub fn new(tok: &'a Tokenizer) -> Result<Self> {
-        let frame = super::user_frame(tok)?;
+        let frame = user_frame(tok)?;
         Ok(Self { tok, frame })
     }
 }
@@ -91,7 +92,7 @@ impl RulerTask {
     }
 
     /// Every (task, example) of the run, in run order.
-    fn points(&self) -> Vec<(crate::ruler::Task, usize)> {
+    fn points(&self) -> Vec<(super::Task, usize)> {
         let n = self.run.examples;
         let tasks = self.run.tasks.iter();
         tasks.flat_map(|&t| (0..n).map(move |e| (t, e))).collect()
@@ -165,7 +166,7 @@ impl<B: Backend> Task<B> for RulerTask {
     fn units(&self) -> Vec<Unit> {
         let variants = self.run.variants();
         let ratios = self.run.ratio_variants();
-        let unit = |(t, e): (crate::ruler::Task, usize)| {
+        let unit = |(t, e): (super::Task, usize)| {
             Unit::new(format!("{t} #{e}"), &variants, |m, b| {
                 self.run.key(t, e, m, b)
             })

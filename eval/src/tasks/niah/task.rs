@@ -1,7 +1,7 @@
-//! NIAH as a task of the driver: RULER's single needle ([`crate::niah`]) in Paul Graham essays,
+//! NIAH as a task of the driver: RULER's single needle ([`super`]) in Paul Graham essays,
 //! every (length, depth, example) one prompt in the model's chat template, each method and
 //! budget scored on it with RULER's `string_match_all` of the value. Every prompt of the grid is
-//! its own needle (key, value) in its own stretch of the essays ([`crate::niah`]'s protocol v2):
+//! its own needle (key, value) in its own stretch of the essays ([`super`]'s protocol v2):
 //! the records' settings name the grid the needles were dealt over, so a run over another grid
 //! is refused rather than mixed into the same records.
 
@@ -11,14 +11,16 @@ use std::path::{Path, PathBuf};
 use burn::tensor::backend::Backend;
 use kvplan_runtime::tokenizer::Tokenizer;
 
-use super::{needs_plan, owned};
-use crate::driver::{Prepared, Sink, Task};
-use crate::niah::{self, distinct_needles, haystack_starts, read_from, Frame, Needle};
-use crate::prompt::{common_prefix, ExportedPrompt, PromptIds, Setup};
-use crate::records::{aggregate_niah, merge_results, variants, CellKey, Record};
-use crate::runner::{Asked, Evaluator, Scoring};
+use super::{distinct_needles, haystack_starts, place, read_from, Frame, Needle, ANSWER_TOKENS};
+use crate::aggregate::aggregate_niah;
+use crate::driver::{Prepared, Task};
+use crate::prompt::{common_prefix, Asked, ExportedPrompt, PromptIds, Setup};
+use crate::records::{CellKey, Record};
+use crate::results::merge_results;
+use crate::runner::{Evaluator, Scoring};
 use crate::score::{postprocess, string_match_all};
-use crate::task::{Cell, Reporter, Unit};
+use crate::task::{variants, Cell, Reporter, Sink, Unit};
+use crate::tasks::{needs_plan, owned, user_frame};
 use crate::{table, Error, Result};
 
 /// The grid of a NIAH run.
@@ -140,7 +142,7 @@ impl NiahTask {
     ) -> Result<PromptIds> {
         let encode = |text: &str| tok.encode(text).map_err(Error::from);
         let (head, question) = needle.user_frame();
-        let (chat_pre, chat_post) = super::user_frame(tok)?;
+        let (chat_pre, chat_post) = user_frame(tok)?;
         let (pre, post) = (
             format!("{chat_pre}{head}"),
             format!("{question}{chat_post}"),
@@ -157,7 +159,7 @@ impl NiahTask {
         let ends = &self.sentence_end;
         let is_end = |t: u32| ends.get(&t).copied().unwrap_or(false);
         let hay = read_from(&self.haystack, start, length, is_end);
-        let placed = niah::place(&hay, frame, length, depth, is_end);
+        let placed = place(&hay, frame, length, depth, is_end);
         let ids = placed.map(|p| p.ids).ok_or_else(|| {
             Error::Request(format!(
                 "a {length}-token prompt needs more than the {} haystack tokens",
@@ -203,7 +205,7 @@ impl<B: Backend> Task<B> for NiahTask {
             ("seed".to_string(), self.grid.seed.to_string()),
             ("prompt".to_string(), "ruler-niah-chat/v2".to_string()),
             ("needles".to_string(), self.grid.layout()),
-            ("answer_tokens".to_string(), niah::ANSWER_TOKENS.to_string()),
+            ("answer_tokens".to_string(), ANSWER_TOKENS.to_string()),
         ]
         .into_iter()
         .chain(self.setup.settings())
@@ -289,7 +291,7 @@ impl<B: Backend> Task<B> for NiahTask {
         let metric = |response: &str| string_match_all(&postprocess(response), &[&input.value]);
         let scoring = Scoring {
             asked: &input.asked,
-            answer_tokens: niah::ANSWER_TOKENS,
+            answer_tokens: ANSWER_TOKENS,
             metric: &metric,
             setup: self.setup,
         };
@@ -316,7 +318,7 @@ impl<B: Backend> Task<B> for NiahTask {
         Some(ExportedPrompt::new(
             asked,
             ids,
-            niah::ANSWER_TOKENS,
+            ANSWER_TOKENS,
             "string_match_all",
         ))
     }
