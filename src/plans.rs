@@ -253,7 +253,7 @@ mod tests {
     fn a_missing_given_file_is_an_error_naming_it() {
         let id = ModelIdentity {
             name: String::from("m"),
-            ..serde_json::from_str(&SHIPPED[0].1)
+            ..serde_json::from_str(SHIPPED[0].1)
                 .map(|p: Plan| p.model)
                 .unwrap_or_else(|e| panic!("{e}"))
         };

@@ -109,7 +109,7 @@ impl MethodSection for HeadKvSection {
         };
         Ok(HeadKvSection {
             source,
-            window: window,
+            window,
             beta: match source {
                 ScoreSource::Retrieval => opts.beta_r.unwrap_or(opts.beta),
                 ScoreSource::RetrievalReasoning => opts.beta,

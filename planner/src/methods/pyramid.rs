@@ -77,7 +77,7 @@ impl MethodSection for PyramidSection {
 
     fn build(_: Method, p: &Profile, window: usize, opts: &PyramidOptions) -> Result<Self> {
         Ok(PyramidSection {
-            window: window,
+            window,
             beta: opts.beta,
             kernel_size: DEFAULT_KERNEL,
             pooling: DEFAULT_POOLING,

@@ -41,7 +41,7 @@ impl MethodSection for SnapKvSection {
 
     fn build(_: Method, _: &Profile, window: usize, _: &NoOptions) -> Result<Self> {
         Ok(SnapKvSection {
-            window: window,
+            window,
             kernel_size: DEFAULT_KERNEL,
             pooling: DEFAULT_POOLING,
         })

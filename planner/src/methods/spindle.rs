@@ -89,7 +89,7 @@ impl MethodSection for SpindleSection {
     fn build(_: Method, p: &Profile, window: usize, opts: &SpindleOptions) -> Result<Self> {
         let o = opts;
         Ok(SpindleSection {
-            window: window,
+            window,
             beta: o.beta,
             alpha: (1.0 + o.beta) / 2.0,
             theta_k: p.settings.theta_k,

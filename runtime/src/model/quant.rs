@@ -301,6 +301,7 @@ mod kernels {
     struct Bands(*mut f32);
     // SAFETY: tasks write disjoint column bands (see `tiled`), and the buffer outlives them.
     unsafe impl Send for Bands {}
+    // SAFETY: as for `Send`: no two tasks touch the same element, so shared access is sound.
     unsafe impl Sync for Bands {}
     impl Bands {
         fn ptr(&self) -> *mut f32 {
