@@ -66,8 +66,7 @@ macro_rules! method_table {
             /// re-selected after every generated token.
             Tova = "tova" => plain::PlainSection, [57, 59, 121],
                 gqa MeanOfLayer, decode DecodePolicy::HeldAtBudget { compress_every: 1 },
-                "TOVA: the newest query's attention, averaged over the layer's heads; \
-         uniform budgets";
+                "TOVA: the newest query's attention, averaged over the layer's heads; uniform budgets";
             /// KNorm: each KV head's own key norms, selected once after the prompt.
             KNorm = "knorm" => plain::PlainSection, [140, 162, 82],
                 gqa KeyNorm, decode DecodePolicy::Grows,
