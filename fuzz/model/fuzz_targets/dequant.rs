@@ -1,12 +1,12 @@
 //! Every dequantiser on random blocks: `GgmlType::dequantize` (what the loader uses) against
-//! `QuantRows::dequantize_rows` (the model's row path, AVX2 where the CPU has it) bit for bit,
+//! `QuantMatrix::dequantize_rows` (the model's row path, AVX2 where the CPU has it) bit for bit,
 //! and for the types whose formula is one line in ggml's reference C code (`ggml-quants.c`:
 //! `dequantize_row_q4_0` …) against that formula written out here.
 #![no_main]
 
 use half::{bf16, f16};
 use kvplan_runtime::gguf::GgmlType::{self, *};
-use kvplan_runtime::model::quant::QuantRows;
+use kvplan_runtime::model::quant::{QuantMatrix, QuantRows};
 use libfuzzer_sys::fuzz_target;
 
 const TYPES: [GgmlType; 11] = [F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4K, Q5K, Q6K];
@@ -88,6 +88,7 @@ fuzz_target!(|data: &[u8]| {
         .dequantize(bytes, rows * cols)
         .unwrap_or_else(|e| panic!("{ty:?}: {e}"));
     let q = QuantRows::new(ty, rows, cols, bytes.to_vec()).unwrap_or_else(|e| panic!("{e}"));
+    let q = QuantMatrix::stack(vec![q]).unwrap_or_else(|e| panic!("{e}"));
     let ids: Vec<usize> = (0..rows).rev().collect();
     let got = q.dequantize_rows(&ids);
     for (k, &r) in ids.iter().enumerate() {
