@@ -298,6 +298,15 @@ fn read_tensor_info<R: Read>(reader: &mut ByteReader<R>, index: usize) -> Result
     let mut n_elements: u64 = 1;
     for d in 0..n_dims {
         let dim = reader.u64(&format!("tensor {name:?} dim {d}"))?;
+        // A zero dimension holds nothing, and would let the other dimensions be anything: their
+        // product in another order (a reader's row count, a shape's product) could overflow
+        // though the count read here is 0. With every dimension ≥ 1 the running product only
+        // grows, so every order stays within the limit checked below. (Found by fuzzing.)
+        if dim == 0 {
+            return Err(reader.error(format!(
+                "tensor {name:?}: dimension {d} is 0, expected at least 1"
+            )));
+        }
         n_elements = n_elements
             .checked_mul(dim)
             .filter(|&n| n <= LIMITS.max_tensor_elements)

@@ -207,6 +207,20 @@ fn rejects_too_many_dims_and_huge_shapes() {
     assert!(err_of(bytes).contains("element count"));
 }
 
+/// Regression (fuzz target `gguf`): a tensor of dims [0, 2⁴⁰, 2⁴⁰] has a count of 0 when
+/// multiplied innermost first, but its shape's product, outermost first, overflowed. A zero
+/// dimension is refused, naming the tensor and the dimension.
+#[test]
+fn rejects_a_zero_dimension() {
+    let (mut bytes, _) = one_tensor();
+    bytes[37..45].copy_from_slice(&0u64.to_le_bytes());
+    let err = err_of(bytes);
+    assert!(
+        err.contains("dimension 0 is 0, expected at least 1"),
+        "{err}"
+    );
+}
+
 #[test]
 fn rejects_shape_not_matching_block_size() {
     let bytes = GgufWriter::new()
