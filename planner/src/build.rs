@@ -3,12 +3,13 @@
 //! Pure: the same profile, methods, target and options always give the same plan (and bytes).
 //!
 //! The measurements a section carries only for readers and figures — PyramidKV's funnel
-//! (`pyramidkv.md` §3), SpindleKV's redundancy (`spindlekv.md` §3.2), TreeKV's wavelet magnitudes
-//! (`treekv.md` §3.3) — are written with [`EVIDENCE_DIGITS`] significant digits. They come from
-//! float sums over thousands of attention rows, whose last digits move with the summation order
-//! of a rebuilt runtime (seen: ~1e-9 relative); rounded, that noise rarely reaches the plan's
-//! bytes (a value at a rounding boundary, or a count crossing a threshold, still can). Inputs of
-//! the budget rules (head scores, layer similarities through PoD's blocks) are kept as measured.
+//! (`docs/papers/pyramidkv.md` §3), SpindleKV's redundancy (`docs/papers/spindlekv.md` §3.2),
+//! TreeKV's wavelet magnitudes (`docs/papers/treekv.md` §3.3) — are written with
+//! [`EVIDENCE_DIGITS`] significant digits. They come from float sums over thousands of attention
+//! rows, whose last digits move with the summation order of a rebuilt runtime (seen: ~1e-9
+//! relative); rounded, that noise rarely reaches the plan's bytes (a value at a rounding boundary,
+//! or a count crossing a threshold, still can). Inputs of the budget rules (head scores, layer
+//! similarities through PoD's blocks) are kept as measured.
 
 use crate::budgets::Target;
 use crate::chance;
@@ -49,7 +50,7 @@ pub struct PlanOptions {
     pub date: String,
     /// Context length of the preview; `None` writes no preview.
     pub preview_context_len: Option<usize>,
-    /// Observation window α of every SnapKV-style method (equal for all, DESIGN.md).
+    /// Observation window α of every SnapKV-style method (equal for all, docs/design.md).
     pub window: usize,
     /// PyramidKV's options.
     pub pyramid: PyramidOptions,

@@ -1,9 +1,9 @@
 //! Budget allocators, one pure function per file, and the integer rounding they share.
 //!
 //! Every allocator works in entries (tokens) per layer and KV head, the observation window
-//! included (DESIGN.md "Equal KV size"), over the layers it is given: the model's global layers
-//! (windowed layers hold their window and take no budget, `budgets`). No allocator gives a head
-//! fewer than one entry ([`check_window`]). Where a paper's rule yields fractions, the floor
+//! included (docs/design.md "Equal KV size"), over the layers it is given: the model's global
+//! layers (windowed layers hold their window and take no budget, `budgets`). No allocator gives a
+//! head fewer than one entry ([`check_window`]). Where a paper's rule yields fractions, the floor
 //! remainder is handed out by largest remainder ([`round_to_total`]) so that totals equal the
 //! target exactly: the entries with the largest fractional parts get one more, ties going to the
 //! lower index (lower layer, then lower head), which keeps the result deterministic.

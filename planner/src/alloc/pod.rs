@@ -1,4 +1,4 @@
-//! PoD head-wise layer blocks (`pod-inter-layer-attention-sharing.md` §2.1, eq. 2, Algorithm 1;
+//! PoD head-wise layer blocks (`docs/papers/pod.md` §2.1, eq. 2, Algorithm 1;
 //! paper defaults δ = 0.5, n_s = 16, n_r = 4080 at 32K, τ = 0.7).
 //!
 //! **Similarity.** The paper calls the average Jensen–Shannon *divergence* of eq. 2 a

@@ -1,4 +1,4 @@
-//! PyramidKV layer budgets (`pyramidkv.md` §4.2.1, eq. 1; defaults β = 20, α = 8).
+//! PyramidKV layer budgets (`docs/papers/pyramidkv.md` §4.2.1, eq. 1; defaults β = 20, α = 8).
 //!
 //! The printed eq. 1 is not usable as printed: it runs from the top layer down, divides the step
 //! by m instead of m − 1, and its top budget `k_total/(β·m) − k⁰` is negative for every β ≥ 1. We

@@ -1,5 +1,5 @@
-//! SpindleKV eviction schedule (`spindlekv.md` §3.3, eq. 5–7; Table 3: β = 0.05, α = 0.525,
-//! θ_K = 0.98, θ_V = 0.95).
+//! SpindleKV eviction schedule (`docs/papers/spindlekv.md` §3.3, eq. 5–7; Table 3: β = 0.05,
+//! α = 0.525, θ_K = 0.98, θ_V = 0.95).
 //!
 //! With `r = B/n` the reserve ratio of the whole cache and `l_w` the observation window, the
 //! context (length `l_c = n − l_w`) keeps the ratio `r_c = (r·n − l_w)/l_c = (B − l_w)/l_c`.

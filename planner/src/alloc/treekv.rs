@@ -1,4 +1,4 @@
-//! TreeKV cache split (`treekv.md` §4–5, esp. §5.2).
+//! TreeKV cache split (`docs/papers/treekv.md` §4–5, esp. §5.2).
 //!
 //! The cache size c is the per-head target. §5.2 splits a 1K cache into 4 initial tokens (sinks),
 //! 508 recent tokens and 512 method-selected tokens; we scale that: sinks stay 4 (attention sinks

@@ -1,5 +1,5 @@
-//! HeadKV (`headkv.md` §3, App. E–F): per-head budgets from head importance scores — a shared
-//! pool handed out in proportion to each KV head's score (eq. 4, β; `alloc::headkv`), SnapKV
+//! HeadKV (`docs/papers/headkv.md` §3, App. E–F): per-head budgets from head importance scores — a
+//! shared pool handed out in proportion to each KV head's score (eq. 4, β; `alloc::headkv`), SnapKV
 //! selection inside each head. One section type serves both table entries: `headkv` uses the
 //! retrieval-reasoning scores (HeadKV-R2, eq. 2), `headkv-r` the retrieval scores (eq. 1).
 //! Only the global layers' heads share the pool (windowed layers hold their window); with one KV

@@ -1,4 +1,4 @@
-//! PoD (`pod-inter-layer-attention-sharing.md` §2): head-wise blocks of similar layers share the
+//! PoD (`docs/papers/pod.md` §2): head-wise blocks of similar layers share the
 //! distant keys stored at a block's lowest layer (Algorithm 1, δ; `alloc::pod`); every head keeps
 //! its n_s initial and n_r recent tokens, and τ gates the shared distant attention (eq. 3–4).
 //! PoD does not follow the budget target: it keeps every token's value and saves key slots.

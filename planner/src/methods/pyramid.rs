@@ -1,8 +1,8 @@
-//! PyramidKV (`pyramidkv.md` §3–4): SnapKV selection under an arithmetic per-layer schedule —
-//! wide budgets in the lower layers, narrow in the upper ones, where attention funnels onto few
-//! tokens (eq. 1, β; `alloc::pyramid`). The schedule runs over the global layers, bottom to
-//! top; windowed layers hold their window (`budgets`). The section keeps the profile's funnelling per layer,
-//! the measurement that motivates the schedule, for readers and figures.
+//! PyramidKV (`docs/papers/pyramidkv.md` §3–4): SnapKV selection under an arithmetic per-layer
+//! schedule — wide budgets in the lower layers, narrow in the upper ones, where attention funnels
+//! onto few tokens (eq. 1, β; `alloc::pyramid`). The schedule runs over the global layers, bottom
+//! to top; windowed layers hold their window (`budgets`). The section keeps the profile's
+//! funnelling per layer, the measurement that motivates the schedule, for readers and figures.
 
 use super::snapkv::{DEFAULT_KERNEL, DEFAULT_POOLING};
 use super::{Method, MethodSection, Pooling};

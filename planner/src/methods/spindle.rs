@@ -1,6 +1,6 @@
-//! SpindleKV (`spindlekv.md` §3): eviction under a per-layer ratio schedule (eq. 5–7, corrected;
-//! `alloc::spindle`) followed by codebook replacement of redundant kept entries (θ_K, θ_V;
-//! Algorithm 1). The section keeps the profile's KV redundancy per layer (§3.2) for readers.
+//! SpindleKV (`docs/papers/spindlekv.md` §3): eviction under a per-layer ratio schedule (eq. 5–7,
+//! corrected; `alloc::spindle`) followed by codebook replacement of redundant kept entries (θ_K,
+//! θ_V; Algorithm 1). The section keeps the profile's KV redundancy per layer (§3.2) for readers.
 //! The schedule runs over the global layers and the codebook applies there only: windowed layers
 //! hold their window untouched (`budgets`).
 

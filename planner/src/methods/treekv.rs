@@ -1,6 +1,6 @@
-//! TreeKV (`treekv.md` §3–5): every KV head keeps the same cache of `c = B` entries, split into
-//! sinks, tree-selected and recent entries (`alloc::treekv`); prefill evicts blocks of `b`
-//! tokens, observed with the last block. The section keeps the profile's wavelet magnitudes by
+//! TreeKV (`docs/papers/treekv.md` §3–5): every KV head keeps the same cache of `c = B` entries,
+//! split into sinks, tree-selected and recent entries (`alloc::treekv`); prefill evicts blocks of
+//! `b` tokens, observed with the last block. The section keeps the profile's wavelet magnitudes by
 //! level (§3.3), the measurement that motivates the tree, for readers and figures.
 
 use super::streaming::DEFAULT_SINKS;

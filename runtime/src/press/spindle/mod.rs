@@ -1,7 +1,7 @@
-//! SpindleKV (`spindlekv.md` §3.3–3.4, eq. 2–3, 7–15, Algorithm 1): eviction under the plan's
-//! per-layer ratio schedule (eq. 5–6, the planner's `alloc::spindle`), then a codebook replaces
-//! the kept entries' pre-RoPE keys and values — in every layer by default (eq. 15), in the layers
-//! the plan's `codebook_layers` names when its shallow/deep split is set.
+//! SpindleKV (`docs/papers/spindlekv.md` §3.3–3.4, eq. 2–3, 7–15, Algorithm 1): eviction under the
+//! plan's per-layer ratio schedule (eq. 5–6, the planner's `alloc::spindle`), then a codebook
+//! replaces the kept entries' pre-RoPE keys and values — in every layer by default (eq. 15), in the
+//! layers the plan's `codebook_layers` names when its shallow/deep split is set.
 //!
 //! **Eviction** (eq. 2–3, 7): a key `a` scores the attention the observation window's rows give
 //! it over a denominator ([`Denominator`]), combined over the KV head's query heads (eq. 3's
