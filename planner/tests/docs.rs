@@ -37,26 +37,48 @@ fn methods_doc_lists_the_method_table_in_order() {
 /// Source files whose comments are checked, by extension, with their comment marker.
 const COMMENTED: &[(&str, &str)] = &[("rs", "//"), ("sh", "#"), ("py", "#"), ("toml", "#")];
 
-/// Folders never walked: build outputs, git's own, and fuzzing corpora (`fuzz/corpus`,
-/// `fuzz/<crate>/corpus`, generated inputs).
-fn skipped(dir: &Path) -> bool {
-    let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or("");
-    name == ".git" || name == "target" || name.starts_with("target-") || name == "corpus"
+/// Folders never walked: build outputs, git's own, fuzzing corpora (`fuzz/<crate>/corpus`,
+/// generated inputs), and the root folders the repository's `.gitignore` names (`/models/`,
+/// `/data/`, `/runs/`: downloads and run outputs, whose sources are not ours).
+struct Walk {
+    ignored: Vec<PathBuf>,
 }
 
-/// Every file under `dir`, folders of [`skipped`] left out.
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-    let entries = fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
-    for entry in entries {
-        let path = entry
-            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-            .path();
-        if path.is_dir() {
-            if !skipped(&path) {
-                walk(&path, out);
+impl Walk {
+    fn new(root: &Path) -> Walk {
+        let gitignore = fs::read_to_string(root.join(".gitignore")).unwrap_or_default();
+        let ignored = gitignore
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix('/')?.strip_suffix('/'))
+            .filter(|name| !name.contains(['*', '?', '[', '/']))
+            .map(|name| root.join(name))
+            .collect();
+        Walk { ignored }
+    }
+
+    fn skipped(&self, dir: &Path) -> bool {
+        let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        name == ".git"
+            || name == "target"
+            || name.starts_with("target-")
+            || name == "corpus"
+            || self.ignored.iter().any(|i| i == dir)
+    }
+
+    /// Every file under `dir`, skipped folders left out.
+    fn files(&self, dir: &Path, out: &mut Vec<PathBuf>) {
+        let entries = fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+        for entry in entries {
+            let path = entry
+                .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+                .path();
+            if path.is_dir() {
+                if !self.skipped(&path) {
+                    self.files(&path, out);
+                }
+            } else {
+                out.push(path);
             }
-        } else {
-            out.push(path);
         }
     }
 }
@@ -121,7 +143,7 @@ fn resolves(cited: &str, file: &Path, root: &Path) -> bool {
 fn every_markdown_file_a_comment_cites_exists() {
     let root = fs::canonicalize(root()).unwrap_or_else(|e| panic!("repository root: {e}"));
     let mut files = Vec::new();
-    walk(&root, &mut files);
+    Walk::new(&root).files(&root, &mut files);
     files.sort();
     let mut missing = Vec::new();
     let mut checked = 0;
@@ -214,7 +236,7 @@ fn every_relative_link_of_the_docs_reaches_a_file_and_heading() {
     let root = root();
     let mut docs = vec![root.join("README.md"), root.join("CONTRIBUTING.md")];
     let mut under_docs = Vec::new();
-    walk(&root.join("docs"), &mut under_docs);
+    Walk::new(&root).files(&root.join("docs"), &mut under_docs);
     under_docs.retain(|p| p.extension().is_some_and(|e| e == "md"));
     under_docs.sort();
     docs.extend(under_docs);
