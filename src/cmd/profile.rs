@@ -1,5 +1,5 @@
 //! `kvplan profile`: measure the model's heads and layers, write the profile, then the plan for
-//! every method at the default budget (DESIGN.md, "Data flow").
+//! every method at the default budget (docs/design.md, "Data flow").
 //!
 //! Progress: one bar per stage with an ETA (plain lines when stderr is not a terminal). Finished
 //! trials and samples go to `<out>.partial.json` as they complete; a rerun with the same settings

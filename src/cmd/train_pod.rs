@@ -1,4 +1,4 @@
-//! `kvplan train-pod`: PoD post-training (`pod-inter-layer-attention-sharing.md` §2.2) of the
+//! `kvplan train-pod`: PoD post-training (`docs/papers/pod.md` §2.2) of the
 //! model under its plan's head-wise layer blocks, on the project's real text (Paul Graham essays
 //! and Gutenberg Shakespeare, `kvplan data fetch`), with held-out perplexity of FullKV, PoD before
 //! and PoD after training saved as JSON.

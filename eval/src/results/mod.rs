@@ -23,14 +23,14 @@
 //! }
 //! ```
 //!
-//! - `method` uses DESIGN.md's names (`full`, `streaming`, `h2o`, `snapkv`, `pyramid`, `headkv`,
-//!   `headkv-r`, `treekv`, `spindle`, `pod`; other tools' methods under their own names, e.g.
-//!   `kvpress-snapkv`); `budget` is the `--budget N` target (entries per layer and KV head,
-//!   observation window included), `null` for `full`.
+//! - `method` uses the method table's names (`full`, `snapkv`, …, listed in docs/methods.md;
+//!   other tools' methods under their own names, e.g. `kvpress-snapkv`); `budget` is the
+//!   `--budget N` target (entries per layer and KV head, observation window included), `null` for
+//!   `full`.
 //! - `niah`: one cell per (method, budget, context_len, depth); `depth` is where the needle
 //!   sits, as a fraction of the context in [0, 1]; `score` in [0, 1] (mean over trials).
 //! - `quality`: one point per (task, method, budget); `kv_fraction` = the method's KV bytes over
-//!   the real FullKV bytes of the same prompts (DESIGN.md "Equal KV size"), in (0, 1]: from
+//!   the real FullKV bytes of the same prompts (docs/design.md "Equal KV size"), in (0, 1]: from
 //!   version 3 each prompt's peak over the generation (after the prompt and after every decode
 //!   step) where its records carry it, else the share right after the prompt; `score` is the
 //!   task's own metric, higher is better.

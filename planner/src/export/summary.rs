@@ -3,7 +3,7 @@
 //!
 //! KV bytes = (key entries + value entries) × head_dim × bytes per element, over layers and KV
 //! heads: 2 × entries × head_dim × bytes, except where PoD shares distant keys. FullKV is the real
-//! cache of the model's KV heads (DESIGN.md: never unfolded to query heads), a windowed layer
+//! cache of the model's KV heads (docs/design.md: never unfolded to query heads), a windowed layer
 //! counted at its window (`budgets::full_kv_bytes`).
 
 use crate::budgets::{full_kv_bytes, Budgets};

@@ -1,4 +1,4 @@
-//! HeadKV (`headkv.md` §3, App. E–F): per-head budgets from head importance scores — a shared
+//! HeadKV (`docs/papers/headkv.md` §3, App. E–F): per-head budgets from head importance scores — a shared
 //! pool handed out in proportion to each KV head's score (eq. 4, β; the allocator below), SnapKV
 //! selection inside each head. One section type serves both table entries: `headkv` uses the
 //! retrieval-reasoning scores (HeadKV-R2, eq. 2), `headkv-r` the retrieval scores (eq. 1).
@@ -7,13 +7,13 @@
 //!
 //! ## The allocator
 //!
-//! HeadKV head-level budgets (`headkv.md` §3.2 eq. 4, App. F; β = 1.01, temperature 1 as in
+//! HeadKV head-level budgets (`docs/papers/headkv.md` §3.2 eq. 4, App. F; β = 1.01, temperature 1 as in
 //! the authors' scripts).
 //!
 //! Eq. 4: with `b` the fixed budget of a head, the shared pool is `B_pool = (b/β)·L·H` and head h
 //! keeps `b_h = (b − b/β) + S_h·B_pool`, S L1-normalised. As in the authors' code (App. F and
 //! `ReasonSnapKVCluster`), `b` excludes the α observation window, which every head keeps on top:
-//! so with our per-head target `B` (window inside, DESIGN.md's equal-KV rule) `b = B − α`, the
+//! so with our per-head target `B` (window inside, docs/design.md's equal-KV rule) `b = B − α`, the
 //! pool per head is ⌊b/β⌋ and the basic budget `b − ⌊b/β⌋`; scores are raised to the temperature
 //! and normalised again (`S^t / ΣS^t`; t = 1 leaves them).
 //!

@@ -1,4 +1,4 @@
-//! PoD (`pod-inter-layer-attention-sharing.md` §2): head-wise blocks of similar layers share the
+//! PoD (`docs/papers/pod.md` §2): head-wise blocks of similar layers share the
 //! distant keys stored at a block's lowest layer (Algorithm 1, δ; the allocator below); every head
 //! keeps its n_s initial and n_r recent tokens, and τ gates the shared distant attention (eq. 3–4).
 //! PoD does not follow the budget target: it keeps every token's value and saves key slots. A
@@ -7,7 +7,7 @@
 //!
 //! ## The allocator
 //!
-//! PoD head-wise layer blocks (`pod-inter-layer-attention-sharing.md` §2.1, eq. 2, Algorithm 1;
+//! PoD head-wise layer blocks (`docs/papers/pod.md` §2.1, eq. 2, Algorithm 1;
 //! paper defaults δ = 0.5, n_s = 16, n_r = 4080 at 32K, τ = 0.7).
 //!
 //! **Similarity.** The paper calls the average Jensen–Shannon *divergence* of eq. 2 a

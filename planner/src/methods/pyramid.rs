@@ -1,4 +1,4 @@
-//! PyramidKV (`pyramidkv.md` §3–4): SnapKV selection under an arithmetic per-layer schedule — wide
+//! PyramidKV (`docs/papers/pyramidkv.md` §3–4): SnapKV selection under an arithmetic per-layer schedule — wide
 //! budgets in the lower layers, narrow in the upper ones, where attention funnels onto few tokens
 //! (eq. 1, β; the allocator below). The schedule runs over the global layers, bottom to top;
 //! windowed layers hold their window (`budgets`). The section keeps the profile's funnelling per
@@ -6,7 +6,7 @@
 //!
 //! ## The allocator
 //!
-//! PyramidKV layer budgets (`pyramidkv.md` §4.2.1, eq. 1; defaults β = 20, α = 8).
+//! PyramidKV layer budgets (`docs/papers/pyramidkv.md` §4.2.1, eq. 1; defaults β = 20, α = 8).
 //!
 //! The printed eq. 1 is not usable as printed: it runs from the top layer down, divides the step
 //! by m instead of m − 1, and its top budget `k_total/(β·m) − k⁰` is negative for every β ≥ 1. We

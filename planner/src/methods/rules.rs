@@ -3,7 +3,7 @@
 //! carries only for readers ([`evidence`]).
 //!
 //! Every allocator (one per method, in its module) works in entries (tokens) per layer and KV head,
-//! the observation window included (DESIGN.md "Equal KV size"), over the layers it is given: the
+//! the observation window included (docs/design.md "Equal KV size"), over the layers it is given: the
 //! model's global layers (windowed layers hold their window and take no budget, `budgets`). No
 //! allocator gives a head fewer than one entry ([`check_window`]). Where a paper's rule yields
 //! fractions, the floor remainder is handed out by largest remainder ([`round_to_total`]) so that
@@ -12,8 +12,8 @@
 //! deterministic.
 //!
 //! The measurements a section carries only for readers and figures — PyramidKV's funnel
-//! (`pyramidkv.md` §3), SpindleKV's redundancy (`spindlekv.md` §3.2), TreeKV's wavelet magnitudes
-//! (`treekv.md` §3.3) — are written with [`EVIDENCE_DIGITS`] significant digits. They come from
+//! (`docs/papers/pyramidkv.md` §3), SpindleKV's redundancy (`docs/papers/spindlekv.md` §3.2), TreeKV's wavelet magnitudes
+//! (`docs/papers/treekv.md` §3.3) — are written with [`EVIDENCE_DIGITS`] significant digits. They come from
 //! float sums over thousands of attention rows, whose last digits move with the summation order
 //! of a rebuilt runtime (seen: ~1e-9 relative); rounded, that noise rarely reaches the plan's
 //! bytes (a value at a rounding boundary, or a count crossing a threshold, still can). Inputs of

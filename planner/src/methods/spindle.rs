@@ -1,4 +1,4 @@
-//! SpindleKV (`spindlekv.md` §3): eviction under a per-layer ratio schedule (eq. 5–7, corrected;
+//! SpindleKV (`docs/papers/spindlekv.md` §3): eviction under a per-layer ratio schedule (eq. 5–7, corrected;
 //! the allocator below) followed by codebook replacement of redundant kept entries (θ_K, θ_V;
 //! Algorithm 1). The section keeps the profile's KV redundancy per layer (§3.2) for readers.
 //! The schedule runs over the global layers and the codebook applies there only: windowed layers
@@ -6,7 +6,7 @@
 //!
 //! ## The allocator
 //!
-//! SpindleKV eviction schedule (`spindlekv.md` §3.3, eq. 5–7; Table 3: β = 0.05, α = 0.525,
+//! SpindleKV eviction schedule (`docs/papers/spindlekv.md` §3.3, eq. 5–7; Table 3: β = 0.05, α = 0.525,
 //! θ_K = 0.98, θ_V = 0.95).
 //!
 //! With `r = B/n` the reserve ratio of the whole cache and `l_w` the observation window, the

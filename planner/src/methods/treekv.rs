@@ -1,11 +1,11 @@
-//! TreeKV (`treekv.md` §3–5): every KV head keeps the same cache of `c = B` entries, split into
+//! TreeKV (`docs/papers/treekv.md` §3–5): every KV head keeps the same cache of `c = B` entries, split into
 //! sinks, tree-selected and recent entries (the allocator below); prefill evicts blocks of `b`
 //! tokens, observed with the last block. The section keeps the profile's wavelet magnitudes by
 //! level (§3.3), the measurement that motivates the tree, for readers and figures.
 //!
 //! ## The allocator
 //!
-//! TreeKV cache split (`treekv.md` §4–5, esp. §5.2).
+//! TreeKV cache split (`docs/papers/treekv.md` §4–5, esp. §5.2).
 //!
 //! The cache size c is the per-head target. §5.2 splits a 1K cache into 4 initial tokens (sinks),
 //! 508 recent tokens and 512 method-selected tokens; we scale that: sinks stay 4 (attention sinks

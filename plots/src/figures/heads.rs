@@ -1,6 +1,6 @@
 //! Head-importance heatmaps (layers × query heads): retrieval scores (HeadKV eq. 1) and
-//! retrieval-reasoning scores (HeadKV eq. 2), alone or side by side as in `headkv.md` Figure 7.
-//! White lines separate the query heads that share a KV head (GQA groups).
+//! retrieval-reasoning scores (HeadKV eq. 2), alone or side by side as in `docs/papers/headkv.md`
+//! Figure 7. White lines separate the query heads that share a KV head (GQA groups).
 
 use crate::figures::{index_labels, titled};
 use crate::heatmap::{colour_bar, union, Heatmap, Outline, Scale, COLOUR_BAR_WIDTH};

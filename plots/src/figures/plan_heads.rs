@@ -1,6 +1,6 @@
-//! HeadKV per-head budgets (`headkv.md` §3, eq. 4): entries kept by each KV head of each layer,
-//! as a heatmap with the numbers written in the cells; `headkv` (retrieval-reasoning scores) and
-//! `headkv-r` (retrieval scores) side by side when the plan has both.
+//! HeadKV per-head budgets (`docs/papers/headkv.md` §3, eq. 4): entries kept by each KV head of
+//! each layer, as a heatmap with the numbers written in the cells; `headkv` (retrieval-reasoning
+//! scores) and `headkv-r` (retrieval scores) side by side when the plan has both.
 
 use crate::figures::{index_labels, titled};
 use crate::heatmap::{colour_bar, union, Heatmap, Scale, COLOUR_BAR_WIDTH};

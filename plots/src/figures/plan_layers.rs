@@ -1,7 +1,8 @@
-//! Per-layer budget bars of a plan: PyramidKV's arithmetic schedule (`pyramidkv.md` eq. 1, as
-//! the authors' code) and SpindleKV's eviction schedule (`spindlekv.md` eq. 5–6) with its
-//! codebook/eviction split. Each bar is stacked: the observation window (kept in every head) and
-//! the entries selected by attention; a grey line marks the uniform budget with the same total.
+//! Per-layer budget bars of a plan: PyramidKV's arithmetic schedule
+//! (`docs/papers/pyramidkv.md` eq. 1, as the authors' code) and SpindleKV's eviction schedule
+//! (`docs/papers/spindlekv.md` eq. 5–6) with its codebook/eviction split. Each bar is stacked: the
+//! observation window (kept in every head) and the entries selected by attention; a grey line
+//! marks the uniform budget with the same total.
 
 use crate::figures::titled;
 use crate::font;

@@ -1,4 +1,4 @@
-//! PoD layer blocks per query head (`pod-inter-layer-attention-sharing.md` §2, Algorithm 1): each
+//! PoD layer blocks per query head (`docs/papers/pod.md` §2, Algorithm 1): each
 //! column is a query head, each box a block of adjacent layers that share distant attention
 //! scores; the block's lowest layer (dark) computes them and keeps the distant keys. A second
 //! panel shows, per KV head, the layers whose distant keys are stored (what the cache saves).

@@ -1,6 +1,6 @@
 //! Quality against KV-cache size, one line per method (its budgets joined in order of size), one
-//! panel per task. KV size is the share of the real FullKV bytes (DESIGN.md "Equal KV size") on
-//! a log₂ axis; FullKV itself is the grey reference line. Each point carries its 95% interval as
+//! panel per task. KV size is the share of the real FullKV bytes (docs/design.md "Equal KV size")
+//! on a log₂ axis; FullKV itself is the grey reference line. Each point carries its 95% interval as
 //! a vertical bar when the results file has one (schema version 2).
 
 use crate::colour;

@@ -1,6 +1,6 @@
 //! Wavelet magnitudes (TreeKV §3.3): the mean Haar detail magnitude of the a∘V signal, one line
 //! per decomposition level, across layers; and, when the profile records it, by position as in
-//! `treekv.md` Figure 2 (the two panels side by side).
+//! `docs/papers/treekv.md` Figure 2 (the two panels side by side).
 //!
 //! Schema 1 profiles hold `wavelet.magnitudes[layer][level]` (averaged over positions). The
 //! by-position curves come from the optional `details.wavelet_by_position[level][i]` (position

@@ -8,8 +8,9 @@
 //!
 //! A layer normally stores the model's KV heads. [`LayerCache::repeat_heads`] unfolds GQA: each
 //! KV head becomes `h_n` consecutive copies, one per query head of its group (SpindleKV's repeat
-//! variant, `spindlekv.md` §3.3), after which each query head's entries can be evicted on their
-//! own. Attention derives the group from the head count the layer holds, so both layouts run.
+//! variant, `docs/papers/spindlekv.md` §3.3), after which each query head's entries can be evicted
+//! on their own. Attention derives the group from the head count the layer holds, so both layouts
+//! run.
 //!
 //! A sliding-window layer (Gemma 3's local layers) need hold only its window: under a press (the
 //! press driver, after each forward call) it drops the entries that left it

@@ -9,7 +9,7 @@
 //!
 //! The RoPE layouts are llama.cpp's (`llama_model_rope_type`: `LLM_ARCH_LLAMA` → NORM,
 //! `LLM_ARCH_QWEN2` and `LLM_ARCH_GEMMA3` → NEOX): only NORM rows need the permutation that
-//! DESIGN.md's "RoPE and the GGUF weight order" describes.
+//! docs/design.md's "RoPE and the GGUF weight order" describes.
 
 use serde::{Deserialize, Serialize};
 

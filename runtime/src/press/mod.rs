@@ -1,4 +1,5 @@
-//! Presses: KV-cache compression methods applied to a [`KvCache`] (DESIGN.md's method table).
+//! Presses: KV-cache compression methods applied to a [`KvCache`] (the method table,
+//! docs/methods.md).
 //!
 //! The design follows kvpress (NVIDIA/kvpress @ 08a43bf, `kvpress/presses/scorer_press.py`): a
 //! [`Scorer`] only says how important each held entry is; *where the budget goes* is an

@@ -109,8 +109,8 @@ pub struct PressOptions {
     /// How window-based selections (SnapKV, PyramidKV, HeadKV, HeadKV-R; SpindleKV without
     /// the repeat) combine a KV head's query heads ([`super::gqa`]).
     pub gqa: GqaAggregation,
-    /// SpindleKV on a GQA model: the repeat variant (`spindlekv.md` §3.3, the default) or one
-    /// decision per KV head (eq. 3).
+    /// SpindleKV on a GQA model: the repeat variant (`docs/papers/spindlekv.md` §3.3, the default)
+    /// or one decision per KV head (eq. 3).
     pub spindle_gqa: SpindleGqa,
     /// SpindleKV's eq. 2 denominator (the window's mean by default; `l − a` as printed).
     pub spindle_denominator: Denominator,

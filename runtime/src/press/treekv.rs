@@ -1,4 +1,4 @@
-//! TreeKV (`treekv.md` §4, Algorithm 1; §4.2; §5.2): tree-structured eviction over the
+//! TreeKV (`docs/papers/treekv.md` §4, Algorithm 1; §4.2; §5.2): tree-structured eviction over the
 //! method-selected segment of each head's cache, at prefill (blocks) and while decoding (tokens).
 //!
 //! **Cache layout.** As §5.2 sets every method up, a head's cache of `c_total` entries is

@@ -1,4 +1,4 @@
-//! PoD post-training (`pod-inter-layer-attention-sharing.md` §2.2): after layers are grouped
+//! PoD post-training (`docs/papers/pod.md` §2.2): after layers are grouped
 //! into head-wise blocks, the model is lightly trained so it works well when distant tokens use
 //! the block's shared attention scores.
 //!

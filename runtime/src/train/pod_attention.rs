@@ -1,5 +1,5 @@
 //! PoD attention in a parallel, differentiable form for post-training
-//! (`pod-inter-layer-attention-sharing.md` §2.2, eq. 3–4).
+//! (`docs/papers/pod.md` §2.2, eq. 3–4).
 //!
 //! The same maths as the inference press ([`crate::press::pod`]) while it prefills, written with
 //! burn tensor ops over a whole sequence so autodiff can run backwards through it. For query head

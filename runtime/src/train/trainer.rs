@@ -1,4 +1,4 @@
-//! The PoD post-training loop (`pod-inter-layer-attention-sharing.md` §2.2): next-token loss
+//! The PoD post-training loop (`docs/papers/pod.md` §2.2): next-token loss
 //! under PoD attention ([`super::pod_attention`]), AdamW, cosine schedule with linear warm-up,
 //! gradient accumulation, global-norm clipping, attention-only or all block parameters, seeded.
 //!

@@ -1,4 +1,4 @@
-//! PoD's attention for one layer as blocked matrix products (`pod-inter-layer-attention-sharing.md`
+//! PoD's attention for one layer as blocked matrix products (`docs/papers/pod.md`
 //! §2.2, eq. 3–4, and §2.3's gate τ): the maths of [`super::pod_row`], a block of query rows at a
 //! time, in the manner of the model's fused kernel ([`crate::model::host_attention`]).
 //!

@@ -1,4 +1,4 @@
-//! PoD inference (`pod-inter-layer-attention-sharing.md` §2.2–2.3, eq. 3–4) over the plan's
+//! PoD inference (`docs/papers/pod.md` §2.2–2.3, eq. 3–4) over the plan's
 //! head-wise layer blocks, `n_s` initial + `n_r` recent proximal tokens and gate threshold τ.
 //!
 //! For query head `h` at layer ℓ in block `[ℓ_a, ℓ_b]` and a query at position `P`:

@@ -1,4 +1,4 @@
-//! SpindleKV's cosine codebook (`spindlekv.md` §3.4, eq. 8–14, Algorithm 1).
+//! SpindleKV's cosine codebook (`docs/papers/spindlekv.md` §3.4, eq. 8–14, Algorithm 1).
 //!
 //! Magnitudes `m = |γ|` are stored, the unit vectors grouped greedily: the adjacency
 //! `G = [cos > θ]` (diagonal included) is a bitset, degrees are eq. 10's sums of `G` (Algorithm 1

@@ -1,4 +1,4 @@
-//! SpindleKV (`spindlekv.md` §3.3–3.4, eq. 2–3, 7–15, Algorithm 1): eviction under the plan's
+//! SpindleKV (`docs/papers/spindlekv.md` §3.3–3.4, eq. 2–3, 7–15, Algorithm 1): eviction under the plan's
 //! per-layer ratio schedule (eq. 5–6, the planner's `methods::spindle`), then a codebook replaces
 //! the kept entries' pre-RoPE keys and values — in every layer by default (eq. 15), in the layers
 //! the plan's `codebook_layers` names when its shallow/deep split is set.

@@ -1,4 +1,4 @@
-//! Sliding-window layers under a press (Gemma 3's local layers; DESIGN.md "Sliding-window
+//! Sliding-window layers under a press (Gemma 3's local layers; docs/design.md "Sliding-window
 //! layers"). Such a layer holds exactly its last `window` positions, as the model's mask reads
 //! them, and counts at its window in FullKV; no press may evict there or move its positions,
 //! whatever budget its plan gives the layer.

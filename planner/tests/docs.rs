@@ -1,0 +1,272 @@
+//! The documentation against the code: `docs/methods.md` lists exactly the method table's names,
+//! in its order; every Markdown file a code comment cites exists; every relative link in the
+//! README, CONTRIBUTING and `docs/` reaches a file (and, with a `#fragment`, one of its
+//! headings). Plain file reads, no model: cheap enough for every `cargo test -p kvplan-planner`.
+
+use kvplan_planner::methods::NAMES;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// The repository root (the planner crate lives one level below it).
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn read(path: &Path) -> String {
+    fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The first-column names of the Markdown table in `text` whose rows start with "| `name` |".
+fn table_names(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|line| line.strip_prefix("| `"))
+        .filter_map(|rest| rest.split_once('`'))
+        .map(|(name, _)| name.to_string())
+        .collect()
+}
+
+#[test]
+fn methods_doc_lists_the_method_table_in_order() {
+    let listed = table_names(&read(&root().join("docs/methods.md")));
+    assert_eq!(
+        listed, NAMES,
+        "docs/methods.md must list the method table's names (planner/src/methods/mod.rs) in order"
+    );
+}
+
+/// Source files whose comments are checked, by extension, with their comment marker.
+const COMMENTED: &[(&str, &str)] = &[("rs", "//"), ("sh", "#"), ("py", "#"), ("toml", "#")];
+
+/// Folders never walked: build outputs, git's own, fuzzing corpora (`fuzz/<crate>/corpus`,
+/// generated inputs), and the root folders the repository's `.gitignore` names (`/models/`,
+/// `/data/`, `/runs/`: downloads and run outputs, whose sources are not ours).
+struct Walk {
+    ignored: Vec<PathBuf>,
+}
+
+impl Walk {
+    fn new(root: &Path) -> Walk {
+        let gitignore = fs::read_to_string(root.join(".gitignore")).unwrap_or_default();
+        let ignored = gitignore
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix('/')?.strip_suffix('/'))
+            .filter(|name| !name.contains(['*', '?', '[', '/']))
+            .map(|name| root.join(name))
+            .collect();
+        Walk { ignored }
+    }
+
+    fn skipped(&self, dir: &Path) -> bool {
+        let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        name == ".git"
+            || name == "target"
+            || name.starts_with("target-")
+            || name == "corpus"
+            || self.ignored.iter().any(|i| i == dir)
+    }
+
+    /// Every file under `dir`, skipped folders left out.
+    fn files(&self, dir: &Path, out: &mut Vec<PathBuf>) {
+        let entries = fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+        for entry in entries {
+            let path = entry
+                .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+                .path();
+            if path.is_dir() {
+                if !self.skipped(&path) {
+                    self.files(&path, out);
+                }
+            } else {
+                out.push(path);
+            }
+        }
+    }
+}
+
+/// Names of files the code writes, which comments name without citing a document.
+const WRITTEN: &[&str] = &[
+    "niah.md",
+    "ruler.md",
+    "ppl.md",
+    "leaderboard.md",
+    "summary.md",
+];
+
+/// The Markdown paths a comment line cites: runs of path characters ending in `.md`, leaving out
+/// templates (`<out>/<model>.niah.md`), a bare extension (`.md`), URLs and the files in WRITTEN.
+fn cited_md(comment: &str) -> Vec<String> {
+    let is_path = |c: char| c.is_ascii_alphanumeric() || "_./-<>{}*$~".contains(c);
+    let mut found = Vec::new();
+    let chars: Vec<char> = comment.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        if !is_path(chars[i]) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < chars.len() && is_path(chars[i]) {
+            i += 1;
+        }
+        let token: String = chars[start..i].iter().collect();
+        let token = token.trim_end_matches('.');
+        let Some(stem) = token.strip_suffix(".md") else {
+            continue;
+        };
+        let template = token.contains(['<', '>', '{', '}', '*', '$']);
+        let url = token.starts_with("//");
+        let bare_extension = stem.is_empty() || stem.ends_with('/');
+        if !template && !url && !bare_extension && !WRITTEN.contains(&token) {
+            found.push(token.to_string());
+        }
+    }
+    found
+}
+
+/// Whether `cited` names a file relative to the citing file's folder or to any folder above it,
+/// up to the repository root (comments cite paths from the root, the crate or their own folder).
+fn resolves(cited: &str, file: &Path, root: &Path) -> bool {
+    let mut dir = file.parent();
+    while let Some(d) = dir {
+        if d.join(cited).is_file() {
+            return true;
+        }
+        if d == root {
+            break;
+        }
+        dir = d.parent();
+    }
+    false
+}
+
+#[test]
+fn every_markdown_file_a_comment_cites_exists() {
+    let root = fs::canonicalize(root()).unwrap_or_else(|e| panic!("repository root: {e}"));
+    let mut files = Vec::new();
+    Walk::new(&root).files(&root, &mut files);
+    files.sort();
+    let mut missing = Vec::new();
+    let mut checked = 0;
+    for file in &files {
+        let ext = file.extension().and_then(|e| e.to_str()).unwrap_or("");
+        let Some(&(_, marker)) = COMMENTED.iter().find(|(e, _)| *e == ext) else {
+            continue;
+        };
+        let Ok(text) = fs::read_to_string(file) else {
+            continue;
+        };
+        for (n, line) in text.lines().enumerate() {
+            let Some(comment) = line.trim_start().strip_prefix(marker) else {
+                continue;
+            };
+            for cited in cited_md(comment) {
+                checked += 1;
+                if !resolves(&cited, file, &root) {
+                    let rel = file.strip_prefix(&root).unwrap_or(file);
+                    missing.push(format!("{}:{}: {cited}", rel.display(), n + 1));
+                }
+            }
+        }
+    }
+    assert!(
+        checked > 0,
+        "no comment cites a Markdown file: is the walk finding the sources?"
+    );
+    assert!(
+        missing.is_empty(),
+        "comments cite Markdown files that do not exist:\n{}",
+        missing.join("\n")
+    );
+}
+
+/// GitHub's anchor of a heading: lower case, letters, digits, `-` and `_` kept, spaces to `-`,
+/// everything else dropped.
+fn anchor(heading: &str) -> String {
+    heading
+        .trim()
+        .chars()
+        .filter_map(|c| match c {
+            ' ' => Some('-'),
+            c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+            _ => None,
+        })
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+fn anchors(text: &str) -> Vec<String> {
+    let mut fenced = false;
+    let mut out = Vec::new();
+    for line in text.lines() {
+        if line.starts_with("```") {
+            fenced = !fenced;
+        } else if !fenced && line.starts_with('#') {
+            out.push(anchor(line.trim_start_matches('#')));
+        }
+    }
+    out
+}
+
+/// The targets of the Markdown links `[text](target)` in `text`, outside code.
+fn links(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut fenced = false;
+    for line in text.lines() {
+        if line.starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if fenced || line.starts_with("    ") {
+            continue;
+        }
+        let mut rest = line;
+        while let Some(i) = rest.find("](") {
+            rest = &rest[i + 2..];
+            if let Some(end) = rest.find(')') {
+                out.push(rest[..end].to_string());
+                rest = &rest[end..];
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn every_relative_link_of_the_docs_reaches_a_file_and_heading() {
+    let root = root();
+    let mut docs = vec![root.join("README.md"), root.join("CONTRIBUTING.md")];
+    let mut under_docs = Vec::new();
+    Walk::new(&root).files(&root.join("docs"), &mut under_docs);
+    under_docs.retain(|p| p.extension().is_some_and(|e| e == "md"));
+    under_docs.sort();
+    docs.extend(under_docs);
+    let mut broken = Vec::new();
+    for doc in &docs {
+        let text = read(doc);
+        for target in links(&text) {
+            if target.contains("://") || target.starts_with("mailto:") {
+                continue;
+            }
+            let (path, fragment) = match target.split_once('#') {
+                Some((p, f)) => (p, Some(f)),
+                None => (target.as_str(), None),
+            };
+            let dir = doc.parent().unwrap_or(&root);
+            let file = if path.is_empty() {
+                doc.clone()
+            } else {
+                dir.join(path)
+            };
+            if !file.exists() {
+                broken.push(format!("{}: {target} (no such file)", doc.display()));
+                continue;
+            }
+            if let Some(fragment) = fragment {
+                if file.is_file() && !anchors(&read(&file)).iter().any(|a| a == fragment) {
+                    broken.push(format!("{}: {target} (no such heading)", doc.display()));
+                }
+            }
+        }
+    }
+    assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
+}
