@@ -3,7 +3,9 @@
 //! Each subcommand lives in its own file under `src/cmd/`; this file only parses arguments.
 
 mod cmd;
-mod plans;
+
+// `kvplan profile` reaches the plan places through here until it moves onto the application layer.
+use kvplan_app::plans;
 
 use clap::{Parser, Subcommand};
 
