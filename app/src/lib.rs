@@ -3,7 +3,7 @@
 //! The libraries (`kvplan-runtime`, `-planner`, `-profiler`, `-plots`, `-eval`) each do one
 //! thing; this crate puts them together into what a command does: which model and which plan a
 //! run uses ([`model`], [`plans`]), generation ([`generate`]), the benchmark as typed rows
-//! ([`bench`]), PoD post-training (`train_pod`), the evaluation grids with their defaults
+//! ([`bench`]), PoD post-training ([`train_pod`]), the evaluation grids with their defaults
 //! (`eval`) and the profile → plan → figures pipeline (`profile`), with the figures of any
 //! set of files (`figures`) and the dates recorded (`dates`). Every entry point takes a
 //! plain request struct (no clap); the binary's `src/cmd/*.rs` fill one in from their arguments,
@@ -19,3 +19,4 @@ pub mod generate;
 pub mod methods;
 pub mod model;
 pub mod plans;
+pub mod train_pod;
