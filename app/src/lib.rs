@@ -4,7 +4,7 @@
 //! thing; this crate puts them together into what a command does: which model and which plan a
 //! run uses ([`model`], [`plans`]), generation ([`generate`]), the benchmark as typed rows
 //! ([`bench`]), PoD post-training ([`train_pod`]), the evaluation grids with their defaults
-//! (`eval`) and the profile → plan → figures pipeline (`profile`), with the figures of any
+//! ([`eval`]) and the profile → plan → figures pipeline (`profile`), with the figures of any
 //! set of files (`figures`) and the dates recorded (`dates`). Every entry point takes a
 //! plain request struct (no clap); the binary's `src/cmd/*.rs` fill one in from their arguments,
 //! call one function and print what comes back. Errors are `anyhow` (application code, as the
@@ -15,6 +15,7 @@
 //! back to the caller.
 
 pub mod bench;
+pub mod eval;
 pub mod generate;
 pub mod methods;
 pub mod model;

@@ -5,8 +5,10 @@ pub mod data;
 pub mod eval;
 pub mod eval_leaderboard;
 pub mod eval_merge;
+pub mod eval_niah;
 pub mod eval_ppl;
 pub mod eval_ruler;
+pub mod eval_shared;
 pub mod eval_table;
 pub mod export;
 pub mod fetch;
@@ -22,7 +24,7 @@ pub mod profile;
 pub mod tokenize;
 pub mod train_pod;
 
-pub use kvplan_app::methods::{methods_or_all, parse_list};
+pub use kvplan_app::methods::parse_list;
 
 /// Writes `text` to stdout; a closed pipe (`kvplan inspect | head`) is not an error.
 pub fn write_stdout(text: &str) -> anyhow::Result<()> {
