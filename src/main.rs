@@ -4,9 +4,6 @@
 
 mod cmd;
 
-// `kvplan profile` reaches the plan places through here until it moves onto the application layer.
-use kvplan_app::plans;
-
 use clap::{Parser, Subcommand};
 
 #[derive(Parser, Debug)]

@@ -14,7 +14,6 @@ pub mod export;
 pub mod fetch;
 pub mod generate;
 pub mod inspect;
-pub mod keep;
 pub mod migrate;
 pub mod model_args;
 pub mod models;

@@ -69,14 +69,3 @@ pub struct WeightsArg {
     #[arg(long, value_name = "FILE")]
     pub weights: Option<PathBuf>,
 }
-
-// The commands not yet moved onto the application layer call these through here; each goes
-// once its command does.
-pub use kvplan_app::model::{find_plan, load_model, load_plan, plan_for_methods, retarget};
-
-impl ModelArgs {
-    /// The GGUF path (`kvplan_app::model::ModelSource::resolve`).
-    pub fn resolve(&self) -> anyhow::Result<PathBuf> {
-        self.source().resolve()
-    }
-}
