@@ -3,7 +3,6 @@
 //! Each subcommand lives in its own file under `src/cmd/`; this file only parses arguments.
 
 mod cmd;
-mod plans;
 
 use clap::{Parser, Subcommand};
 

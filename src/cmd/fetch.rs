@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::bail;
 use kvplan_common::catalog::{self, DEFAULT_MODEL};
 
-use super::model_args::fetch_model;
+use kvplan_app::model::fetch_model;
 
 /// Arguments of `kvplan fetch`.
 #[derive(clap::Args, Debug)]

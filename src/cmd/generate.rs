@@ -10,18 +10,15 @@
 //! plan's own figure.
 
 use std::io::Write;
-
 use std::path::PathBuf;
 
 use anyhow::Context;
-use kvplan_planner::Budgets;
-use kvplan_runtime::backend::Selected;
-use kvplan_runtime::generate::{GenerateConfig, Sampling};
-use kvplan_runtime::model::Model;
-use kvplan_runtime::press::registry::{build_press_with, PressRequest};
-use kvplan_runtime::press::{generate_pressed, MemoryReport};
+use kvplan_app::generate::{generate, GenerateRequest};
+use kvplan_app::model::retarget;
+use kvplan_runtime::generate::Sampling;
+use kvplan_runtime::press::MemoryReport;
 
-use super::model_args::{self, load_model, ModelArgs, WeightsArg};
+use super::model_args::{ModelArgs, PressArgs, WeightsArg};
 
 /// Arguments of `kvplan generate`.
 #[derive(clap::Args, Debug)]
@@ -63,133 +60,76 @@ pub struct GenerateArgs {
     #[arg(long, value_name = "R")]
     pub ratio: Option<f64>,
     #[command(flatten)]
-    pub press: super::model_args::PressArgs,
+    pub press: PressArgs,
     #[command(flatten)]
     pub model: ModelArgs,
     #[command(flatten)]
     pub weights: WeightsArg,
 }
 
-/// Runs `kvplan generate`.
-pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
-    super::methods_or_all(Some(std::slice::from_ref(&args.method)))?;
-    let path = args.model.resolve()?;
-    let (tok, model) = load_model(&path, args.weights.weights.as_deref())?;
-    let prompt = if args.chat {
-        tok.encode_chat(&args.prompt)?
-    } else {
-        tok.encode_prompt(&args.prompt)?
-    };
-    let plan = model_args::plan_for_methods(
-        std::slice::from_ref(&args.method),
-        args.plan.as_deref(),
-        &path,
-        &model,
-    )?;
-    let target = model_args::retarget(args.budget, args.ratio);
-    let request = PressRequest {
-        plan: plan.as_ref(),
-        context_len: prompt.len(),
-        target,
-        options: args.press.options(),
-    };
-    let mut spec = build_press_with::<Selected>(&args.method, &request, &model.config)?;
-    let config = GenerateConfig {
-        max_new_tokens: args.max_new_tokens,
-        sampling: sampling_of(&args),
-        stop_ids: tok.stop_ids.clone(),
-    };
-    let mut out = StreamedText::default();
-    let run = generate_pressed(&model, &prompt, &config, spec.press.as_mut(), |id| {
-        if !config.stop_ids.contains(&id) {
-            out.push(&tok, id);
+impl GenerateArgs {
+    /// The application layer's request.
+    fn request(&self) -> GenerateRequest {
+        GenerateRequest {
+            prompt: self.prompt.clone(),
+            chat: self.chat,
+            max_new_tokens: self.max_new_tokens,
+            sampling: self.sampling(),
+            method: self.method.clone(),
+            plan: self.plan.clone(),
+            target: retarget(self.budget, self.ratio),
+            press: self.press.options(),
+            model: self.model.source(),
+            weights: self.weights.weights.clone(),
         }
-    })?;
-    if let Some(e) = out.write_err {
+    }
+
+    /// Greedy, or top-p sampling with the given temperature and seed.
+    fn sampling(&self) -> Sampling {
+        if self.greedy {
+            Sampling::Greedy
+        } else {
+            Sampling::TopP {
+                temperature: self.temperature,
+                top_p: self.top_p,
+                seed: self.seed,
+            }
+        }
+    }
+}
+
+/// Runs `kvplan generate`: the continuation to stdout as it grows, the counts and memory to
+/// stderr.
+pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
+    let mut stdout = |text: &str| {
+        let mut out = std::io::stdout().lock();
+        out.write_all(text.as_bytes()).and_then(|()| out.flush())
+    };
+    let run = generate(&args.request(), &mut stdout)?;
+    if let Some(e) = run.sink_error {
         return Err(e).context("writing to stdout");
     }
     eprintln!(
         "\nkvplan: {} prompt tokens, {} new tokens; prefill {:.2}s, decode {:.2}s ({:.1} tokens/s)",
-        prompt.len(),
-        run.ids.len(),
+        run.prompt_tokens,
+        run.new_tokens,
         run.prefill_secs,
         run.decode_secs,
-        if run.decode_secs > 0.0 {
-            run.decode_steps as f64 / run.decode_secs
-        } else {
-            0.0
-        }
+        run.tokens_per_s()
     );
+    let method = &args.method;
     report(
-        &args.method,
+        method,
         &run.after_prefill,
         "after prefill",
-        spec.budgets.as_ref(),
-        &model,
+        run.planned_bytes,
     );
-    report(&args.method, &run.at_end, "at the end", None, &model);
+    report(method, &run.at_end, "at the end", None);
     Ok(())
 }
 
-/// Greedy, or top-p sampling with the given temperature and seed.
-fn sampling_of(args: &GenerateArgs) -> Sampling {
-    if args.greedy {
-        Sampling::Greedy
-    } else {
-        Sampling::TopP {
-            temperature: args.temperature,
-            top_p: args.top_p,
-            seed: args.seed,
-        }
-    }
-}
-
-/// The continuation streamed to stdout as it grows.
-#[derive(Default)]
-struct StreamedText {
-    ids: Vec<u32>,
-    shown: String,
-    /// The first write error; nothing more is written after it.
-    write_err: Option<std::io::Error>,
-}
-
-impl StreamedText {
-    /// Adds `id`, decodes everything so far and prints what is new, holding back an incomplete
-    /// UTF-8 sequence (shown as U+FFFD) until the next token completes it.
-    fn push(&mut self, tok: &kvplan_runtime::tokenizer::Tokenizer, id: u32) {
-        if self.write_err.is_some() {
-            return;
-        }
-        self.ids.push(id);
-        let Ok(text) = tok.decode(&self.ids) else {
-            return;
-        };
-        if text.ends_with('\u{FFFD}')
-            || text.len() <= self.shown.len()
-            || !text.starts_with(&self.shown)
-        {
-            return;
-        }
-        let mut stdout = std::io::stdout().lock();
-        let new = &text[self.shown.len()..];
-        if let Err(e) = stdout
-            .write_all(new.as_bytes())
-            .and_then(|()| stdout.flush())
-        {
-            self.write_err = Some(e);
-        }
-        self.shown = text;
-    }
-}
-
 /// One memory line on stderr; after prefill, the plan's figure beside it.
-fn report(
-    method: &str,
-    m: &MemoryReport,
-    when: &str,
-    budgets: Option<&Budgets>,
-    model: &Model<Selected>,
-) {
+fn report(method: &str, m: &MemoryReport, when: &str, planned: Option<u64>) {
     let mut line = format!(
         "kvplan: {method} {when} ({} tokens): KV held {} bytes, FullKV {} bytes, ratio {:.4}",
         m.tokens,
@@ -197,8 +137,7 @@ fn report(
         m.full_bytes,
         m.ratio()
     );
-    if let Some(b) = budgets {
-        let planned = b.kv_bytes(model.config.geometry.head_dim, 4);
+    if let Some(planned) = planned {
         let off = (m.held_bytes as f64 - planned as f64) / planned.max(1) as f64;
         line.push_str(&format!("; plan {planned} bytes ({:+.2}%)", 100.0 * off));
     }

@@ -14,7 +14,7 @@ pub struct InspectArgs {
 
 /// Runs `kvplan inspect`; a malformed file is an error naming the problem.
 pub fn run(args: InspectArgs) -> anyhow::Result<()> {
-    let path = args.model.resolve()?;
+    let path = args.model.source().resolve()?;
     let gguf = GgufFile::open(&path).with_context(|| format!("inspecting {}", path.display()))?;
     let mut out = String::new();
     out += &format!("file: {}\n", path.display());

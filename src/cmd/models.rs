@@ -5,10 +5,10 @@
 
 use std::path::PathBuf;
 
-use kvplan_common::catalog::{CATALOG, DEFAULT_MODEL};
+use kvplan_app::model::{catalog_rows, CatalogRow, Fetched};
+use kvplan_app::plans::Places;
+use kvplan_common::catalog::DEFAULT_MODEL;
 use kvplan_common::paths;
-
-use crate::plans::Places;
 
 /// Arguments of `kvplan models`.
 #[derive(clap::Args, Debug)]
@@ -32,38 +32,41 @@ pub fn run(args: ModelsArgs) -> anyhow::Result<()> {
         "{:<32} {:<7} {:>9}  {:<12} {:<40} file\n",
         "name", "arch", "size", "status", "packages"
     );
-    for e in &CATALOG {
-        let path = e.path(&dir);
-        let status = if e.is_verified(&dir) {
-            "fetched"
-        } else if path.is_file() {
-            "unverified"
-        } else {
-            "not fetched"
-        };
-        let name = if e.name == DEFAULT_MODEL {
-            format!("{} (default)", e.name)
-        } else {
-            e.name.to_string()
-        };
-        out += &format!(
-            "{name:<32} {:<7} {:>6} MB  {status:<12} {:<40} {}\n",
-            e.architecture,
-            e.size.div_ceil(1_000_000),
-            e.packages_summary(),
-            path.display()
-        );
-        out += &format!("    {}: {}\n", e.display_name, e.notes);
-        out += &plan_line(&places, e.name);
+    for row in catalog_rows(&dir, &places) {
+        out += &rows_of(&row);
     }
     out += "\n`kvplan fetch --model NAME` downloads one (an unverified file is hashed and kept \
             when right); `--model NAME` works on every command that takes a model.\n";
     super::write_stdout(&out)
 }
 
+/// The lines of one catalog model: name, architecture, size, status, packages, file; its notes;
+/// its plan.
+fn rows_of(row: &CatalogRow) -> String {
+    let e = row.entry;
+    let status = match row.fetched {
+        Fetched::Verified => "fetched",
+        Fetched::Unverified => "unverified",
+        Fetched::Missing => "not fetched",
+    };
+    let name = if e.name == DEFAULT_MODEL {
+        format!("{} (default)", e.name)
+    } else {
+        e.name.to_string()
+    };
+    let mut out = format!(
+        "{name:<32} {:<7} {:>6} MB  {status:<12} {:<40} {}\n",
+        e.architecture,
+        e.size.div_ceil(1_000_000),
+        e.packages_summary(),
+        row.path.display()
+    );
+    out += &format!("    {}: {}\n", e.display_name, e.notes);
+    out + &plan_line(&row.plans)
+}
+
 /// `    plan: <the one used> (also: <the ones it shadows>)`.
-fn plan_line(places: &Places, slug: &str) -> String {
-    let found: Vec<String> = places.all(slug).iter().map(|s| s.describe()).collect();
+fn plan_line(found: &[String]) -> String {
     match found.split_first() {
         None => String::from("    plan: none (make one with `kvplan profile --model NAME`)\n"),
         Some((used, [])) => format!("    plan: {used}\n"),

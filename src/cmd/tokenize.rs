@@ -23,7 +23,7 @@ pub struct TokenizeArgs {
 
 /// Runs `kvplan tokenize`.
 pub fn run(args: TokenizeArgs) -> anyhow::Result<()> {
-    let path = args.model.resolve()?;
+    let path = args.model.source().resolve()?;
     let gguf = GgufFile::open(&path).with_context(|| format!("reading {}", path.display()))?;
     let tok = Tokenizer::from_gguf(&gguf)?;
     let ids = if args.chat {

@@ -8,23 +8,13 @@
 //! the `n_s`, `n_r` they were trained with beside them (`pod-trained.bpk.json`), which `kvplan
 //! eval --weights` reads to run PoD only at that window.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use anyhow::{bail, Context};
 use indicatif::{ProgressBar, ProgressStyle};
-use kvplan_planner::{Method, Plan, PodSection};
-use kvplan_runtime::backend::{self, Selected};
-use kvplan_runtime::gguf::GgufFile;
-use kvplan_runtime::identity::model_identity;
-use kvplan_runtime::model::rope::Rope;
-use kvplan_runtime::model::Model;
-use kvplan_runtime::tokenizer::Tokenizer;
-use kvplan_runtime::train::{
-    self, perplexity, Perplexities, PodLayout, StepReport, TrainBackend, TrainConfig, TrainReport,
-    Trainable,
-};
+use kvplan_app::train_pod::{train_pod, TrainPodRequest, TrainProgress};
+use kvplan_runtime::train::{StepReport, TrainConfig, Trainable};
 
-use super::model_args::{self, ModelArgs};
+use super::model_args::ModelArgs;
 
 /// Arguments of `kvplan train-pod`.
 #[derive(clap::Args, Debug)]
@@ -100,6 +90,22 @@ pub enum TrainableArg {
 }
 
 impl TrainPodArgs {
+    /// The application layer's request.
+    fn request(&self) -> TrainPodRequest {
+        TrainPodRequest {
+            plan: self.plan.clone(),
+            out: self.out.clone(),
+            report: self.report.clone(),
+            data_dir: self.data_dir.clone(),
+            train: self.config(),
+            sinks: self.sinks,
+            recent: self.recent,
+            held_out_tokens: self.held_out_tokens,
+            eval_windows: self.eval_windows,
+            model: self.model.source(),
+        }
+    }
+
     fn config(&self) -> TrainConfig {
         TrainConfig {
             seq_len: self.seq_len,
@@ -120,32 +126,12 @@ impl TrainPodArgs {
     }
 }
 
-/// Training and held-out tokens: each corpus tokenised (documents joined by `<|endoftext|>`),
-/// its last `held_out / 2` tokens held out.
-fn tokens(args: &TrainPodArgs, tok: &Tokenizer) -> anyhow::Result<(Vec<u32>, Vec<u32>)> {
-    let dir = kvplan_common::paths::data_dir(args.data_dir.as_deref());
-    let pip = kvplan_common::fetch::Pip::default();
-    let (pg, sh) = kvplan_common::data::corpora(&dir, &pip, &mut |l| eprintln!("kvplan: {l}"))?;
-    let (mut train_ids, mut held) = (Vec::new(), Vec::new());
-    for corpus in [pg, sh] {
-        let mut ids = Vec::new();
-        for (name, text) in &corpus.documents {
-            ids.extend(
-                tok.encode(text)
-                    .with_context(|| format!("tokenizing {name}"))?,
-            );
-            ids.push(0); // <|endoftext|>
-        }
-        let (a, b) = train::split_held_out(&ids, args.held_out_tokens / 2);
-        train_ids.extend_from_slice(a);
-        held.extend_from_slice(b);
-    }
-    Ok((train_ids, held))
-}
-
-fn plan_for(args: &TrainPodArgs, path: &Path, model: &Model<TrainBackend>) -> anyhow::Result<Plan> {
-    let identity = model_identity(path, &model.config)?;
-    Ok(model_args::load_plan(args.plan.as_deref(), &identity, path)?.0)
+/// Runs `kvplan train-pod`: a progress bar over the steps; notes and the report's path on
+/// stderr.
+pub fn run(args: TrainPodArgs) -> anyhow::Result<()> {
+    let mut bar = Bar(progress(args.steps));
+    train_pod(&args.request(), &mut bar)?;
+    Ok(())
 }
 
 fn progress(steps: usize) -> ProgressBar {
@@ -157,153 +143,29 @@ fn progress(steps: usize) -> ProgressBar {
     ProgressBar::new(steps as u64).with_style(style)
 }
 
-/// One training step on the progress bar; without a terminal (a log file, CI) one plain line per
-/// step with the ETA. Never stops the run.
-fn show_step(bar: &ProgressBar, cfg: &TrainConfig, r: &StepReport) -> bool {
-    let msg = format!(
-        "loss {:.4} lr {:.2e} |g| {:.2} {:.0} tok/s",
-        r.loss,
-        r.lr,
-        r.grad_norm,
-        r.tokens as f64 / r.elapsed_s.max(1e-9)
-    );
-    if bar.is_hidden() {
-        let done = (r.tokens / (cfg.seq_len * cfg.accum)).max(1) as f64;
-        let eta = r.elapsed_s / done * (r.steps - r.step) as f64;
-        eprintln!("  step {}/{} {msg} ETA {eta:.0}s", r.step, cfg.steps);
-    }
-    bar.set_position(r.step as u64);
-    bar.set_message(msg);
-    true
-}
+/// The training steps on a progress bar; without a terminal (a log file, CI) one plain line per
+/// step with the ETA.
+struct Bar(ProgressBar);
 
-/// Writes the training report (JSON) atomically to `out`.
-fn write_report(report: &TrainReport, out: PathBuf) -> anyhow::Result<()> {
-    let text = serde_json::to_string_pretty(report)? + "\n";
-    kvplan_common::fs::write_atomic(&out, text.as_bytes())
-        .with_context(|| format!("writing {}", out.display()))?;
-    eprintln!(
-        "kvplan: report {}, weights {}",
-        out.display(),
-        report.weights
-    );
-    Ok(())
-}
-
-/// The tokenizer and the trainable model of the GGUF at `path` (PoD runs on `llama` only).
-fn load_trainable(path: &Path) -> anyhow::Result<(Tokenizer, Model<TrainBackend>)> {
-    let device = &backend::device();
-    let gguf = GgufFile::open(path).with_context(|| format!("reading {}", path.display()))?;
-    let tok = Tokenizer::from_gguf(&gguf)?;
-    let model = Model::<TrainBackend>::from_gguf(&gguf, device)
-        .with_context(|| format!("loading {}", path.display()))?;
-    kvplan_runtime::press::registry::refuse_pod_on(&model.config.architecture)?;
-    Ok((tok, model))
-}
-
-/// PoD's layout under the plan's blocks, FullKV's layout (the control) and n_s.
-fn layouts(
-    args: &TrainPodArgs,
-    pod: &PodSection,
-    c: &kvplan_runtime::model::ModelConfig,
-) -> anyhow::Result<(PodLayout, PodLayout, usize)> {
-    let sinks = args.sinks.unwrap_or(pod.sinks);
-    if args.seq_len <= 2 * (sinks + args.recent) {
-        bail!(
-            "--seq-len {} leaves too little distant text for n_s + n_r = {}",
-            args.seq_len,
-            sinks + args.recent
+impl TrainProgress for Bar {
+    fn step(&mut self, cfg: &TrainConfig, r: &StepReport) {
+        let msg = format!(
+            "loss {:.4} lr {:.2e} |g| {:.2} {:.0} tok/s",
+            r.loss,
+            r.lr,
+            r.grad_norm,
+            r.tokens as f64 / r.elapsed_s.max(1e-9)
         );
+        if self.0.is_hidden() {
+            let done = (r.tokens / (cfg.seq_len * cfg.accum)).max(1) as f64;
+            let eta = r.elapsed_s / done * (r.steps - r.step) as f64;
+            eprintln!("  step {}/{} {msg} ETA {eta:.0}s", r.step, cfg.steps);
+        }
+        self.0.set_position(r.step as u64);
+        self.0.set_message(msg);
     }
-    let layout = PodLayout::new(&pod.blocks, c.geometry.layers, sinks, args.recent)?;
-    let full = PodLayout::full_kv(c.geometry.layers, c.geometry.q_heads);
-    Ok((layout, full, sinks))
-}
 
-/// Runs `kvplan train-pod`.
-pub fn run(args: TrainPodArgs) -> anyhow::Result<()> {
-    let path = args.model.resolve()?;
-    let (tok, model) = load_trainable(&path)?;
-    let device = backend::device();
-    let plan = plan_for(&args, &path, &model)?;
-    let Some(pod) = plan.sections.get::<PodSection>(Method::Pod) else {
-        bail!("the plan has no PoD section");
-    };
-    let c = &model.config;
-    let (layout, full, sinks) = layouts(&args, pod, c)?;
-    let (train_ids, held) = tokens(&args, &tok)?;
-    let (n_train, n_held, n_r) = (train_ids.len(), held.len(), args.recent);
-    eprintln!("kvplan: {n_train} training tokens, {n_held} held out; n_s = {sinks}, n_r = {n_r}");
-    let cfg = args.config();
-    let rope_eval = Rope::<Selected>::new(c.geometry.head_dim, c.rope_theta, args.seq_len, &device);
-    let rope_train =
-        Rope::<TrainBackend>::new(c.geometry.head_dim, c.rope_theta, args.seq_len, &device);
-    let (seq, windows) = (args.seq_len, args.eval_windows);
-    let eval = |tr: &kvplan_runtime::model::Transformer<Selected>, layout: &PodLayout| {
-        perplexity(tr, &rope_eval, layout, &held, seq, windows)
-    };
-    let before = train::inference(&model.transformer);
-    let full_kv = eval(&before, &full)?;
-    let pod_before = eval(&before, &layout)?;
-    drop(before);
-    eprintln!(
-        "kvplan: held-out perplexity FullKV {:.3}, PoD before training {:.3}",
-        full_kv.ppl, pod_before.ppl
-    );
-    let bar = progress(cfg.steps);
-    let outcome = train::train(
-        model.transformer,
-        &rope_train,
-        &layout,
-        &train_ids,
-        &cfg,
-        Some(&args.out),
-        &mut |r| show_step(&bar, &cfg, r),
-    )?;
-    bar.finish();
-    let after = train::inference(&outcome.transformer);
-    let pod_after = eval(&after, &layout)?;
-    let full_kv_after = eval(&after, &full)?;
-    let weights = args.out.join("pod-trained.bpk");
-    train::save_weights(&after, &weights)?;
-    train::save_window(
-        &weights,
-        &train::TrainedWindow {
-            sinks,
-            recent: args.recent,
-        },
-    )?;
-    eprintln!(
-        "kvplan: held-out perplexity FullKV {:.3}, PoD before {:.3}, PoD after {:.3}; FullKV \
-         after training {:.3}",
-        full_kv.ppl, pod_before.ppl, pod_after.ppl, full_kv_after.ppl
-    );
-    let trained_tokens = (cfg.steps - outcome.resumed_from) * cfg.seq_len * cfg.accum;
-    let report = TrainReport {
-        model: format!("{} ({})", plan.model.name, plan.model.gguf_sha256),
-        backend: backend::name().to_string(),
-        config: cfg,
-        sinks,
-        recent: args.recent,
-        blocks: pod.blocks.clone(),
-        train_tokens: train_ids.len(),
-        held_out_tokens: held.len(),
-        steps_done: outcome.losses.len(),
-        resumed_from: outcome.resumed_from,
-        train_wall_s: outcome.wall_s,
-        train_tokens_per_s: trained_tokens as f64 / outcome.wall_s.max(1e-9),
-        losses: outcome.losses,
-        perplexity: Perplexities {
-            full_kv,
-            pod_before,
-            pod_after,
-            full_kv_after: Some(full_kv_after),
-        },
-        weights: weights.display().to_string(),
-    };
-    write_report(
-        &report,
-        args.report.unwrap_or_else(|| args.out.join("report.json")),
-    )?;
-    Ok(())
+    fn finish(&mut self) {
+        self.0.finish();
+    }
 }

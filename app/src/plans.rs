@@ -24,19 +24,19 @@ use sha2::{Digest, Sha256};
 pub const SHIPPED: &[(&str, &str)] = &[
     (
         "smollm2-135m-instruct",
-        include_str!("../plans/smollm2-135m-instruct.plan.json"),
+        include_str!("../../plans/smollm2-135m-instruct.plan.json"),
     ),
     (
         "qwen2.5-coder-0.5b-instruct",
-        include_str!("../plans/qwen2.5-coder-0.5b-instruct.plan.json"),
+        include_str!("../../plans/qwen2.5-coder-0.5b-instruct.plan.json"),
     ),
     (
         "qwen2.5-coder-1.5b-instruct",
-        include_str!("../plans/qwen2.5-coder-1.5b-instruct.plan.json"),
+        include_str!("../../plans/qwen2.5-coder-1.5b-instruct.plan.json"),
     ),
     (
         "gemma-3-270m",
-        include_str!("../plans/gemma-3-270m.plan.json"),
+        include_str!("../../plans/gemma-3-270m.plan.json"),
     ),
 ];
 
@@ -190,7 +190,7 @@ mod tests {
 
     #[test]
     fn shipped_plans_are_the_committed_files_byte_for_byte() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("plans");
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plans");
         let mut committed: Vec<String> = std::fs::read_dir(&dir)
             .map(|d| {
                 d.filter_map(|e| e.ok())

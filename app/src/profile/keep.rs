@@ -107,7 +107,7 @@ mod tests {
     /// The hand-made SmolLM2 profile of the planner's tests, dated 2026-11-22.
     fn handmade() -> Profile {
         let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("planner/tests/fixtures/smollm2-handmade.profile.json");
+            .join("../planner/tests/fixtures/smollm2-handmade.profile.json");
         Profile::load(&path).unwrap_or_else(|e| panic!("{e}"))
     }
 

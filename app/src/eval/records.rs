@@ -1,0 +1,198 @@
+//! What is made from records alone, no model loaded: a run's tables re-rendered
+//! (`kvplan_eval::render`), the records of a run's shards merged (`kvplan_eval::shard::merge`),
+//! and RULER ratio records in the kvpress leaderboard's form (`kvplan_eval::leaderboard`).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context};
+use kvplan_common::fetch::sha256_file;
+use kvplan_eval::leaderboard::{board, markdown, write_folders, Board};
+use kvplan_eval::records::{Record, RecordsFile};
+use kvplan_eval::render::{plan_sha256, render, Rendered};
+use kvplan_eval::shard::{merge, merged_name};
+use kvplan_eval::write_atomic;
+use kvplan_planner::Plan;
+use kvplan_plots::figures::leaderboard::{Leaderboard, Point};
+
+/// Re-renders the table and results entries of the records file at `path`, under the plan they
+/// were made under (`plan`, else the file under `plans/` with their hash); returns what it wrote.
+pub fn render_table(path: &Path, plan: Option<&Path>) -> anyhow::Result<Rendered> {
+    let plan = plan_of(path, plan)?;
+    render(path, plan.as_ref()).with_context(|| format!("rendering {}", path.display()))
+}
+
+/// The plan the records at `path` were made under: `explicit` (its hash must be theirs), else
+/// the plan under `plans/` with their hash; `None`, with a note, when they name none or no file
+/// has it.
+fn plan_of(path: &Path, explicit: Option<&Path>) -> anyhow::Result<Option<Plan>> {
+    let Some(want) = plan_sha256(path).with_context(|| format!("reading {}", path.display()))?
+    else {
+        return Ok(None);
+    };
+    let candidates: Vec<PathBuf> = match explicit {
+        Some(p) => vec![p.to_path_buf()],
+        None => std::fs::read_dir("plans")
+            .map(|d| {
+                d.filter_map(|e| e.ok().map(|e| e.path()))
+                    .filter(|p| p.to_string_lossy().ends_with(".plan.json"))
+                    .collect()
+            })
+            .unwrap_or_default(),
+    };
+    for file in &candidates {
+        let have = sha256_file(file).with_context(|| format!("hashing {}", file.display()))?;
+        if have == want {
+            let plan =
+                Plan::load(file, None).with_context(|| format!("reading {}", file.display()))?;
+            return Ok(Some(plan));
+        }
+        if explicit.is_some() {
+            bail!(
+                "{}: plan_sha256 {have}, but {} were made under plan_sha256 {want}",
+                file.display(),
+                path.display()
+            );
+        }
+    }
+    eprintln!(
+        "kvplan: note: {} were made under a plan (sha256 {want}) not found under plans/; rows are \
+         not checked for retrieval-reasoning scores at chance (give --plan)",
+        path.display()
+    );
+    Ok(None)
+}
+
+/// A merge's outcome.
+#[derive(Debug, Clone)]
+pub struct Merged {
+    /// Records in the merged file.
+    pub records: usize,
+    /// Files merged.
+    pub files: usize,
+    /// The merged file.
+    pub out: PathBuf,
+}
+
+/// Merges the records files of one run's shards by cell key into `<out_dir>/<the run's name>`;
+/// an existing file of that name is merged into only when listed among `records`.
+pub fn merge_shards(records: &[PathBuf], out_dir: &Path) -> anyhow::Result<Merged> {
+    let mut names = Vec::new();
+    let mut files = Vec::new();
+    for path in records {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let file: RecordsFile<Record> = serde_json::from_str(&text)
+            .with_context(|| format!("{}: not a NIAH or RULER records file", path.display()))?;
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default();
+        names.push(merged_name(name));
+        files.push((path.display().to_string(), file));
+    }
+    names.dedup();
+    if names.len() != 1 {
+        bail!(
+            "the files are of different runs (merged names {}); merge one run's shards at a time",
+            names.join(", ")
+        );
+    }
+    let out = out_dir.join(&names[0]);
+    let listed = records
+        .iter()
+        .any(|p| p.canonicalize().ok() == out.canonicalize().ok() && out.exists());
+    if out.exists() && !listed {
+        bail!(
+            "{} exists: list it among the files to merge into it, or give another --out",
+            out.display()
+        );
+    }
+    let merged = merge(&files)?;
+    merged.save(&out)?;
+    Ok(Merged {
+        records: merged.records.len(),
+        files: files.len(),
+        out,
+    })
+}
+
+/// What the leaderboard wrote.
+#[derive(Debug, Clone)]
+pub struct LeaderboardFiles {
+    /// The Markdown of every records file, one section each.
+    pub markdown: String,
+    /// Result folders written.
+    pub folders: usize,
+    /// The table file (`<out>/leaderboard.md`).
+    pub table: PathBuf,
+    /// Figure files written.
+    pub figures: usize,
+    /// Their folder (`<out>/figures`).
+    pub figures_dir: PathBuf,
+}
+
+/// RULER ratio records in the kvpress leaderboard's form, into `out`: kvpress's result folders,
+/// `leaderboard.md`, one figure per model into `out/figures/`.
+pub fn leaderboard(records: &[PathBuf], out: &Path) -> anyhow::Result<LeaderboardFiles> {
+    let mut md = String::new();
+    let mut figures = Vec::new();
+    let mut folders = 0;
+    for path in records {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let file: RecordsFile<Record> = serde_json::from_str(&text)
+            .with_context(|| format!("{}: not a RULER records file", path.display()))?;
+        folders += write_folders(&file, out)?.len();
+        let b = board(&file);
+        if b.points.is_empty() {
+            eprintln!(
+                "kvplan: note: {} holds no ratio cells (run with --ratios); only FullKV is written",
+                path.display()
+            );
+        }
+        md.push_str(&markdown(&file));
+        md.push('\n');
+        figures.push(figure(&b)?);
+    }
+    let table = out.join("leaderboard.md");
+    write_atomic(&table, &md)?;
+    let dir = out.join("figures");
+    let drawn = kvplan_plots::write_figures(&dir, &figures)?;
+    Ok(LeaderboardFiles {
+        markdown: md,
+        folders,
+        table,
+        figures: drawn.len(),
+        figures_dir: dir,
+    })
+}
+
+/// The figure of `b`.
+fn figure(b: &Board) -> anyhow::Result<kvplan_plots::Rendered> {
+    let points: Vec<Point> = b
+        .points
+        .iter()
+        .map(|p| Point {
+            method: p.method.clone(),
+            effective: p.effective,
+            score: p.score,
+            interval: p.interval,
+        })
+        .collect();
+    let lengths: Vec<String> = b.lengths.iter().map(usize::to_string).collect();
+    let what = format!(
+        "RULER {} tokens, average of {} task(s)",
+        lengths.join("/"),
+        b.tasks.len()
+    );
+    let fig = Leaderboard {
+        model: &b.model,
+        what: &what,
+        points: &points,
+        full: b.full.map(|f| f.0),
+    };
+    Ok(kvplan_plots::render::render(
+        &fig,
+        kvplan_plots::Format::Both,
+    )?)
+}
