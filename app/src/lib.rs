@@ -21,6 +21,7 @@ pub mod figures;
 pub mod generate;
 pub mod methods;
 pub mod model;
+pub mod plan;
 pub mod plans;
 pub mod profile;
 pub mod train_pod;

@@ -4,12 +4,11 @@
 //! plan.json`. Read: `kvplan plan --summary plan.json`.
 
 use anyhow::{bail, Context};
+use kvplan_app::plan::PlanRequest;
 use kvplan_planner::export::summary;
-use kvplan_planner::methods::headkv::{HeadKvOptions, DEFAULT_HEADKV_BETA};
-use kvplan_planner::methods::pod::Grouping;
-use kvplan_planner::methods::pod::{PodOptions, DEFAULT_POD_DELTA};
-use kvplan_planner::methods::spindle::SpindleOptions;
-use kvplan_planner::{build_plan, Method, Plan, PlanOptions, Profile, Target};
+use kvplan_planner::methods::headkv::DEFAULT_HEADKV_BETA;
+use kvplan_planner::methods::pod::{Grouping, DEFAULT_POD_DELTA};
+use kvplan_planner::{Method, Plan};
 use std::path::{Path, PathBuf};
 
 /// Arguments of `kvplan plan`.
@@ -104,57 +103,28 @@ pub fn run(args: PlanArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn build(args: &PlanArgs, profile_path: &Path) -> anyhow::Result<Plan> {
-    let target = match (args.budget, args.ratio) {
-        (Some(n), None) => Target::Tokens(n),
-        (None, Some(r)) => Target::Ratio(r),
-        _ => bail!("give the budget target: --budget N (entries per head) or --ratio R"),
-    };
-    let Some(out) = &args.out else {
-        bail!("give --out FILE: where to write the plan");
-    };
-    let methods = parse_methods(&args.method)?;
-    for (flag, beta) in [
-        ("--headkv-beta", Some(args.headkv_beta)),
-        ("--headkv-r-beta", args.headkv_r_beta),
-    ] {
-        if let Some(b) = beta.filter(|b| !(b.is_finite() && *b >= 1.0)) {
-            bail!("{flag}: expected a number >= 1 (HeadKV eq. 4: the pool is b/β), found {b}");
-        }
-    }
-    let profile = Profile::load(profile_path)
-        .with_context(|| format!("cannot read profile {}", profile_path.display()))?;
-    let opts = PlanOptions {
-        kvplan_version: String::from(env!("CARGO_PKG_VERSION")),
-        date: args.date.clone().unwrap_or_else(kvplan_app::dates::today),
-        preview_context_len: Some(args.context_len),
-        pod: PodOptions {
-            delta: args.pod_delta,
-            target_saving: args.pod_saving,
-            grouping: args.pod_blocks,
-            ..PodOptions::default()
-        },
-        spindle: SpindleOptions {
-            split: args.spindle_split,
-            ..SpindleOptions::default()
-        },
-        headkv: HeadKvOptions {
-            beta: args.headkv_beta,
-            beta_r: args.headkv_r_beta,
-            ..HeadKvOptions::default()
-        },
-        ..PlanOptions::default()
-    };
-    let plan = build_plan(&profile, &methods, target, &opts)
-        .with_context(|| format!("cannot plan from profile {}", profile_path.display()))?;
-    plan.save(out)
-        .with_context(|| format!("cannot write plan {}", out.display()))?;
+/// Builds and writes the plan (`kvplan_app::plan`), saying what it wrote.
+fn build(args: &PlanArgs, profile: &Path) -> anyhow::Result<Plan> {
+    let (plan, out) = kvplan_app::plan::build(&PlanRequest {
+        profile: profile.to_path_buf(),
+        budget: args.budget,
+        ratio: args.ratio,
+        methods: parse_methods(&args.method)?,
+        out: args.out.clone(),
+        context_len: args.context_len,
+        pod_delta: args.pod_delta,
+        pod_saving: args.pod_saving,
+        pod_blocks: args.pod_blocks,
+        headkv_beta: args.headkv_beta,
+        headkv_r_beta: args.headkv_r_beta,
+        spindle_split: args.spindle_split,
+        date: args.date.clone(),
+    })?;
     let names: Vec<&str> = plan.methods().iter().map(|m| m.name()).collect();
     eprintln!("wrote {} ({})", out.display(), names.join(", "));
     Ok(plan)
 }
 
-/// Long help of `--method`: every method with a plan section, one line each, from the table.
 fn method_help() -> String {
     format!(
         "Methods to plan, comma-separated, or all:\n{}",
