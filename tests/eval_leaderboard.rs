@@ -5,26 +5,13 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use common::{kvplan, read_json};
+
+use std::path::PathBuf;
+use std::process::Output;
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("kvplan-lb-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
-}
-
-fn kvplan(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_kvplan"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run kvplan: {e}"))
-}
-
-fn read_json(path: &Path) -> serde_json::Value {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    common::scratch("lb", name)
 }
 
 fn ok(o: &Output) -> String {

@@ -49,3 +49,26 @@ pub fn fixture(name: &str) -> serde_json::Value {
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
+
+/// A fresh scratch folder `kvplan-<prefix>-<pid>-<name>` under the temp folder (removed if a
+/// previous run left it).
+pub fn scratch(prefix: &str, name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("kvplan-{prefix}-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+/// Runs the `kvplan` binary with `args` from the repository root.
+pub fn kvplan(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_kvplan"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run kvplan: {e}"))
+}
+
+/// The JSON file at `path`, parsed; panics naming the file.
+pub fn read_json(path: &std::path::Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
