@@ -268,6 +268,13 @@ impl DecodePolicy {
         }
     }
 
+    /// Whether the press evicts while generating, holding the cache at its budget
+    /// ([`DecodePolicy::HeldAtBudget`]); under the other policies entries are only added (PoD's
+    /// dropped distant keys are read from the shared layer, not evicted by a score).
+    pub fn evicts_to_budget(self) -> bool {
+        matches!(self, DecodePolicy::HeldAtBudget { .. })
+    }
+
     /// Whether `self` and `other` are the same policy, whatever their intervals.
     pub fn same_kind(self, other: DecodePolicy) -> bool {
         std::mem::discriminant(&self) == std::mem::discriminant(&other)

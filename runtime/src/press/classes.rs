@@ -140,7 +140,7 @@ impl<B: Backend> Press<B> for LayerClassesPress {
     /// Its attention differs from the first token (windowed prefill), so it runs its own
     /// prefill; the windows slide while decoding without scoring anything.
     fn capabilities(&self) -> Capabilities {
-        super::registry::CLASSES_CAPABILITIES
+        super::registry::CLASSES_KIND.serving(None)
     }
 
     fn prefill_observe(&self) -> Option<ObserveConfig> {

@@ -273,6 +273,7 @@ mod tests {
     use crate::press::streaming::StreamingScorer;
     use crate::press::{Allocation, SelectionPress};
     use crate::test_model::{tiny_gguf, TinySpec};
+    use kvplan_planner::Method;
 
     /// A tiny model trained (as its metadata says) on a context of 32 tokens.
     fn short_context_model() -> Model<Flex> {
@@ -296,7 +297,7 @@ mod tests {
     fn an_evicting_stream_goes_past_the_context_with_positions_reassigned() {
         let model = short_context_model();
         let mut press = SelectionPress::new(
-            "streaming",
+            Method::Streaming,
             Box::new(StreamingScorer::new(4)),
             Allocation::Uniform(12),
         );
@@ -346,7 +347,7 @@ mod tests {
         let split = last_row(s.extend(&prompt[20..]).expect("question"));
         assert!(whole.iter().zip(&split).all(|(a, b)| (a - b).abs() < 1e-4));
         let mut press = SelectionPress::new(
-            "streaming",
+            Method::Streaming,
             Box::new(StreamingScorer::new(4)),
             Allocation::Uniform(12),
         );

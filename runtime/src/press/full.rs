@@ -3,10 +3,11 @@
 use burn::tensor::backend::Backend;
 
 use super::registry::{FromPlan, MethodPress};
-use super::{Capabilities, Press};
+use super::{Capabilities, Press, PressKind};
 use crate::cache::KvCache;
 use crate::error::Result;
 use crate::observe::{ObserveConfig, Observer};
+use kvplan_planner::Method;
 
 /// Keeps everything; observes nothing.
 #[derive(Debug, Clone, Default)]
@@ -14,7 +15,7 @@ pub struct FullPress;
 
 impl MethodPress for FullPress {
     /// Keeps everything, so never evicts, and has nothing to move past the context.
-    const CAPABILITIES: Capabilities = Capabilities::PLAIN;
+    const KIND: PressKind = PressKind::PLAIN;
 
     /// FullKV reads nothing from a plan (the registry builds it without one).
     fn from_plan<B: Backend>(_: &FromPlan<'_>) -> Result<Box<dyn Press<B>>> {
@@ -24,11 +25,11 @@ impl MethodPress for FullPress {
 
 impl<B: Backend> Press<B> for FullPress {
     fn name(&self) -> &str {
-        "full"
+        Method::Full.name()
     }
 
     fn capabilities(&self) -> Capabilities {
-        Self::CAPABILITIES
+        Self::KIND.serving(Some(Method::Full))
     }
 
     fn prefill_observe(&self) -> Option<ObserveConfig> {

@@ -11,7 +11,7 @@ use burn::tensor::backend::Backend;
 use kvplan_planner::H2oSection;
 
 use super::registry::{FromPlan, MethodPress};
-use super::{group_mean, observe, Capabilities, Press, Scorer, Scores};
+use super::{group_mean, observe, Press, PressKind, Scorer, Scores};
 use crate::error::Result;
 use crate::observe::{LayerObservation, ObserveConfig};
 
@@ -24,8 +24,9 @@ pub struct H2oScorer {
 }
 
 impl MethodPress for H2oScorer {
-    /// Heavy hitters and recent entries re-chosen after every decode step.
-    const CAPABILITIES: Capabilities = Capabilities::selection(true);
+    /// A selection over the model's forward pass; its decode scores re-choose heavy hitters and
+    /// recent entries (evicted as the table's decode policy says: every step, held at budget).
+    const KIND: PressKind = PressKind::SELECTION;
 
     /// The section's heavy share under the plan's allocation.
     fn from_plan<B: Backend>(p: &FromPlan<'_>) -> Result<Box<dyn Press<B>>> {
@@ -71,10 +72,6 @@ impl H2oScorer {
 }
 
 impl Scorer for H2oScorer {
-    fn evicts_while_decoding(&self) -> bool {
-        Self::CAPABILITIES.evicts_while_decoding
-    }
-
     fn prefill_observe(&self) -> ObserveConfig {
         observe(0, true)
     }

@@ -6,26 +6,16 @@
 //! The norms come from the prefill's observed pre-RoPE keys ([`ObserveConfig::keys_values`]):
 //! RoPE is a rotation, so a key's norm is the same before and after it. No attention is read.
 
-use burn::tensor::backend::Backend;
-
-use super::registry::{FromPlan, MethodPress};
-use super::{Capabilities, Press, Scorer, Scores};
-use crate::error::Result;
+use super::registry::PlainScorer;
+use super::{Scorer, Scores};
 use crate::observe::{KeysValues, LayerObservation, ObserveConfig};
 
 /// Lowest key norms per KV head.
 #[derive(Debug, Clone, Default)]
 pub struct KnormScorer;
 
-impl MethodPress for KnormScorer {
-    /// Selects once, after prefill.
-    const CAPABILITIES: Capabilities = Capabilities::selection(false);
-
-    /// The scorer under the plan's allocation (its section is empty).
-    fn from_plan<B: Backend>(p: &FromPlan<'_>) -> Result<Box<dyn Press<B>>> {
-        Ok(p.selection(Self::new()))
-    }
-}
+/// No parameter beyond the budget (its section is empty); selects once, after prefill.
+impl PlainScorer for KnormScorer {}
 
 impl KnormScorer {
     /// KNorm has no parameter beyond the budget.

@@ -42,6 +42,7 @@ mod tests;
 
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
+use kvplan_planner::Method;
 
 use crate::cache::{KvCache, LayerCache};
 use crate::error::Result;
@@ -54,8 +55,9 @@ pub use gqa::{group_max, group_mean, GqaAggregation};
 pub use registry::{build_press, capabilities, is_press_name, PressSpec, PRESS_NAMES};
 
 /// What a press can do. Callers ask the press ([`Press::capabilities`]) or, before building
-/// one, the registry ([`registry::capabilities`]) — never a list of method names. Each press
-/// type states its own as a `CAPABILITIES` constant.
+/// one, the registry ([`registry::capabilities`]) — never a list of method names. Made from two
+/// truths: what the press's type can do ([`PressKind`], a `KIND` constant on each press type)
+/// and what the method table says the method does while decoding ([`Method::semantics`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Capabilities {
     /// Runs its own forward pass instead of the model's ([`Press::forward`]: SpindleKV's
@@ -65,29 +67,49 @@ pub struct Capabilities {
     /// can go on past the model's trained context.
     pub streams_past_context: bool,
     /// Evicts while decoding, holding its budget; otherwise the cache grows by one entry a step.
+    /// The method table's decode policy ([`kvplan_planner::DecodePolicy::evicts_to_budget`]).
     pub evicts_while_decoding: bool,
     /// Can take over a cache that another press's prefill (the model's own forward, observed)
     /// filled ([`Session::adopt`]), so several presses share one prefill.
     pub adopts_shared_prefill: bool,
 }
 
-impl Capabilities {
-    /// The model's forward pass, compression after prefill only, positions fixed (FullKV).
+/// What a press type can do whatever method it serves (one type can serve several: SnapKV's
+/// scorer serves PyramidKV and HeadKV too).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PressKind {
+    /// [`Capabilities::changes_forward`].
+    pub changes_forward: bool,
+    /// [`Capabilities::streams_past_context`].
+    pub streams_past_context: bool,
+    /// [`Capabilities::adopts_shared_prefill`].
+    pub adopts_shared_prefill: bool,
+}
+
+impl PressKind {
+    /// The model's forward pass, positions fixed (FullKV).
     pub const PLAIN: Self = Self {
         changes_forward: false,
         streams_past_context: false,
-        evicts_while_decoding: false,
         adopts_shared_prefill: true,
     };
 
-    /// A [`SelectionPress`] over a scorer that does (or does not) evict while decoding: the
-    /// model's forward pass, positions re-assignable.
-    pub const fn selection(evicts_while_decoding: bool) -> Self {
-        Self {
-            changes_forward: false,
-            streams_past_context: true,
-            evicts_while_decoding,
-            adopts_shared_prefill: true,
+    /// A [`SelectionPress`] over a scorer: the model's forward pass, positions re-assignable.
+    pub const SELECTION: Self = Self {
+        changes_forward: false,
+        streams_past_context: true,
+        adopts_shared_prefill: true,
+    };
+
+    /// A press of this kind serving `method` (`None`: no method of the table, nothing evicted
+    /// while decoding): it evicts while decoding where the method table's decode policy says so.
+    pub fn serving(self, method: Option<Method>) -> Capabilities {
+        let decode = method.and_then(Method::semantics).map(|s| s.decode);
+        Capabilities {
+            changes_forward: self.changes_forward,
+            streams_past_context: self.streams_past_context,
+            evicts_while_decoding: decode.is_some_and(|d| d.evicts_to_budget()),
+            adopts_shared_prefill: self.adopts_shared_prefill,
         }
     }
 }
@@ -97,11 +119,9 @@ pub trait Press<B: Backend> {
     /// The registry name (`snapkv`, `pyramid`, …).
     fn name(&self) -> &str;
 
-    /// What this press can do (default [`Capabilities::PLAIN`]); must agree with the hooks it
-    /// overrides ([`Press::forward`], [`Press::reassign_positions`], [`Press::after_decode`]).
-    fn capabilities(&self) -> Capabilities {
-        Capabilities::PLAIN
-    }
+    /// What this press can do; must agree with the hooks it overrides ([`Press::forward`],
+    /// [`Press::reassign_positions`], [`Press::after_decode`]).
+    fn capabilities(&self) -> Capabilities;
 
     /// [`Capabilities::changes_forward`].
     fn changes_forward(&self) -> bool {
@@ -323,17 +343,13 @@ pub trait Scorer {
         budgets: &[usize],
     ) -> Scores;
 
-    /// Whether [`Scorer::decode_scores`] evicts (default: no).
-    fn evicts_while_decoding(&self) -> bool {
-        false
-    }
-
     /// What each decode step must record, for methods that evict while decoding.
     fn decode_observe(&self) -> Option<ObserveConfig> {
         None
     }
 
-    /// Scores after a decode step (`None`: the method does not evict while decoding).
+    /// Scores after a decode step (`None`: nothing to evict at this step). Acted on only when
+    /// the method table's decode policy evicts while decoding ([`Capabilities`]).
     fn decode_scores(
         &mut self,
         _layer: usize,
@@ -351,7 +367,7 @@ pub trait Scorer {
 /// A [`Scorer`] under an [`Allocation`]: keeps each head's top-`budget` entries; optionally
 /// re-assigns positions `0..len` after every eviction ([`SelectionPress::reassigning`]).
 pub struct SelectionPress {
-    name: String,
+    method: Method,
     scorer: Box<dyn Scorer>,
     allocation: Allocation,
     reassign: Option<RopeSet>,
@@ -365,10 +381,11 @@ pub struct SelectionPress {
 }
 
 impl SelectionPress {
-    /// `scorer` under `allocation`, reported as `name`.
-    pub fn new(name: impl Into<String>, scorer: Box<dyn Scorer>, allocation: Allocation) -> Self {
+    /// `scorer` under `allocation`, serving `method`: its name and whether it evicts while
+    /// decoding come from the method table.
+    pub fn new(method: Method, scorer: Box<dyn Scorer>, allocation: Allocation) -> Self {
         Self {
-            name: name.into(),
+            method,
             scorer,
             allocation,
             reassign: None,
@@ -432,11 +449,11 @@ fn layer_obs(obs: Option<&Observer>, layer: usize) -> Option<&LayerObservation> 
 
 impl<B: Backend> Press<B> for SelectionPress {
     fn name(&self) -> &str {
-        &self.name
+        self.method.name()
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities::selection(self.scorer.evicts_while_decoding())
+        PressKind::SELECTION.serving(Some(self.method))
     }
 
     fn prefill_observe(&self) -> Option<ObserveConfig> {
@@ -464,10 +481,12 @@ impl<B: Backend> Press<B> for SelectionPress {
     }
 
     /// Scores every step (a scorer accumulating attention, H2O, sees every token); evicts down
-    /// to the budgets at every `compress_every`-th step only.
+    /// to the budgets at every `compress_every`-th step only, and only where the method table
+    /// says the method evicts while decoding.
     fn after_decode(&mut self, cache: &mut KvCache<B>, obs: Option<&Observer>) -> Result<()> {
         self.steps += 1;
-        let compress = self.steps.is_multiple_of(self.compress_every);
+        let compress = <Self as Press<B>>::capabilities(self).evicts_while_decoding
+            && self.steps.is_multiple_of(self.compress_every);
         let mut evicted = false;
         for (l, layer) in cache.layers.iter_mut().enumerate() {
             let budgets = self.allocation.layer(l, layer.kv_heads());
@@ -493,11 +512,12 @@ impl<B: Backend> Press<B> for SelectionPress {
     }
 
     fn set_compress_every(&mut self, every: usize) -> Result<()> {
-        if every == 0 || (every > 1 && !self.scorer.evicts_while_decoding()) {
+        let evicts = <Self as Press<B>>::capabilities(self).evicts_while_decoding;
+        if every == 0 || (every > 1 && !evicts) {
             return Err(crate::error::Error::Request(format!(
                 "{}: compress_every must be at least 1 (and 1 for a press that does not compress \
                  while generating), found {every}",
-                self.name
+                self.method
             )));
         }
         self.compress_every = every;

@@ -4,8 +4,10 @@
 //! plan's target or a re-target.
 //!
 //! Each method's press file implements [`MethodPress`] on the type that serves it: what the press
-//! can do ([`MethodPress::CAPABILITIES`], known without a plan) and how it is configured from its
-//! plan section ([`MethodPress::from_plan`]). `registry!` below is the one table mapping each
+//! type can do ([`MethodPress::KIND`], known without a plan; with the method table's decode policy
+//! it makes the method's [`Capabilities`]) and how it is configured from its plan section
+//! ([`MethodPress::from_plan`]). A scorer with no parameter beyond its budget implements
+//! [`PlainScorer`] instead and gets both by default. `registry!` below is the one table mapping each
 //! planner [`Method`] to that type, one line per method; its matches are exhaustive over the
 //! planner's method table, so the compiler names a method without a line.
 //! [`PressOptions`] carries the switches that are not part of a plan (GQA aggregation,
@@ -16,7 +18,7 @@ use kvplan_planner::{controls, Budgets, Geometry, Method, MethodSection, Plan, S
 
 use super::full::FullPress;
 use super::spindle::{Denominator, SpindleGqa};
-use super::{Allocation, Capabilities, GqaAggregation, Press, Scorer, SelectionPress};
+use super::{Allocation, Capabilities, GqaAggregation, Press, PressKind, Scorer, SelectionPress};
 use crate::error::{Error, Result};
 use crate::model::ModelConfig;
 
@@ -25,22 +27,37 @@ pub const PRESS_NAMES: &[&str] = kvplan_planner::methods::NAMES;
 
 /// What a method's press file gives the registry.
 pub trait MethodPress {
-    /// What the press can do, read off its type without building it (no plan needed).
-    const CAPABILITIES: Capabilities;
+    /// What the press type can do, read off its type without building it (no plan needed).
+    const KIND: PressKind;
 
     /// The press of `p.method`, configured from its plan section and budgets.
     fn from_plan<B: Backend>(p: &FromPlan<'_>) -> Result<Box<dyn Press<B>>>;
+}
+
+/// A scorer with no parameter beyond its budget (its plan section is empty): its press is a
+/// [`SelectionPress`] over `Self::default()` under the plan's allocation, built by the blanket
+/// [`MethodPress`] below. `impl PlainScorer for MyScorer {}` is all a new plain method's file
+/// adds beside its [`Scorer`].
+pub trait PlainScorer: Scorer + Default + 'static {}
+
+impl<S: PlainScorer> MethodPress for S {
+    const KIND: PressKind = PressKind::SELECTION;
+
+    fn from_plan<B: Backend>(p: &FromPlan<'_>) -> Result<Box<dyn Press<B>>> {
+        Ok(p.selection(S::default()))
+    }
 }
 
 /// The registry: one line per method of the planner's table, `Variant => path::to::Type,`,
 /// naming the type that implements [`MethodPress`] for it (no `use` line needed).
 macro_rules! registry {
     ($($method:ident => $press:ty,)+) => {
-        /// What `method`'s press can do.
+        /// What `method`'s press can do: its type's kind, the table's decode policy.
         fn capabilities_of(method: Method) -> Capabilities {
-            match method {
-                $(Method::$method => <$press as MethodPress>::CAPABILITIES,)+
-            }
+            let kind = match method {
+                $(Method::$method => <$press as MethodPress>::KIND,)+
+            };
+            kind.serving(Some(method))
         }
 
         /// `p.method`'s press, configured from the plan.
@@ -87,11 +104,11 @@ fn unknown(name: &str) -> Error {
     ))
 }
 
-/// What a [`super::classes::LayerClassesPress`] can do (its own windowed prefill).
-pub(super) const CLASSES_CAPABILITIES: Capabilities = Capabilities {
+/// What a [`super::classes::LayerClassesPress`] can do (its own windowed prefill; it serves no
+/// method of the table, and its windows slide while decoding without a score).
+pub(super) const CLASSES_KIND: PressKind = PressKind {
     changes_forward: true,
     streams_past_context: false,
-    evicts_while_decoding: false,
     adopts_shared_prefill: false,
 };
 
@@ -160,7 +177,7 @@ impl std::str::FromStr for PositionPolicy {
 /// it: no plan needed, so callers can check a request before any model run.
 pub fn capabilities(name: &str) -> Result<Capabilities> {
     if super::classes::is_classes_name(name) {
-        return Ok(CLASSES_CAPABILITIES);
+        return Ok(CLASSES_KIND.serving(None));
     }
     if let Some(parsed) = controls::parse(name) {
         return Ok(capabilities_of(parsed?.0));
@@ -344,7 +361,7 @@ impl<'a> FromPlan<'a> {
     /// `scorer` under the plan's allocation, reported under the method's name; re-assigning
     /// positions after every eviction when the request's position policy says so.
     pub fn selection<B: Backend>(&self, scorer: impl Scorer + 'static) -> Box<dyn Press<B>> {
-        let press = SelectionPress::new(self.method.name(), Box::new(scorer), self.allocation());
+        let press = SelectionPress::new(self.method, Box::new(scorer), self.allocation());
         Box::new(match self.options.positions {
             Some(PositionPolicy::Reassign) => press.reassigning(self.config.rope()),
             _ => press,

@@ -19,7 +19,7 @@ use burn::tensor::backend::Backend;
 use kvplan_planner::{Pooling, Section};
 
 use super::registry::{FromPlan, MethodPress};
-use super::{observe, window_scores, Capabilities, GqaAggregation, Press, Scorer, Scores};
+use super::{observe, window_scores, GqaAggregation, Press, PressKind, Scorer, Scores};
 use crate::error::Result;
 use crate::observe::{LayerObservation, ObserveConfig};
 
@@ -33,8 +33,9 @@ pub struct SnapKvScorer {
 }
 
 impl MethodPress for SnapKvScorer {
-    /// Selects once, after prefill (SnapKV, PyramidKV, HeadKV); decoding only appends.
-    const CAPABILITIES: Capabilities = Capabilities::selection(false);
+    /// A selection over the model's forward pass; it scores after prefill only (the table's
+    /// decode policy for SnapKV, PyramidKV, HeadKV: the cache grows while decoding).
+    const KIND: PressKind = PressKind::SELECTION;
 
     /// The window and pooling of the SnapKV, PyramidKV or HeadKV section, under the plan's
     /// allocation (uniform, per layer, per head), query heads combined as the request's GQA

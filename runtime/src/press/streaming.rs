@@ -8,7 +8,7 @@ use burn::tensor::backend::Backend;
 use kvplan_planner::StreamingSection;
 
 use super::registry::{FromPlan, MethodPress};
-use super::{Capabilities, Press, Scorer, Scores};
+use super::{Press, PressKind, Scorer, Scores};
 use crate::error::Result;
 use crate::observe::{LayerObservation, ObserveConfig};
 
@@ -19,8 +19,9 @@ pub struct StreamingScorer {
 }
 
 impl MethodPress for StreamingScorer {
-    /// Sinks + recent window after every decode step too.
-    const CAPABILITIES: Capabilities = Capabilities::selection(true);
+    /// A selection over the model's forward pass; its decode scores keep sinks + the recent
+    /// window (evicted as the table's decode policy says: every step, held at budget).
+    const KIND: PressKind = PressKind::SELECTION;
 
     /// The section's sinks under the plan's allocation.
     fn from_plan<B: Backend>(p: &FromPlan<'_>) -> Result<Box<dyn Press<B>>> {
@@ -55,10 +56,6 @@ impl StreamingScorer {
 }
 
 impl Scorer for StreamingScorer {
-    fn evicts_while_decoding(&self) -> bool {
-        Self::CAPABILITIES.evicts_while_decoding
-    }
-
     fn prefill_observe(&self) -> ObserveConfig {
         ObserveConfig::default()
     }

@@ -277,7 +277,7 @@ fn heads_with_different_budgets_hold_different_lengths_without_padding() {
     let model = tiny_model();
     let alloc = Allocation::PerHead(vec![vec![9, 5], vec![6, 8]]);
     let mut press = SelectionPress::new(
-        "headkv",
+        Method::HeadKv,
         Box::new(SnapKvScorer::new(4, 3, Pooling::Maxpool)),
         alloc,
     );
@@ -500,6 +500,10 @@ fn capabilities_by_name_are_the_built_presses_and_agree_with_their_hooks() {
         assert_eq!(press.name(), name);
         let caps = press.capabilities();
         assert_eq!(capabilities(name).ok(), Some(caps), "{name}");
+        // The presses whose papers evict while generating (H2O §3, StreamingLLM §3.2, TreeKV
+        // Algorithm 1, TOVA §3.3), restated by hand: the table's decode policy must say so.
+        let evicting = ["h2o", "streaming", "treekv", "tova"];
+        assert_eq!(caps.evicts_while_decoding, evicting.contains(&name), "{name}");
         // Re-assigning positions succeeds exactly for the presses that say they stream.
         let mut s = Session::new(&model, press.as_mut());
         s.prefill(&ids).expect("prefill");
@@ -661,7 +665,7 @@ fn decode_compression_interval_is_honoured() {
     let ids = prompt(20);
     for (every, want) in [(3, [5, 6, 4, 5, 6, 4]), (1, [4; 6])] {
         let mut press = SelectionPress::new(
-            "streaming",
+            Method::Streaming,
             Box::new(StreamingScorer::new(2)),
             Allocation::Uniform(4),
         );
@@ -678,7 +682,7 @@ fn decode_compression_interval_is_honoured() {
         assert_eq!(held, want, "compress_every {every}");
     }
     let mut snap = SelectionPress::new(
-        "snapkv",
+        Method::SnapKv,
         Box::new(SnapKvScorer::new(2, 3, Pooling::Maxpool)),
         Allocation::Uniform(8),
     );
@@ -688,7 +692,7 @@ fn decode_compression_interval_is_honoured() {
     assert!(e.contains("compress_every") && e.contains("found 2"), "{e}");
     assert!(Press::<B>::set_compress_every(&mut snap, 1).is_ok());
     let mut streaming = SelectionPress::new(
-        "streaming",
+        Method::Streaming,
         Box::new(StreamingScorer::new(2)),
         Allocation::Uniform(4),
     );

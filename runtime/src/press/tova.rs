@@ -13,26 +13,17 @@
 
 use std::collections::BTreeMap;
 
-use burn::tensor::backend::Backend;
-
-use super::registry::{FromPlan, MethodPress};
-use super::{keep_from, observe, window_start, Capabilities, Press, Scorer, Scores};
-use crate::error::Result;
+use super::registry::PlainScorer;
+use super::{keep_from, observe, window_start, Scorer, Scores};
 use crate::observe::{LayerObservation, ObserveConfig};
 
 /// The newest row's attention, averaged over the layer's query heads.
 #[derive(Debug, Clone, Default)]
 pub struct TovaScorer;
 
-impl MethodPress for TovaScorer {
-    /// Re-selects after prefill and after every decode step.
-    const CAPABILITIES: Capabilities = Capabilities::selection(true);
-
-    /// The scorer under the plan's allocation (its section is empty).
-    fn from_plan<B: Backend>(p: &FromPlan<'_>) -> Result<Box<dyn Press<B>>> {
-        Ok(p.selection(Self::new()))
-    }
-}
+/// No parameter beyond the budget (its section is empty); re-selects after prefill and, as the
+/// table's decode policy says, after every decode step.
+impl PlainScorer for TovaScorer {}
 
 impl TovaScorer {
     /// TOVA has no parameter beyond the budget.
@@ -93,10 +84,6 @@ impl Scorer for TovaScorer {
             positions,
             window_start(obs, 1),
         )
-    }
-
-    fn evicts_while_decoding(&self) -> bool {
-        Self::CAPABILITIES.evicts_while_decoding
     }
 
     fn decode_observe(&self) -> Option<ObserveConfig> {

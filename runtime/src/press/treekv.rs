@@ -30,10 +30,10 @@
 //! original positions are kept by the press.
 
 use burn::tensor::backend::Backend;
-use kvplan_planner::TreeKvSection;
+use kvplan_planner::{Method, TreeKvSection};
 
 use super::registry::{FromPlan, MethodPress, PositionPolicy};
-use super::{group_mean, observe, Allocation, Capabilities, Press};
+use super::{group_mean, observe, Allocation, Capabilities, Press, PressKind};
 use crate::cache::{KvCache, LayerCache};
 use crate::error::Result;
 use crate::model::rope::RopeSet;
@@ -91,8 +91,9 @@ pub struct TreeKvPress {
 }
 
 impl MethodPress for TreeKvPress {
-    /// Evicts one entry per decode step (Algorithm 1) and re-assigns positions (§4.1).
-    const CAPABILITIES: Capabilities = Capabilities::selection(true);
+    /// The model's forward pass; re-assigns positions (§4.1). It evicts one entry per decode
+    /// step (Algorithm 1), as the table's decode policy says.
+    const KIND: PressKind = PressKind::SELECTION;
 
     /// The plan's budgets and sink/recent split, the section's block size; positions kept
     /// (re-assigned only at the trained context) when the request's position policy is `keep`.
@@ -293,11 +294,11 @@ fn last_rows(rows: &AttentionRows, n: usize) -> AttentionRows {
 
 impl<B: Backend> Press<B> for TreeKvPress {
     fn name(&self) -> &str {
-        "treekv"
+        Method::TreeKv.name()
     }
 
     fn capabilities(&self) -> Capabilities {
-        Self::CAPABILITIES
+        Self::KIND.serving(Some(Method::TreeKv))
     }
 
     fn reassign_positions(&mut self, cache: &mut KvCache<B>, rope: &RopeSet) -> Result<()> {

@@ -27,10 +27,10 @@ use std::ops::Range;
 
 use burn::tensor::backend::Backend;
 use burn::tensor::{Tensor, TensorData};
-use kvplan_planner::{Geometry, PodSection};
+use kvplan_planner::{Geometry, Method, PodSection};
 
 use super::registry::{refuse_pod_on, FromPlan, MethodPress};
-use super::{Capabilities, Press};
+use super::{Capabilities, Press, PressKind};
 use crate::cache::{host_vec, KvCache};
 use crate::error::{Error, Result};
 use crate::model::rope::{Frequencies, RopeSet};
@@ -107,11 +107,11 @@ pub struct Proximal {
 
 impl MethodPress for PodPress {
     /// Runs its own attention (eq. 3–4) from prefill on, over its own host cache: no shared
-    /// prefill, no eviction while decoding, keys stored by original position.
-    const CAPABILITIES: Capabilities = Capabilities {
+    /// prefill, keys stored by original position (the table's decode policy: values grow,
+    /// distant keys are read from the shared layer).
+    const KIND: PressKind = PressKind {
         changes_forward: true,
         streams_past_context: false,
-        evicts_while_decoding: false,
         adopts_shared_prefill: false,
     };
 
@@ -360,11 +360,11 @@ fn map_rows<T: Send>(n: usize, f: impl Fn(usize) -> T + Sync + Send) -> Vec<T> {
 
 impl<B: Backend> Press<B> for PodPress {
     fn name(&self) -> &str {
-        "pod"
+        Method::Pod.name()
     }
 
     fn capabilities(&self) -> Capabilities {
-        Self::CAPABILITIES
+        Self::KIND.serving(Some(Method::Pod))
     }
 
     fn prefill_observe(&self) -> Option<ObserveConfig> {

@@ -63,12 +63,12 @@ mod tests;
 
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
-use kvplan_planner::SpindleSection;
+use kvplan_planner::{Method, SpindleSection};
 
 use super::registry::{FromPlan, MethodPress};
 use super::{
     keep_from, observe, window_scores, window_start, Allocation, Capabilities, GqaAggregation,
-    Press, Scorer, Scores, SelectionPress,
+    Press, PressKind, Scorer, Scores, SelectionPress,
 };
 use crate::cache::{host_vec, HostKv, KvCache, LayerCache};
 use crate::error::Result;
@@ -252,12 +252,12 @@ pub struct Codebooks {
 
 impl MethodPress for SpindlePress {
     /// Its forward pass reconstructs the codebook layers (eq. 14); its prefill is the model's,
-    /// so it can adopt a shared one; decoding merges new entries into codes without evicting;
-    /// codebooks hold pre-RoPE keys by original position, so positions are not re-assigned.
-    const CAPABILITIES: Capabilities = Capabilities {
+    /// so it can adopt a shared one; codebooks hold pre-RoPE keys by original position, so
+    /// positions are not re-assigned (the table's decode policy: new entries are added, nothing
+    /// evicted).
+    const KIND: PressKind = PressKind {
         changes_forward: true,
         streams_past_context: false,
-        evicts_while_decoding: false,
         adopts_shared_prefill: true,
     };
 
@@ -290,7 +290,7 @@ impl SpindlePress {
     pub fn new(alloc: Allocation, window: usize, books: Codebooks, rope: RopeSet) -> Self {
         let scorer = SpindleScorer::new(window, Denominator::default(), GqaAggregation::default());
         Self {
-            evict: SelectionPress::new("spindle", Box::new(scorer.clone()), alloc),
+            evict: SelectionPress::new(Method::Spindle, Box::new(scorer.clone()), alloc),
             scorer,
             codebook_layers: books.layers,
             theta_k: books.theta_k as f32,
@@ -321,7 +321,7 @@ impl SpindlePress {
             other => other.clone(),
         };
         let scorer = Box::new(self.scorer.clone());
-        self.evict = SelectionPress::new("spindle", scorer, alloc);
+        self.evict = SelectionPress::new(Method::Spindle, scorer, alloc);
         self.repeat = Some(h_n);
         self
     }
@@ -330,7 +330,7 @@ impl SpindlePress {
     /// Call before [`SpindlePress::with_repeat`].
     pub fn with_scorer(mut self, scorer: SpindleScorer) -> Self {
         let alloc = self.evict.allocation().clone();
-        self.evict = SelectionPress::new("spindle", Box::new(scorer.clone()), alloc);
+        self.evict = SelectionPress::new(Method::Spindle, Box::new(scorer.clone()), alloc);
         self.scorer = scorer;
         self
     }
@@ -455,11 +455,11 @@ impl SpindlePress {
 
 impl<B: Backend> Press<B> for SpindlePress {
     fn name(&self) -> &str {
-        "spindle"
+        Method::Spindle.name()
     }
 
     fn capabilities(&self) -> Capabilities {
-        Self::CAPABILITIES
+        Self::KIND.serving(Some(Method::Spindle))
     }
 
     fn prefill_observe(&self) -> Option<ObserveConfig> {

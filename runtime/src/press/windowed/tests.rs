@@ -223,7 +223,7 @@ fn bytes_count_a_windowed_layer_at_its_window() {
     assert_eq!((s.memory().held_bytes, s.memory().full_bytes), (4736, 4736));
     // A press: layer 1 at its budget of 12, layer 0 at its window: 2·(6 + 12)·2·8·4 = 2,304.
     let mut snap = SelectionPress::new(
-        "snapkv",
+        Method::SnapKv,
         Box::new(SnapKvScorer::new(4, 3, Pooling::Maxpool)),
         Allocation::Uniform(12),
     );
@@ -320,7 +320,7 @@ fn a_windowed_stream_past_the_context_keeps_the_logits_of_one_that_never_moves()
     let long = windowed_model(&[Some(W); L]);
     let streaming = || {
         SelectionPress::new(
-            "streaming",
+            Method::Streaming,
             Box::new(StreamingScorer::new(2)),
             Allocation::Uniform(4),
         )
@@ -361,7 +361,7 @@ fn an_adopted_prefill_leaves_windowed_layers_alone() {
     // A prefill observed in every layer, then adopted by SnapKV under a budget of 3 for all.
     let model = windowed_model(&[Some(W), None]);
     let mut press = SelectionPress::new(
-        "snapkv",
+        Method::SnapKv,
         Box::new(SnapKvScorer::new(2, 3, Pooling::Maxpool)),
         Allocation::Uniform(3),
     );
