@@ -6,7 +6,7 @@
 use anyhow::{bail, Context};
 use kvplan_common::fs::write_atomic_creating_dirs;
 use kvplan_planner::export::deploy::Memory;
-use kvplan_planner::export::{export, manifest_json, targets, Export, Format, Request, ScoreSet};
+use kvplan_planner::export::{export, help, manifest_json, Export, Format, Request, ScoreSet};
 use kvplan_planner::{Method, Plan, Target};
 use std::path::{Path, PathBuf};
 
@@ -71,7 +71,7 @@ Examples:
   kvplan export PLAN --to trtllm --context-len 8192 --budget 512 --method pyramid --out trt
   kvplan export PLAN --to trtllm --context-len 32768 --memory 8000000000 --batch 16 --out trt
   kvplan export PLAN --to all --context-len 4096 --out plans/exports/smollm2-135m-instruct",
-        targets::help_lines()
+        help::help_lines()
     )
 }
 

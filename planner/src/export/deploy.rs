@@ -11,7 +11,7 @@
 use super::blocks;
 use super::capability::Capability;
 use super::classes::{self, LayerBudgets};
-use super::targets::Context;
+use super::target::Context;
 use crate::{Error, Result, Target};
 
 /// A deployment: memory for the KV cache, sequences served at once, bytes per number.

@@ -5,8 +5,7 @@
 //! ([`super::blocks`]).
 
 use super::capability::Capability;
-use super::targets;
-use crate::{Result, Target};
+use crate::{Error, Result, Target};
 use serde::Serialize;
 
 /// One file of an export: its name inside the output folder and its bytes.
@@ -98,5 +97,24 @@ pub struct ReductionSummary {
 
 /// The manifest's bytes (`kvplan-export.json`).
 pub fn manifest_json(m: &Manifest) -> Result<Vec<u8>> {
-    targets::json(m)
+    json(m)
+}
+
+/// The layout of every JSON file kvplan writes ([`kvplan_common::fs::pretty_json`]).
+pub fn json(value: &impl Serialize) -> Result<Vec<u8>> {
+    kvplan_common::fs::pretty_json(value)
+        .map(String::into_bytes)
+        .map_err(|e| Error::Parse {
+            what: "export",
+            path: String::from("."),
+            message: e.to_string(),
+        })
+}
+
+/// An export file called `name`.
+pub fn file(name: &str, bytes: Vec<u8>) -> ExportFile {
+    ExportFile {
+        name: name.to_string(),
+        bytes,
+    }
 }

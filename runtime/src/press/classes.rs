@@ -1,7 +1,8 @@
 //! A plan reduced to the layer windows a serving engine runs (`kvplan export --to vllm|trtllm`),
 //! executed as that engine executes them for the model's architecture, so what the reduction
 //! costs can be measured beside the full plan. What each engine honours comes from the planner's
-//! capability table (`kvplan_planner::export::capability`, with the engine sources).
+//! capability table (`kvplan_planner::export::capability`, with the engine sources), looked up
+//! through `kvplan_planner::export::targets::capability`.
 //!
 //! Named `<engine>:<method>` (`vllm:headkv-r`, `trtllm:pyramid`, `trtllm-engine:snapkv`):
 //! `method`'s budgets at the prompt's length and target, averaged over each layer's KV heads,
@@ -24,8 +25,9 @@
 
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
-use kvplan_planner::export::capability::{self, Arch, Engine, Prefill};
+use kvplan_planner::export::capability::{Arch, Engine, Prefill};
 use kvplan_planner::export::classes::{self, LayerBudgets, LayerClass};
+use kvplan_planner::export::targets;
 use kvplan_planner::Method;
 
 use super::registry::PressRequest;
@@ -101,7 +103,7 @@ impl LayerClassesPress {
             .plan
             .ok_or_else(|| Error::Request(format!("method `{name}` needs a plan (--plan FILE)")))?;
         let arch = Arch::of(&plan.model.architecture)?;
-        let cap = capability::capability(engine, arch)
+        let cap = targets::capability(engine, arch)
             .map_err(|r| Error::Request(format!("`{name}`: {r}")))?;
         let layers = cap.layers.ok_or_else(|| {
             Error::Request(format!(

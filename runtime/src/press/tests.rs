@@ -503,7 +503,11 @@ fn capabilities_by_name_are_the_built_presses_and_agree_with_their_hooks() {
         // The presses whose papers evict while generating (H2O §3, StreamingLLM §3.2, TreeKV
         // Algorithm 1, TOVA §3.3), restated by hand: the table's decode policy must say so.
         let evicting = ["h2o", "streaming", "treekv", "tova"];
-        assert_eq!(caps.evicts_while_decoding, evicting.contains(&name), "{name}");
+        assert_eq!(
+            caps.evicts_while_decoding,
+            evicting.contains(&name),
+            "{name}"
+        );
         // Re-assigning positions succeeds exactly for the presses that say they stream.
         let mut s = Session::new(&model, press.as_mut());
         s.prefill(&ids).expect("prefill");

@@ -15,9 +15,10 @@
 //! streaming heads, `head_compression_ratio = 1 − K/N`.
 
 use super::super::tsv;
-use super::{file, json, BudgetsOf, Context, ExportTarget, Written};
 use crate::export::capability::{Arch, Capability, Engine, Refusal, Source};
-use crate::export::request::scores;
+use crate::export::manifest::{file, json};
+use crate::export::score_set::scores;
+use crate::export::target::{BudgetsOf, Context, ExportTarget, Written};
 use crate::methods::streaming::DEFAULT_SINKS;
 use crate::{Method, Result, StreamingSection};
 

@@ -9,9 +9,10 @@
 //! be assigned after construction. Llama only (the capability table says why).
 
 use super::super::headkv_scores;
-use super::{file, json, BudgetsOf, Context, ExportTarget, Written};
 use crate::export::capability::{Arch, Capability, Engine, Refusal, Source};
-use crate::export::request::scores;
+use crate::export::manifest::{file, json};
+use crate::export::score_set::scores;
+use crate::export::target::{BudgetsOf, Context, ExportTarget, Written};
 use crate::Result;
 
 const HEADKV: &[Source] = &[

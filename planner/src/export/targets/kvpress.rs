@@ -6,9 +6,10 @@
 //! (averaged over the layer's KV heads); 0 on a layer the model windows (Gemma 3's local layers
 //! already hold only their window, and the plan gives them all of it).
 
-use super::{file, json, Context, ExportTarget, Written};
 use crate::export::capability::{Arch, Capability, Engine, Refusal, Source};
 use crate::export::classes::LayerBudgets;
+use crate::export::manifest::{file, json};
+use crate::export::target::{Context, ExportTarget, Written};
 use crate::Result;
 
 const KVPRESS: &[Source] = &[Source {

@@ -10,10 +10,12 @@
 //! replaces; the global layers stay full, every layer keeps its RoPE. Other architectures have
 //! no windowed layers to override: refused.
 
-use super::{bytes_note, file, prefill_note, reduce, Context, ExportTarget, Written};
+use super::windows::{bytes_note, prefill_note, reduce};
 use crate::export::capability::{
     Arch, BlockRule, Capability, Engine, Layers, Prefill, Refusal, Source,
 };
+use crate::export::manifest::file;
+use crate::export::target::{Context, ExportTarget, Written};
 use crate::{Error, Result};
 
 const LLAMACPP: &[Source] = &[Source {

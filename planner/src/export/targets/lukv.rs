@@ -6,8 +6,9 @@
 
 use super::super::npy;
 use super::kvpress::Kvpress;
-use super::{file, Context, ExportTarget, Written};
 use crate::export::capability::{Arch, Capability, Refusal};
+use crate::export::manifest::file;
+use crate::export::target::{Context, ExportTarget, Written};
 use crate::{Result, Target};
 
 /// The `lukv` target.

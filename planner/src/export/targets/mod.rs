@@ -1,4 +1,5 @@
-//! The export targets: one file per format behind one small trait ([`ExportTarget`]), and one
+//! The export targets: one file per format behind one small trait ([`ExportTarget`],
+//! [`super::target`]), and one
 //! table (`target_table!` below) that lists them. A target says its name, the files it writes
 //! and what reads them, what its engine honours for each architecture (its entries of the
 //! capability table, [`super::capability`], with the sources they were read from), which
@@ -6,12 +7,11 @@
 //! into those files.
 //!
 //! The table generates [`Format`] (the names `kvplan export --to` takes, in help order) and the
-//! dispatch from a format to its target; `kvplan export --help` ([`help`]), the manifest and
+//! dispatch from a format to its target; `kvplan export --help` ([`super::help`]), the manifest and
 //! `--to all` read it. Adding a format is one file here and one line in the table.
 
 mod duo;
 mod headkv;
-pub mod help;
 mod kvpress;
 mod llamacpp;
 mod lukv;
@@ -19,47 +19,11 @@ mod trtllm;
 mod vllm;
 mod windows;
 
-pub use help::help_lines;
 pub use windows::{bytes_note, prefill_note, reduce, summarise};
 
 use super::capability::{Arch, Capability, Engine, Refusal};
-use super::classes::LayerBudgets;
-use super::manifest::{ExportFile, ReductionSummary};
-use super::request::ScoreSet;
-use crate::{Error, Method, Plan, Result, Target};
-use serde::Serialize;
-
-/// One export format (module header).
-pub trait ExportTarget: Sync {
-    /// The format's name: `--to`, `kvplan-export.json`'s `format`, the folder of `--to all`.
-    fn name(&self) -> &'static str;
-    /// The files it writes (`<m>`: one per serving length).
-    fn files(&self) -> &'static [&'static str];
-    /// What the files hold, for `kvplan export --help`.
-    fn holds(&self) -> &'static str;
-    /// What reads the files, and how (`kvplan-export.json`'s `read_by`).
-    fn reader(&self) -> &'static str;
-    /// What the target's engine honours for `arch` — its entry of the capability table — or
-    /// why it refuses the architecture.
-    fn capability(&self, arch: Arch) -> std::result::Result<Capability, Refusal>;
-    /// Which method's budgets the files carry.
-    fn budgets_of(&self) -> BudgetsOf {
-        BudgetsOf::Method
-    }
-    /// The files of `cx` under the capability `cap`.
-    fn write(&self, cx: &Context<'_>, cap: &Capability) -> Result<Written>;
-}
-
-/// Which method's budgets (or scores) an export carries.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BudgetsOf {
-    /// The requested method, or [`super::request::default_method`]: any method that keeps
-    /// fewer entries per head than the context.
-    Method,
-    /// The score set's method (`headkv-r` or `headkv`, [`ScoreSet`]): the files carry its
-    /// scores.
-    ScoreSet,
-}
+use super::target::{BudgetsOf, ExportTarget};
+use crate::{Error, Result};
 
 /// Declares the target table: one line per format, `Variant => module::Target;`, in the order
 /// `kvplan export --help` lists them. Generates [`Format`], `Format::ALL` and the dispatch
@@ -136,12 +100,9 @@ impl std::str::FromStr for Format {
     }
 }
 
-/// The capability table's entry for `engine` and `arch`, read from the target that writes for
-/// the engine ([`super::capability::capability`]).
-pub(crate) fn engine_capability(
-    engine: Engine,
-    arch: Arch,
-) -> std::result::Result<Capability, Refusal> {
+/// What `engine` honours for `arch`, or why it is refused: the capability table's entry
+/// ([`super::capability`]), read from the target file that writes for the engine.
+pub fn capability(engine: Engine, arch: Arch) -> std::result::Result<Capability, Refusal> {
     match engine {
         Engine::Vllm => vllm::Vllm.capability(arch),
         Engine::Trtllm => trtllm::Trtllm.capability(arch),
@@ -153,58 +114,10 @@ pub(crate) fn engine_capability(
     }
 }
 
-/// What a target is given: the plan, the method whose budgets travel, the length and target.
-#[derive(Clone, Copy, Debug)]
-pub struct Context<'a> {
-    pub plan: &'a Plan,
-    pub arch: Arch,
-    pub method: Method,
-    pub n: usize,
-    pub target: Target,
-    pub scores: ScoreSet,
-    /// Tokens per cache block; `None`: the engine's default.
-    pub block_size: Option<usize>,
-}
-
-impl Context<'_> {
-    /// The method's layer budgets at this length and target.
-    pub fn layer_budgets(&self) -> Result<LayerBudgets> {
-        LayerBudgets::of(self.plan, self.method, self.n, self.target)
-    }
-}
-
-/// What a target wrote: its files, the notes for `kvplan-export.json`, and the layer-class
-/// reduction when it writes windows.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Written {
-    pub files: Vec<ExportFile>,
-    pub notes: Vec<String>,
-    pub reduction: Option<ReductionSummary>,
-    pub scores: Option<&'static str>,
-}
-
-/// The layout of every JSON file kvplan writes ([`kvplan_common::fs::pretty_json`]).
-pub fn json(value: &impl Serialize) -> Result<Vec<u8>> {
-    kvplan_common::fs::pretty_json(value)
-        .map(String::into_bytes)
-        .map_err(|e| Error::Parse {
-            what: "export",
-            path: String::from("."),
-            message: e.to_string(),
-        })
-}
-
-/// An export file called `name`.
-pub fn file(name: &str, bytes: Vec<u8>) -> ExportFile {
-    ExportFile {
-        name: name.to_string(),
-        bytes,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::export::capability::{Layers, Prefill};
 
     #[test]
     fn names_round_trip_and_are_distinct() {
@@ -230,12 +143,52 @@ mod tests {
                 };
                 assert_eq!(a, arch, "{}", f.name());
                 assert_eq!(
-                    engine_capability(engine, arch),
+                    capability(engine, arch),
                     f.target().capability(arch),
                     "{}",
                     f.name()
                 );
             }
         }
+    }
+
+    #[test]
+    fn the_three_reviewed_cases() {
+        // Qwen2 on vLLM: one window for every layer (the mixed-layer assert), windowed prefill.
+        let c = capability(Engine::Vllm, Arch::Qwen2).unwrap();
+        assert_eq!(
+            (c.layers, c.prefill),
+            (Some(Layers::OneWindow), Prefill::Windowed)
+        );
+        // Gemma 3 on vLLM: refused, the RoPE coupling named and an alternative given.
+        let e = capability(Engine::Vllm, Arch::Gemma3)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("RoPE") && e.contains("--to trtllm"), "{e}");
+        assert!(e.contains("gemma3.py") && e.contains("4ba787ec9"), "{e}");
+        // TensorRT-LLM's PyTorch backend: dense prefill; the legacy engine: windowed.
+        let t = capability(Engine::Trtllm, Arch::Llama).unwrap();
+        let l = capability(Engine::TrtllmEngine, Arch::Llama).unwrap();
+        assert_eq!((t.prefill, l.prefill), (Prefill::Dense, Prefill::Windowed));
+        assert_eq!((t.block_size, c.block_size), (32, 16));
+    }
+
+    #[test]
+    fn every_pair_has_an_answer_with_a_source() {
+        for e in Engine::ALL {
+            for a in Arch::ALL {
+                let sources = match capability(e, a) {
+                    Ok(c) => c.sources,
+                    Err(r) => r.sources,
+                };
+                assert!(!sources.is_empty(), "{e:?} {a:?}");
+                assert!(sources
+                    .iter()
+                    .all(|s| !s.commit.is_empty() && !s.file.is_empty()));
+            }
+        }
+        assert!(capability(Engine::LlamaCpp, Arch::Qwen2).is_err());
+        assert!(capability(Engine::HeadKv, Arch::Gemma3).is_err());
+        assert!(Arch::of("mistral").is_err());
     }
 }

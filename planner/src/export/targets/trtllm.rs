@@ -19,10 +19,12 @@
 //!   `max_attention_window` list drives the GPT attention plugin's cyclic KV cache in context
 //!   and generation, so prefill is windowed as well. Same blocks.
 
-use super::{bytes_note, file, json, prefill_note, reduce, Context, ExportTarget, Written};
+use super::windows::{bytes_note, prefill_note, reduce};
 use crate::export::capability::{
     Arch, BlockRule, Capability, Engine, Layers, Prefill, Refusal, Source,
 };
+use crate::export::manifest::{file, json};
+use crate::export::target::{Context, ExportTarget, Written};
 use crate::Result;
 
 const TRT: &str = "NVIDIA/TensorRT-LLM";

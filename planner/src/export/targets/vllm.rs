@@ -23,11 +23,13 @@
 //!   stay `full_attention` and the local ones already hold the model's window: nothing of a plan
 //!   can be expressed. Refused.
 
-use super::{bytes_note, file, json, prefill_note, reduce, Context, ExportTarget, Written};
+use super::windows::{bytes_note, prefill_note, reduce};
 use crate::export::capability::{
     Arch, BlockRule, Capability, Engine, Layers, Prefill, Refusal, Source,
 };
 use crate::export::classes::LayerClass;
+use crate::export::manifest::{file, json};
+use crate::export::target::{Context, ExportTarget, Written};
 use crate::Result;
 
 const VLLM: &str = "vllm-project/vllm";

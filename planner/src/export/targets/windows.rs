@@ -2,11 +2,11 @@
 //! capability entry names ([`super::super::classes`]), its summary in the engine's blocks
 //! ([`super::super::blocks`]) for `kvplan-export.json`, and the notes on bytes and prefill.
 
-use super::Context;
 use crate::export::blocks;
 use crate::export::capability::{Capability, Prefill};
 use crate::export::classes::{self, LayerClass, Reduction};
 use crate::export::manifest::ReductionSummary;
+use crate::export::target::Context;
 use crate::{Error, Result};
 
 /// The reduction the capability's layer rule gives, and its summary in blocks.

@@ -2,7 +2,8 @@
 //! files and what they hold, and the architectures its engine honours or refuses (the
 //! capability table's entries).
 
-use super::{ExportTarget, Format};
+use super::target::ExportTarget;
+use super::targets::Format;
 use crate::export::capability::Arch;
 
 /// Columns the list wraps at.
