@@ -12,7 +12,9 @@ use std::path::PathBuf;
 use kvplan_planner::Target;
 use kvplan_runtime::backend::Selected;
 use kvplan_runtime::generate::{GenerateConfig, Sampling};
-use kvplan_runtime::press::registry::{build_press_with, PressOptions, PressRequest};
+use kvplan_runtime::press::from_plan::PressRequest;
+use kvplan_runtime::press::options::PressOptions;
+use kvplan_runtime::press::registry::build_press_with;
 use kvplan_runtime::press::{generate_pressed, MemoryReport};
 use kvplan_runtime::tokenizer::Tokenizer;
 

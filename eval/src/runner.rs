@@ -38,7 +38,9 @@ use kvplan_planner::{Plan, Target};
 use kvplan_runtime::generate::{argmax, last_row};
 use kvplan_runtime::model::{Logits, Model};
 use kvplan_runtime::observe::Observer;
-use kvplan_runtime::press::registry::{build_press_with, PressOptions, PressRequest};
+use kvplan_runtime::press::from_plan::PressRequest;
+use kvplan_runtime::press::options::PressOptions;
+use kvplan_runtime::press::registry::build_press_with;
 use kvplan_runtime::press::{shared_observe, Press, Session};
 use kvplan_runtime::tokenizer::Tokenizer;
 

@@ -8,7 +8,7 @@
 //! into `<out>/<model>.results.json`, the table to `<out>/<model>.ppl.md`.
 
 use kvplan_app::eval::ppl::{self, PplRequest};
-use kvplan_runtime::press::registry::PositionPolicy;
+use kvplan_runtime::press::options::PositionPolicy;
 
 use super::eval_shared::{EvalCommon, Terminal};
 

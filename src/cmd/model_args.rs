@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 
 use kvplan_app::model::ModelSource;
-use kvplan_runtime::press::registry::PressOptions;
-use kvplan_runtime::press::spindle::{Denominator, SpindleGqa};
+use kvplan_runtime::press::options::PressOptions;
+use kvplan_runtime::press::options::{Denominator, SpindleGqa};
 use kvplan_runtime::press::GqaAggregation;
 
 /// Which model file to use.

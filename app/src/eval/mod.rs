@@ -26,7 +26,7 @@ use kvplan_eval::shard::Shard;
 use kvplan_eval::task::{Identity, Progress, ReportError, Reporter};
 use kvplan_runtime::backend::{self, Selected};
 use kvplan_runtime::identity::model_identity;
-use kvplan_runtime::press::registry::{PositionPolicy, PressOptions};
+use kvplan_runtime::press::options::{PositionPolicy, PressOptions};
 
 use crate::model::{load_model, load_plan_if_any, ModelSource};
 

@@ -8,7 +8,7 @@
 use kvplan_common::data::SHAKESPEARE;
 use kvplan_eval::task::Reporter;
 use kvplan_eval::tasks::{PplRun, PplTask};
-use kvplan_runtime::press::registry::PositionPolicy;
+use kvplan_runtime::press::options::PositionPolicy;
 
 use super::EvalSettings;
 use crate::methods::methods_or_all;

@@ -30,12 +30,20 @@ use kvplan_planner::export::classes::{self, LayerBudgets, LayerClass};
 use kvplan_planner::export::targets;
 use kvplan_planner::Method;
 
-use super::registry::PressRequest;
-use super::{Capabilities, Press};
+use super::from_plan::PressRequest;
+use super::{Capabilities, Press, PressKind};
 use crate::cache::KvCache;
 use crate::error::{Error, Result};
 use crate::model::{Logits, Model, ModelConfig};
 use crate::observe::{ObserveConfig, Observer};
+
+/// What a [`super::classes::LayerClassesPress`] can do (its own windowed prefill; it serves no
+/// method of the table, and its windows slide while decoding without a score).
+pub(super) const KIND: PressKind = PressKind {
+    changes_forward: true,
+    streams_past_context: false,
+    adopts_shared_prefill: false,
+};
 
 /// The engines whose layer windows this press runs.
 pub const ENGINES: [&str; 3] = ["vllm", "trtllm", "trtllm-engine"];
@@ -142,7 +150,7 @@ impl<B: Backend> Press<B> for LayerClassesPress {
     /// Its attention differs from the first token (windowed prefill), so it runs its own
     /// prefill; the windows slide while decoding without scoring anything.
     fn capabilities(&self) -> Capabilities {
-        super::registry::CLASSES_KIND.serving(None)
+        KIND.serving(None)
     }
 
     fn prefill_observe(&self) -> Option<ObserveConfig> {

@@ -2,7 +2,7 @@
 
 use burn::tensor::backend::Backend;
 
-use super::registry::{FromPlan, MethodPress};
+use super::from_plan::{FromPlan, MethodPress};
 use super::{Capabilities, Press, PressKind};
 use crate::cache::KvCache;
 use crate::error::Result;

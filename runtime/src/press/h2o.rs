@@ -10,7 +10,7 @@
 use burn::tensor::backend::Backend;
 use kvplan_planner::H2oSection;
 
-use super::registry::{FromPlan, MethodPress};
+use super::from_plan::{FromPlan, MethodPress};
 use super::{group_mean, observe, Press, PressKind, Scorer, Scores};
 use crate::error::Result;
 use crate::observe::{LayerObservation, ObserveConfig};

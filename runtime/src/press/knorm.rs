@@ -6,7 +6,7 @@
 //! The norms come from the prefill's observed pre-RoPE keys ([`ObserveConfig::keys_values`]):
 //! RoPE is a rotation, so a key's norm is the same before and after it. No attention is read.
 
-use super::registry::PlainScorer;
+use super::from_plan::PlainScorer;
 use super::{Scorer, Scores};
 use crate::observe::{KeysValues, LayerObservation, ObserveConfig};
 

@@ -20,10 +20,12 @@
 
 pub mod classes;
 pub mod driver;
+pub mod from_plan;
 pub mod full;
 pub mod gqa;
 pub mod h2o;
 pub mod knorm;
+pub mod options;
 pub mod pod;
 pub mod registry;
 pub mod snapkv;

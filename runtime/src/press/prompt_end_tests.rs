@@ -7,7 +7,8 @@
 //!   before it evicts anything (`held_at_budget`);
 //! - a 1-token prompt runs under every method, and no method holds more than FullKV there.
 
-use super::registry::{build_press, build_press_with, PressRequest};
+use super::from_plan::PressRequest;
+use super::registry::{build_press, build_press_with};
 use super::tests::{prompt, tiny_model, tiny_plan, B};
 use super::*;
 use kvplan_planner::Target;

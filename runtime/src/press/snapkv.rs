@@ -18,7 +18,7 @@
 use burn::tensor::backend::Backend;
 use kvplan_planner::{Pooling, Section};
 
-use super::registry::{FromPlan, MethodPress};
+use super::from_plan::{FromPlan, MethodPress};
 use super::{observe, window_scores, GqaAggregation, Press, PressKind, Scorer, Scores};
 use crate::error::Result;
 use crate::observe::{LayerObservation, ObserveConfig};

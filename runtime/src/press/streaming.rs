@@ -7,7 +7,7 @@
 use burn::tensor::backend::Backend;
 use kvplan_planner::StreamingSection;
 
-use super::registry::{FromPlan, MethodPress};
+use super::from_plan::{FromPlan, MethodPress};
 use super::{Press, PressKind, Scorer, Scores};
 use crate::error::Result;
 use crate::observe::{LayerObservation, ObserveConfig};

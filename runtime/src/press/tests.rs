@@ -6,9 +6,11 @@
 use burn::backend::Flex;
 use kvplan_planner::{build_plan, Method, Plan, PlanOptions, Pooling, Profile, Target, METHODS};
 
+use super::from_plan::FromPlan;
 use super::full::FullPress;
+use super::options::{PositionPolicy, PressOptions};
 use super::pod::{PodPress, Proximal};
-use super::registry::{press_from, FromPlan, PositionPolicy, PressOptions};
+use super::registry::press_from;
 use super::snapkv::SnapKvScorer;
 use super::spindle::{Codebooks, SpindlePress};
 use super::treekv::TreeKvPress;
@@ -545,11 +547,11 @@ fn pod_with_every_layer_in_its_own_block_equals_fullkv() {
 fn pod_refuses_the_architectures_its_forward_pass_does_not_apply() {
     for arch in ["llama", "qwen2"] {
         assert!(
-            crate::press::registry::refuse_pod_on(arch).is_ok(),
+            crate::press::from_plan::refuse_pod_on(arch).is_ok(),
             "{arch}"
         );
     }
-    let err = crate::press::registry::refuse_pod_on("gemma3")
+    let err = crate::press::from_plan::refuse_pod_on("gemma3")
         .unwrap_err()
         .to_string();
     assert!(

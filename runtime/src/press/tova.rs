@@ -13,7 +13,7 @@
 
 use std::collections::BTreeMap;
 
-use super::registry::PlainScorer;
+use super::from_plan::PlainScorer;
 use super::{keep_from, observe, window_start, Scorer, Scores};
 use crate::observe::{LayerObservation, ObserveConfig};
 

@@ -32,7 +32,8 @@
 use burn::tensor::backend::Backend;
 use kvplan_planner::{Method, TreeKvSection};
 
-use super::registry::{FromPlan, MethodPress, PositionPolicy};
+use super::from_plan::{FromPlan, MethodPress};
+use super::options::PositionPolicy;
 use super::{group_mean, observe, Allocation, Capabilities, Press, PressKind};
 use crate::cache::{KvCache, LayerCache};
 use crate::error::Result;

@@ -29,7 +29,7 @@ use burn::tensor::backend::Backend;
 use burn::tensor::{Tensor, TensorData};
 use kvplan_planner::{Geometry, Method, PodSection};
 
-use super::registry::{refuse_pod_on, FromPlan, MethodPress};
+use super::from_plan::{refuse_pod_on, FromPlan, MethodPress};
 use super::{Capabilities, Press, PressKind};
 use crate::cache::{host_vec, KvCache};
 use crate::error::{Error, Result};

@@ -65,7 +65,8 @@ use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
 use kvplan_planner::{Method, SpindleSection};
 
-use super::registry::{FromPlan, MethodPress};
+use super::from_plan::{FromPlan, MethodPress};
+pub use super::options::{Denominator, SpindleGqa};
 use super::{
     keep_from, observe, window_scores, window_start, Allocation, Capabilities, GqaAggregation,
     Press, PressKind, Scorer, Scores, SelectionPress,
@@ -76,71 +77,6 @@ use crate::model::rope::{Frequencies, RopeSet};
 use crate::model::Model;
 use crate::observe::{LayerObservation, ObserveConfig, Observer};
 pub use codebook::{Codebook, Entries, MAX_GROUP};
-
-/// Eq. 2's denominator (module header).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Denominator {
-    /// `min(l_w, l − a)`: the window rows that see key `a` — the window's mean attention.
-    #[default]
-    WindowRows,
-    /// `l − a`, eq. 2 as printed.
-    Printed,
-}
-
-/// How SpindleKV serves a GQA model (§3.3, module header).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum SpindleGqa {
-    /// KV heads repeated per query head before eviction, one codebook per layer.
-    #[default]
-    Repeat,
-    /// One eviction per KV head from its query heads' combined scores (eq. 3).
-    Group,
-}
-
-/// `FromStr` and `name()` over a fixed table of names.
-macro_rules! named {
-    ($ty:ty, $what:literal, $($variant:ident => $name:literal,)+) => {
-        impl $ty {
-            /// The names the command line and the results' settings use.
-            pub const NAMES: &'static [&'static str] = &[$($name),+];
-
-            /// This value's name.
-            pub fn name(self) -> &'static str {
-                match self {
-                    $(Self::$variant => $name,)+
-                }
-            }
-        }
-
-        impl std::str::FromStr for $ty {
-            type Err = String;
-
-            fn from_str(s: &str) -> std::result::Result<Self, Self::Err> {
-                match s {
-                    $($name => Ok(Self::$variant),)+
-                    _ => Err(format!(
-                        "unknown {} `{s}`; expected one of {}",
-                        $what,
-                        Self::NAMES.join(", ")
-                    )),
-                }
-            }
-        }
-    };
-}
-
-named!(Denominator, "SpindleKV denominator", WindowRows => "window-rows", Printed => "l-a",);
-named!(SpindleGqa, "SpindleKV GQA handling", Repeat => "repeat", Group => "group",);
-
-impl Denominator {
-    /// The denominator of key `a` among `l` entries, `rows` window rows observed.
-    pub fn of(self, l: usize, a: usize, rows: usize) -> f32 {
-        match self {
-            Self::WindowRows => rows.min(l - a).max(1) as f32,
-            Self::Printed => (l - a) as f32,
-        }
-    }
-}
 
 /// Eq. 2–3 scores: window attention over the [`Denominator`], combined over the group as
 /// [`GqaAggregation`] says (no pooling, so `pool-then-mean` = `mean-then-pool`, eq. 3's mean);
@@ -263,7 +199,7 @@ impl MethodPress for SpindlePress {
 
     /// The plan's budgets, window and codebook layers, the section's θ_K and θ_V; eq. 2's
     /// denominator, the GQA handling and the group's combination as the request's
-    /// [`super::registry::PressOptions`] say.
+    /// [`super::options::PressOptions`] say.
     fn from_plan<B: Backend>(p: &FromPlan<'_>) -> Result<Box<dyn Press<B>>> {
         let s: &SpindleSection = p.section_as()?;
         let books = Codebooks {
