@@ -5,11 +5,14 @@
 # stops that target (its input is in <package>/artifacts/<target>/) and the next one starts.
 # Packages: model/ (kvplan-runtime's parsers, builds burn) and files/ (the rest, no burn).
 #
-# Usage (from anywhere): fuzz/run_all.sh [TARGET ...]   env: RUNS (1000000), SECS (1800)
+# Usage (from anywhere): fuzz/run_all.sh [TARGET ...]
+# env: RUNS (1000000), SECS (1800), JOBS (1: one process; N: N processes sharing RUNS and the
+# corpus, for a machine with N cores to spare — executions are then the sum over the N).
 set -uo pipefail
 cd "$(dirname "$0")"
 RUNS=${RUNS:-1000000}
 SECS=${SECS:-1800}
+JOBS=${JOBS:-1}
 TARGETS=("$@")
 if (( ${#TARGETS[@]} == 0 )); then
   TARGETS=(gguf dequant tokenizer chat_template plan profile migrate records prompts archive)
@@ -27,13 +30,28 @@ for t in "${TARGETS[@]}"; do
     cargo +nightly fuzz build --fuzz-dir "$pkg" -O --debug-assertions "$t" || exit 1
   fi
   bin=${CARGO_TARGET_DIR:-$pkg/target}/x86_64-unknown-linux-gnu/release/$t
-  ASAN_OPTIONS=detect_odr_violation=0 nice -n 10 "$bin" -artifact_prefix="$pkg/artifacts/$t/" \
-    -runs="$RUNS" -max_total_time="$SECS" -timeout=10 -rss_limit_mb=2048 \
-    -print_final_stats=1 "corpus/$t" "seeds/$t" >"logs/$t.log" 2>&1
-  status=$?
-  execs=$(grep -o 'stat::number_of_executed_units: [0-9]*' "logs/$t.log" | grep -o '[0-9]*$')
-  secs=$(grep -o 'Done [0-9]* runs in [0-9]* second' "logs/$t.log" | grep -o 'in [0-9]*' | grep -o '[0-9]*')
-  last=$(grep -E '^#[0-9]+.*cov: ' "logs/$t.log" | tail -1)
+  [[ $bin = /* ]] || bin=$PWD/$bin
+  if (( JOBS > 1 )); then
+    # JOBS processes at once (libFuzzer's -jobs/-workers), RUNS shared between them, one
+    # corpus; each writes logs/<target>.jobs/fuzz-<n>.log, and the line below sums them.
+    rm -rf "logs/$t.jobs" && mkdir -p "logs/$t.jobs"
+    (cd "logs/$t.jobs" && ASAN_OPTIONS=detect_odr_violation=0 nice -n 10 "$bin" \
+      -jobs="$JOBS" -workers="$JOBS" -artifact_prefix="$PWD/../../$pkg/artifacts/$t/" \
+      -runs=$(( (RUNS + JOBS - 1) / JOBS )) -max_total_time="$SECS" -timeout=10 \
+      -rss_limit_mb=2048 -print_final_stats=1 ../../corpus/$t ../../seeds/$t >/dev/null 2>&1)
+    status=$?
+    cat "logs/$t.jobs"/fuzz-*.log >"logs/$t.log"
+  else
+    ASAN_OPTIONS=detect_odr_violation=0 nice -n 10 "$bin" -artifact_prefix="$pkg/artifacts/$t/" \
+      -runs="$RUNS" -max_total_time="$SECS" -timeout=10 -rss_limit_mb=2048 \
+      -print_final_stats=1 "corpus/$t" "seeds/$t" >"logs/$t.log" 2>&1
+    status=$?
+  fi
+  execs=$(grep -o 'stat::number_of_executed_units: [0-9]*' "logs/$t.log" | grep -o '[0-9]*$' |
+    awk '{ s += $1 } END { if (NR) print s }')
+  secs=$(grep -o 'Done [0-9]* runs in [0-9]* second' "logs/$t.log" | grep -o 'in [0-9]*' |
+    grep -o '[0-9]*' | sort -n | tail -1)
+  last=$(grep -E '^#[0-9]+.*cov: ' "logs/$t.log" | sort -t: -k2 -n | tail -1)
   cov=$(grep -o 'cov: [0-9]*' <<<"$last" | grep -o '[0-9]*')
   ft=$(grep -o 'ft: [0-9]*' <<<"$last" | grep -o '[0-9]*')
   corp=$(grep -o 'corp: [0-9]*' <<<"$last" | grep -o '[0-9]*')
