@@ -474,6 +474,63 @@ impl MethodsPhase<'_> {
     }
 }
 
+const MIB: f64 = (1 << 20) as f64;
+
+/// The output line of a row, as `kvplan bench` prints it.
+impl std::fmt::Display for Row<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let line = match self {
+            Row::Machine(m) => format!(
+                "model: {} | backend: {} | weights: {}, {:.0} MiB | threads: {}",
+                m.model,
+                m.backend,
+                m.weights,
+                m.weight_bytes as f64 / MIB,
+                m.threads
+            ),
+            Row::Prefill(r) => format!(
+                "prefill {:>5} tokens: {:>7.3} s  {:>8.1} tokens/s  peak RSS {:.0} MiB",
+                r.tokens,
+                r.seconds,
+                tokens_per_s(r.tokens, r.seconds),
+                r.peak_rss_mib.unwrap_or(f64::NAN)
+            ),
+            Row::Decode(d) => format!(
+                "decode  {} tokens at {} context: {:>7.3} s  {:>8.2} tokens/s  KV {:.1} MiB  peak RSS {:.0} MiB",
+                d.tokens,
+                d.context,
+                d.seconds,
+                tokens_per_s(d.tokens, d.seconds),
+                d.kv_bytes as f64 / MIB,
+                d.peak_rss_mib.unwrap_or(f64::NAN)
+            ),
+            Row::SharedPrefill(p) => format!(
+                "methods: shared prefill of {} tokens (observed) {:.1} s; budgets: {}",
+                p.tokens,
+                p.seconds,
+                match p.target {
+                    Some(Target::Tokens(b)) => format!("{b} entries per head"),
+                    Some(Target::Ratio(r)) => format!("ratio {r}"),
+                    None => "the plan's target".into(),
+                }
+            ),
+            Row::Method(MethodRow::Skipped { method, reason, .. }) => {
+                format!("{method:>16}: skipped: {reason}")
+            }
+            Row::Method(MethodRow::Ran(r)) => format!(
+                "{:>16}: KV {:>7.1} MiB ({:.3} of FullKV)  press {:>6.2} s  decode {:>7.2} tokens/s  {:.2}x the model's FullKV decode",
+                r.method,
+                r.kv_bytes as f64 / MIB,
+                r.kv_fraction,
+                r.press_seconds,
+                tokens_per_s(r.tokens, r.seconds),
+                r.vs_full,
+            ),
+        };
+        f.write_str(&line)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -15,9 +15,8 @@
 //! with the reason, in the output and the JSON rows; a method named explicitly is an error.
 
 use anyhow::Context;
-use kvplan_app::bench::{bench, tokens_per_s, BenchReport, BenchRequest, MethodRow, Row};
+use kvplan_app::bench::{bench, BenchReport, BenchRequest};
 use kvplan_app::model::retarget;
-use kvplan_planner::Target;
 
 use super::model_args::{ModelArgs, PressArgs};
 
@@ -77,7 +76,7 @@ impl BenchArgs {
 
 /// Runs `kvplan bench`: each row on stdout as it is measured, the whole as JSON with `--json`.
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
-    let report = bench(&args.request(), &mut |row| println!("{}", line(row)))?;
+    let report = bench(&args.request(), &mut |row| println!("{row}"))?;
     if let Some(out) = &args.json {
         write_json(&report, out)?;
     }
@@ -88,58 +87,4 @@ fn write_json(report: &BenchReport, out: &std::path::Path) -> anyhow::Result<()>
     let body = serde_json::to_string_pretty(&report.to_json())?;
     kvplan_common::fs::write_atomic(out, body.as_bytes())
         .with_context(|| format!("writing {}", out.display()))
-}
-
-const MIB: f64 = (1 << 20) as f64;
-
-/// The output line of `row`.
-fn line(row: Row) -> String {
-    match row {
-        Row::Machine(m) => format!(
-            "model: {} | backend: {} | weights: {}, {:.0} MiB | threads: {}",
-            m.model,
-            m.backend,
-            m.weights,
-            m.weight_bytes as f64 / MIB,
-            m.threads
-        ),
-        Row::Prefill(r) => format!(
-            "prefill {:>5} tokens: {:>7.3} s  {:>8.1} tokens/s  peak RSS {:.0} MiB",
-            r.tokens,
-            r.seconds,
-            tokens_per_s(r.tokens, r.seconds),
-            r.peak_rss_mib.unwrap_or(f64::NAN)
-        ),
-        Row::Decode(d) => format!(
-            "decode  {} tokens at {} context: {:>7.3} s  {:>8.2} tokens/s  KV {:.1} MiB  peak RSS {:.0} MiB",
-            d.tokens,
-            d.context,
-            d.seconds,
-            tokens_per_s(d.tokens, d.seconds),
-            d.kv_bytes as f64 / MIB,
-            d.peak_rss_mib.unwrap_or(f64::NAN)
-        ),
-        Row::SharedPrefill(p) => format!(
-            "methods: shared prefill of {} tokens (observed) {:.1} s; budgets: {}",
-            p.tokens,
-            p.seconds,
-            match p.target {
-                Some(Target::Tokens(b)) => format!("{b} entries per head"),
-                Some(Target::Ratio(r)) => format!("ratio {r}"),
-                None => "the plan's target".into(),
-            }
-        ),
-        Row::Method(MethodRow::Skipped { method, reason, .. }) => {
-            format!("{method:>16}: skipped: {reason}")
-        }
-        Row::Method(MethodRow::Ran(r)) => format!(
-            "{:>16}: KV {:>7.1} MiB ({:.3} of FullKV)  press {:>6.2} s  decode {:>7.2} tokens/s  {:.2}x the model's FullKV decode",
-            r.method,
-            r.kv_bytes as f64 / MIB,
-            r.kv_fraction,
-            r.press_seconds,
-            tokens_per_s(r.tokens, r.seconds),
-            r.vs_full,
-        ),
-    }
 }
