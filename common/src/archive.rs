@@ -8,7 +8,7 @@ use std::path::{Component, Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use crate::fetch::{io_at, FetchError, Result};
+use crate::fetch::error::{io_at, FetchError, Result};
 
 fn bad_archive<'a>(archive: &'a Path, kind: &'static str) -> impl Fn(String) -> FetchError + 'a {
     move |e| FetchError::Archive {

@@ -19,7 +19,7 @@ use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn_store::{BurnpackStore, ModuleSnapshot};
 use serde::{Deserialize, Serialize};
 
-use super::trainer::{Optim, TrainConfig};
+use super::config::{Optim, TrainConfig};
 use crate::error::{Error, Result};
 use crate::model::Transformer;
 

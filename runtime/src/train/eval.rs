@@ -5,8 +5,8 @@ use burn::tensor::backend::Backend;
 use burn::tensor::ElementConversion;
 use serde::{Deserialize, Serialize};
 
+use super::config::TrainConfig;
 use super::pod_attention::{forward, next_token_loss, PodLayout};
-use super::trainer::TrainConfig;
 use crate::error::{Error, Result};
 use crate::model::rope::Rope;
 use crate::model::Transformer;

@@ -2,21 +2,23 @@
 //! into head-wise blocks, the model is lightly trained so it works well when distant tokens use
 //! the block's shared attention scores.
 //!
-//! [`pod_attention`] is eq. 3–4 in a parallel, differentiable form; [`trainer`] the loop (AdamW,
-//! cosine with warm-up, accumulation, clipping, seeded); [`checkpoint`] atomic, resumable
-//! checkpoints whose weights `generate --weights` loads; [`eval`] held-out perplexities and the
+//! [`pod_attention`] is eq. 3–4 in a parallel, differentiable form; [`config`] the run's settings
+//! and schedule; [`trainer`] the loop (AdamW, cosine with warm-up, accumulation, clipping,
+//! seeded); [`checkpoint`] atomic, resumable checkpoints whose weights `generate --weights` loads; [`eval`] held-out perplexities and the
 //! run's report; [`window`] the `n_s`, `n_r` sidecar beside the trained weights.
 
 pub mod checkpoint;
+pub mod config;
 pub mod eval;
 pub mod pod_attention;
 pub mod trainer;
 pub mod window;
 
 pub use checkpoint::{load_weights, save_weights};
+pub use config::{learning_rate, TrainConfig, Trainable};
 pub use eval::{perplexity, Perplexities, Perplexity, TrainReport};
 pub use pod_attention::{forward, next_token_loss, PodLayout};
-pub use trainer::{learning_rate, train, StepReport, TrainConfig, TrainOutcome, Trainable};
+pub use trainer::{train, StepReport, TrainOutcome};
 pub use window::{load_window, save_window, TrainedWindow};
 
 /// The training backend: autodiff over the selected backend.
