@@ -27,11 +27,9 @@ use crate::cache::{host_vec, LayerCache};
 use crate::observe::{AttentionRows, ColumnSums, KeysValues, LayerObservation};
 
 mod few_rows;
-mod gemm;
 mod kernel;
 
 pub(crate) use super::softmax::exp_nonpositive;
-pub(crate) use gemm::{gemm_into, gemm_row_major, Gemm};
 
 /// Shapes of one kernel call: queries `[kv_heads][group][t][head_dim]`, keys and values
 /// `[kv_heads][keys][head_dim]`; the last `t` keys are the new tokens.
@@ -303,6 +301,7 @@ pub fn attend(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::gemm::{gemm_row_major, Gemm};
 
     /// The few-row products (decode) give what the gemm products give.
     #[test]

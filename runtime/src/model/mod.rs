@@ -7,6 +7,7 @@ pub mod attention;
 pub mod block;
 pub mod config;
 pub mod feed_forward;
+pub(crate) mod gemm;
 #[cfg(feature = "flex")]
 pub mod host_attention;
 #[cfg(feature = "flex")]

@@ -295,7 +295,7 @@ mod kernels {
     #[cfg(target_arch = "x86_64")]
     use super::dot_avx2;
     use super::{QuantMatrix, FUSED_MAX_ROWS, TILE_BYTES, WEIGHTS_PER_TASK};
-    use crate::model::host_attention::{gemm_into, Gemm};
+    use crate::model::gemm::{gemm_into, Gemm};
 
     /// The output buffer, shared by the tile tasks, each writing its own band of columns.
     struct Bands(*mut f32);

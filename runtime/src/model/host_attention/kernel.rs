@@ -20,8 +20,8 @@ use std::ops::Range;
 use rayon::prelude::*;
 
 use super::super::softmax::softmax_in_place;
-use super::gemm::{gemm_row_major, Gemm};
 use super::{few_rows, Dims, HostOutput};
+use crate::model::gemm::{gemm_row_major, Gemm};
 
 /// Stacked query rows per task (query heads × rows per head) the row blocks are sized for.
 const STACKED_ROWS: usize = 128;

@@ -351,7 +351,7 @@ fn scores(m: usize, n: usize, k: usize, dst: &mut [f32], lhs: &[f32], rhs: &[f32
     }
     #[cfg(feature = "flex")]
     {
-        use crate::model::host_attention::{gemm_row_major, Gemm};
+        use crate::model::gemm::{gemm_row_major, Gemm};
         gemm_row_major(Gemm { m, n, k }, dst, lhs, rhs, (k as isize, 1));
     }
     #[cfg(not(feature = "flex"))]
@@ -370,7 +370,7 @@ fn product(m: usize, n: usize, k: usize, dst: &mut [f32], lhs: &[f32], rhs: &[f3
     }
     #[cfg(feature = "flex")]
     {
-        use crate::model::host_attention::{gemm_row_major, Gemm};
+        use crate::model::gemm::{gemm_row_major, Gemm};
         gemm_row_major(Gemm { m, n, k }, dst, lhs, rhs, (1, n as isize));
     }
     #[cfg(not(feature = "flex"))]

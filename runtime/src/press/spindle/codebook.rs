@@ -100,7 +100,7 @@ fn dots(a: &[f32], b: &[f32], dim: usize) -> Vec<f32> {
 /// Dot products `[i][j]` of the rows of `a` (`[m][dim]`) with those of `b` (`[n][dim]`).
 #[cfg(feature = "flex")]
 fn dots(a: &[f32], b: &[f32], dim: usize) -> Vec<f32> {
-    use crate::model::host_attention::{gemm_row_major, Gemm};
+    use crate::model::gemm::{gemm_row_major, Gemm};
     let (m, n) = (a.len() / dim, b.len() / dim);
     let mut out = vec![0.0; m * n];
     if m * n > 0 {
