@@ -23,6 +23,11 @@ fn scratch(name: &str) -> PathBuf {
 fn kvplan(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_kvplan"))
         .args(args)
+        // No per-user plans (a user's own `kvplan profile` output), as tests/common does.
+        .env(
+            "KVPLAN_PLANS",
+            std::env::temp_dir().join("kvplan-tests-no-user-plans"),
+        )
         .output()
         .unwrap_or_else(|e| panic!("cannot run kvplan: {e}"))
 }

@@ -58,11 +58,18 @@ pub fn scratch(prefix: &str, name: &str) -> PathBuf {
     dir
 }
 
-/// Runs the `kvplan` binary with `args` from the repository root.
+/// A per-user plans folder that holds nothing (`$KVPLAN_PLANS`), so a test never reads the plans
+/// a user's own `kvplan profile` left in `~/.cache/kvplan/plans`.
+pub fn no_user_plans() -> PathBuf {
+    std::env::temp_dir().join("kvplan-tests-no-user-plans")
+}
+
+/// Runs the `kvplan` binary with `args` from the repository root, with no per-user plans.
 pub fn kvplan(args: &[&str]) -> std::process::Output {
     std::process::Command::new(env!("CARGO_BIN_EXE_kvplan"))
         .args(args)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("KVPLAN_PLANS", no_user_plans())
         .output()
         .unwrap_or_else(|e| panic!("cannot run kvplan: {e}"))
 }
