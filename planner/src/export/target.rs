@@ -8,7 +8,7 @@ use super::manifest::{ExportFile, ReductionSummary};
 use super::score_set::ScoreSet;
 use crate::{Method, Plan, Result, Target};
 
-/// One export format ([`super::targets`]' module header).
+/// One export format (the module header of [`super::targets`]).
 pub trait ExportTarget: Sync {
     /// The format's name: `--to`, `kvplan-export.json`'s `format`, the folder of `--to all`.
     fn name(&self) -> &'static str;
