@@ -30,7 +30,7 @@ fn methods_doc_lists_the_method_table_in_order() {
     let listed = table_names(&read(&root().join("docs/methods.md")));
     assert_eq!(
         listed, NAMES,
-        "docs/methods.md must list the method table's names (planner/src/methods/mod.rs) in order"
+        "docs/methods.md must list the method table's names (`method_table!`, planner/src/method.rs) in order"
     );
 }
 
