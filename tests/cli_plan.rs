@@ -212,6 +212,67 @@ fn summary_and_exports() {
     assert!(!refused.exists());
 }
 
+/// `kvplan export` without a plan file exports the model's plan as every command finds it: from
+/// a folder with no `plans/` and an empty per-user folder, the plan kvplan ships, byte for byte
+/// what exporting the committed file writes.
+#[test]
+fn export_finds_the_models_plan_without_a_file() {
+    let dir = scratch("export-no-plan");
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_kvplan"))
+            .args(args)
+            .current_dir(&dir)
+            .env(
+                "KVPLAN_PLANS",
+                std::env::temp_dir().join("kvplan-tests-no-user-plans"),
+            )
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run kvplan: {e}"))
+    };
+    let common = ["--to", "trtllm", "--context-len", "1024", "--budget", "128"];
+    let found = run(&[
+        &["export", "--model", "gemma-3-270m", "--out", "found"][..],
+        &common[..],
+    ]
+    .concat());
+    assert!(found.status.success(), "{}", stderr(&found));
+    assert!(
+        stderr(&found).contains("plan gemma-3-270m (shipped with kvplan)"),
+        "{}",
+        stderr(&found)
+    );
+    let committed = Path::new(env!("CARGO_MANIFEST_DIR")).join("plans/gemma-3-270m.plan.json");
+    let named = run(&[
+        &[
+            "export",
+            committed.to_str().unwrap_or_default(),
+            "--out",
+            "named",
+        ][..],
+        &common[..],
+    ]
+    .concat());
+    assert!(named.status.success(), "{}", stderr(&named));
+    for f in ["kv_cache_config.json", "kvplan-export.json"] {
+        let read = |d: &str| std::fs::read(dir.join(d).join(f)).unwrap_or_default();
+        assert!(!read("found").is_empty(), "{f}");
+        assert_eq!(read("found"), read("named"), "{f}");
+    }
+    // A model with no plan anywhere is one error naming where it looked.
+    let none = run(&[
+        &["export", "--model", "no-such-model", "--out", "none"][..],
+        &common[..],
+    ]
+    .concat());
+    assert!(!none.status.success());
+    assert!(
+        stderr(&none).contains("no plan for no-such-model"),
+        "{}",
+        stderr(&none)
+    );
+    assert!(!dir.join("none").exists());
+}
+
 #[test]
 fn missing_profile_names_the_file() {
     let dir = scratch("missing");

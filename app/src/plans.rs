@@ -145,6 +145,32 @@ pub fn shipped(slug: &str) -> Option<(&'static str, &'static str)> {
     SHIPPED.iter().copied().find(|(s, _)| *s == slug)
 }
 
+/// The plan of the catalog model `slug` for a command that needs no model file (`kvplan
+/// export`): the first of `./plans`, the per-user folder and the shipped plans ([`Places::find`]),
+/// not checked against a GGUF; with where it was found.
+pub fn of_slug(places: &Places, slug: &str) -> anyhow::Result<(Plan, Source)> {
+    let source = places.find(None, slug).ok_or_else(|| {
+        let file = format!("{slug}.plan.json");
+        anyhow::anyhow!(
+            "no plan for {slug}: looked for {} and {}, and kvplan ships none for it; make it with \
+             `kvplan profile --model {slug}`, or name a plan file",
+            places.working.join(&file).display(),
+            places.user.join(&file).display(),
+        )
+    })?;
+    let from = || format!("cannot use plan {}", source.describe());
+    let plan = match &source {
+        Source::Given(p) | Source::WorkingDir(p) | Source::User(p) => {
+            Plan::load(p, None).with_context(from)?
+        }
+        Source::Shipped(s) => {
+            let (_, text) = shipped(s).with_context(from)?;
+            Plan::from_json(text).with_context(from)?
+        }
+    };
+    Ok((plan, source))
+}
+
 /// Reads the plan at `source` for the model `identity`, checked against it, with the SHA-256 of
 /// its bytes.
 pub fn load(source: &Source, identity: &ModelIdentity) -> anyhow::Result<(Plan, String)> {
@@ -173,6 +199,23 @@ pub fn load(source: &Source, identity: &ModelIdentity) -> anyhow::Result<(Plan, 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn of_slug_finds_the_shipped_plan_and_names_where_it_looked() {
+        let dir = std::env::temp_dir().join(format!("kvplan-of-slug-{}", std::process::id()));
+        let places = Places {
+            working: dir.join("plans"),
+            user: dir.join("user"),
+        };
+        let (plan, source) = of_slug(&places, "gemma-3-270m").unwrap();
+        assert_eq!(source, Source::Shipped("gemma-3-270m"));
+        assert_eq!(plan.model.architecture, "gemma3");
+        let e = of_slug(&places, "no-such-model").unwrap_err().to_string();
+        assert!(
+            e.contains("no plan for no-such-model") && e.contains("user/no-such-model.plan.json"),
+            "{e}"
+        );
+    }
 
     fn scratch(name: &str) -> PathBuf {
         let d = std::env::temp_dir().join(format!("kvplan-plans-{name}-{}", std::process::id()));

@@ -4,6 +4,8 @@
 //! formats' help is the table's.
 
 use anyhow::{bail, Context};
+use kvplan_app::plans;
+use kvplan_common::catalog::DEFAULT_MODEL;
 use kvplan_common::fs::write_atomic_creating_dirs;
 use kvplan_planner::export::deploy::Memory;
 use kvplan_planner::export::{export, help, manifest_json, Export, Format, Request, ScoreSet};
@@ -14,9 +16,13 @@ use std::path::{Path, PathBuf};
 #[derive(clap::Args, Debug)]
 #[command(after_help = export_help())]
 pub struct ExportArgs {
-    /// The plan to export (`kvplan plan` or `kvplan profile` wrote it).
+    /// The plan to export (`kvplan plan` or `kvplan profile` wrote it) [default: --model's plan,
+    /// found as every command finds it: ./plans, the per-user folder, the plans kvplan ships].
     #[arg(value_name = "PLAN")]
-    plan: PathBuf,
+    plan: Option<PathBuf>,
+    /// The catalog model whose plan is exported when no PLAN is named.
+    #[arg(long, value_name = "NAME", default_value = DEFAULT_MODEL, conflicts_with = "plan")]
+    model: String,
     /// Format(s), comma-separated, or all.
     #[arg(long, value_name = "FORMAT", value_delimiter = ',', required = true)]
     to: Vec<String>,
@@ -67,6 +73,8 @@ window reduction keeps of the plan's entries and of its bytes in the engine's bl
             listed with the reason
 
 Examples:
+  kvplan export --to vllm --context-len 4096 --out exports/vllm        # the default model's plan
+  kvplan export --model gemma-3-270m --to trtllm --context-len 4096 --out trt
   kvplan export plans/smollm2-135m-instruct.plan.json --to vllm --context-len 4096 --out exports/vllm
   kvplan export PLAN --to trtllm --context-len 8192 --budget 512 --method pyramid --out trt
   kvplan export PLAN --to trtllm --context-len 32768 --memory 8000000000 --batch 16 --out trt
@@ -77,8 +85,7 @@ Examples:
 
 /// Runs `kvplan export`.
 pub fn run(args: ExportArgs) -> anyhow::Result<()> {
-    let plan = Plan::load(&args.plan, None)
-        .with_context(|| format!("cannot read plan {}", args.plan.display()))?;
+    let (plan, from) = load_plan(&args)?;
     let all = args.to.iter().any(|t| t == "all");
     let formats = super::parse_list(&args.to, &Format::ALL)?;
     let requests = requests(&args, &formats)?;
@@ -97,11 +104,8 @@ pub fn run(args: ExportArgs) -> anyhow::Result<()> {
             }
             Err(e) if all => skipped.push((req.format.name(), e.to_string())),
             Err(e) => {
-                return Err(anyhow::Error::new(e).context(format!(
-                    "cannot export {} to {}",
-                    args.plan.display(),
-                    req.format.name()
-                )))
+                return Err(anyhow::Error::new(e)
+                    .context(format!("cannot export {from} to {}", req.format.name())))
             }
         }
     }
@@ -115,6 +119,22 @@ pub fn run(args: ExportArgs) -> anyhow::Result<()> {
         eprintln!("kvplan: skipped {name}: {why}");
     }
     Ok(())
+}
+
+/// The plan named, else `--model`'s, and how to name it in messages.
+fn load_plan(args: &ExportArgs) -> anyhow::Result<(Plan, String)> {
+    match &args.plan {
+        Some(path) => {
+            let plan = Plan::load(path, None)
+                .with_context(|| format!("cannot read plan {}", path.display()))?;
+            Ok((plan, path.display().to_string()))
+        }
+        None => {
+            let (plan, source) = plans::of_slug(&plans::Places::here(), &args.model)?;
+            eprintln!("kvplan: plan {}", source.describe());
+            Ok((plan, source.describe()))
+        }
+    }
 }
 
 /// One request per format, from the arguments.
