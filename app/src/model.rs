@@ -92,7 +92,7 @@ pub fn missing_plan(identity: &ModelIdentity, model_path: &Path) -> anyhow::Erro
         Some(entry) => entry.name.to_string(),
         None => model_path.display().to_string(),
     };
-    plans::Places::here().missing(&slug, identity, &model)
+    plans::Places::here().missing(&slug, &identity.name, &model, "--plan FILE")
 }
 
 /// Loads the plan of the model `identity` (of the GGUF at `model_path`) — `explicit`, else the

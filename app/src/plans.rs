@@ -119,13 +119,13 @@ impl Places {
     }
 
     /// The error for a model without a plan anywhere, naming where it looked and how to make
-    /// one (`model` is how to name the model to `kvplan profile --model`).
-    pub fn missing(&self, slug: &str, identity: &ModelIdentity, model: &str) -> anyhow::Error {
+    /// one (`name`: how the model is called in the message; `model`: how to name it to `kvplan
+    /// profile --model`; `give`: how the command takes a plan file instead).
+    pub fn missing(&self, slug: &str, name: &str, model: &str, give: &str) -> anyhow::Error {
         let file = format!("{slug}.plan.json");
         anyhow::anyhow!(
-            "no plan for {}: looked for {} and {}, and kvplan ships none for it; make it with \
-             `kvplan profile --model {model}` (it writes {}), or give --plan FILE",
-            identity.name,
+            "no plan for {name}: looked for {} and {}, and kvplan ships none for it; make it with \
+             `kvplan profile --model {model}` (it writes {}), or give {give}",
             self.working.join(&file).display(),
             self.user.join(&file).display(),
             self.profile_out(slug).with_file_name(&file).display(),
@@ -149,44 +149,36 @@ pub fn shipped(slug: &str) -> Option<(&'static str, &'static str)> {
 /// export`): the first of `./plans`, the per-user folder and the shipped plans ([`Places::find`]),
 /// not checked against a GGUF; with where it was found.
 pub fn of_slug(places: &Places, slug: &str) -> anyhow::Result<(Plan, Source)> {
-    let source = places.find(None, slug).ok_or_else(|| {
-        let file = format!("{slug}.plan.json");
-        anyhow::anyhow!(
-            "no plan for {slug}: looked for {} and {}, and kvplan ships none for it; make it with \
-             `kvplan profile --model {slug}`, or name a plan file",
-            places.working.join(&file).display(),
-            places.user.join(&file).display(),
-        )
-    })?;
-    let from = || format!("cannot use plan {}", source.describe());
-    let plan = match &source {
-        Source::Given(p) | Source::WorkingDir(p) | Source::User(p) => {
-            Plan::load(p, None).with_context(from)?
-        }
-        Source::Shipped(s) => {
-            let (_, text) = shipped(s).with_context(from)?;
-            Plan::from_json(text).with_context(from)?
-        }
-    };
+    let source = places
+        .find(None, slug)
+        .ok_or_else(|| places.missing(slug, slug, slug, "the plan file as the first argument"))?;
+    let (plan, _) = read(&source, None)?;
     Ok((plan, source))
 }
 
 /// Reads the plan at `source` for the model `identity`, checked against it, with the SHA-256 of
 /// its bytes.
 pub fn load(source: &Source, identity: &ModelIdentity) -> anyhow::Result<(Plan, String)> {
+    read(source, Some(identity))
+}
+
+/// The plan at `source` (checked against `identity` when given) and the SHA-256 of its bytes.
+fn read(source: &Source, identity: Option<&ModelIdentity>) -> anyhow::Result<(Plan, String)> {
     let from = || format!("cannot use plan {}", source.describe());
     match source {
         Source::Given(p) | Source::WorkingDir(p) | Source::User(p) => {
             if !p.is_file() {
                 anyhow::bail!("no plan file at {}", p.display());
             }
-            let plan = Plan::load(p, Some(identity)).with_context(from)?;
+            let plan = Plan::load(p, identity).with_context(from)?;
             Ok((plan, sha256_file(p)?))
         }
         Source::Shipped(slug) => {
             let (_, text) = shipped(slug).with_context(from)?;
             let plan = Plan::from_json(text).with_context(from)?;
-            plan.check_model(identity).with_context(from)?;
+            if let Some(identity) = identity {
+                plan.check_model(identity).with_context(from)?;
+            }
             let sha = Sha256::digest(text.as_bytes())
                 .iter()
                 .map(|b| format!("{b:02x}"))
