@@ -203,6 +203,20 @@ fn ruler_prompts_split_where_kvpress_splits_them() {
         );
         let question = tok.decode(&ids(&q["question_ids"])).expect("decode");
         assert!(question.starts_with(start), "{question:?}");
+        // The records' question and answer prefix travel with the prompt (the kvpress records
+        // made of it copy them for the leaderboard's predictions.csv): the question is asked in
+        // the prompt, the answer prefix ends it.
+        let asked_q = q["question"].as_str().expect("question");
+        assert!(
+            !asked_q.is_empty() && asked.contains(asked_q.trim()),
+            "{asked_q:?}"
+        );
+        let prefix = q["answer_prefix"].as_str().expect("answer_prefix");
+        assert!(
+            tail.trim_end().ends_with(prefix.trim()),
+            "{tail:?} / {prefix:?}"
+        );
+        assert!(q["needle"].is_string());
         let context = tok.decode(&ids(&q["context_ids"])).expect("decode");
         assert!(context.starts_with("<|im_start|>"), "{context:?}");
         assert_eq!(context.matches(start).count(), before);

@@ -11,6 +11,12 @@
 #   beta-report-L   the β sweep on seed 0 (reported; chosen on beta-select only), into main-qe-L
 #                   so that its rows pair with SnapKV's and FullKV's on the same prompts
 #   reductions-L    the engines' reductions of HeadKV-R and PyramidKV (issue 29), into main-qe-L
+#   pod-trained-MODE-L  PoD with `kvplan train-pod` weights (WEIGHTS=…/pod-trained.bpk) at the
+#                   budget of its trained window (n_s + n_r = 128), FullKV and SnapKV under the same
+#                   weights, and SnapKV at PoD's measured bytes (SNAPKV_AT_POD_BYTES entries,
+#                   default 899 of a 1,024-token prompt on SmolLM2) under both weights (the shipped
+#                   weights' row goes into main-MODE-L)
+#   ruler-qe-L      RULER's 13 tasks at L tokens, 20 examples each, every method at 128 and 512
 # MODE: qe (question-end, question-aware) | qa (question-agnostic); L: 1024 | 2048.
 # Output: results/v3/<model>/<shard>/ (beta-report, reductions: main-qe-L/) ; merge tables with `kvplan eval table RECORDS…`.
 set -euo pipefail
@@ -26,6 +32,27 @@ betas=${betas%,}
 reductions=""
 for e in vllm trtllm trtllm-engine; do reductions+="$e:headkv-r,$e:pyramid,"; done
 reductions=${reductions%,}
+pod_trained() { # pod-trained-MODE-L
+  local shard=$1 len=$2 mode=${1#pod-trained-}
+  mode=${mode%-*}
+  local weights=${WEIGHTS:?pod-trained needs WEIGHTS=path/to/pod-trained.bpk (kvplan train-pod)}
+  local bytes=${SNAPKV_AT_POD_BYTES:-899}
+  local how
+  case "$mode" in
+    qe) how=(--window question-end) ;;
+    qa) how=(--mode question-agnostic) ;;
+    *) echo "unknown mode in $shard" >&2; exit 2 ;;
+  esac
+  local out="$repo/results/v3/$model/$shard" main="$repo/results/v3/$model/main-$mode-$len"
+  local grid=(--model "$model" --lengths "$len" --depths 0,0.25,0.5,0.75,1 --examples 10 --seed 0
+    --no-figures "${how[@]}")
+  mkdir -p "$out" "$main"
+  echo "== $(date -u +%FT%TZ) $shard → $out"
+  "$kvplan" eval niah "${grid[@]}" --weights "$weights" --methods full,snapkv,pod --budgets 128 --out "$out"
+  "$kvplan" eval niah "${grid[@]}" --weights "$weights" --methods snapkv --budgets "$bytes" --out "$out"
+  "$kvplan" eval niah "${grid[@]}" --methods snapkv --budgets "$bytes" --out "$main"
+  echo "== $(date -u +%FT%TZ) $shard done"
+}
 for shard in "$@"; do
   len=${shard##*-}
   case "$shard" in
@@ -34,6 +61,15 @@ for shard in "$@"; do
     main-qe-*) args=(--methods "$methods,$perms" --budgets 128,512 --seed 0 --window question-end) ;;
     main-qa-*) args=(--methods "$methods,$perms" --budgets 128,512 --seed 0 --mode question-agnostic) ;;
     reductions-*) args=(--methods "$reductions" --budgets 128,512 --seed 0 --window question-end) ;;
+    pod-trained-*) pod_trained "$shard" "$len"; continue ;;
+    ruler-qe-*)
+      out="$repo/results/v3/$model/$shard"
+      mkdir -p "$out"
+      echo "== $(date -u +%FT%TZ) $shard → $out"
+      "$kvplan" eval ruler --model "$model" --length "$len" --examples 20 --budgets 128,512 \
+        --window question-end --methods "$methods" --no-figures --out "$out"
+      echo "== $(date -u +%FT%TZ) $shard done"
+      continue ;;
     *) echo "unknown shard $shard" >&2; exit 2 ;;
   esac
   out="$repo/results/v3/$model/$shard"

@@ -114,7 +114,7 @@ def main(argv):
             press, nominal = make(args.exports, model, args.ratio)
             cells = []
             for p in chosen:
-                new, fraction, seconds = side.run_cell(model, p, press, "aware", stops)
+                new, fraction, _effective, seconds = side.run_cell(model, p, press, "aware", stops)
                 response = tok.decode(new, skip_special_tokens=False)
                 cells.append({"response": response, "expected": p["expected"],
                               "score": side.score(p["metric"], response, p["expected"]),

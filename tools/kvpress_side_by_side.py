@@ -12,7 +12,13 @@ cells already there. `kvplan eval` shows these records beside its own.
 
 Matching a kvplan budget B (tokens kept of the compressed sequence, N tokens long): kvpress's
 compression ratio is r = 1 - (B + 1/2) / N, so that kvpress's `int(N * (1 - r))` keeps exactly B
-(r = 0 when B >= N). Modes:
+(r = 0 when B >= N). With `--ratios` (the kvpress leaderboard's protocol, issue 30) each press
+runs instead at kvpress's own compression ratio r, and the record keeps it as kvplan's ratio
+cells do (eval/src/ratio.rs `RatioCell`): the target r, the effective ratio measured on the cache
+(1 - entries held of the compressed part / (layers x KV heads x its tokens); the question,
+appended uncompressed in question-agnostic mode, not counted), the entries per head kvpress
+keeps, int(N * (1 - r)), and 0 probes (kvpress is not searched); `kvplan eval leaderboard` puts
+these records beside kvplan's. Modes:
 - question-aware: the press runs on the whole prompt `ids` (N = len(ids)); kvpress's window is
   the last `window_size` = 64 prompt tokens (SnapKV, PyramidKV; TOVA the last one), which take
   in the question, the template tail and the answer prefix; kvpress has no notion of
@@ -42,7 +48,8 @@ import time
 from pathlib import Path
 
 PROMPTS_FORMAT = "kvplan-prompts/v1"
-PRESSES = ["full", "snapkv", "pyramid", "streaming", "tova", "knorm", "expected", "adakv-expected"]
+PRESSES = ["full", "snapkv", "pyramid", "streaming", "tova", "knorm", "expected", "adakv-expected",
+           "keydiff"]
 MODES = {"aware": "question-aware", "agnostic": "question-agnostic"}
 # kvplan's stop tokens beside the GGUF's eos (runtime/src/tokenizer/mod.rs END_OF_TURN).
 END_OF_TURN = ["<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<end_of_turn>"]
@@ -165,14 +172,19 @@ def save_atomic(path, data):
         raise
 
 
-def cell_key(task, context_len, depth, example, method, budget):
-    """kvplan's CellKey (eval/src/records.rs)."""
+def cell_key(task, context_len, depth, example, method, budget, ratio=None):
+    """kvplan's CellKey (eval/src/records.rs): a ratio cell is keyed by its target in
+    ten-thousandths (eval/src/ratio.rs `key`), not by a budget."""
     b = "full" if budget is None else str(budget)
+    if ratio is not None:
+        b = f"ratio{round(ratio * 10_000)}"
     return f"{task}/{context_len}/{depth:.4f}/{example}/{method}/{b}"
 
 
 def record_key(r):
-    return cell_key(r["task"], r["context_len"], r["depth"], r["example"], r["method"], r["budget"])
+    ratio = r["ratio"]["target"] if r.get("ratio") else None
+    return cell_key(r["task"], r["context_len"], r["depth"], r["example"], r["method"], r["budget"],
+                    ratio)
 
 
 # --- the model and the presses ------------------------------------------------------------------
@@ -229,6 +241,7 @@ def make_press(name, ratio):
         "knorm": lambda: kp.KnormPress(compression_ratio=ratio),
         "expected": lambda: kp.ExpectedAttentionPress(compression_ratio=ratio),
         "adakv-expected": lambda: kp.AdaKVPress(kp.ExpectedAttentionPress(compression_ratio=ratio)),
+        "keydiff": lambda: kp.KeyDiffPress(compression_ratio=ratio),
     }
     return make[name]()
 
@@ -262,7 +275,8 @@ def held_entries(cache, model):
 
 
 def run_cell(model, prompt, press, mode, stops):
-    """Prefills under `press`, greedy-decodes; returns (new ids, kv fraction, seconds)."""
+    """Prefills under `press`, greedy-decodes; returns (new ids, kv fraction, effective ratio of
+    the compressed part, seconds)."""
     import contextlib
     import torch
     from transformers import DynamicCache
@@ -277,17 +291,21 @@ def run_cell(model, prompt, press, mode, stops):
             with press(model) if press else contextlib.nullcontext():
                 out = model(input_ids=ids, past_key_values=cache, logits_to_keep=1)
             n = ids.shape[1]
+            compressed, appended = n, 0
         else:
             ctx = torch.tensor([prompt["context_ids"]])
             question = torch.tensor([prompt["question_ids"]])
             with press(model) if press else contextlib.nullcontext():
                 model.model(input_ids=ctx, past_key_values=cache)
             n = ctx.shape[1] + question.shape[1]
+            compressed, appended = ctx.shape[1], question.shape[1]
             pos = torch.arange(ctx.shape[1], n).unsqueeze(0)
             out = model(input_ids=question, past_key_values=cache, position_ids=pos,
                         logits_to_keep=1)
-        fraction = held_entries(cache, model) / (n * model.config.num_key_value_heads
-                                                 * len(cache.layers))
+        per_token = model.config.num_key_value_heads * len(cache.layers)
+        held = held_entries(cache, model)
+        fraction = held / (n * per_token)
+        effective = 1.0 - (held - appended * per_token) / (compressed * per_token)
         new = []
         nxt = int(out.logits[0, -1].argmax())
         while nxt not in stops:
@@ -297,7 +315,7 @@ def run_cell(model, prompt, press, mode, stops):
             out = model(input_ids=torch.tensor([[nxt]]), past_key_values=cache,
                         position_ids=torch.tensor([[n + len(new) - 1]]))
             nxt = int(out.logits[0, -1].argmax())
-    return new, fraction, time.perf_counter() - started
+    return new, fraction, effective, time.perf_counter() - started
 
 
 # --- the run ------------------------------------------------------------------------------------
@@ -318,29 +336,40 @@ def versions():
     return ", ".join(f"{p} {version(p)}" for p in ["kvpress", "transformers", "torch"])
 
 
-def run_settings(prompts, mode):
+def run_settings(prompts, mode, ratios=None):
     s = dict(prompts["settings"])
     s["runner"] = versions()
     s["kvpress_mode"] = MODES[mode]
     s["kvpress_ratio"] = "1 - (budget + 1/2) / compressed length: keeps exactly budget tokens"
+    if ratios:
+        s["kvpress_ratio"] = ("the target ratio as kvpress's compression_ratio: keeps "
+                              "int(n (1 - ratio)) of the n compressed tokens")
     s["kvpress_attention"] = "kvpress_causal: per-layer causal-mask shim over SDPA (CPU, float32)"
     s["kvpress_adakv"] = ("kvpress-adakv-expected only masks keys: kv_fraction is nominal "
                           "(unmasked entries); the cache holds every entry")
     return s
 
 
-def pending_cells(prompts, presses, budgets, records):
+def pending_cells(prompts, presses, budgets, records, ratios=None):
+    """(prompt, press, budget, ratio) of the cells not yet recorded: each press at each budget,
+    or, with `ratios`, at each target ratio; `full` once per prompt."""
     done = {record_key(r) for r in records}
     for p in prompts:
         for press in presses:
-            for b in ([None] if press == "full" else budgets):
+            if press == "full":
+                cells = [(None, None)]
+            elif ratios:
+                cells = [(None, r) for r in ratios]
+            else:
+                cells = [(b, None) for b in budgets]
+            for b, r in cells:
                 key = cell_key(p["task"], p["context_len"], p["depth"], p["example"],
-                               f"kvpress-{press}", b)
+                               f"kvpress-{press}", b, r)
                 if key not in done:
-                    yield p, press, b
+                    yield p, press, b, r
 
 
-def make_record(model_name, p, press, budget, response, kv_fraction, seconds, needle):
+def make_record(model_name, p, press, budget, response, kv_fraction, seconds, needle, ratio=None):
     r = {
         "task": p["task"], "model": model_name, "context_len": p["context_len"],
         "depth": float(p["depth"]), "example": p["example"], "method": f"kvpress-{press}",
@@ -352,6 +381,12 @@ def make_record(model_name, p, press, budget, response, kv_fraction, seconds, ne
     # The prompt's cluster (needle key, article), which kvplan's intervals resample.
     if p.get("cluster") is not None:
         r["cluster"] = p["cluster"]
+    if ratio is not None:
+        r["ratio"] = ratio
+    # RULER's question and answer prefix, which the leaderboard's predictions.csv lists.
+    for k in ["question", "answer_prefix"]:
+        if p.get(k) is not None:
+            r[k] = p[k]
     return r
 
 
@@ -359,24 +394,29 @@ def run(args):
     prompts = load_prompts(args.prompts)
     gguf = Path(args.gguf) if args.gguf else find_gguf(args.models, prompts["model_sha256"])
     model_name = gguf_name(gguf)
-    settings = run_settings(prompts, args.mode)
+    settings = run_settings(prompts, args.mode, args.ratios)
     out = Path(args.out) / f"{prompts['model']}.{prompts['task']}.kvpress.records.json"
     data = open_records(out, settings)
     todo = list(pending_cells(prompts["prompts"][: args.limit], args.presses, args.budgets,
-                              data["records"]))
+                              data["records"], args.ratios))
     print(f"{len(todo)} cells to run ({MODES[args.mode]}); records {out}", flush=True)
     if not todo:
         return
     model, tok = load_model(gguf, args.threads)
     stops = stop_ids(model, tok)
     started = time.perf_counter()
-    for i, (p, press, budget) in enumerate(todo, 1):
+    for i, (p, press, budget, target) in enumerate(todo, 1):
         n = len(p["ids"] if args.mode == "aware" else p["context_ids"])
-        new, fraction, seconds = run_cell(model, p, make_press(press, ratio_for(budget, n)),
-                                          args.mode, stops)
+        nominal = target if target is not None else ratio_for(budget, n)
+        new, fraction, effective, seconds = run_cell(model, p, make_press(press, nominal),
+                                                     args.mode, stops)
         response = tok.decode(new, skip_special_tokens=False)
         needle = p.get("needle") or tok.decode(p["question_ids"], skip_special_tokens=True).strip()
-        r = make_record(model_name, p, press, budget, response, fraction, seconds, needle)
+        ratio = None
+        if target is not None:
+            ratio = {"target": target, "effective": max(effective, 0.0),
+                     "budget": max(int(n * (1 - target)), 1), "probes": 0}
+        r = make_record(model_name, p, press, budget, response, fraction, seconds, needle, ratio)
         data["records"] = [x for x in data["records"] if record_key(x) != record_key(r)] + [r]
         save_atomic(out, data)
         print(f"[{i}/{len(todo)}] {record_key(r)}: {100 * r['score']:.0f} "
@@ -392,6 +432,9 @@ def parse_args(argv):
                     help=f"comma-separated, of {','.join(PRESSES)} (all)")
     ap.add_argument("--budgets", default="64,128,256,512",
                     help="kvplan budgets (tokens kept of the compressed sequence) to match")
+    ap.add_argument("--ratios", default=None,
+                    help="kvpress compression ratios, e.g. 0.25,0.5,0.75 (the leaderboard's "
+                         "protocol): each press at each ratio instead of at --budgets")
     ap.add_argument("--mode", choices=list(MODES), default="aware",
                     help="aware: press on the whole prompt; agnostic: on the context only")
     ap.add_argument("--threads", type=int, default=2, help="torch CPU threads (2)")
@@ -415,6 +458,16 @@ def parse_args(argv):
         ap.error(f"--budgets: expected comma-separated token counts, found {args.budgets!r}")
     if any(b <= 0 for b in args.budgets):
         ap.error("--budgets: every budget must be positive")
+    if args.ratios is not None:
+        try:
+            args.ratios = [float(r) for r in args.ratios.split(",") if r]
+        except ValueError:
+            ap.error(f"--ratios: expected comma-separated ratios, found {args.ratios!r}")
+        bad = [r for r in args.ratios if not 0 < r < 1]
+        if bad or not args.ratios:
+            ap.error(f"--ratios: every ratio must lie strictly between 0 and 1, found {bad or 'none'}")
+        if len({round(r * 10_000) for r in args.ratios}) != len(args.ratios):
+            ap.error("--ratios: a ratio is given twice")
     return args
 
 

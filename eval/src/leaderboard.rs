@@ -26,15 +26,22 @@
 //! Where kvpress differs: its `compression_ratio` is the press's nominal ratio; here it is the
 //! target, and the effective ratio measured per prompt ([`crate::ratio`]) is beside it. Records
 //! at a budget rather than a ratio are not written (the leaderboard has none).
+//!
+//! kvpress's own presses join kvplan's methods ([`read`]): `tools/kvpress_side_by_side.py
+//! --ratios` runs them at kvpress's compression ratios on the token ids kvplan exported and
+//! writes `<model>.ruler.kvpress.records.json` beside kvplan's records ([`crate::companion`]);
+//! their ratio cells (methods `kvpress-<press>`, the effective ratio measured on kvpress's cache)
+//! become folders, rows and points of their own, their `config.yaml` with kvpress's settings.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::aggregate::{rows, Overall, RecordRow, Scope};
+use crate::companion::{self, Companion};
 use crate::records::{Record, RecordsFile};
 use crate::table::{cell, delta, header};
 use crate::tasks::ruler::Task;
-use crate::{write_atomic, Result};
+use crate::{io_err, write_atomic, Error, Result};
 
 /// kvpress's name of FullKV.
 pub const NO_PRESS: &str = "no_press";
@@ -80,6 +87,75 @@ pub fn groups<'r>(file: &'r RecordsFile<Record>) -> Vec<Group<'r>> {
             }
         })
         .collect()
+}
+
+/// A RULER records file for the leaderboard, with the kvpress records made on its prompts.
+#[derive(Debug, Clone)]
+pub struct Input {
+    /// kvplan's records, kvpress's ratio cells appended.
+    pub file: RecordsFile<Record>,
+    /// The settings of kvpress's records, when some joined.
+    pub kvpress: Option<BTreeMap<String, String>>,
+    /// Why a kvpress file beside it was left out (made on other prompts), when one was.
+    pub note: Option<String>,
+}
+
+/// Prefix of the methods kvpress ran (`tools/kvpress_side_by_side.py`).
+const KVPRESS_PREFIX: &str = "kvpress-";
+
+impl Input {
+    /// `file` with the ratio cells of `beside` (kvpress's records next to it) when those were
+    /// made on its prompts.
+    pub fn new(file: RecordsFile<Record>, beside: Companion<Record>) -> Self {
+        let mut input = Self {
+            file,
+            kvpress: None,
+            note: None,
+        };
+        match beside {
+            Companion::Absent => {}
+            Companion::LeftOut(why) => input.note = Some(why),
+            Companion::Usable(k) => {
+                let cells: Vec<Record> = k
+                    .records
+                    .into_iter()
+                    .filter(|r| r.ratio.is_some())
+                    .collect();
+                if !cells.is_empty() {
+                    input.file.records.extend(cells);
+                    input.kvpress = Some(k.settings);
+                }
+            }
+        }
+        input
+    }
+
+    /// The settings a group's `config.yaml` lists: kvpress's for its presses.
+    fn settings_of(&self, method: &str) -> &BTreeMap<String, String> {
+        match &self.kvpress {
+            Some(k) if method.starts_with(KVPRESS_PREFIX) => k,
+            _ => &self.file.settings,
+        }
+    }
+}
+
+/// Reads the RULER records file at `path` and, when it is named `<model>.ruler.records.json`,
+/// the kvpress records beside it ([`Input::new`]).
+pub fn read(path: &Path) -> Result<Input> {
+    let text = std::fs::read_to_string(path).map_err(io_err(path))?;
+    let file: RecordsFile<Record> = serde_json::from_str(&text).map_err(|e| Error::Invalid {
+        path: path.display().to_string(),
+        message: format!("not a RULER records file: {e}"),
+    })?;
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let beside = match name.strip_suffix(".ruler.records.json") {
+        Some(model) if !model.ends_with(&format!(".{}", companion::COMPANION)) => {
+            let dir = path.parent().unwrap_or(Path::new("."));
+            companion::load(&companion::path(dir, model, "ruler"), &file.settings)?
+        }
+        _ => Companion::Absent,
+    };
+    Ok(Input::new(file, beside))
 }
 
 /// Whether the question was compressed with the context (kvpress's `query_aware`).
@@ -163,12 +239,16 @@ pub fn config_yaml(g: &Group<'_>, settings: &BTreeMap<String, String>) -> String
     line("output_dir", yaml_str("."));
     line("log_level", "INFO".into());
     line("model_kwargs", "{}".into());
-    let command = match g.ratio {
-        Some(r) => format!(
+    let command = match (g.ratio, g.method.strip_prefix(KVPRESS_PREFIX)) {
+        (Some(r), Some(press)) => format!(
+            "kvpress {press} press at compression_ratio {r} on kvplan's token ids \
+             (tools/kvpress_side_by_side.py --ratios)"
+        ),
+        (Some(r), None) => format!(
             "kvplan {} at the budget whose effective ratio lands on {r}, per prompt",
             g.method
         ),
-        None => "kvplan full (no compression)".to_string(),
+        (None, _) => "kvplan full (no compression)".to_string(),
     };
     line("press_init_command", yaml_str(&command));
     // kvpress's seed is an integer.
@@ -261,8 +341,9 @@ pub fn predictions_csv(g: &Group<'_>, cap: Option<usize>) -> String {
     out
 }
 
-/// Writes every group of `file` into `dir` (a folder each, three files); returns the folders.
-pub fn write_folders(file: &RecordsFile<Record>, dir: &Path) -> Result<Vec<PathBuf>> {
+/// Writes every group of `input` into `dir` (a folder each, three files); returns the folders.
+pub fn write_folders(input: &Input, dir: &Path) -> Result<Vec<PathBuf>> {
+    let file = &input.file;
     let aware = query_aware(&file.settings);
     let cap = file
         .settings
@@ -273,7 +354,7 @@ pub fn write_folders(file: &RecordsFile<Record>, dir: &Path) -> Result<Vec<PathB
         let folder = dir.join(folder_name(&g, aware));
         write_atomic(
             &folder.join("config.yaml"),
-            &config_yaml(&g, &file.settings),
+            &config_yaml(&g, input.settings_of(&g.method)),
         )?;
         write_atomic(&folder.join("metrics.json"), &metrics_json(&g))?;
         write_atomic(&folder.join("predictions.csv"), &predictions_csv(&g, cap))?;

@@ -225,6 +225,16 @@ pub struct ExportedPrompt {
     /// records kvpress makes of it copy it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cluster: Option<String>,
+    /// What is asked, as the records' `needle` says it (the records kvpress makes copy it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub needle: Option<String>,
+    /// The question as the task writes it (RULER), for the leaderboard's `predictions.csv`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub question: Option<String>,
+    /// The answer prefix as the task writes it (RULER), for the leaderboard's
+    /// `predictions.csv`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer_prefix: Option<String>,
 }
 
 impl ExportedPrompt {
@@ -244,6 +254,9 @@ impl ExportedPrompt {
             expected: asked.expected.clone(),
             metric: metric.to_string(),
             cluster: asked.cluster.clone(),
+            needle: Some(asked.needle.clone()),
+            question: asked.question.as_ref().map(|q| q.0.clone()),
+            answer_prefix: asked.question.as_ref().map(|q| q.1.clone()),
         }
     }
 }

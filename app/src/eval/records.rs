@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 use kvplan_common::fetch::sha256_file;
-use kvplan_eval::leaderboard::{board, markdown, write_folders, Board};
+use kvplan_eval::leaderboard::{self, board, markdown, write_folders, Board};
 use kvplan_eval::records::{Record, RecordsFile};
 use kvplan_eval::render::{plan_sha256, render, Rendered};
 use kvplan_eval::shard::{merge, merged_name};
@@ -138,19 +138,20 @@ pub fn leaderboard(records: &[PathBuf], out: &Path) -> anyhow::Result<Leaderboar
     let mut figures = Vec::new();
     let mut folders = 0;
     for path in records {
-        let text =
-            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-        let file: RecordsFile<Record> = serde_json::from_str(&text)
-            .with_context(|| format!("{}: not a RULER records file", path.display()))?;
-        folders += write_folders(&file, out)?.len();
-        let b = board(&file);
+        let input = leaderboard::read(path)?;
+        if let Some(why) = &input.note {
+            eprintln!("kvplan: note: {why}");
+        }
+        folders += write_folders(&input, out)?.len();
+        let file = &input.file;
+        let b = board(file);
         if b.points.is_empty() {
             eprintln!(
                 "kvplan: note: {} holds no ratio cells (run with --ratios); only FullKV is written",
                 path.display()
             );
         }
-        md.push_str(&markdown(&file));
+        md.push_str(&markdown(file));
         md.push('\n');
         figures.push(figure(&b)?);
     }

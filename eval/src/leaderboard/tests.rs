@@ -187,7 +187,8 @@ fn the_table_and_the_board_give_scores_against_effective_ratios() {
 fn folders_are_written_with_three_files_each() {
     let dir = std::env::temp_dir().join(format!("kvplan-lb-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let written = write_folders(&file("question-aware"), &dir).expect("written");
+    let input = Input::new(file("question-aware"), Companion::Absent);
+    let written = write_folders(&input, &dir).expect("written");
     assert_eq!(written.len(), 2);
     for folder in &written {
         assert!(folder.to_string_lossy().ends_with("__query_aware"));
@@ -195,5 +196,104 @@ fn folders_are_written_with_three_files_each() {
             assert!(folder.join(f).is_file(), "{}", folder.join(f).display());
         }
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// kvpress's records as `tools/kvpress_side_by_side.py --ratios` writes them: a ratio cell per
+/// example, its FullKV (no ratio) and a budget cell, which the leaderboard leaves out.
+fn kvpress_file() -> RecordsFile<Record> {
+    let mut records = Vec::new();
+    for (task, e, score) in [("vt", 0, 0.0), ("vt", 1, 1.0), ("cwe", 0, 0.0)] {
+        records.push(Record {
+            ratio: Some(RatioCell {
+                target: 0.5,
+                effective: 0.5006,
+                budget: 2047,
+                probes: 0,
+            }),
+            ..rec(task, e, "kvpress-keydiff", None, score)
+        });
+        records.push(rec(task, e, "kvpress-full", None, 1.0));
+    }
+    records.push(Record {
+        budget: Some(128),
+        ..rec("vt", 0, "kvpress-snapkv", None, 1.0)
+    });
+    let mut settings = file("question-agnostic").settings;
+    settings.insert("runner".into(), "kvpress 0.5.5".into());
+    RecordsFile { settings, records }
+}
+
+#[test]
+fn kvpress_ratio_cells_join_as_their_own_method_with_kvpress_settings() {
+    let input = Input::new(file("question-agnostic"), Companion::Usable(kvpress_file()));
+    assert!(input.note.is_none());
+    let g = groups(&input.file);
+    let names: Vec<(&str, Option<f64>)> = g.iter().map(|g| (g.method.as_str(), g.ratio)).collect();
+    // kvpress's FullKV and its budget cell are not leaderboard cells; kvplan's full is the line.
+    assert_eq!(
+        names,
+        [
+            ("full", None),
+            ("kvpress-keydiff", Some(0.5)),
+            ("snapkv", Some(0.5))
+        ]
+    );
+    let b = board(&input.file);
+    let keydiff = b
+        .points
+        .iter()
+        .find(|p| p.method == "kvpress-keydiff")
+        .expect("point");
+    // Task means vt 50, cwe 0: the average 25.
+    assert!((keydiff.score - 25.0).abs() < 1e-9, "{}", keydiff.score);
+    assert!((keydiff.effective - 0.5006).abs() < 1e-12);
+    let yaml = config_yaml(&g[1], input.settings_of(&g[1].method));
+    assert!(yaml.contains("runner: kvpress 0.5.5"), "{yaml}");
+    assert!(
+        yaml.contains("press_init_command: 'kvpress keydiff press"),
+        "{yaml}"
+    );
+    let kvplan_yaml = config_yaml(&g[2], input.settings_of(&g[2].method));
+    assert!(!kvplan_yaml.contains("runner:"), "{kvplan_yaml}");
+    assert!(folder_name(&g[1], false).ends_with("__kvpress-keydiff__0.50"));
+}
+
+#[test]
+fn kvpress_records_of_other_prompts_are_left_out_with_the_reason() {
+    let input = Input::new(
+        file("question-agnostic"),
+        Companion::LeftOut("made on other prompts (seed: 1 here, 0 in this run)".into()),
+    );
+    assert_eq!(groups(&input.file).len(), 2);
+    assert!(input.kvpress.is_none());
+    assert!(input.note.expect("note").contains("seed"));
+}
+
+#[test]
+fn read_takes_the_kvpress_file_beside_a_ruler_records_file() {
+    let dir = std::env::temp_dir().join(format!("kvplan-lb-read-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    let ours = dir.join("M.ruler.records.json");
+    let theirs = dir.join("M.ruler.kvpress.records.json");
+    std::fs::write(
+        &ours,
+        serde_json::to_string(&file("question-agnostic")).expect("json"),
+    )
+    .expect("write");
+    let alone = read(&ours).expect("read");
+    assert!(alone.kvpress.is_none() && alone.note.is_none());
+    std::fs::write(
+        &theirs,
+        serde_json::to_string(&kvpress_file()).expect("json"),
+    )
+    .expect("write");
+    let both = read(&ours).expect("read");
+    assert!(both.kvpress.is_some());
+    assert_eq!(both.file.records.len(), alone.file.records.len() + 3);
+    // A kvpress file named as the records to read is not read twice over itself.
+    let own = read(&theirs).expect("read");
+    assert!(own.kvpress.is_none());
     let _ = std::fs::remove_dir_all(&dir);
 }
