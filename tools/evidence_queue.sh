@@ -15,7 +15,8 @@
 #                   budget of its trained window (n_s + n_r = 128), FullKV and SnapKV under the same
 #                   weights, and SnapKV at PoD's measured bytes (SNAPKV_AT_POD_BYTES entries,
 #                   default 899 of a 1,024-token prompt on SmolLM2) under both weights (the shipped
-#                   weights' row goes into main-MODE-L)
+#                   weights' rows, with FullKV, into pod-bytes-MODE-L: a row added to main-MODE-L
+#                   would change the Holm family of its table)
 #   ruler-qe-L      RULER's 13 tasks at L tokens, 20 examples each, every method at 128 and 512
 # MODE: qe (question-end, question-aware) | qa (question-agnostic); L: 1024 | 2048.
 # Output: results/v3/<model>/<shard>/ (beta-report, reductions: main-qe-L/) ; merge tables with `kvplan eval table RECORDS…`.
@@ -43,14 +44,14 @@ pod_trained() { # pod-trained-MODE-L
     qa) how=(--mode question-agnostic) ;;
     *) echo "unknown mode in $shard" >&2; exit 2 ;;
   esac
-  local out="$repo/results/v3/$model/$shard" main="$repo/results/v3/$model/main-$mode-$len"
+  local out="$repo/results/v3/$model/$shard" main="$repo/results/v3/$model/pod-bytes-$mode-$len"
   local grid=(--model "$model" --lengths "$len" --depths 0,0.25,0.5,0.75,1 --examples 10 --seed 0
     --no-figures "${how[@]}")
   mkdir -p "$out" "$main"
   echo "== $(date -u +%FT%TZ) $shard → $out"
   "$kvplan" eval niah "${grid[@]}" --weights "$weights" --methods full,snapkv,pod --budgets 128 --out "$out"
   "$kvplan" eval niah "${grid[@]}" --weights "$weights" --methods snapkv --budgets "$bytes" --out "$out"
-  "$kvplan" eval niah "${grid[@]}" --methods snapkv --budgets "$bytes" --out "$main"
+  "$kvplan" eval niah "${grid[@]}" --methods full,snapkv --budgets "$bytes" --out "$main"
   echo "== $(date -u +%FT%TZ) $shard done"
 }
 for shard in "$@"; do
