@@ -13,8 +13,9 @@
 #   reductions-L    the engines' reductions of HeadKV-R and PyramidKV (issue 29), into main-qe-L
 #   pod-trained-MODE-L  PoD with `kvplan train-pod` weights (WEIGHTS=…/pod-trained.bpk) at the
 #                   budget of its trained window (n_s + n_r = 128), FullKV and SnapKV under the same
-#                   weights, and SnapKV at PoD's measured bytes (SNAPKV_AT_POD_BYTES entries,
-#                   default 899 of a 1,024-token prompt on SmolLM2) under both weights (the shipped
+#                   weights, and SnapKV at PoD's measured bytes (SNAPKV_AT_POD_BYTES entries;
+#                   SmolLM2's at 1,024 tokens by default: 899 question-end, 855 question-agnostic,
+#                   where the appended question counts too) under both weights (the shipped
 #                   weights' rows, with FullKV, into pod-bytes-MODE-L: a row added to main-MODE-L
 #                   would change the Holm family of its table)
 #   ruler-qe-L      RULER's 13 tasks at L tokens, 20 examples each, every method at 128 and 512
@@ -37,11 +38,10 @@ pod_trained() { # pod-trained-MODE-L
   local shard=$1 len=$2 mode=${1#pod-trained-}
   mode=${mode%-*}
   local weights=${WEIGHTS:?pod-trained needs WEIGHTS=path/to/pod-trained.bpk (kvplan train-pod)}
-  local bytes=${SNAPKV_AT_POD_BYTES:-899}
-  local how
+  local bytes how
   case "$mode" in
-    qe) how=(--window question-end) ;;
-    qa) how=(--mode question-agnostic) ;;
+    qe) how=(--window question-end); bytes=${SNAPKV_AT_POD_BYTES:-899} ;;
+    qa) how=(--mode question-agnostic); bytes=${SNAPKV_AT_POD_BYTES:-855} ;;
     *) echo "unknown mode in $shard" >&2; exit 2 ;;
   esac
   local out="$repo/results/v3/$model/$shard" main="$repo/results/v3/$model/pod-bytes-$mode-$len"
