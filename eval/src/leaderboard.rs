@@ -41,7 +41,7 @@ use crate::companion::{self, Companion};
 use crate::records::{Record, RecordsFile};
 use crate::table::{cell, delta, header};
 use crate::tasks::ruler::Task;
-use crate::{io_err, write_atomic, Error, Result};
+use crate::{write_atomic, Result};
 
 /// kvpress's name of FullKV.
 pub const NO_PRESS: &str = "no_press";
@@ -139,19 +139,15 @@ impl Input {
     }
 }
 
-/// Reads the RULER records file at `path` and, when it is named `<model>.ruler.records.json`,
-/// the kvpress records beside it ([`Input::new`]).
+/// Reads the RULER records file at `path` and, when it is named `<model>.ruler.records.json`
+/// ([`crate::render`]'s reading of a records file and its name), the kvpress records beside it
+/// ([`Input::new`]).
 pub fn read(path: &Path) -> Result<Input> {
-    let text = std::fs::read_to_string(path).map_err(io_err(path))?;
-    let file: RecordsFile<Record> = serde_json::from_str(&text).map_err(|e| Error::Invalid {
-        path: path.display().to_string(),
-        message: format!("not a RULER records file: {e}"),
-    })?;
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-    let beside = match name.strip_suffix(".ruler.records.json") {
-        Some(model) if !model.ends_with(&format!(".{}", companion::COMPANION)) => {
+    let file = crate::render::read(path)?;
+    let beside = match crate::render::name_parts(path) {
+        Ok((model, task)) if task == "ruler" => {
             let dir = path.parent().unwrap_or(Path::new("."));
-            companion::load(&companion::path(dir, model, "ruler"), &file.settings)?
+            companion::load(&companion::path(dir, &model, &task), &file.settings)?
         }
         _ => Companion::Absent,
     };

@@ -30,7 +30,7 @@ pub struct Rendered {
 }
 
 /// The model and task a records file's name says: `<model>.<task>.records.json`.
-fn name_parts(path: &Path) -> Result<(String, String)> {
+pub(crate) fn name_parts(path: &Path) -> Result<(String, String)> {
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
     let stem = name.strip_suffix(".records.json");
     let parts = stem.and_then(|s| s.rsplit_once('.'));
@@ -48,7 +48,7 @@ fn name_parts(path: &Path) -> Result<(String, String)> {
 }
 
 /// Reads a records file of [`Record`]s.
-fn read(path: &Path) -> Result<RecordsFile<Record>> {
+pub(crate) fn read(path: &Path) -> Result<RecordsFile<Record>> {
     let text = std::fs::read_to_string(path).map_err(io_err(path))?;
     serde_json::from_str(&text).map_err(|e| Error::Invalid {
         path: path.display().to_string(),
