@@ -32,6 +32,8 @@ kvplan=${KVPLAN:-$repo/target/release/kvplan}
 model=${MODEL:-smollm2-135m-instruct}
 export RAYON_NUM_THREADS=${RAYON_NUM_THREADS:-1}
 methods="full,snapkv,pyramid,headkv,headkv-r,spindle,pod,treekv,streaming,h2o,tova,knorm"
+# The 50 needles of every NIAH shard: ten per depth.
+needles=(--depths 0,0.25,0.5,0.75,1 --examples 10)
 perms="headkv@perm1,headkv@perm2,headkv@perm3,headkv@perm4,headkv@perm5"
 betas=""
 for b in 1.005 1.01 1.1 1.2 1.5 2 5 10; do betas+="headkv@beta$b,headkv-r@beta$b,"; done
@@ -50,8 +52,7 @@ pod_trained() { # pod-trained-MODE-L
     *) echo "unknown mode in $shard" >&2; exit 2 ;;
   esac
   local out="$repo/results/v3/$model/$shard" main="$repo/results/v3/$model/pod-bytes-$mode-$len"
-  local grid=(--model "$model" --lengths "$len" --depths 0,0.25,0.5,0.75,1 --examples 10 --seed 0
-    --no-figures "${how[@]}")
+  local grid=(--model "$model" --lengths "$len" "${needles[@]}" --seed 0 --no-figures "${how[@]}")
   mkdir -p "$out" "$main"
   echo "== $(date -u +%FT%TZ) $shard → $out"
   "$kvplan" eval niah "${grid[@]}" --weights "$weights" --methods full,snapkv,pod --budgets 128 --out "$out"
@@ -86,8 +87,8 @@ for shard in "$@"; do
   case "$shard" in reductions-* | beta-report-*) out="$repo/results/v3/$model/main-qe-$len" ;; esac
   mkdir -p "$out"
   echo "== $(date -u +%FT%TZ) $shard → $out"
-  "$kvplan" eval niah --model "$model" --lengths "$len" --depths 0,0.25,0.5,0.75,1 --examples 10 \
-    --no-figures --out "$out" "${args[@]}"
+  "$kvplan" eval niah --model "$model" --lengths "$len" "${needles[@]}" --no-figures --out "$out" \
+    "${args[@]}"
   echo "== $(date -u +%FT%TZ) $shard done"
 done
 }
