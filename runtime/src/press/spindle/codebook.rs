@@ -11,11 +11,18 @@
 //!
 //! Cosines are computed in blocks, as matrix products of unit vectors (a group's entries against
 //! the existing codes, and against each other), so building a codebook of N entries costs one
-//! `N × codes × dim` product rather than N scans of scalar dot products.
+//! `N × codes × dim` product rather than N scans of scalar dot products. A direction that
+//! repeats a code bit for bit (the GQA repeat enters every kept token once per query head) is
+//! found in a hash index of the codes instead; a round's vertex of highest degree comes from a
+//! heap, and degrees drop along the set bits of the adjacency. None of this changes a code or a
+//! reference: a test holds `extend` to Algorithm 1 taken one entry at a time.
 //!
 //! The codes ([`Codebook`]) are held apart from the entries that reference them ([`Entries`]: a
 //! code and a magnitude per entry), so several heads can share one codebook — SpindleKV's GQA
 //! repeat variant keeps one per layer for all its query heads.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
 
 /// Most entries one codebook round considers at once (its bitset has `MAX_GROUP²` bits).
 pub const MAX_GROUP: usize = 1024;
@@ -78,6 +85,46 @@ fn normalise(v: &mut [f32]) -> f32 {
 /// Dot products of unit vectors closer to 1 than this are checked for identical directions.
 const NEAR_ONE: f32 = 0.999;
 
+/// Entries from which one [`Codebook::extend`] call indexes the codes' bit patterns.
+const INDEX_FROM: usize = 64;
+
+/// A vector's bit pattern with −0 as +0, so equal keys are what `==` on floats equates.
+fn key(v: &[f32]) -> Vec<u32> {
+    v.iter().map(|x| (x + 0.0).to_bits()).collect()
+}
+
+/// The indices from `from` on where `xs` exceeds `floor`, in order; blocks of 16 with none are
+/// skipped in one vector comparison.
+fn above(xs: &[f32], floor: f32, from: usize) -> impl Iterator<Item = usize> + '_ {
+    let start = from.min(xs.len());
+    xs[start..]
+        .chunks(16)
+        .enumerate()
+        .filter(move |(_, block)| block.iter().fold(false, |any, &x| any | (x > floor)))
+        .flat_map(move |(b, block)| {
+            let at = start + b * 16;
+            block
+                .iter()
+                .enumerate()
+                .filter(move |&(_, &x)| x > floor)
+                .map(move |(j, _)| at + j)
+        })
+}
+
+/// The positions of the set bits of a bitset row, in order.
+fn ones(words: &[u64]) -> impl Iterator<Item = usize> + '_ {
+    words.iter().enumerate().flat_map(|(w, &word)| {
+        let mut bits = word;
+        std::iter::from_fn(move || {
+            (bits != 0).then(|| {
+                let j = bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                w * 64 + j
+            })
+        })
+    })
+}
+
 /// Cosine of unit vectors `a` and `b` whose dot product is `dot`: identical directions rank
 /// above any cosine, so they merge at every θ ≤ 1 whatever the rounding of their dot product.
 fn cosine(dot: f32, a: &[f32], b: &[f32]) -> f32 {
@@ -136,12 +183,26 @@ impl Codebook {
     /// The existing code of highest cosine above θ with unit vector `u`, whose dot products
     /// with the codes are `dots` (ties: the first code).
     fn best(&self, u: &[f32], dots: &[f32]) -> Option<usize> {
-        dots.iter()
+        let mut best: Option<(usize, f32)> = None;
+        // `cosine` is the dot product itself unless it exceeds `NEAR_ONE`: at or below θ it
+        // cannot be chosen.
+        for c in above(dots, self.theta.min(NEAR_ONE), 0) {
+            let s = cosine(dots[c], self.code(c), u);
+            if s > self.theta && best.is_none_or(|(_, b)| s > b) {
+                best = Some((c, s));
+            }
+        }
+        best.map(|(c, _)| c)
+    }
+
+    /// The bit patterns of the codes (`+ 0.0` as in [`Self::extend`]'s keys), to find the code
+    /// a unit vector repeats exactly.
+    fn index(&self) -> HashMap<Vec<u32>, u32> {
+        self.codes
+            .chunks_exact(self.dim)
             .enumerate()
-            .map(|(c, &d)| (c, cosine(d, self.code(c), u)))
-            .filter(|&(_, s)| s > self.theta)
-            .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)))
-            .map(|(c, _)| c)
+            .map(|(c, v)| (key(v), c as u32))
+            .collect()
     }
 
     /// Adds entries (`rows` of `dim` floats), appending their references and magnitudes to
@@ -153,9 +214,17 @@ impl Codebook {
     /// count: they always share a code (their cosine is exactly 1), and in eq. 10's degrees each
     /// still counts once per entry, so the codes and references are those of the entries taken
     /// one by one.
+    ///
+    /// A direction that repeats an existing code bit for bit takes that code without its dot
+    /// products: its cosine with it is exactly 1, ranked above every other (codes are distinct
+    /// directions, and a unit vector's dot product with itself is 1 up to rounding, above
+    /// [`NEAR_ONE`]), which is what [`Self::best`] would choose. Large calls (the layer's
+    /// entries after prefill, where the GQA repeat enters each kept token once per query head)
+    /// look them up in an index of the codes; decode's calls of one entry per head do not.
     pub fn extend(&mut self, rows: &[f32], out: &mut Entries) {
+        let d = self.dim;
+        let mut index = (rows.len() / d.max(1) >= INDEX_FROM).then(|| self.index());
         for group in rows.chunks(MAX_GROUP * self.dim) {
-            let d = self.dim;
             // The group's distinct directions in order of first appearance, their counts, and
             // the direction of each entry.
             let mut all = group.to_vec();
@@ -167,8 +236,7 @@ impl Codebook {
             let mut units: Vec<f32> = Vec::with_capacity(group.len());
             let mut weights: Vec<usize> = Vec::new();
             let mut of_entry: Vec<usize> = Vec::with_capacity(group.len() / d);
-            let mut seen: std::collections::HashMap<&[u32], usize> =
-                std::collections::HashMap::with_capacity(group.len() / d);
+            let mut seen: HashMap<&[u32], usize> = HashMap::with_capacity(group.len() / d);
             for (u, key) in all.chunks_exact(d).zip(bits.chunks_exact(d)) {
                 let next = weights.len();
                 let i = *seen.entry(key).or_insert(next);
@@ -179,12 +247,29 @@ impl Codebook {
                 weights[i] += 1;
                 of_entry.push(i);
             }
-            let codes = self.len();
-            let to_codes = dots(&units, &self.codes, d);
             let mut code_of: Vec<u32> = vec![u32::MAX; weights.len()];
-            let mut fresh: Vec<usize> = Vec::new();
+            // The directions an existing code repeats exactly, then the others' products.
+            let mut asked: Vec<usize> = Vec::with_capacity(weights.len());
             for (i, u) in units.chunks_exact(d).enumerate() {
-                match self.best(u, &to_codes[i * codes..(i + 1) * codes]) {
+                let known = index
+                    .as_ref()
+                    .filter(|_| dot(u, u) > 0.5)
+                    .and_then(|index| index.get(&key(u)));
+                match known {
+                    Some(&c) => code_of[i] = c,
+                    None => asked.push(i),
+                }
+            }
+            let asked_units: Vec<f32> = asked
+                .iter()
+                .flat_map(|&i| units[i * d..(i + 1) * d].iter().copied())
+                .collect();
+            let codes = self.len();
+            let to_codes = dots(&asked_units, &self.codes, d);
+            let mut fresh: Vec<usize> = Vec::new();
+            for (a, &i) in asked.iter().enumerate() {
+                let u = &units[i * d..(i + 1) * d];
+                match self.best(u, &to_codes[a * codes..(a + 1) * codes]) {
                     Some(c) => code_of[i] = c as u32,
                     None => fresh.push(i),
                 }
@@ -194,9 +279,15 @@ impl Codebook {
                 .flat_map(|&i| units[i * d..(i + 1) * d].iter().copied())
                 .collect();
             let fresh_weights: Vec<usize> = fresh.iter().map(|&i| weights[i]).collect();
+            let first_new = self.len();
             let assigned = self.group_greedily(&fresh_units, &fresh_weights);
             for (&i, c) in fresh.iter().zip(assigned) {
                 code_of[i] = c;
+            }
+            if let Some(index) = index.as_mut() {
+                for c in first_new..self.len() {
+                    index.insert(key(self.code(c)), c as u32);
+                }
             }
             out.refs.extend(of_entry.iter().map(|&i| code_of[i]));
         }
@@ -212,41 +303,46 @@ impl Codebook {
         let gram = dots(units, units, d);
         let words = n.div_ceil(64);
         let mut adj = vec![0u64; n * words];
+        let floor = self.theta.min(NEAR_ONE);
         for i in 0..n {
-            for j in i..n {
-                let s = cosine(gram[i * n + j], unit_of(i), unit_of(j));
-                if i == j || s > self.theta {
+            adj[i * words + i / 64] |= 1 << (i % 64);
+            for j in above(&gram[i * n..(i + 1) * n], floor, i + 1) {
+                if cosine(gram[i * n + j], unit_of(i), unit_of(j)) > self.theta {
                     adj[i * words + j / 64] |= 1 << (j % 64);
                     adj[j * words + i / 64] |= 1 << (i % 64);
                 }
             }
         }
-        let linked = |i: usize, j: usize| adj[i * words + j / 64] >> (j % 64) & 1 == 1;
+        let row = |i: usize| &adj[i * words..(i + 1) * words];
         let mut degree: Vec<usize> = (0..n)
-            .map(|i| (0..n).filter(|&j| linked(i, j)).map(|j| weights[j]).sum())
+            .map(|i| ones(row(i)).map(|j| weights[j]).sum())
+            .collect();
+        // The alive vertex of highest degree, lowest index among equals: a heap of (degree,
+        // vertex) where an entry whose vertex is gone or whose degree has since dropped is
+        // stale (degrees only drop; each drop pushes the new one).
+        let mut heap: BinaryHeap<(usize, Reverse<usize>)> = degree
+            .iter()
+            .enumerate()
+            .map(|(i, &g)| (g, Reverse(i)))
             .collect();
         let mut code_of = vec![u32::MAX; n];
         let mut alive = vec![true; n];
-        let mut left = n;
-        while left > 0 {
-            let iota = (0..n)
-                .filter(|&i| alive[i])
-                .max_by(|&a, &b| degree[a].cmp(&degree[b]).then(b.cmp(&a)))
-                .expect("an alive vertex");
+        while let Some((g, Reverse(iota))) = heap.pop() {
+            if !alive[iota] || degree[iota] != g {
+                continue;
+            }
             let code = self.len() as u32;
             self.codes.extend_from_slice(unit_of(iota));
-            let members: Vec<usize> = (0..n)
-                .filter(|&j| alive[j] && (j == iota || linked(iota, j)))
-                .collect();
+            let members: Vec<usize> = ones(row(iota)).filter(|&j| alive[j]).collect();
             for &j in &members {
                 alive[j] = false;
-                left -= 1;
                 code_of[j] = code;
             }
             for &j in &members {
-                for (k, deg) in degree.iter_mut().enumerate() {
-                    if alive[k] && linked(j, k) {
-                        *deg -= weights[j];
+                for k in ones(row(j)) {
+                    if alive[k] {
+                        degree[k] -= weights[j];
+                        heap.push((degree[k], Reverse(k)));
                     }
                 }
             }
@@ -276,6 +372,114 @@ mod tests {
     fn at(deg: f32, m: f32) -> [f32; 2] {
         let r = deg.to_radians();
         [m * r.cos(), m * r.sin()]
+    }
+
+    /// Algorithm 1 taken one entry at a time, as printed (degrees recomputed every round, scalar
+    /// cosines), over the same groups of [`MAX_GROUP`] entries: the reference for `extend`'s
+    /// weighted directions, code index, heap and bitset.
+    fn one_by_one(rows: &[f32], dim: usize, theta: f32) -> (Vec<f32>, Vec<u32>) {
+        let mut codes: Vec<Vec<f32>> = Vec::new();
+        let mut refs = Vec::new();
+        for group in rows.chunks(MAX_GROUP * dim) {
+            let units: Vec<Vec<f32>> = group
+                .chunks_exact(dim)
+                .map(|v| {
+                    let mut u = v.to_vec();
+                    normalise(&mut u);
+                    u
+                })
+                .collect();
+            let mut code_of = vec![u32::MAX; units.len()];
+            let mut fresh = Vec::new();
+            for (i, u) in units.iter().enumerate() {
+                let best = codes
+                    .iter()
+                    .enumerate()
+                    .map(|(c, code)| (c, cosine(dot(u, code), code, u)))
+                    .filter(|&(_, s)| s > theta)
+                    .fold(None, |b: Option<(usize, f32)>, (c, s)| match b {
+                        Some((_, bs)) if bs >= s => b,
+                        _ => Some((c, s)),
+                    });
+                match best {
+                    Some((c, _)) => code_of[i] = c as u32,
+                    None => fresh.push(i),
+                }
+            }
+            let linked = |a: usize, b: usize| {
+                a == b || cosine(dot(&units[a], &units[b]), &units[a], &units[b]) > theta
+            };
+            let mut alive = fresh.clone();
+            while !alive.is_empty() {
+                let degree = |a: usize| alive.iter().filter(|&&b| linked(a, b)).count();
+                let iota = *alive
+                    .iter()
+                    .fold(None, |b: Option<&usize>, a| match b {
+                        Some(b) if degree(*b) >= degree(*a) => Some(b),
+                        _ => Some(a),
+                    })
+                    .expect("alive");
+                let code = codes.len() as u32;
+                codes.push(units[iota].clone());
+                alive.retain(|&j| {
+                    let member = linked(iota, j);
+                    if member {
+                        code_of[j] = code;
+                    }
+                    !member
+                });
+            }
+            refs.extend(code_of);
+        }
+        (codes.concat(), refs)
+    }
+
+    #[test]
+    fn large_calls_match_algorithm_one_taken_entry_by_entry() {
+        // 120 directions with small integer components, none at a cosine within 1e-3 of θ of
+        // another (so rounding cannot decide a link), drawn 2,600 times with magnitudes 1–4
+        // (bit-identical repeats, and scaled copies whose unit vectors differ in the last bit):
+        // three groups, later ones repeating the codes of earlier ones.
+        let (dim, theta) = (4, 0.95);
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move |m: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % m
+        };
+        let unit = |v: &[f32]| {
+            let mut u = v.to_vec();
+            normalise(&mut u);
+            u
+        };
+        let mut dirs: Vec<Vec<f32>> = Vec::new();
+        while dirs.len() < 120 {
+            let v: Vec<f32> = (0..dim).map(|_| next(7) as f32 - 3.0).collect();
+            let u = unit(&v);
+            let clear = dirs
+                .iter()
+                .all(|w| (dot(&u, &unit(w)) - theta).abs() > 1e-3 && dot(&u, &unit(w)) < 0.9999);
+            if dot(&v, &v) > 0.0 && clear {
+                dirs.push(v);
+            }
+        }
+        let rows: Vec<f32> = (0..2600)
+            .flat_map(|_| {
+                let (d, m) = (next(120) as usize, 1 + next(4));
+                dirs[d]
+                    .iter()
+                    .map(move |x| x * m as f32)
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        let mut cb = Codebook::new(dim, theta);
+        let mut e = Entries::default();
+        cb.extend(&rows, &mut e);
+        let (codes, refs) = one_by_one(&rows, dim, theta);
+        assert_eq!(e.refs, refs);
+        assert_eq!(cb.codes, codes);
+        assert!(cb.len() < 120, "{} codes: some directions merged", cb.len());
     }
 
     #[test]
