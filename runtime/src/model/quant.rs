@@ -13,7 +13,8 @@
 //! dequantised weights, up to the order of the sums. For one activation row on a CPU with AVX2
 //! and FMA, `Q4_0`, `Q4_1`, `Q5_0`, `Q8_0`, `Q4_K` and `Q6_K` rows skip the buffer: [`dot_avx2`]
 //! multiplies each (sub-)block's quants with the activations and scales the sum by the block's
-//! scale once (ggml's factoring), a minimum entering as `m·Σx`.
+//! scale once (ggml's factoring), a minimum entering as `m·Σx`; with AVX-512F the 32-weight
+//! block types take [`dot_avx512`], the same in 16 lanes (`KVPLAN_AVX512=0` keeps AVX2).
 //!
 //! **How (many rows, prefill).** Tiles of weight rows are dequantised into f32 and multiplied
 //! with the `gemm` crate (the kernel burn-flex's matmul uses), one tile per thread at a time, so
@@ -32,6 +33,23 @@ use crate::gguf::GgmlType;
 
 #[cfg(all(feature = "flex", target_arch = "x86_64"))]
 mod dot_avx2;
+#[cfg(all(feature = "flex", target_arch = "x86_64"))]
+mod dot_avx512;
+
+/// Set to `0` to keep the one-row dot products on their AVX2 kernels on a CPU with AVX-512
+/// (an A/B switch for benchmarks; read once per process).
+pub const AVX512_ENV: &str = "KVPLAN_AVX512";
+
+/// Whether the one-row kernels of [`dot_avx512`] run: the CPU has AVX-512F and
+/// [`AVX512_ENV`] is not `0`.
+#[cfg(all(feature = "flex", target_arch = "x86_64"))]
+fn wide_dots() -> bool {
+    static WIDE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *WIDE.get_or_init(|| {
+        std::arch::is_x86_feature_detected!("avx512f")
+            && std::env::var(AVX512_ENV).map_or(true, |v| v.trim() != "0")
+    })
+}
 
 /// Rows of activations up to which the fused dot-product kernel runs (decode, short steps).
 pub const FUSED_MAX_ROWS: usize = 4;
@@ -293,7 +311,7 @@ mod kernels {
     use std::cell::RefCell;
 
     #[cfg(target_arch = "x86_64")]
-    use super::dot_avx2;
+    use super::{dot_avx2, dot_avx512};
     use super::{QuantMatrix, FUSED_MAX_ROWS, TILE_BYTES, WEIGHTS_PER_TASK};
     use crate::model::gemm::{gemm_into, Gemm};
 
@@ -378,9 +396,13 @@ mod kernels {
             }
             let sums = dot_avx2::block_sums(x);
             let f16 = crate::gguf::f16_table();
+            let wide = super::wide_dots();
             for (k, out) in chunk.chunks_exact_mut(1).enumerate() {
                 let (part, r) = self.locate(first + k);
-                if dot_avx2::supports(part.ty) {
+                if wide && dot_avx512::supports(part.ty) {
+                    // SAFETY: `wide_dots` found AVX-512F on this CPU.
+                    out[0] = unsafe { dot_avx512::dot_row(part.ty, part.row(r), x, &sums, f16) };
+                } else if dot_avx2::supports(part.ty) {
                     // SAFETY: the CPU has AVX2 and FMA (this function's own features).
                     out[0] = unsafe { dot_avx2::dot_row(part.ty, part.row(r), x, &sums, f16) };
                 } else {
