@@ -159,7 +159,7 @@ unsafe fn nibbles(qs: &[u8]) -> [__m256i; 4] {
 /// 6-bit scale and minimum `j` of a `Q4_K` super-block (ggml's `get_scale_min_k4`; the
 /// dequantiser's own, [`crate::gguf::GgmlType::dequantize_block`]).
 #[inline(always)]
-fn scale_min_k4(j: usize, q: &[u8]) -> (f32, f32) {
+pub(super) fn scale_min_k4(j: usize, q: &[u8]) -> (f32, f32) {
     if j < 4 {
         ((q[j] & 63) as f32, (q[j + 4] & 63) as f32)
     } else {

@@ -1,10 +1,10 @@
-//! [`super::dot_avx2`]'s one-row dot products in 16 lanes, for the 32-weight block types
-//! (`Q4_0`, `Q4_1`, `Q5_0`, `Q8_0`: the bulk of the committed models' weights and their
-//! output heads): a block is two vectors of 16 quants, unpacked straight to `i32` (the nibbles
-//! of 16 bytes are the block's first and second halves; a `Q5_0` block's fifth bits are a
-//! 16-bit mask per half), converted to f32 and multiplied with the activations; the block scale
-//! is applied once per block and a minimum (`Q4_1`) as `m·Σx` ([`super::dot_avx2::block_sums`]),
-//! as there. The other types stay with the AVX2 kernels.
+//! [`super::dot_avx2`]'s one-row dot products in 16 lanes, for every type it has: a 32-weight
+//! block (`Q4_0`, `Q4_1`, `Q5_0`, `Q8_0`) is two vectors of 16 quants, unpacked straight to `i32`
+//! (the nibbles of 16 bytes are the block's first and second halves; a `Q5_0` block's fifth bits
+//! are a 16-bit mask per half); a `Q4_K` sub-block of 32 is two vectors, a `Q6_K` sub-block of 16
+//! one. Quants are converted to f32 and multiplied with the activations; the (sub-)block scale is
+//! applied once per (sub-)block and a minimum (`Q4_1`, `Q4_K`) as `m·Σx`
+//! ([`super::dot_avx2::block_sums`]), as there.
 //!
 //! Activations stay f32: the result is the f32 product of the exact dequantised weights, up to
 //! the order and grouping of the sums (16 lane sums instead of 8).
@@ -13,13 +13,19 @@
 
 use std::arch::x86_64::*;
 
+use super::dot_avx2::scale_min_k4;
 use crate::gguf::GgmlType;
 
 /// Whether [`dot_row`] has a kernel for `ty`.
 pub(super) fn supports(ty: GgmlType) -> bool {
     matches!(
         ty,
-        GgmlType::Q4_0 | GgmlType::Q4_1 | GgmlType::Q5_0 | GgmlType::Q8_0
+        GgmlType::Q4_0
+            | GgmlType::Q4_1
+            | GgmlType::Q5_0
+            | GgmlType::Q8_0
+            | GgmlType::Q4K
+            | GgmlType::Q6K
     )
 }
 
@@ -79,6 +85,67 @@ pub(super) unsafe fn dot_row(
                 let hi = _mm512_mask_add_epi32(hi, (qh >> 16) as u16, hi, sixteen);
                 let q = [_mm512_sub_epi32(lo, sixteen), _mm512_sub_epi32(hi, sixteen)];
                 acc = _mm512_fmadd_ps(_mm512_set1_ps(half(b, 0)), dot2(q, x), acc);
+            }
+        }
+        GgmlType::Q4K => {
+            let mask = _mm512_set1_epi32(0x0F);
+            for ((b, x), sums) in blocks.zip(sums.chunks_exact(256 / 32)) {
+                let (d, dmin) = (half(b, 0), half(b, 2));
+                let scales = &b[4..16];
+                for (chunk, qs) in b[16..144].chunks_exact(32).enumerate() {
+                    let bytes = [0, 16]
+                        .map(|o| _mm512_cvtepu8_epi32(_mm_loadu_si128(qs.as_ptr().add(o).cast())));
+                    // Sub-block 2·chunk: the low nibbles of the 32 bytes; 2·chunk + 1: the high.
+                    let planes = [
+                        bytes.map(|v| _mm512_and_si512(v, mask)),
+                        bytes.map(|v| _mm512_srli_epi32::<4>(v)),
+                    ];
+                    for (plane, q) in planes.into_iter().enumerate() {
+                        let sub = 2 * chunk + plane;
+                        let (sc, m) = scale_min_k4(sub, scales);
+                        let p = dot2(q, &x[sub * 32..]);
+                        acc = _mm512_fmadd_ps(_mm512_set1_ps(d * sc), p, acc);
+                        mins = (-(dmin * m)).mul_add(sums[sub], mins);
+                    }
+                }
+            }
+        }
+        GgmlType::Q6K => {
+            let (mask4, mask2, bias) = (
+                _mm512_set1_epi32(0x0F),
+                _mm512_set1_epi32(3),
+                _mm512_set1_epi32(32),
+            );
+            for (b, x) in blocks {
+                let d = half(b, 208);
+                for part in 0..2 {
+                    let ql = &b[part * 64..part * 64 + 64];
+                    let qh = &b[128 + part * 32..128 + part * 32 + 32];
+                    let sc = &b[192 + part * 8..192 + part * 8 + 8];
+                    let x = &x[part * 128..];
+                    let load = |bytes: &[u8], o: usize| {
+                        _mm512_cvtepu8_epi32(_mm_loadu_si128(bytes.as_ptr().add(o).cast()))
+                    };
+                    let highs = [load(qh, 0), load(qh, 16)];
+                    for (j, &scale) in sc.iter().enumerate() {
+                        // Sub-block j: elements 16j..16j+16 of the half, plane k = j / 2: the
+                        // nibble at 4·(k div 2) of ql[l + 32·(k mod 2)], bits 2k of qh[l] above
+                        // it, less 32.
+                        let (k, l) = (j / 2, 16 * (j % 2));
+                        let lo = load(ql, 32 * (k % 2) + l);
+                        let lo = _mm512_and_si512(
+                            _mm512_srlv_epi32(lo, _mm512_set1_epi32(4 * (k / 2) as i32)),
+                            mask4,
+                        );
+                        let hi = _mm512_srlv_epi32(highs[l / 16], _mm512_set1_epi32(2 * k as i32));
+                        let hi = _mm512_slli_epi32(_mm512_and_si512(hi, mask2), 4);
+                        let q = _mm512_sub_epi32(_mm512_or_si512(lo, hi), bias);
+                        let xs = _mm512_loadu_ps(x.as_ptr().add(32 * k + l));
+                        let p = _mm512_mul_ps(_mm512_cvtepi32_ps(q), xs);
+                        let scale = d * scale as i8 as f32;
+                        acc = _mm512_fmadd_ps(_mm512_set1_ps(scale), p, acc);
+                    }
+                }
             }
         }
         _ => unreachable!("dot_avx512::dot_row called for {ty:?}"),
