@@ -404,6 +404,45 @@ mod tests {
     /// Stacked query heads, row blocks, a cached past, a sliding window, the few-row (decode)
     /// path: outputs, observed rows and column sums as the definition gives them.
     #[test]
+    fn a_decode_step_with_its_keys_split_matches_the_definition() {
+        // One new row over 1,500 keys, one or two cache heads: the keys are split into ranges
+        // (kernel::key_parts) whenever rayon runs more than one thread; nothing observed. With a
+        // window of 700 only the last 700 keys are split. Random values (not a short period, so
+        // each range has its own maximum score; a join that ignored them fails).
+        let mut rng = crate::generate::SplitMix64::new(5);
+        let mut draw = |n: usize, scale: f64| -> Vec<f32> {
+            (0..n)
+                .map(|_| ((rng.next_f64() - 0.5) * scale) as f32)
+                .collect()
+        };
+        for (kv, group, window) in [(1, 3, None), (2, 7, None), (1, 4, Some(700))] {
+            let (l, d) = (1500, 8);
+            let dims = Dims {
+                kv_heads: kv,
+                group,
+                t: 1,
+                keys: l,
+                head_dim: d,
+                window,
+            };
+            let (q, k, v) = (
+                draw(kv * group * d, 8.0),
+                draw(kv * l * d, 2.0),
+                draw(kv * l * d, 2.0),
+            );
+            let got = attend(&q, &k, &v, dims, 0..0, false);
+            let (out, _) = reference(&q, &k, &v, dims);
+            for (a, b) in got.out.iter().zip(&out) {
+                assert!(
+                    (*a as f64 - b).abs() < 1e-5,
+                    "kv {kv}, window {window:?}: {a} vs {b}"
+                );
+            }
+            assert!(got.rows.is_empty() && got.column_sums.is_empty());
+        }
+    }
+
+    #[test]
     fn grouped_windowed_blocks_match_the_definition() {
         let val = |i: usize, salt: usize| ((i * 7919 + salt * 104_729) % 1000) as f32 / 500.0 - 1.0;
         let cases = [

@@ -76,6 +76,49 @@ fn softmax_body(x: &mut [f32]) {
     if x.is_empty() {
         return;
     }
+    let (_, sum) = exp_body(x);
+    let inv = 1.0 / sum;
+    for v in x.iter_mut() {
+        *v *= inv;
+    }
+}
+
+/// `x ← e^(x − max)` in place, returning `(max, Σ e^(x − max))`: the softmax before its
+/// normalisation, for rows whose keys are split across tasks and joined after
+/// (`host_attention`'s decode). An empty row gives `(−∞, 0)`.
+pub(crate) fn exp_in_place(x: &mut [f32]) -> (f32, f32) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU has the feature the function is compiled for.
+            return unsafe { exp_avx512(x) };
+        }
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+        {
+            // SAFETY: the CPU has the features the function is compiled for.
+            return unsafe { exp_avx2(x) };
+        }
+    }
+    exp_body(x)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn exp_avx512(x: &mut [f32]) -> (f32, f32) {
+    exp_body(x)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn exp_avx2(x: &mut [f32]) -> (f32, f32) {
+    exp_body(x)
+}
+
+#[inline(always)]
+fn exp_body(x: &mut [f32]) -> (f32, f32) {
+    if x.is_empty() {
+        return (f32::NEG_INFINITY, 0.0);
+    }
     let mut lanes = [f32::NEG_INFINITY; LANES];
     let mut chunks = x.chunks_exact(LANES);
     for c in &mut chunks {
@@ -102,10 +145,7 @@ fn softmax_body(x: &mut [f32]) {
         *v = exp_nonpositive(*v - max);
         tail += *v;
     }
-    let inv = 1.0 / (sums.iter().sum::<f32>() + tail);
-    for v in x.iter_mut() {
-        *v *= inv;
-    }
+    (max, sums.iter().sum::<f32>() + tail)
 }
 
 #[cfg(test)]

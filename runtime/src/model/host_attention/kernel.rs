@@ -13,15 +13,27 @@
 //! sums are read off `P` while it is in cache. Tasks run in parallel with rayon; each gemm is
 //! single-threaded. With few stacked rows (a decode step) the products are
 //! [`super::few_rows`]'s dot products and row updates, which read each key and value once.
+//!
+//! **One new row, few cache heads** (a decode step of a model with fewer cache heads than twice
+//! the threads, nothing observed): rather than splitting a group's query heads across tasks,
+//! which would read the cache head's keys and values once per part, the keys are split
+//! ([`key_parts`]): each task takes all the group's rows over one range of keys and returns, per
+//! row, its output before normalisation with the range's maximum score and sum of
+//! exponentials ([`super::super::softmax::exp_in_place`]); the ranges are joined as
+//! `Σᵢ e^(mᵢ−M)·oᵢ / Σᵢ e^(mᵢ−M)·zᵢ` (`M` the largest `mᵢ`) — the same softmax, rounded
+//! differently. Every key and value is then read once per step.
 
 use std::cell::RefCell;
 use std::ops::Range;
 
 use rayon::prelude::*;
 
-use super::super::softmax::softmax_in_place;
+use super::super::softmax::{exp_in_place, softmax_in_place};
 use super::{few_rows, Dims, HostOutput};
 use crate::model::gemm::{gemm_row_major, Gemm};
+
+/// Keys per task, at least, when a decode step splits its keys ([`key_parts`]).
+const MIN_KEYS_PER_PART: usize = 256;
 
 /// Stacked query rows per task (query heads × rows per head) the row blocks are sized for.
 const STACKED_ROWS: usize = 128;
@@ -118,8 +130,12 @@ pub(super) fn attend_heads(
     );
     assert!(l >= t, "host attention: fewer keys than new tokens");
     let heads = kv * group;
-    let tasks = tasks(dims);
     let observing = !observe.is_empty();
+    let parts = key_parts(dims, observing || colsum);
+    if parts > 1 {
+        return attend_key_parts(q, k, v, dims, parts);
+    }
+    let tasks = tasks(dims);
     let results: Vec<TaskOut> = tasks
         .par_iter()
         .map(|task| run_task(task, q, k, v, dims, observe.clone(), colsum))
@@ -150,6 +166,92 @@ pub(super) fn attend_heads(
         }
     }
     output
+}
+
+/// Ranges a decode step's keys are split into per cache head (module header): 1 (no split)
+/// unless the step has one new row, nothing observed, a group [`few_rows`] takes whole, and
+/// fewer cache heads than twice the threads; then enough ranges for two tasks per thread, each of
+/// at least [`MIN_KEYS_PER_PART`] keys.
+fn key_parts(dims: Dims, observed: bool) -> usize {
+    let want = 2 * rayon::current_num_threads().max(1);
+    if dims.t != 1 || observed || dims.group > FEW_ROWS || dims.kv_heads >= want {
+        return 1;
+    }
+    let lo = dims.window.map_or(0, |w| dims.keys.saturating_sub(w));
+    let n = dims.keys - lo;
+    want.div_ceil(dims.kv_heads)
+        .min(n / MIN_KEYS_PER_PART)
+        .max(1)
+}
+
+/// One key range's share of a decode step: per query head of the group, the output before
+/// normalisation `[group][d]`, the range's maximum score and its sum of `e^(s − max)`.
+struct Partial {
+    out: Vec<f32>,
+    max: Vec<f32>,
+    sum: Vec<f32>,
+}
+
+/// A one-row step with its keys split into `parts` ranges per cache head (module header).
+fn attend_key_parts(q: &[f32], k: &[&[f32]], v: &[&[f32]], dims: Dims, parts: usize) -> HostOutput {
+    let Dims {
+        kv_heads: kv,
+        group,
+        keys: l,
+        head_dim: d,
+        window,
+        ..
+    } = dims;
+    let lo = window.map_or(0, |w| l.saturating_sub(w));
+    let per = (l - lo).div_ceil(parts);
+    let tasks: Vec<(usize, Range<usize>)> = (0..kv)
+        .flat_map(|g| (lo..l).step_by(per).map(move |a| (g, a..(a + per).min(l))))
+        .collect();
+    let partials: Vec<Partial> = tasks
+        .par_iter()
+        .map(|(g, keys)| {
+            // t = 1: the group's query rows are contiguous in `[kv][group][1][d]`.
+            let qs = &q[g * group * d..(g + 1) * group * d];
+            let n = keys.len();
+            let mut s = vec![0f32; group * n];
+            few_rows::scores(&mut s, qs, &k[*g][keys.start * d..keys.end * d], d);
+            let (max, sum) = s.chunks_exact_mut(n).map(exp_in_place).unzip();
+            let mut out = vec![0f32; group * d];
+            few_rows::weighted_values(&mut out, &s, &v[*g][keys.start * d..keys.end * d], d);
+            Partial { out, max, sum }
+        })
+        .collect();
+    let mut out = vec![0f32; kv * group * d];
+    for g in 0..kv {
+        let mine: Vec<&Partial> = tasks
+            .iter()
+            .zip(&partials)
+            .filter(|((h, _), _)| *h == g)
+            .map(|(_, p)| p)
+            .collect();
+        for h in 0..group {
+            let top = mine
+                .iter()
+                .map(|p| p.max[h])
+                .fold(f32::NEG_INFINITY, f32::max);
+            let row = &mut out[(g * group + h) * d..(g * group + h + 1) * d];
+            let mut denom = 0f32;
+            for p in &mine {
+                let w = (p.max[h] - top).exp();
+                denom += w * p.sum[h];
+                for (o, x) in row.iter_mut().zip(&p.out[h * d..(h + 1) * d]) {
+                    *o += w * x;
+                }
+            }
+            let inv = 1.0 / denom;
+            row.iter_mut().for_each(|o| *o *= inv);
+        }
+    }
+    HostOutput {
+        out,
+        rows: Vec::new(),
+        column_sums: Vec::new(),
+    }
 }
 
 /// Scratch lengths `(queries, scores, outputs)` of a task of `m` stacked rows over `n` keys.
