@@ -4,7 +4,8 @@
 //! the last cell); when that function changes — how intervals are made, how rows are ordered —
 //! the committed tables are re-rendered from the committed records, never re-run. For a records
 //! file `<dir>/<model>.<task>.records.json` (`niah` or `ruler`): its records and those of
-//! kvpress beside it (`<model>.<task>.kvpress.records.json`, [`crate::companion`]) give the
+//! kvpress beside it (`<model>.<task>.kvpress.records.json`, [`crate::companion`]: only when made
+//! on the same prompts, checked as a run checks it; else left out, and [`Rendered`] says why) give the
 //! Markdown table `<dir>/<model>.<task>.md` (with the window and mode line when the settings name
 //! them, as the driver writes it) and the task's entries of `<dir>/<model>.results.json`.
 //! Perplexity records are not rendered here (their tables do not change).
@@ -27,6 +28,9 @@ pub struct Rendered {
     pub results: PathBuf,
     /// Records behind the table (kvpress's included).
     pub records: usize,
+    /// Why kvpress's records beside them were left out: made on other prompts
+    /// ([`companion::load`]'s check, as a run does it).
+    pub left_out: Option<String>,
 }
 
 /// The model and task a records file's name says: `<model>.<task>.records.json`.
@@ -82,9 +86,13 @@ pub fn render(path: &Path, plan: Option<&Plan>) -> Result<Rendered> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let file = read(path)?;
     let mut records = file.records.clone();
+    // kvpress's records join only when made on these records' prompts, as in a run.
     let beside = companion::path(dir, &model, &task);
-    if beside.exists() {
-        records.extend(read(&beside)?.records);
+    let mut left_out = None;
+    match companion::load::<Record>(&beside, &file.settings)? {
+        companion::Companion::Absent => {}
+        companion::Companion::Usable(theirs) => records.extend(theirs.records),
+        companion::Companion::LeftOut(why) => left_out = Some(why),
     }
     let results = dir.join(format!("{model}.results.json"));
     let table = match task.as_str() {
@@ -120,6 +128,7 @@ pub fn render(path: &Path, plan: Option<&Plan>) -> Result<Rendered> {
         table: out,
         results,
         records: records.len(),
+        left_out,
     })
 }
 
@@ -174,6 +183,29 @@ mod tests {
         );
         let results = crate::results::EvalResults::load(&r.results).expect("results");
         assert_eq!(results.quality.len(), 1);
+        assert_eq!(r.left_out, None);
+        // kvpress's records beside them join when made on the same prompts (the same
+        // settings), and are left out, with the setting that differs, when not.
+        let beside = companion::path(&dir, "m", "niah");
+        let mut theirs = RecordsFile::<Record>::new(file.settings.clone());
+        theirs.insert(Record {
+            needle: "needle 0".into(),
+            ..crate::records::test_record("niah", "kvpress-snapkv", None, 512, 1.0, 1.0)
+        });
+        theirs.save(&beside).expect("kvpress records");
+        let r = render(&path, None).expect("rendered");
+        assert_eq!((r.records, r.left_out.as_deref()), (4, None));
+        theirs
+            .settings
+            .insert("mode".into(), "question-agnostic".into());
+        theirs.save(&beside).expect("kvpress records");
+        let r = render(&path, None).expect("rendered");
+        assert_eq!(r.records, 3);
+        let why = r.left_out.expect("left out");
+        assert!(
+            why.contains("mode: question-agnostic here, question-aware in this run"),
+            "{why}"
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

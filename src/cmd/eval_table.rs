@@ -32,6 +32,9 @@ pub struct TableArgs {
 pub fn run(args: TableArgs) -> anyhow::Result<()> {
     for path in &args.records {
         let r = render_table(path, args.plan.as_deref())?;
+        if let Some(why) = &r.left_out {
+            eprintln!("kvplan: {why}");
+        }
         eprintln!(
             "kvplan: {} records → {} and {}",
             r.records,
