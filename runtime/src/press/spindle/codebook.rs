@@ -88,7 +88,8 @@ const NEAR_ONE: f32 = 0.999;
 /// Entries from which one [`Codebook::extend`] call indexes the codes' bit patterns.
 const INDEX_FROM: usize = 64;
 
-/// A vector's bit pattern with −0 as +0, so equal keys are what `==` on floats equates.
+/// A vector's bit pattern with −0 as +0 (`+ 0.0` turns −0 into +0), so equal keys are what `==`
+/// on floats equates: the key of a direction among a group's entries and in the code index.
 fn key(v: &[f32]) -> Vec<u32> {
     v.iter().map(|x| (x + 0.0).to_bits()).collect()
 }
@@ -231,9 +232,10 @@ impl Codebook {
             for v in all.chunks_exact_mut(d) {
                 out.mags.push(normalise(v));
             }
-            // `+ 0.0` turns −0 into +0, so the keys equate what `==` on floats equates.
-            let bits: Vec<u32> = all.iter().map(|x| (x + 0.0).to_bits()).collect();
+            let bits = key(&all);
             let mut units: Vec<f32> = Vec::with_capacity(group.len());
+            // Each distinct direction's bit pattern, for the code index.
+            let mut unit_keys: Vec<&[u32]> = Vec::new();
             let mut weights: Vec<usize> = Vec::new();
             let mut of_entry: Vec<usize> = Vec::with_capacity(group.len() / d);
             let mut seen: HashMap<&[u32], usize> = HashMap::with_capacity(group.len() / d);
@@ -242,6 +244,7 @@ impl Codebook {
                 let i = *seen.entry(key).or_insert(next);
                 if i == next {
                     units.extend_from_slice(u);
+                    unit_keys.push(key);
                     weights.push(0);
                 }
                 weights[i] += 1;
@@ -254,7 +257,7 @@ impl Codebook {
                 let known = index
                     .as_ref()
                     .filter(|_| dot(u, u) > 0.5)
-                    .and_then(|index| index.get(&key(u)));
+                    .and_then(|index| index.get(unit_keys[i]));
                 match known {
                     Some(&c) => code_of[i] = c,
                     None => asked.push(i),
