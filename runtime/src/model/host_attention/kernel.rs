@@ -131,9 +131,8 @@ pub(super) fn attend_heads(
     assert!(l >= t, "host attention: fewer keys than new tokens");
     let heads = kv * group;
     let observing = !observe.is_empty();
-    let parts = key_parts(dims, observing || colsum);
-    if parts > 1 {
-        return attend_key_parts(q, k, v, dims, parts);
+    if let Some(ranges) = key_parts(dims, observing || colsum) {
+        return attend_key_parts(q, k, v, dims, &ranges);
     }
     let tasks = tasks(dims);
     let results: Vec<TaskOut> = tasks
@@ -168,20 +167,26 @@ pub(super) fn attend_heads(
     output
 }
 
-/// Ranges a decode step's keys are split into per cache head (module header): 1 (no split)
-/// unless the step has one new row, nothing observed, a group [`few_rows`] takes whole, and
-/// fewer cache heads than twice the threads; then enough ranges for two tasks per thread, each of
+/// The ranges a decode step's keys are split into, the same for every cache head (module
+/// header): `None` (no split) unless the step has one new row, nothing observed, a group
+/// [`few_rows`] takes whole, and fewer cache heads than twice the threads; then enough ranges of
+/// the keys the row sees (its window's, under a sliding window) for two tasks per thread, each of
 /// at least [`MIN_KEYS_PER_PART`] keys.
-fn key_parts(dims: Dims, observed: bool) -> usize {
+fn key_parts(dims: Dims, observed: bool) -> Option<Vec<Range<usize>>> {
     let want = 2 * rayon::current_num_threads().max(1);
     if dims.t != 1 || observed || dims.group > FEW_ROWS || dims.kv_heads >= want {
-        return 1;
+        return None;
     }
-    let lo = dims.window.map_or(0, |w| dims.keys.saturating_sub(w));
-    let n = dims.keys - lo;
-    want.div_ceil(dims.kv_heads)
-        .min(n / MIN_KEYS_PER_PART)
-        .max(1)
+    let l = dims.keys;
+    let lo = dims.window.map_or(0, |w| l.saturating_sub(w));
+    let parts = want
+        .div_ceil(dims.kv_heads)
+        .min((l - lo) / MIN_KEYS_PER_PART);
+    if parts < 2 {
+        return None;
+    }
+    let per = (l - lo).div_ceil(parts);
+    Some((lo..l).step_by(per).map(|a| a..(a + per).min(l)).collect())
 }
 
 /// One key range's share of a decode step: per query head of the group, the output before
@@ -192,43 +197,38 @@ struct Partial {
     sum: Vec<f32>,
 }
 
-/// A one-row step with its keys split into `parts` ranges per cache head (module header).
-fn attend_key_parts(q: &[f32], k: &[&[f32]], v: &[&[f32]], dims: Dims, parts: usize) -> HostOutput {
+/// A one-row step with its keys split into `ranges` for every cache head (module header).
+fn attend_key_parts(
+    q: &[f32],
+    k: &[&[f32]],
+    v: &[&[f32]],
+    dims: Dims,
+    ranges: &[Range<usize>],
+) -> HostOutput {
     let Dims {
         kv_heads: kv,
         group,
-        keys: l,
         head_dim: d,
-        window,
         ..
     } = dims;
-    let lo = window.map_or(0, |w| l.saturating_sub(w));
-    let per = (l - lo).div_ceil(parts);
-    let tasks: Vec<(usize, Range<usize>)> = (0..kv)
-        .flat_map(|g| (lo..l).step_by(per).map(move |a| (g, a..(a + per).min(l))))
-        .collect();
-    let partials: Vec<Partial> = tasks
-        .par_iter()
-        .map(|(g, keys)| {
+    // Tasks cache head by cache head, each head's ranges in order.
+    let partials: Vec<Partial> = (0..kv * ranges.len())
+        .into_par_iter()
+        .map(|task| {
+            let (g, keys) = (task / ranges.len(), &ranges[task % ranges.len()]);
             // t = 1: the group's query rows are contiguous in `[kv][group][1][d]`.
             let qs = &q[g * group * d..(g + 1) * group * d];
             let n = keys.len();
             let mut s = vec![0f32; group * n];
-            few_rows::scores(&mut s, qs, &k[*g][keys.start * d..keys.end * d], d);
+            few_rows::scores(&mut s, qs, &k[g][keys.start * d..keys.end * d], d);
             let (max, sum) = s.chunks_exact_mut(n).map(exp_in_place).unzip();
             let mut out = vec![0f32; group * d];
-            few_rows::weighted_values(&mut out, &s, &v[*g][keys.start * d..keys.end * d], d);
+            few_rows::weighted_values(&mut out, &s, &v[g][keys.start * d..keys.end * d], d);
             Partial { out, max, sum }
         })
         .collect();
     let mut out = vec![0f32; kv * group * d];
-    for g in 0..kv {
-        let mine: Vec<&Partial> = tasks
-            .iter()
-            .zip(&partials)
-            .filter(|((h, _), _)| *h == g)
-            .map(|(_, p)| p)
-            .collect();
+    for (g, mine) in partials.chunks_exact(ranges.len()).enumerate() {
         for h in 0..group {
             let top = mine
                 .iter()
@@ -236,7 +236,7 @@ fn attend_key_parts(q: &[f32], k: &[&[f32]], v: &[&[f32]], dims: Dims, parts: us
                 .fold(f32::NEG_INFINITY, f32::max);
             let row = &mut out[(g * group + h) * d..(g * group + h + 1) * d];
             let mut denom = 0f32;
-            for p in &mine {
+            for p in mine {
                 let w = (p.max[h] - top).exp();
                 denom += w * p.sum[h];
                 for (o, x) in row.iter_mut().zip(&p.out[h * d..(h + 1) * d]) {
