@@ -84,6 +84,10 @@ pub enum Error {
     /// A bad request (haystack too short, unknown method, …).
     #[error("{0}")]
     Request(String),
+    /// A generated prompt that cannot fit the length asked for (a RULER task whose smallest
+    /// haystack is already too long): a run of the default tasks leaves such a task out.
+    #[error("{0}")]
+    DoesNotFit(String),
     /// The model, its tokenizer or a press failed.
     #[cfg(feature = "model")]
     #[error("model: {0}")]

@@ -25,7 +25,8 @@ use super::eval_shared::{EvalCommon, PromptArgs, Terminal};
 pub struct RulerArgs {
     /// Tasks, comma-separated [default: all 13: niah_single_1, niah_single_2, niah_single_3,
     /// niah_multikey_1, niah_multikey_2, niah_multikey_3, niah_multivalue, niah_multiquery, vt,
-    /// cwe, fwe, qa_1, qa_2].
+    /// cwe, fwe, qa_1, qa_2, leaving out with a note a task one of whose examples cannot fit
+    /// --length; a named task that cannot fit stops the run before the model runs].
     #[arg(long, value_delimiter = ',')]
     pub tasks: Option<Vec<String>>,
     /// Methods, comma-separated [default: every method of the registry].

@@ -94,6 +94,7 @@ pub fn run_of(req: &RulerRequest) -> anyhow::Result<RulerRun> {
         budgets: req.budgets.clone().unwrap_or(budgets),
         ratios,
         answer_cap: req.answer_tokens.or(cap),
+        leave_out_unfit: req.tasks.is_none(),
     };
     if run.tasks.is_empty() || run.methods.is_empty() || run.examples == 0 {
         bail!("give at least one task, one method and one example");

@@ -43,7 +43,7 @@ pub mod vt;
 
 pub use data::Sources;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use crate::records::CellKey;
 use crate::rng::Rng;
@@ -262,7 +262,7 @@ pub fn generate(
         .checked_sub(task.tokens_to_generate())
         .filter(|&b| b > 0)
         .ok_or_else(|| {
-            Error::Request(format!(
+            Error::DoesNotFit(format!(
                 "{task}: a {length}-token length leaves no room beside the {} tokens to generate",
                 task.tokens_to_generate()
             ))
@@ -350,6 +350,63 @@ pub fn generate(
     })
 }
 
+/// Every example of a run, generated before the model runs.
+#[derive(Debug, Clone, Default)]
+pub struct Generated {
+    /// The run's tasks that every example fits, in run order.
+    pub tasks: Vec<Task>,
+    /// The examples, by task and index.
+    pub examples: HashMap<(Task, usize), Example>,
+    /// One line per task left out, saying which example did not fit and by how much.
+    pub left_out: Vec<String>,
+}
+
+/// Generates every example of `run` from `sources`, framed by `framer`. A task one of whose
+/// examples cannot fit the length ([`Error::DoesNotFit`]) is left out, with a line in
+/// [`Generated::left_out`], when `run.leave_out_unfit` (the default task list); otherwise that
+/// example's error ends the run before the model runs. Other errors always end it. An error, too,
+/// when no task is left.
+pub fn generate_all(run: &RulerRun, sources: &Sources, framer: &dyn Framer) -> Result<Generated> {
+    let mut out = Generated::default();
+    'tasks: for &task in &run.tasks {
+        let mut examples = Vec::with_capacity(run.examples);
+        for index in 0..run.examples {
+            let at = ExampleAt {
+                length: run.length,
+                seed: run.seed,
+                index,
+            };
+            match generate(task, sources, framer, at) {
+                Ok(example) => examples.push(example),
+                Err(Error::DoesNotFit(why)) if run.leave_out_unfit => {
+                    out.left_out.push(format!(
+                        "{task} left out (example {index} of {}: {why}); name it in --tasks to \
+                         be refused instead",
+                        run.examples,
+                        why = why.strip_prefix(&format!("{task}: ")).unwrap_or(&why)
+                    ));
+                    continue 'tasks;
+                }
+                Err(Error::DoesNotFit(why)) => {
+                    return Err(Error::DoesNotFit(format!("{why} (example {index})")));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        out.tasks.push(task);
+        out.examples
+            .extend(examples.into_iter().map(|e| ((task, e.index), e)));
+    }
+    if out.tasks.is_empty() {
+        return Err(Error::DoesNotFit(format!(
+            "no task fits a {}-token length: {}",
+            run.length,
+            out.left_out.join("; ")
+        )));
+    }
+    Ok(out)
+}
+
 /// Finds the largest size whose framed prompt fits the budget.
 struct Fit<'a> {
     task: Task,
@@ -377,7 +434,7 @@ impl Fit<'_> {
         let size = largest(lo, hi, |s| Ok(self.frame(&build(s))?.1 <= self.budget))?;
         let Some(size) = size else {
             let (_, tokens) = self.frame(&build(lo))?;
-            return Err(Error::Request(format!(
+            return Err(Error::DoesNotFit(format!(
                 "{}: the shortest prompt has {tokens} tokens, more than the {} a {}-token \
                  length leaves beside the {} to generate",
                 self.task,
@@ -499,6 +556,9 @@ pub struct RulerRun {
     pub ratios: Vec<f64>,
     /// Decoding stops after this many tokens when fewer than the task's `tokens_to_generate`.
     pub answer_cap: Option<usize>,
+    /// Leave out, with a note, a task one of whose examples cannot fit `length` (the default
+    /// task list) instead of refusing the run (tasks named with `--tasks`).
+    pub leave_out_unfit: bool,
 }
 
 impl RulerRun {

@@ -10,7 +10,8 @@ use burn::tensor::backend::Backend;
 use kvplan_runtime::tokenizer::Tokenizer;
 
 use super::{
-    generate, question_start, report, score, Example, ExampleAt, Framer, Metric, RulerRun, Sources,
+    generate, generate_all, question_start, report, score, Example, ExampleAt, Framer, Generated,
+    Metric, RulerRun, Sources,
 };
 use crate::driver::{Prepared, Task};
 use crate::prompt::{Asked, ExportedPrompt, PromptIds, PromptText, Setup};
@@ -76,6 +77,9 @@ pub struct RulerTask {
     run: RulerRun,
     package: PathBuf,
     sources: Option<Sources>,
+    /// Every example, generated when the data is loaded (before the model runs, so that a
+    /// prompt that cannot fit stops or shapes the run at its start, not hours into it).
+    generated: Generated,
     /// Window placement and mode (default: question-end, question-aware).
     pub setup: Setup,
 }
@@ -87,6 +91,7 @@ impl RulerTask {
             run,
             package,
             sources: None,
+            generated: Generated::default(),
             setup: Setup::default(),
         }
     }
@@ -140,11 +145,24 @@ impl<B: Backend> Task<B> for RulerTask {
         .collect()
     }
 
-    fn load(&mut self, _: &Evaluator<'_, B>, reporter: &mut dyn Reporter) -> Result<()> {
+    fn load(&mut self, ev: &Evaluator<'_, B>, reporter: &mut dyn Reporter) -> Result<()> {
         let started = Instant::now();
-        self.sources = Some(Sources::load(&self.package, &self.run.tasks)?);
+        let sources = Sources::load(&self.package, &self.run.tasks)?;
         let secs = started.elapsed().as_secs_f64();
         reporter.note(&format!("RULER data read in {secs:.1}s"));
+        let started = Instant::now();
+        let generated = generate_all(&self.run, &sources, &ChatFramer::new(ev.tok)?)?;
+        for line in &generated.left_out {
+            reporter.note(line);
+        }
+        reporter.note(&format!(
+            "{} prompts generated in {:.1}s",
+            generated.examples.len(),
+            started.elapsed().as_secs_f64()
+        ));
+        self.run.tasks.clone_from(&generated.tasks);
+        self.generated = generated;
+        self.sources = Some(sources);
         Ok(())
     }
 
@@ -188,7 +206,10 @@ impl<B: Backend> Task<B> for RulerTask {
             seed: r.seed,
             index: e,
         };
-        let example = generate(task, sources, &framer, at)?;
+        let example = match self.generated.examples.get(&(task, e)) {
+            Some(example) => example.clone(),
+            None => generate(task, sources, &framer, at)?,
+        };
         let text = framer.text(&example)?;
         if text.whole() != example.prompt {
             return Err(Error::Request(format!(
@@ -240,7 +261,13 @@ impl<B: Backend> Task<B> for RulerTask {
         let points = report::quality(&records, &self.run.tasks);
         merge_results(results, model, report::RESULTS_TASK, Vec::new(), points)?;
         let md = report::markdown(&records, &self.run.tasks);
-        Ok(format!("{md}\n{}\n", self.setup.line()))
+        let left_out: String = self
+            .generated
+            .left_out
+            .iter()
+            .map(|l| format!("{l}.\n"))
+            .collect();
+        Ok(format!("{md}\n{left_out}{}\n", self.setup.line()))
     }
 
     fn made(&self, records: usize) -> String {

@@ -158,6 +158,7 @@ fn run_keys_cover_tasks_examples_and_cells() {
         budgets: vec![128, 512],
         ratios: Vec::new(),
         answer_cap: Some(16),
+        leave_out_unfit: false,
     };
     assert_eq!(run.cells(), 2 * 2 * 3);
     assert_eq!(run.keys().len(), 12);
@@ -186,6 +187,70 @@ fn run_keys_cover_tasks_examples_and_cells() {
         .answer_tokens(Task::Vt),
         30
     );
+}
+
+#[test]
+fn a_default_run_leaves_out_a_task_that_cannot_fit_and_a_named_one_is_refused_up_front() {
+    let essay = essay_text(3000);
+    let sources = Sources::in_memory(Some(&essay), None, Some(squad_set()), None);
+    // At 160 words NIAH's template alone does not fit (the test above); qa_1's short articles do.
+    let run = RulerRun {
+        tasks: vec![Task::NiahSingle2, Task::Qa1],
+        length: 160,
+        examples: 2,
+        seed: 0,
+        methods: vec!["full".into()],
+        budgets: Vec::new(),
+        ratios: Vec::new(),
+        answer_cap: None,
+        leave_out_unfit: true,
+    };
+    let g = generate_all(&run, &sources, &Words).expect("qa_1 fits");
+    assert_eq!(g.tasks, vec![Task::Qa1]);
+    assert_eq!(g.examples.len(), 2);
+    for e in 0..2 {
+        let direct = generate(Task::Qa1, &sources, &Words, at(160, 0, e)).expect("fits");
+        assert_eq!(
+            g.examples[&(Task::Qa1, e)],
+            direct,
+            "example {e} as generated alone"
+        );
+    }
+    assert_eq!(g.left_out.len(), 1);
+    let line = &g.left_out[0];
+    assert!(
+        line.starts_with("niah_single_2 left out (example 0 of 2: the shortest prompt has")
+            && line.contains("a 160-token length leaves beside the 128 to generate"),
+        "{line}"
+    );
+    // Named tasks: the first example that does not fit ends the run before the model runs.
+    let named = RulerRun {
+        leave_out_unfit: false,
+        ..run.clone()
+    };
+    let err = generate_all(&named, &sources, &Words).expect_err("refused");
+    assert!(matches!(err, Error::DoesNotFit(_)), "{err:?}");
+    assert!(
+        err.to_string()
+            .starts_with("niah_single_2: the shortest prompt has")
+            && err.to_string().ends_with("(example 0)"),
+        "{err}"
+    );
+    // Nothing left: an error that lists why.
+    let none = RulerRun {
+        tasks: vec![Task::NiahSingle2],
+        ..run.clone()
+    };
+    let err = generate_all(&none, &sources, &Words).expect_err("nothing fits");
+    assert!(
+        err.to_string()
+            .starts_with("no task fits a 160-token length: niah_single_2 left out"),
+        "{err}"
+    );
+    // Missing data is not a length: an error even when unfit tasks may be left out.
+    let bare = Sources::in_memory(Some(&essay), None, None, None);
+    let err = generate_all(&run, &bare, &Words).expect_err("no squad");
+    assert!(err.to_string().contains("qa_1 needs"), "{err}");
 }
 
 /// The package `kvplan data fetch` puts in the data folder (run with `--ignored` once fetched).
