@@ -69,6 +69,10 @@ pub struct ProfileArgs {
     /// Text samples for the layer analyses (overrides the preset).
     #[arg(long, value_name = "N")]
     samples: Option<usize>,
+    /// Tokens of each text sample (overrides the preset: 1,024, or 4,096 under --full, at most
+    /// the model's context); a long one measures the layer analyses at that length.
+    #[arg(long, value_name = "N")]
+    sample_tokens: Option<usize>,
     /// Seed of haystacks and samples.
     #[arg(long, default_value_t = 0)]
     seed: u64,
@@ -148,6 +152,7 @@ impl ProfileArgs {
                 NeedlesArg::Classic => NeedleSet::Classic,
             },
             samples: self.samples,
+            sample_tokens: self.sample_tokens,
             seed: self.seed,
             budget: self.budget,
             context_len: self.context_len,

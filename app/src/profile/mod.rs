@@ -64,6 +64,8 @@ pub struct ProfileRequest {
     pub needles: NeedleSet,
     /// Text samples for the layer analyses.
     pub samples: Option<usize>,
+    /// Tokens of each text sample (overrides the preset's).
+    pub sample_tokens: Option<usize>,
     /// Seed of haystacks and samples.
     pub seed: u64,
     /// Budget of the plan: entries per (layer, KV head).
@@ -209,6 +211,9 @@ fn config_of(
     }
     if let Some(n) = req.samples {
         c.samples = n;
+    }
+    if let Some(n) = req.sample_tokens {
+        c.sample_tokens = n;
     }
     c.prompt_style = match req.prompt_style {
         Some(style) => style,
