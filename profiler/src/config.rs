@@ -152,13 +152,16 @@ impl ProfileConfig {
         }
     }
 
-    /// The paper-sized profile up to the model's context `context_len` (8K for SmolLM2).
+    /// The paper-sized profile up to the model's context `context_len` (8K for SmolLM2): the
+    /// longest needle prompt leaves room for a retrieval-reasoning trial's
+    /// [`R2_DECODE_TOKENS`] decode steps inside the context.
     pub fn full(seed: u64, context_len: usize) -> Self {
+        let longest = (context_len + 1).saturating_sub(R2_DECODE_TOKENS);
         ProfileConfig {
             samples: 16,
             sample_tokens: 4096.min(context_len),
             redundancy_tokens: 1024,
-            ..Self::standard(seed, context_len)
+            ..Self::standard(seed, longest)
         }
     }
 
@@ -227,6 +230,16 @@ impl ProfileConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_full_preset_leaves_room_to_decode_its_longest_trial() {
+        // The longest prompt plus R2's 50 steps, the first on the prompt's last token, ends at
+        // position 8142 − 1 + 50 = 8191, the last of SmolLM2's 8,192.
+        let c = ProfileConfig::full(0, 8192);
+        assert_eq!(c.context_lengths.last(), Some(&8143));
+        assert_eq!(c.context_lengths.first(), Some(&1017), "the longest over 8");
+        assert!(c.validate(8192).is_ok());
+    }
 
     #[test]
     fn standard_lengths_and_depths_follow_linspace() {

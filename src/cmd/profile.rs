@@ -38,7 +38,8 @@ pub struct ProfileArgs {
     /// A small profile (2 lengths, 2 depths, 2 samples) for tests.
     #[arg(long, conflicts_with = "full")]
     quick: bool,
-    /// Needle lengths up to the model's context, 16 samples of 4K tokens.
+    /// Needle lengths up to the model's context (less the 50 decode steps of a retrieval-reasoning
+    /// trial), 16 samples of 4K tokens.
     #[arg(long)]
     full: bool,
     /// Needle prompt lengths in tokens (overrides the preset).

@@ -38,7 +38,8 @@ pub enum Preset {
     Quick,
     /// 5 lengths up to 2K (or the model's context), 10 depths, 8 text samples.
     Standard,
-    /// Needle lengths up to the model's context, 16 samples of 4K tokens.
+    /// Needle lengths up to the model's context (less the 50 decode steps of a retrieval-reasoning
+    /// trial), 16 samples of 4K tokens.
     Full,
 }
 

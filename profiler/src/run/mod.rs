@@ -143,6 +143,9 @@ pub fn profile<B: Backend>(
         }
         None => Partial::new(fingerprint),
     };
+    for kind in [Kind::Retrieval, Kind::Reasoning] {
+        trial::check_room(inp, &trial_specs(c, kind), kind)?;
+    }
     let mut timings = Vec::new();
     for kind in [Kind::Retrieval, Kind::Reasoning] {
         timings.push(run_trials(inp, kind, &mut partial, progress)?);
@@ -160,6 +163,11 @@ pub fn reasoning_trials<B: Backend>(
     progress: &mut dyn Progress,
 ) -> Result<(Vec<kvplan_planner::Trial>, kvplan_planner::ChanceTest)> {
     inp.config.validate(inp.model.config.context_len)?;
+    trial::check_room(
+        inp,
+        &trial_specs(&inp.config, Kind::Reasoning),
+        Kind::Reasoning,
+    )?;
     let mut partial = Partial::new(String::new());
     let probe = ProfileInputs {
         partial_path: None,

@@ -215,6 +215,42 @@ fn normalise(d: &mut Decoded, kind: Kind, span_len: usize, budget: usize) {
     }
 }
 
+/// The longest prompt a trial can have in a model of `context` positions when it decodes up to
+/// `budget` steps: the last prompt token is the first step's input ([`decode`]), so the last step
+/// runs at position `length − 2 + budget`, which must be below `context`.
+pub(crate) fn longest_prompt(context: usize, budget: usize) -> usize {
+    (context + 1).saturating_sub(budget.max(1))
+}
+
+/// Checks before any model call that every trial of `kind` can decode its whole budget inside
+/// the model's context (a trial that cannot fails only after its prefill — minutes at 32K).
+pub(super) fn check_room<B: Backend>(
+    inp: &ProfileInputs<'_, B>,
+    specs: &[TrialSpec],
+    kind: Kind,
+) -> Result<()> {
+    let context = inp.model.config.context_len;
+    for spec in specs {
+        let answer_tokens = inp
+            .tokenizer
+            .encode(&format!(" {}", spec.example.answer))?
+            .len();
+        let budget = Protocol::of(inp, kind, answer_tokens).budget;
+        let most = longest_prompt(context, budget);
+        if spec.length > most {
+            return Err(Error::Settings(format!(
+                "needle length {} leaves no room to decode: a {} trial ({}) decodes up to \
+                 {budget} tokens after its prompt, past the model's context of {context}; \
+                 give lengths of at most {most}",
+                spec.length,
+                kind.stage().trim_end_matches(" needles"),
+                spec.example.id
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Runs one trial.
 pub(super) fn run_trial<B: Backend>(
     inp: &ProfileInputs<'_, B>,
@@ -245,4 +281,28 @@ pub(super) fn run_trial<B: Backend>(
         },
         scores: decoded.scores,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::longest_prompt;
+
+    #[test]
+    fn the_longest_prompt_leaves_the_decode_budget_inside_the_context() {
+        // Context 100, 50 steps: a 51-token prompt puts step 1 (its last token) at position 50
+        // and step 50 at 99, the last position there is; one token more puts step 50 at 100.
+        assert_eq!(longest_prompt(100, 50), 51);
+        let last_step = |length: usize, budget: usize| length - 2 + budget;
+        assert_eq!(last_step(51, 50), 99);
+        // One step decodes from the prompt's own last token: the whole context is usable.
+        assert_eq!(longest_prompt(32_768, 1), 32_768);
+        // The run that found this: a 32,768-token retrieval prompt with a multi-token answer.
+        assert!(longest_prompt(32_768, 4) < 32_768);
+        assert_eq!(
+            longest_prompt(10, 0),
+            10,
+            "a zero budget counts as the one step"
+        );
+        assert_eq!(longest_prompt(10, 50), 0);
+    }
 }
