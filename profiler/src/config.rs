@@ -93,6 +93,13 @@ pub struct ProfileConfig {
     pub wavelet_edge: usize,
 }
 
+/// The longest needle prompt a trial can have in a model of `context` positions when it decodes
+/// up to `budget` steps: the prompt's last token is the first step's input, so the last step runs
+/// at position `length − 2 + budget`, which must be below `context`.
+pub(crate) fn longest_prompt(context: usize, budget: usize) -> usize {
+    (context + 1).saturating_sub(budget.max(1))
+}
+
 /// `n` values evenly spaced from `lo` to `hi`, both included, rounded (numpy's linspace).
 pub fn linspace(lo: f64, hi: f64, n: usize) -> Vec<f64> {
     match n {
@@ -156,7 +163,7 @@ impl ProfileConfig {
     /// longest needle prompt leaves room for a retrieval-reasoning trial's
     /// [`R2_DECODE_TOKENS`] decode steps inside the context.
     pub fn full(seed: u64, context_len: usize) -> Self {
-        let longest = (context_len + 1).saturating_sub(R2_DECODE_TOKENS);
+        let longest = longest_prompt(context_len, R2_DECODE_TOKENS);
         ProfileConfig {
             samples: 16,
             sample_tokens: 4096.min(context_len),

@@ -127,6 +127,9 @@ pub fn profile<B: Backend>(
 ) -> Result<(Profile, Vec<StageTiming>)> {
     let c = &inp.config;
     c.validate(inp.model.config.context_len)?;
+    for kind in [Kind::Retrieval, Kind::Reasoning] {
+        trial::check_room(inp, &trial_specs(c, kind), kind)?;
+    }
     if inp.texts.is_empty() {
         return Err(Error::Settings("no corpus for the text samples".into()));
     }
@@ -143,9 +146,6 @@ pub fn profile<B: Backend>(
         }
         None => Partial::new(fingerprint),
     };
-    for kind in [Kind::Retrieval, Kind::Reasoning] {
-        trial::check_room(inp, &trial_specs(c, kind), kind)?;
-    }
     let mut timings = Vec::new();
     for kind in [Kind::Retrieval, Kind::Reasoning] {
         timings.push(run_trials(inp, kind, &mut partial, progress)?);

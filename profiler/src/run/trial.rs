@@ -35,6 +35,7 @@ use super::{Kind, ProfileInputs, TrialSpec};
 use crate::analysis::metrics::{qa_f1, rouge1_recall};
 use crate::analysis::reasoning::mass_on_span;
 use crate::analysis::retrieval::{copies_from_span, denominator};
+use crate::config::longest_prompt;
 use crate::needles::placement::{place, Frame, Placed};
 use crate::needles::{frame_text, PromptStyle};
 use crate::partial::TrialOutcome;
@@ -115,12 +116,21 @@ struct Protocol {
 }
 
 impl Protocol {
-    fn of<B: Backend>(inp: &ProfileInputs<'_, B>, kind: Kind, answer_tokens: usize) -> Self {
+    /// The protocol of `spec`'s trial: a retrieval trial decodes as many tokens as its answer
+    /// has, a retrieval-reasoning trial the configured count.
+    fn for_trial<B: Backend>(
+        inp: &ProfileInputs<'_, B>,
+        spec: &TrialSpec,
+        kind: Kind,
+    ) -> Result<Self> {
         let c = &inp.config;
-        match kind {
+        Ok(match kind {
             Kind::Retrieval => Protocol {
                 style: c.prompt_style,
-                budget: answer_tokens,
+                budget: inp
+                    .tokenizer
+                    .encode(&format!(" {}", spec.example.answer))?
+                    .len(),
                 newline_stops: false,
             },
             Kind::Reasoning => Protocol {
@@ -128,7 +138,7 @@ impl Protocol {
                 budget: c.reasoning_decode_tokens,
                 newline_stops: true,
             },
-        }
+        })
     }
 }
 
@@ -215,13 +225,6 @@ fn normalise(d: &mut Decoded, kind: Kind, span_len: usize, budget: usize) {
     }
 }
 
-/// The longest prompt a trial can have in a model of `context` positions when it decodes up to
-/// `budget` steps: the last prompt token is the first step's input ([`decode`]), so the last step
-/// runs at position `length − 2 + budget`, which must be below `context`.
-pub(crate) fn longest_prompt(context: usize, budget: usize) -> usize {
-    (context + 1).saturating_sub(budget.max(1))
-}
-
 /// Checks before any model call that every trial of `kind` can decode its whole budget inside
 /// the model's context (a trial that cannot fails only after its prefill — minutes at 32K).
 pub(super) fn check_room<B: Backend>(
@@ -231,11 +234,7 @@ pub(super) fn check_room<B: Backend>(
 ) -> Result<()> {
     let context = inp.model.config.context_len;
     for spec in specs {
-        let answer_tokens = inp
-            .tokenizer
-            .encode(&format!(" {}", spec.example.answer))?
-            .len();
-        let budget = Protocol::of(inp, kind, answer_tokens).budget;
+        let budget = Protocol::for_trial(inp, spec, kind)?.budget;
         let most = longest_prompt(context, budget);
         if spec.length > most {
             return Err(Error::Settings(format!(
@@ -258,8 +257,7 @@ pub(super) fn run_trial<B: Backend>(
     kind: Kind,
 ) -> Result<TrialOutcome> {
     let tok = inp.tokenizer;
-    let answer_tokens = tok.encode(&format!(" {}", spec.example.answer))?.len();
-    let proto = Protocol::of(inp, kind, answer_tokens);
+    let proto = Protocol::for_trial(inp, spec, kind)?;
     let placed = prompt(inp, spec, proto.style)?;
     let mut decoded = decode(inp, &placed, kind, &proto)?;
     normalise(&mut decoded, kind, placed.answer_span.len(), proto.budget);
@@ -285,7 +283,7 @@ pub(super) fn run_trial<B: Backend>(
 
 #[cfg(test)]
 mod tests {
-    use super::longest_prompt;
+    use crate::config::longest_prompt;
 
     #[test]
     fn the_longest_prompt_leaves_the_decode_budget_inside_the_context() {

@@ -10,8 +10,8 @@ use burn::tensor::backend::Backend;
 use kvplan_runtime::tokenizer::Tokenizer;
 
 use super::{
-    generate, generate_all, question_start, report, score, Example, ExampleAt, Framer, Generated,
-    Metric, RulerRun, Sources,
+    generate_all, question_start, report, score, Example, Framer, Generated, Metric, RulerRun,
+    Sources,
 };
 use crate::driver::{Prepared, Task};
 use crate::prompt::{Asked, ExportedPrompt, PromptIds, PromptText, Setup};
@@ -72,13 +72,12 @@ impl Framer for ChatFramer<'_> {
     }
 }
 
-/// The RULER task: what the run covers, the data package and, once loaded, its sources.
+/// The RULER task: what the run covers, the data package and, once loaded, its examples.
 pub struct RulerTask {
     run: RulerRun,
     package: PathBuf,
-    sources: Option<Sources>,
-    /// Every example, generated when the data is loaded (before the model runs, so that a
-    /// prompt that cannot fit stops or shapes the run at its start, not hours into it).
+    /// Every example, generated from the package when it is loaded (before the model runs, so
+    /// that a prompt that cannot fit stops or shapes the run at its start, not hours into it).
     generated: Generated,
     /// Window placement and mode (default: question-end, question-aware).
     pub setup: Setup,
@@ -90,7 +89,6 @@ impl RulerTask {
         Self {
             run,
             package,
-            sources: None,
             generated: Generated::default(),
             setup: Setup::default(),
         }
@@ -162,7 +160,6 @@ impl<B: Backend> Task<B> for RulerTask {
         ));
         self.run.tasks.clone_from(&generated.tasks);
         self.generated = generated;
-        self.sources = Some(sources);
         Ok(())
     }
 
@@ -195,21 +192,13 @@ impl<B: Backend> Task<B> for RulerTask {
 
     fn prepare(&mut self, ev: &Evaluator<'_, B>, unit: usize) -> Result<Prepared<RulerPrompt>> {
         let (task, e) = self.points()[unit];
-        let sources = self
-            .sources
-            .as_ref()
+        let example = self
+            .generated
+            .examples
+            .get(&(task, e))
+            .cloned()
             .ok_or_else(|| Error::Request("RULER data not loaded".into()))?;
         let framer = ChatFramer::new(ev.tok)?;
-        let r = &self.run;
-        let at = ExampleAt {
-            length: r.length,
-            seed: r.seed,
-            index: e,
-        };
-        let example = match self.generated.examples.get(&(task, e)) {
-            Some(example) => example.clone(),
-            None => generate(task, sources, &framer, at)?,
-        };
         let text = framer.text(&example)?;
         if text.whole() != example.prompt {
             return Err(Error::Request(format!(
@@ -220,7 +209,7 @@ impl<B: Backend> Task<B> for RulerTask {
         let what = format!("{task} #{e} ({} tokens)", prompt.ids.len());
         let asked = Asked {
             task: task.name().to_string(),
-            context_len: r.length,
+            context_len: self.run.length,
             depth: 0.0,
             example: e,
             needle: example.built.query.clone(),
