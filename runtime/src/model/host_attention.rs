@@ -442,6 +442,85 @@ mod tests {
         }
     }
 
+    /// Long tasks worked in key blocks with a running softmax (kernel module header): with
+    /// blocks of 7 keys from 32 keys on, outputs match the definition — causal and windowed
+    /// rows, a cached past, stacked query heads, rows whose window misses whole blocks — and a
+    /// run that observes its last rows still gives their exact rows and column sums (those
+    /// tasks keep whole rows) while its other tasks are blocked.
+    #[test]
+    fn key_blocks_with_a_running_softmax_match_the_definition() {
+        let mut rng = crate::generate::SplitMix64::new(11);
+        let mut draw = |n: usize, scale: f64| -> Vec<f32> {
+            (0..n)
+                .map(|_| ((rng.next_f64() - 0.5) * scale) as f32)
+                .collect()
+        };
+        let blocking = kernel::Blocking { from: 32, block: 7 };
+        for (kv, group, t, l, window) in [
+            (2, 3, 200, 230, None),
+            (1, 4, 150, 150, Some(40)),
+            (2, 2, 90, 400, Some(25)),
+            (3, 1, 130, 131, None),
+        ] {
+            let d = 8;
+            let dims = Dims {
+                kv_heads: kv,
+                group,
+                t,
+                keys: l,
+                head_dim: d,
+                window,
+            };
+            let (q, k, v) = (
+                draw(kv * group * t * d, 8.0),
+                draw(kv * l * d, 2.0),
+                draw(kv * l * d, 2.0),
+            );
+            let (keys, values): (Vec<&[f32]>, Vec<&[f32]>) = (0..kv)
+                .map(|h| {
+                    (
+                        &k[h * l * d..(h + 1) * l * d],
+                        &v[h * l * d..(h + 1) * l * d],
+                    )
+                })
+                .unzip();
+            let (out, probs) = reference(&q, &k, &v, dims);
+            let case = format!("kv {kv}, group {group}, t {t}, keys {l}, window {window:?}");
+            let plain = kernel::attend_heads_with(&q, &keys, &values, dims, 0..0, false, blocking);
+            for (a, b) in plain.out.iter().zip(&out) {
+                assert!((*a as f64 - b).abs() < 1e-5, "{case}: out {a} vs {b}");
+            }
+            let observe = t - 3..t;
+            let seen = kernel::attend_heads_with(
+                &q,
+                &keys,
+                &values,
+                dims,
+                observe.clone(),
+                true,
+                blocking,
+            );
+            for (a, b) in seen.out.iter().zip(&out) {
+                assert!(
+                    (*a as f64 - b).abs() < 1e-5,
+                    "{case}: observed run, out {a} vs {b}"
+                );
+            }
+            for head in 0..kv * group {
+                for (row, i) in seen.rows[head].iter().zip(observe.clone()) {
+                    let want = &probs[(head * t + i) * l..(head * t + i + 1) * l];
+                    for (a, b) in row.iter().zip(want) {
+                        assert!((*a as f64 - b).abs() < 1e-6, "{case}: row {i} {a} vs {b}");
+                    }
+                }
+                for (j, a) in seen.column_sums[head].iter().enumerate() {
+                    let want: f64 = (0..t).map(|i| probs[(head * t + i) * l + j]).sum();
+                    assert!((*a as f64 - want).abs() < 1e-5, "{case}: column {j}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn grouped_windowed_blocks_match_the_definition() {
         let val = |i: usize, salt: usize| ((i * 7919 + salt * 104_729) % 1000) as f32 / 500.0 - 1.0;

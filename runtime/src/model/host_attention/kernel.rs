@@ -22,6 +22,16 @@
 //! exponentials ([`super::super::softmax::exp_in_place`]); the ranges are joined as
 //! `Σᵢ e^(mᵢ−M)·oᵢ / Σᵢ e^(mᵢ−M)·zᵢ` (`M` the largest `mᵢ`) — the same softmax, rounded
 //! differently. Every key and value is then read once per step.
+//!
+//! **Long rows, nothing read off `P`** (a task spanning at least [`Blocking::from`] keys with no
+//! observed row and no column sums: a long prefill that no press or profile observes): the keys
+//! are taken in blocks of [`Blocking::block`], the flash-attention recurrence (Dao et al. 2022,
+//! §3.1, "online softmax") — per block `S_b = Q·K_bᵀ`, each row's block maximum `m_b` and
+//! `P_b = e^(S_b − m_b)` with sum `z_b`, then with `M = max(m, m_b)`: `O ← e^(m−M)·O +
+//! e^(m_b−M)·P_b·V_b`, `z ← e^(m−M)·z + e^(m_b−M)·z_b`, `m ← M`, and `O / z` at the end. The
+//! scores of a block stay in cache between their three passes (a whole 8K row block's would
+//! not: 128 rows × 8,192 keys are 4 MiB); the result is the same softmax, rounded differently.
+//! Tasks that give observation rows or column sums keep whole rows (the exact `P` they read).
 
 use std::cell::RefCell;
 use std::ops::Range;
@@ -45,6 +55,21 @@ const MIN_ROWS: usize = 16;
 /// Stacked rows up to which the products are plain dot products and row updates
 /// ([`few_rows`]) instead of `gemm`.
 const FEW_ROWS: usize = 16;
+
+/// When a task works in key blocks (module header): from `from` keys on, `block` keys at a time.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Blocking {
+    pub(super) from: usize,
+    pub(super) block: usize,
+}
+
+impl Blocking {
+    /// From 2,048 keys on, 512 at a time (`kvplan bench --prefill 2048,4096,8192`, docs/speed.md).
+    pub(super) const DEFAULT: Blocking = Blocking {
+        from: 2048,
+        block: 512,
+    };
+}
 
 /// One task: cache head `kv`, query heads `heads` of its group, query rows `start..end`.
 struct Task {
@@ -115,6 +140,19 @@ pub(super) fn attend_heads(
     observe: Range<usize>,
     colsum: bool,
 ) -> HostOutput {
+    attend_heads_with(q, k, v, dims, observe, colsum, Blocking::DEFAULT)
+}
+
+/// [`attend_heads`] with the given [`Blocking`] (tests use small blocks).
+pub(super) fn attend_heads_with(
+    q: &[f32],
+    k: &[&[f32]],
+    v: &[&[f32]],
+    dims: Dims,
+    observe: Range<usize>,
+    colsum: bool,
+    blocking: Blocking,
+) -> HostOutput {
     let Dims {
         kv_heads: kv,
         group,
@@ -137,7 +175,7 @@ pub(super) fn attend_heads(
     let tasks = tasks(dims);
     let results: Vec<TaskOut> = tasks
         .par_iter()
-        .map(|task| run_task(task, q, k, v, dims, observe.clone(), colsum))
+        .map(|task| run_task(task, q, k, v, dims, observe.clone(), colsum, blocking))
         .collect();
     let mut output = HostOutput {
         out: vec![0.0; q.len()],
@@ -259,6 +297,7 @@ fn scratch_sizes(m: usize, n: usize, d: usize) -> (usize, usize, usize) {
     (m * d, m * n, m * d)
 }
 
+#[allow(clippy::too_many_arguments)]
 fn run_task(
     task: &Task,
     q: &[f32],
@@ -267,6 +306,7 @@ fn run_task(
     dims: Dims,
     observe: Range<usize>,
     colsum: bool,
+    blocking: Blocking,
 ) -> TaskOut {
     let Dims {
         group,
@@ -282,6 +322,10 @@ fn run_task(
     let hi = past + task.end;
     let lo = window.map_or(0, |w| (past + task.start + 1).saturating_sub(w));
     let n = hi - lo;
+    let observed = observe.start < task.end && task.start < observe.end;
+    if n >= blocking.from && stacked > FEW_ROWS && !observed && !colsum {
+        return run_task_blocked(task, q, k, v, dims, blocking.block);
+    }
     let (k_h, v_h) = (&k[task.kv][lo * d..hi * d], &v[task.kv][lo * d..hi * d]);
     let (qn, sn, on) = scratch_sizes(stacked, n, d);
     SCRATCH.with_borrow_mut(|scratch| {
@@ -352,6 +396,119 @@ fn run_task(
             colsum: sums,
         }
     })
+}
+
+/// [`run_task`] over key blocks of `block` keys with a running softmax (module header); the task
+/// gives neither observation rows nor column sums.
+fn run_task_blocked(
+    task: &Task,
+    q: &[f32],
+    k: &[&[f32]],
+    v: &[&[f32]],
+    dims: Dims,
+    block: usize,
+) -> TaskOut {
+    let Dims {
+        group,
+        t,
+        keys: l,
+        head_dim: d,
+        window,
+        ..
+    } = dims;
+    let past = l - t;
+    let m = task.end - task.start;
+    let stacked = m * task.heads.len();
+    let hi = past + task.end;
+    let lo = window.map_or(0, |w| (past + task.start + 1).saturating_sub(w));
+    let (qn, sn, on) = scratch_sizes(stacked, block.min(hi - lo), d);
+    let mut out = vec![0f32; on];
+    let mut max = vec![f32::NEG_INFINITY; stacked];
+    let mut sum = vec![0f32; stacked];
+    // Per row: the factor its running output is rescaled by, and its block's factor.
+    let mut old_scale = vec![0f32; stacked];
+    let mut new_scale = vec![0f32; stacked];
+    SCRATCH.with_borrow_mut(|scratch| {
+        if scratch.len() < qn + sn + on {
+            scratch.resize(qn + sn + on, 0.0);
+        }
+        let (qs, rest) = scratch.split_at_mut(qn);
+        let (s, rest) = rest.split_at_mut(sn);
+        let o_b = &mut rest[..on];
+        for (i, h) in task.heads.clone().enumerate() {
+            let head = task.kv * group + h;
+            let src = &q[(head * t + task.start) * d..(head * t + task.end) * d];
+            qs[i * m * d..(i + 1) * m * d].copy_from_slice(src);
+        }
+        for b0 in (lo..hi).step_by(block) {
+            let b1 = (b0 + block).min(hi);
+            let nb = b1 - b0;
+            let s = &mut s[..stacked * nb];
+            let (k_b, v_b) = (&k[task.kv][b0 * d..b1 * d], &v[task.kv][b0 * d..b1 * d]);
+            // S_b[stacked × nb] = Q · K_bᵀ.
+            gemm_row_major(
+                Gemm {
+                    m: stacked,
+                    n: nb,
+                    k: d,
+                },
+                s,
+                qs,
+                k_b,
+                (d as isize, 1),
+            );
+            for (r, row) in s.chunks_exact_mut(nb).enumerate() {
+                let i = r % m;
+                let visible = past + task.start + i + 1;
+                let first = window.map_or(0, |w| visible.saturating_sub(w));
+                let (a, b) = (first.max(b0), visible.min(b1));
+                if a >= b {
+                    // No key of this block is in the row's range: nothing changes.
+                    row.fill(0.0);
+                    old_scale[r] = 1.0;
+                    new_scale[r] = 0.0;
+                    continue;
+                }
+                let (m_b, z_b) = exp_in_place(&mut row[a - b0..b - b0]);
+                row[..a - b0].fill(0.0);
+                row[b - b0..].fill(0.0);
+                let top = max[r].max(m_b);
+                // e^(−∞) is 0: the first block's running output and sum start from zero.
+                let (f_old, f_new) = ((max[r] - top).exp(), (m_b - top).exp());
+                sum[r] = sum[r] * f_old + z_b * f_new;
+                max[r] = top;
+                old_scale[r] = f_old;
+                new_scale[r] = f_new;
+            }
+            // O_b[stacked × d] = P_b · V_b, then O ← f_old·O + f_new·O_b row by row.
+            gemm_row_major(
+                Gemm {
+                    m: stacked,
+                    n: d,
+                    k: nb,
+                },
+                o_b,
+                s,
+                v_b,
+                (1, d as isize),
+            );
+            for (r, (o, ob)) in out.chunks_exact_mut(d).zip(o_b.chunks_exact(d)).enumerate() {
+                let (f_old, f_new) = (old_scale[r], new_scale[r]);
+                for (x, y) in o.iter_mut().zip(ob) {
+                    *x = *x * f_old + y * f_new;
+                }
+            }
+        }
+    });
+    for (o, z) in out.chunks_exact_mut(d).zip(&sum) {
+        let inv = 1.0 / z;
+        o.iter_mut().for_each(|x| *x *= inv);
+    }
+    TaskOut {
+        out,
+        rows: vec![Vec::new(); task.heads.len()],
+        colsum: Vec::new(),
+    }
 }
 
 #[cfg(test)]
