@@ -30,6 +30,14 @@ these records beside kvplan's. Modes:
 measured on the cache, except AdaKV: it only masks keys (the cache keeps every entry), so its
 fraction is the nominal one, the unmasked entries, and the settings say so.
 
+Devices and shards: `--device cuda` runs on an NVIDIA GPU in float32 with TF32 off (the
+settings name the GPU); `--shard i/n` takes every n-th prompt from the i-th (as kvplan's
+`--shard`) into `<model>.<task>.kvpress.shard-i-of-n.records.json`, and `--merge FILES --out FILE`
+joins shards. Prompts run example-major (every task's example 0, then 1, ...), so a run cut short
+covers every task on the same examples. A press that raises is reported and its other cells
+skipped; the run ends with an error naming it. `tools/kvpress_gpu.sh` runs the shards on a GPU
+machine without network (issue 30's leaderboard side).
+
 Attention: kvpress's per-layer presses (PyramidKV) leave layers with different cache lengths,
 which transformers' one mask per forward cannot describe (kvpress needs flash attention there).
 On CPU every press runs through `kvpress_causal`, a small attention function registered with
@@ -49,7 +57,7 @@ from pathlib import Path
 
 PROMPTS_FORMAT = "kvplan-prompts/v1"
 PRESSES = ["full", "snapkv", "pyramid", "streaming", "tova", "knorm", "expected", "adakv-expected",
-           "keydiff"]
+           "keydiff", "kvzip"]
 MODES = {"aware": "question-aware", "agnostic": "question-agnostic"}
 # kvplan's stop tokens beside the GGUF's eos (runtime/src/tokenizer/mod.rs END_OF_TURN).
 END_OF_TURN = ["<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<end_of_turn>"]
@@ -201,14 +209,14 @@ def causal_shim(module, query, key, value, attention_mask, dropout=0.0, scaling=
     if groups > 1:
         key = key.repeat_interleave(groups, dim=1)
         value = value.repeat_interleave(groups, dim=1)
-    rows = torch.arange(q_len).unsqueeze(1) + (k_len - q_len)
-    mask = torch.arange(k_len).unsqueeze(0) <= rows  # [q, k]: True where attended
+    rows = torch.arange(q_len, device=query.device).unsqueeze(1) + (k_len - q_len)
+    mask = torch.arange(k_len, device=query.device).unsqueeze(0) <= rows  # [q, k]: attended
     out = torch.nn.functional.scaled_dot_product_attention(
         query, key, value, attn_mask=mask, scale=scaling)
     return out.transpose(1, 2).contiguous(), None
 
 
-def load_model(gguf, threads):
+def load_model(gguf, threads, device="cpu"):
     import torch
     from transformers import AttentionInterface, AutoModelForCausalLM, AutoTokenizer
     from kvpress.attention_patch import attention_patch
@@ -222,8 +230,22 @@ def load_model(gguf, threads):
     model = AutoModelForCausalLM.from_pretrained(
         str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32,
         attn_implementation="kvpress_causal")
+    if device != "cpu":
+        # float32 as on the CPU: no TF32 staging of float32 products.
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        model.to(device)
     model.eval()
     tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    # KVzip loads the model's tokenizer by name; a GGUF folder has none: hand it this one.
+    import kvpress.presses.kvzip_press as kvzip
+
+    class _Tokenizer:
+        @staticmethod
+        def from_pretrained(*_args, **_kwargs):
+            return tok
+
+    kvzip.AutoTokenizer = _Tokenizer
     return model, tok
 
 
@@ -242,6 +264,7 @@ def make_press(name, ratio):
         "expected": lambda: kp.ExpectedAttentionPress(compression_ratio=ratio),
         "adakv-expected": lambda: kp.AdaKVPress(kp.ExpectedAttentionPress(compression_ratio=ratio)),
         "keydiff": lambda: kp.KeyDiffPress(compression_ratio=ratio),
+        "kvzip": lambda: kp.KVzipPress(compression_ratio=ratio),
     }
     return make[name]()
 
@@ -274,7 +297,7 @@ def held_entries(cache, model):
     return total
 
 
-def run_cell(model, prompt, press, mode, stops):
+def run_cell(model, prompt, press, mode, stops, device="cpu"):
     """Prefills under `press`, greedy-decodes; returns (new ids, kv fraction, effective ratio of
     the compressed part, seconds)."""
     import contextlib
@@ -287,19 +310,19 @@ def run_cell(model, prompt, press, mode, stops):
         layer.self_attn.masked_key_indices = None
     with torch.inference_mode():
         if mode == "aware":
-            ids = torch.tensor([prompt["ids"]])
+            ids = torch.tensor([prompt["ids"]], device=device)
             with press(model) if press else contextlib.nullcontext():
                 out = model(input_ids=ids, past_key_values=cache, logits_to_keep=1)
             n = ids.shape[1]
             compressed, appended = n, 0
         else:
-            ctx = torch.tensor([prompt["context_ids"]])
-            question = torch.tensor([prompt["question_ids"]])
+            ctx = torch.tensor([prompt["context_ids"]], device=device)
+            question = torch.tensor([prompt["question_ids"]], device=device)
             with press(model) if press else contextlib.nullcontext():
                 model.model(input_ids=ctx, past_key_values=cache)
             n = ctx.shape[1] + question.shape[1]
             compressed, appended = ctx.shape[1], question.shape[1]
-            pos = torch.arange(ctx.shape[1], n).unsqueeze(0)
+            pos = torch.arange(ctx.shape[1], n, device=device).unsqueeze(0)
             out = model(input_ids=question, past_key_values=cache, position_ids=pos,
                         logits_to_keep=1)
         per_token = model.config.num_key_value_heads * len(cache.layers)
@@ -312,8 +335,8 @@ def run_cell(model, prompt, press, mode, stops):
             new.append(nxt)
             if len(new) >= prompt["answer_tokens"]:
                 break
-            out = model(input_ids=torch.tensor([[nxt]]), past_key_values=cache,
-                        position_ids=torch.tensor([[n + len(new) - 1]]))
+            out = model(input_ids=torch.tensor([[nxt]], device=device), past_key_values=cache,
+                        position_ids=torch.tensor([[n + len(new) - 1]], device=device))
             nxt = int(out.logits[0, -1].argmax())
     return new, fraction, effective, time.perf_counter() - started
 
@@ -336,7 +359,7 @@ def versions():
     return ", ".join(f"{p} {version(p)}" for p in ["kvpress", "transformers", "torch"])
 
 
-def run_settings(prompts, mode, ratios=None):
+def run_settings(prompts, mode, ratios=None, device="cpu"):
     s = dict(prompts["settings"])
     s["runner"] = versions()
     s["kvpress_mode"] = MODES[mode]
@@ -344,10 +367,49 @@ def run_settings(prompts, mode, ratios=None):
     if ratios:
         s["kvpress_ratio"] = ("the target ratio as kvpress's compression_ratio: keeps "
                               "int(n (1 - ratio)) of the n compressed tokens")
-    s["kvpress_attention"] = "kvpress_causal: per-layer causal-mask shim over SDPA (CPU, float32)"
+    where = "CPU" if device == "cpu" else f"{device}, {gpu_name(device)}, TF32 off"
+    s["kvpress_attention"] = f"kvpress_causal: per-layer causal-mask shim over SDPA ({where}, float32)"
     s["kvpress_adakv"] = ("kvpress-adakv-expected only masks keys: kv_fraction is nominal "
                           "(unmasked entries); the cache holds every entry")
     return s
+
+
+def gpu_name(device):
+    import torch
+
+    return torch.cuda.get_device_name(torch.device(device))
+
+
+def shard_of(prompts, shard):
+    """Shard `i/n` (1-based) of the prompts: every n-th from the i-th, as kvplan's `--shard`."""
+    if shard is None:
+        return prompts
+    i, n = shard
+    return prompts[i - 1::n]
+
+
+def merge(files, out):
+    """Joins kvpress records files (shards) made under the same settings into `out`: a cell in
+    two files must have the same response (one copy kept)."""
+    merged, settings, seen = None, None, {}
+    for f in files:
+        data = json.loads(Path(f).read_text())
+        if settings is None:
+            settings, merged = data["settings"], dict(data, records=[])
+        elif data["settings"] != settings:
+            keys = sorted(k for k in set(settings) | set(data["settings"])
+                          if settings.get(k) != data["settings"].get(k))
+            raise SystemExit(f"{f}: settings differ from {files[0]}'s: {', '.join(keys)}")
+        for r in data["records"]:
+            key = record_key(r)
+            if key in seen:
+                if seen[key]["response"] != r["response"]:
+                    raise SystemExit(f"{f}: cell {key} differs from another file's copy")
+                continue
+            seen[key] = r
+            merged["records"].append(r)
+    save_atomic(Path(out), merged)
+    print(f"{len(merged['records'])} records from {len(files)} files -> {out}")
 
 
 def pending_cells(prompts, presses, budgets, records, ratios=None):
@@ -394,22 +456,38 @@ def run(args):
     prompts = load_prompts(args.prompts)
     gguf = Path(args.gguf) if args.gguf else find_gguf(args.models, prompts["model_sha256"])
     model_name = gguf_name(gguf)
-    settings = run_settings(prompts, args.mode, args.ratios)
-    out = Path(args.out) / f"{prompts['model']}.{prompts['task']}.kvpress.records.json"
+    settings = run_settings(prompts, args.mode, args.ratios, args.device)
+    part = "" if args.shard is None else f".shard-{args.shard[0]}-of-{args.shard[1]}"
+    out = Path(args.out) / f"{prompts['model']}.{prompts['task']}.kvpress{part}.records.json"
     data = open_records(out, settings)
-    todo = list(pending_cells(prompts["prompts"][: args.limit], args.presses, args.budgets,
-                              data["records"], args.ratios))
+    # Example-major order (every task's example 0, then every task's example 1, …): a run cut
+    # short still covers every task, on the same examples.
+    mine = sorted(shard_of(prompts["prompts"][: args.limit], args.shard),
+                  key=lambda p: p["example"])
+    todo = list(pending_cells(mine, args.presses, args.budgets, data["records"], args.ratios))
     print(f"{len(todo)} cells to run ({MODES[args.mode]}); records {out}", flush=True)
     if not todo:
         return
-    model, tok = load_model(gguf, args.threads)
+    model, tok = load_model(gguf, args.threads, args.device)
     stops = stop_ids(model, tok)
     started = time.perf_counter()
+    broken = {}  # press -> its first error: its other cells are skipped
     for i, (p, press, budget, target) in enumerate(todo, 1):
+        if press in broken:
+            continue
         n = len(p["ids"] if args.mode == "aware" else p["context_ids"])
         nominal = target if target is not None else ratio_for(budget, n)
-        new, fraction, effective, seconds = run_cell(model, p, make_press(press, nominal),
-                                                     args.mode, stops)
+        try:
+            new, fraction, effective, seconds = run_cell(model, p, make_press(press, nominal),
+                                                         args.mode, stops, args.device)
+        except Exception as e:  # one press failing must not stop the others
+            import traceback
+
+            traceback.print_exc()
+            broken[press] = f"{type(e).__name__}: {e}"
+            print(f"kvpress-{press} failed on {p['task']} #{p['example']}; its other cells are "
+                  "skipped", flush=True)
+            continue
         response = tok.decode(new, skip_special_tokens=False)
         needle = p.get("needle") or tok.decode(p["question_ids"], skip_special_tokens=True).strip()
         ratio = None
@@ -422,6 +500,8 @@ def run(args):
         print(f"[{i}/{len(todo)}] {record_key(r)}: {100 * r['score']:.0f} "
               f"kv {r['kv_fraction']:.3f} {seconds:.1f}s {response!r}", flush=True)
     print(f"{len(todo)} cells in {time.perf_counter() - started:.0f}s; records {out}")
+    if broken:
+        raise SystemExit("presses that failed: " + "; ".join(f"{k}: {v}" for k, v in broken.items()))
 
 
 def parse_args(argv):
@@ -439,6 +519,13 @@ def parse_args(argv):
                     help="aware: press on the whole prompt; agnostic: on the context only")
     ap.add_argument("--threads", type=int, default=2, help="torch CPU threads (2)")
     ap.add_argument("--limit", type=int, default=None, help="first N prompts only")
+    ap.add_argument("--device", default="cpu",
+                    help="torch device: cpu (default) or cuda (float32, TF32 off)")
+    ap.add_argument("--shard", default=None,
+                    help="i/n: every n-th prompt from the i-th (1-based), into "
+                         "<model>.<task>.kvpress.shard-i-of-n.records.json")
+    ap.add_argument("--merge", nargs="+", metavar="FILE",
+                    help="join these records files (shards) into --out FILE and exit")
     ap.add_argument("--models", default=os.environ.get(
         "KVPLAN_MODELS", str(Path.home() / ".cache/kvplan/models")),
                     help="folder searched for the GGUF whose SHA-256 the prompts file names")
@@ -446,6 +533,16 @@ def parse_args(argv):
     ap.add_argument("--self-test", metavar="CASES",
                     help="check the scoring against a cases file (tests/fixtures) and exit")
     args = ap.parse_args(argv)
+    if args.merge:
+        return args
+    if args.shard is not None:
+        try:
+            i, n = (int(x) for x in args.shard.split("/"))
+        except ValueError:
+            ap.error(f"--shard: expected i/n, found {args.shard!r}")
+        if not 1 <= i <= n:
+            ap.error(f"--shard: expected 1 <= i <= n, found {args.shard!r}")
+        args.shard = (i, n)
     if args.self_test is None and args.prompts is None:
         ap.error("give a prompts file")
     args.presses = [p for p in args.presses.split(",") if p]
@@ -473,6 +570,9 @@ def parse_args(argv):
 
 def main(argv):
     args = parse_args(argv)
+    if args.merge:
+        merge(args.merge, args.out)
+        return 0
     if args.self_test:
         return 0 if self_test(args.self_test) else 1
     for var in ["HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HUB_DISABLE_PROGRESS_BARS", "TQDM_DISABLE"]:

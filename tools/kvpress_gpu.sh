@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# kvpress's presses on an NVIDIA GPU machine without network or cargo: the leaderboard's side of
+# issue 30 for one model, which would take days on the 2-core CPU (a 4K RULER cell with a
+# 128-token answer: 163 s there). Runs `tools/kvpress_side_by_side.py` in SHARDS processes side
+# by side on one GPU (float32, TF32 off), each for at most SECONDS, then merges what they
+# recorded into `$OUT/<model>.ruler.kvpress.records.json` (resumable: the same command with
+# that file in PACK/b/ skips its cells).
+#
+#   tools/kvpress_gpu.sh check PACK                     # wheels install, kvpress imports, GPU
+#   tools/kvpress_gpu.sh run PACK SHARDS SECONDS PRESSES RATIOS
+#
+# PACK (made on a machine with network, carried in parts under the device's size limit):
+#   a/whl/    wheels for Python 3.12 that the GPU image lacks or holds in versions kvpress 0.5.5
+#             refuses: transformers 5.2.0, tokenizers 0.22.2, kvpress 0.5.5, gguf 0.19.0,
+#             cachetools 5.5.2 (pip download --no-deps --only-binary=:all: --python-version 3.12)
+#   a/part1, b/part2   the GGUF, `xz -9`, split in two (`head -c` / `tail -c`)
+#   b/gguf.sha256      its SHA-256 (checked after unpacking)
+#   b/prompts.json.xz  `kvplan eval ruler … --export-prompts`, `xz -9`
+#   a/stub/   stand-ins for `datasets` and `fire`, which kvpress imports at module level for
+#             presses these runs do not use (DuoAttention's calibration data, a CLI)
+set -uo pipefail
+cmd=${1:?check or run}
+pack=${2:?PACK}
+out=${OUT:-/tmp/kvpress-gpu-out}
+mkdir -p "$out"
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+  --target /tmp/site "$pack"/a/whl/*.whl || exit 1
+export PYTHONPATH=/tmp/site:$(realpath "$pack/a/stub" 2>/dev/null || echo /nonexistent)
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TQDM_DISABLE=1 PYTHONUNBUFFERED=1
+nvidia-smi -L
+lscpu | grep -m1 "Model name"
+python3 -c "import torch, transformers, kvpress, gguf; print('torch', torch.__version__, 'cuda', torch.cuda.is_available(), '| transformers', transformers.__version__, '| kvpress ok | gguf ok')" || exit 1
+[ "$cmd" = check ] && exit 0
+
+shards=${3:?SHARDS} seconds=${4:?SECONDS} presses=${5:?PRESSES} ratios=${6:?RATIOS}
+mkdir -p /tmp/m /tmp/shards
+python3 - "$pack" <<'EOF' || exit 1
+import lzma, sys, json, hashlib
+pack = sys.argv[1]
+raw = lzma.decompress(open(f"{pack}/a/part1", "rb").read() + open(f"{pack}/b/part2", "rb").read())
+want = open(f"{pack}/b/gguf.sha256").read().split()[0]
+got = hashlib.sha256(raw).hexdigest()
+if got != want:
+    sys.exit(f"GGUF SHA-256 {got}, expected {want}")
+prompts = json.loads(lzma.decompress(open(f"{pack}/b/prompts.json.xz", "rb").read()))
+name = "model.gguf"
+open(f"/tmp/m/{name}", "wb").write(raw)
+open(f"/tmp/m/{name}.sha256", "w").write(f"{got}  {name}\n")
+json.dump(prompts, open("/tmp/prompts.json", "w"))
+print(f"GGUF {len(raw)} bytes, SHA-256 ok; {len(prompts['prompts'])} prompts")
+EOF
+model=$(python3 -c "import json; print(json.load(open('/tmp/prompts.json'))['model'])")
+# Cells already recorded (an earlier run's merged file, carried in PACK/b/) are skipped: each
+# shard starts from a copy of it.
+earlier=$(ls "$pack"/b/*.kvpress.records.json 2>/dev/null | head -n 1)
+for i in $(seq 1 "$shards"); do
+  [ -n "$earlier" ] && cp "$earlier" "/tmp/shards/$model.ruler.kvpress.shard-$i-of-$shards.records.json"
+done
+for i in $(seq 1 "$shards"); do
+  timeout "$seconds" python3 tools/kvpress_side_by_side.py /tmp/prompts.json --mode agnostic \
+    --ratios "$ratios" --presses "$presses" --device cuda --threads 1 --shard "$i/$shards" \
+    --models /tmp/m --out /tmp/shards > "/tmp/shards/log$i.txt" 2>&1 &
+done
+wait
+ls /tmp/shards/*.records.json >/dev/null 2>&1 || { tail -n 20 /tmp/shards/log*.txt; exit 1; }
+python3 tools/kvpress_side_by_side.py --merge /tmp/shards/*.records.json \
+  --out "$out/$model.ruler.kvpress.records.json"
+for f in /tmp/shards/log*.txt; do echo "== $f"; head -n 2 "$f"; tail -n 2 "$f"; done > "$out/logs.txt"
+tail -n 40 "$out/logs.txt"
+nvidia-smi --query-gpu=memory.used,utilization.gpu --format=csv
