@@ -401,6 +401,31 @@ mod tests {
         (out, probs)
     }
 
+    /// The observed rows and column sums of `got` are the definition's (`probs` from
+    /// [`reference`]), for every head.
+    fn check_observed(
+        got: &HostOutput,
+        probs: &[f64],
+        dims: Dims,
+        observe: Range<usize>,
+        case: &str,
+    ) {
+        let (t, l) = (dims.t, dims.keys);
+        for head in 0..dims.kv_heads * dims.group {
+            assert_eq!(got.rows[head].len(), observe.len(), "{case}");
+            for (row, i) in got.rows[head].iter().zip(observe.clone()) {
+                let want = &probs[(head * t + i) * l..(head * t + i + 1) * l];
+                for (a, b) in row.iter().zip(want) {
+                    assert!((*a as f64 - b).abs() < 1e-6, "{case}: row {i} {a} vs {b}");
+                }
+            }
+            for (j, a) in got.column_sums[head].iter().enumerate() {
+                let want: f64 = (0..t).map(|i| probs[(head * t + i) * l + j]).sum();
+                assert!((*a as f64 - want).abs() < 1e-5, "{case}: column {j}");
+            }
+        }
+    }
+
     /// Stacked query heads, row blocks, a cached past, a sliding window, the few-row (decode)
     /// path: outputs, observed rows and column sums as the definition gives them.
     #[test]
@@ -506,18 +531,7 @@ mod tests {
                     "{case}: observed run, out {a} vs {b}"
                 );
             }
-            for head in 0..kv * group {
-                for (row, i) in seen.rows[head].iter().zip(observe.clone()) {
-                    let want = &probs[(head * t + i) * l..(head * t + i + 1) * l];
-                    for (a, b) in row.iter().zip(want) {
-                        assert!((*a as f64 - b).abs() < 1e-6, "{case}: row {i} {a} vs {b}");
-                    }
-                }
-                for (j, a) in seen.column_sums[head].iter().enumerate() {
-                    let want: f64 = (0..t).map(|i| probs[(head * t + i) * l + j]).sum();
-                    assert!((*a as f64 - want).abs() < 1e-5, "{case}: column {j}");
-                }
-            }
+            check_observed(&seen, &probs, dims, observe, &case);
         }
     }
 
@@ -552,19 +566,7 @@ mod tests {
             for (a, b) in got.out.iter().zip(&out) {
                 assert!((*a as f64 - b).abs() < 1e-5, "{case}: out {a} vs {b}");
             }
-            for head in 0..kv * group {
-                assert_eq!(got.rows[head].len(), observe.len(), "{case}");
-                for (row, i) in got.rows[head].iter().zip(observe.clone()) {
-                    let want = &probs[(head * t + i) * l..(head * t + i + 1) * l];
-                    for (a, b) in row.iter().zip(want) {
-                        assert!((*a as f64 - b).abs() < 1e-6, "{case}: row {i} {a} vs {b}");
-                    }
-                }
-                for (j, a) in got.column_sums[head].iter().enumerate() {
-                    let want: f64 = (0..t).map(|i| probs[(head * t + i) * l + j]).sum();
-                    assert!((*a as f64 - want).abs() < 1e-5, "{case}: column {j}");
-                }
-            }
+            check_observed(&got, &probs, dims, observe, &case);
         }
     }
 }

@@ -297,6 +297,67 @@ fn scratch_sizes(m: usize, n: usize, d: usize) -> (usize, usize, usize) {
     (m * d, m * n, m * d)
 }
 
+/// Runs `f` on this thread's scratch cut into queries, scores and outputs of the given lengths
+/// (grown when short, never cleared).
+fn with_scratch<R>(
+    (qn, sn, on): (usize, usize, usize),
+    f: impl FnOnce(&mut [f32], &mut [f32], &mut [f32]) -> R,
+) -> R {
+    SCRATCH.with_borrow_mut(|scratch| {
+        if scratch.len() < qn + sn + on {
+            scratch.resize(qn + sn + on, 0.0);
+        }
+        let (qs, rest) = scratch.split_at_mut(qn);
+        let (s, rest) = rest.split_at_mut(sn);
+        f(qs, s, &mut rest[..on])
+    })
+}
+
+/// Where a task lies: its rows, its stacked rows and the slots `lo..hi` any of its rows sees.
+#[derive(Clone, Copy)]
+struct Span {
+    /// Slots cached before the new tokens.
+    past: usize,
+    /// Rows per query head.
+    m: usize,
+    /// Rows of all its query heads stacked.
+    stacked: usize,
+    lo: usize,
+    hi: usize,
+}
+
+impl Span {
+    fn of(task: &Task, dims: Dims) -> Self {
+        let past = dims.keys - dims.t;
+        let m = task.end - task.start;
+        Span {
+            past,
+            m,
+            stacked: m * task.heads.len(),
+            lo: dims
+                .window
+                .map_or(0, |w| (past + task.start + 1).saturating_sub(w)),
+            hi: past + task.end,
+        }
+    }
+
+    /// The slots `first..visible` stacked row `r` sees (causal, and its window's).
+    fn row(&self, task: &Task, r: usize, window: Option<usize>) -> (usize, usize) {
+        let visible = self.past + task.start + r % self.m + 1;
+        (window.map_or(0, |w| visible.saturating_sub(w)), visible)
+    }
+
+    /// Copies the task's query rows into `qs`, head after head (`[heads][m][d]`).
+    fn stack_queries(&self, qs: &mut [f32], task: &Task, q: &[f32], dims: Dims) {
+        let (m, d) = (self.m, dims.head_dim);
+        for (i, h) in task.heads.clone().enumerate() {
+            let head = task.kv * dims.group + h;
+            let src = &q[(head * dims.t + task.start) * d..(head * dims.t + task.end) * d];
+            qs[i * m * d..(i + 1) * m * d].copy_from_slice(src);
+        }
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn run_task(
     task: &Task,
@@ -309,37 +370,24 @@ fn run_task(
     blocking: Blocking,
 ) -> TaskOut {
     let Dims {
-        group,
-        t,
         keys: l,
         head_dim: d,
         window,
         ..
     } = dims;
-    let past = l - t;
-    let m = task.end - task.start;
-    let stacked = m * task.heads.len();
-    let hi = past + task.end;
-    let lo = window.map_or(0, |w| (past + task.start + 1).saturating_sub(w));
+    let span = Span::of(task, dims);
+    let Span {
+        m, stacked, lo, hi, ..
+    } = span;
     let n = hi - lo;
     let observed = observe.start < task.end && task.start < observe.end;
     if n >= blocking.from && stacked > FEW_ROWS && !observed && !colsum {
-        return run_task_blocked(task, q, k, v, dims, blocking.block);
+        return run_task_blocked(task, &span, q, k, v, dims, blocking.block);
     }
     let (k_h, v_h) = (&k[task.kv][lo * d..hi * d], &v[task.kv][lo * d..hi * d]);
     let (qn, sn, on) = scratch_sizes(stacked, n, d);
-    SCRATCH.with_borrow_mut(|scratch| {
-        if scratch.len() < qn + sn + on {
-            scratch.resize(qn + sn + on, 0.0);
-        }
-        let (qs, rest) = scratch.split_at_mut(qn);
-        let (s, rest) = rest.split_at_mut(sn);
-        let o = &mut rest[..on];
-        for (i, h) in task.heads.clone().enumerate() {
-            let head = task.kv * group + h;
-            let src = &q[(head * t + task.start) * d..(head * t + task.end) * d];
-            qs[i * m * d..(i + 1) * m * d].copy_from_slice(src);
-        }
+    with_scratch((qn, sn, on), |qs, s, o| {
+        span.stack_queries(qs, task, q, dims);
         let few = stacked <= FEW_ROWS;
         if few {
             few_rows::scores(s, qs, k_h, d);
@@ -357,8 +405,7 @@ fn run_task(
         let mut sums = vec![Vec::new(); if colsum { heads } else { 0 }];
         for (r, row) in s.chunks_exact_mut(n).enumerate() {
             let (head, i) = (r / m, r % m);
-            let visible = past + task.start + i + 1;
-            let first = window.map_or(0, |w| visible.saturating_sub(w));
+            let (first, visible) = span.row(task, r, window);
             let (a, b) = (first - lo, visible - lo);
             softmax_in_place(&mut row[a..b]);
             row[..a].fill(0.0);
@@ -402,6 +449,7 @@ fn run_task(
 /// gives neither observation rows nor column sums.
 fn run_task_blocked(
     task: &Task,
+    span: &Span,
     q: &[f32],
     k: &[&[f32]],
     v: &[&[f32]],
@@ -409,18 +457,13 @@ fn run_task_blocked(
     block: usize,
 ) -> TaskOut {
     let Dims {
-        group,
-        t,
-        keys: l,
         head_dim: d,
         window,
         ..
     } = dims;
-    let past = l - t;
-    let m = task.end - task.start;
-    let stacked = m * task.heads.len();
-    let hi = past + task.end;
-    let lo = window.map_or(0, |w| (past + task.start + 1).saturating_sub(w));
+    let Span {
+        stacked, lo, hi, ..
+    } = *span;
     let (qn, sn, on) = scratch_sizes(stacked, block.min(hi - lo), d);
     let mut out = vec![0f32; on];
     let mut max = vec![f32::NEG_INFINITY; stacked];
@@ -428,18 +471,8 @@ fn run_task_blocked(
     // Per row: the factor its running output is rescaled by, and its block's factor.
     let mut old_scale = vec![0f32; stacked];
     let mut new_scale = vec![0f32; stacked];
-    SCRATCH.with_borrow_mut(|scratch| {
-        if scratch.len() < qn + sn + on {
-            scratch.resize(qn + sn + on, 0.0);
-        }
-        let (qs, rest) = scratch.split_at_mut(qn);
-        let (s, rest) = rest.split_at_mut(sn);
-        let o_b = &mut rest[..on];
-        for (i, h) in task.heads.clone().enumerate() {
-            let head = task.kv * group + h;
-            let src = &q[(head * t + task.start) * d..(head * t + task.end) * d];
-            qs[i * m * d..(i + 1) * m * d].copy_from_slice(src);
-        }
+    with_scratch((qn, sn, on), |qs, s, o_b| {
+        span.stack_queries(qs, task, q, dims);
         for b0 in (lo..hi).step_by(block) {
             let b1 = (b0 + block).min(hi);
             let nb = b1 - b0;
@@ -458,9 +491,7 @@ fn run_task_blocked(
                 (d as isize, 1),
             );
             for (r, row) in s.chunks_exact_mut(nb).enumerate() {
-                let i = r % m;
-                let visible = past + task.start + i + 1;
-                let first = window.map_or(0, |w| visible.saturating_sub(w));
+                let (first, visible) = span.row(task, r, window);
                 let (a, b) = (first.max(b0), visible.min(b1));
                 if a >= b {
                     // No key of this block is in the row's range: nothing changes.
