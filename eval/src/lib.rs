@@ -86,8 +86,13 @@ pub enum Error {
     Request(String),
     /// A generated prompt that cannot fit the length asked for (a RULER task whose smallest
     /// haystack is already too long): a run of the default tasks leaves such a task out.
-    #[error("{0}")]
-    DoesNotFit(String),
+    #[error("{task}: {why}")]
+    DoesNotFit {
+        /// The task (its name, or `every task` when none is left).
+        task: String,
+        /// Why, with the numbers.
+        why: String,
+    },
     /// The model, its tokenizer or a press failed.
     #[cfg(feature = "model")]
     #[error("model: {0}")]

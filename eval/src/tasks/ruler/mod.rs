@@ -261,11 +261,12 @@ pub fn generate(
     let budget = length
         .checked_sub(task.tokens_to_generate())
         .filter(|&b| b > 0)
-        .ok_or_else(|| {
-            Error::DoesNotFit(format!(
-                "{task}: a {length}-token length leaves no room beside the {} tokens to generate",
+        .ok_or_else(|| Error::DoesNotFit {
+            task: task.to_string(),
+            why: format!(
+                "a {length}-token length leaves no room beside the {} tokens to generate",
                 task.tokens_to_generate()
-            ))
+            ),
         })?;
     let rng = || Rng::derive(seed, &[task.stream(), index as u64]);
     let fit = Fit {
@@ -378,17 +379,19 @@ pub fn generate_all(run: &RulerRun, sources: &Sources, framer: &dyn Framer) -> R
             };
             match generate(task, sources, framer, at) {
                 Ok(example) => examples.push(example),
-                Err(Error::DoesNotFit(why)) if run.leave_out_unfit => {
+                Err(Error::DoesNotFit { why, .. }) if run.leave_out_unfit => {
                     out.left_out.push(format!(
                         "{task} left out (example {index} of {}: {why}); name it in --tasks to \
                          be refused instead",
                         run.examples,
-                        why = why.strip_prefix(&format!("{task}: ")).unwrap_or(&why)
                     ));
                     continue 'tasks;
                 }
-                Err(Error::DoesNotFit(why)) => {
-                    return Err(Error::DoesNotFit(format!("{why} (example {index})")));
+                Err(Error::DoesNotFit { task, why }) => {
+                    return Err(Error::DoesNotFit {
+                        task,
+                        why: format!("{why} (example {index})"),
+                    });
                 }
                 Err(e) => return Err(e),
             }
@@ -398,11 +401,14 @@ pub fn generate_all(run: &RulerRun, sources: &Sources, framer: &dyn Framer) -> R
             .extend(examples.into_iter().map(|e| ((task, e.index), e)));
     }
     if out.tasks.is_empty() {
-        return Err(Error::DoesNotFit(format!(
-            "no task fits a {}-token length: {}",
-            run.length,
-            out.left_out.join("; ")
-        )));
+        return Err(Error::DoesNotFit {
+            task: "every task".into(),
+            why: format!(
+                "none fits a {}-token length: {}",
+                run.length,
+                out.left_out.join("; ")
+            ),
+        });
     }
     Ok(out)
 }
@@ -434,14 +440,16 @@ impl Fit<'_> {
         let size = largest(lo, hi, |s| Ok(self.frame(&build(s))?.1 <= self.budget))?;
         let Some(size) = size else {
             let (_, tokens) = self.frame(&build(lo))?;
-            return Err(Error::DoesNotFit(format!(
-                "{}: the shortest prompt has {tokens} tokens, more than the {} a {}-token \
-                 length leaves beside the {} to generate",
-                self.task,
-                self.budget,
-                self.length,
-                self.task.tokens_to_generate()
-            )));
+            return Err(Error::DoesNotFit {
+                task: self.task.to_string(),
+                why: format!(
+                    "the shortest prompt has {tokens} tokens, more than the {} a {}-token length \
+                     leaves beside the {} to generate",
+                    self.budget,
+                    self.length,
+                    self.task.tokens_to_generate()
+                ),
+            });
         };
         let built = build(size);
         let (prompt, tokens) = self.frame(&built)?;
