@@ -28,17 +28,10 @@ use kvplan_runtime::press::from_plan::PressRequest;
 use kvplan_runtime::press::options::PressOptions;
 use kvplan_runtime::press::registry::build_press_with;
 use kvplan_runtime::press::{shared_observe, Press, Session};
-use kvplan_runtime::tokenizer::Tokenizer;
 use serde_json::{json, Value};
 
 use crate::methods::methods_or_all;
 use crate::model::{open_model, plan_for_methods, ModelSource};
-
-/// A paragraph of ordinary English, repeated to the lengths measured.
-const TEXT: &str = "The river runs past the old mill, where the miller's children once counted \
-the boats going down to the sea. In the spring the water rises and covers the lower field; in \
-the autumn it falls again, leaving mud, reeds and the smell of rain. Nobody remembers who built \
-the bridge, but everyone agrees that it was built to last. ";
 
 /// What to measure.
 #[derive(Debug, Clone)]
@@ -234,11 +227,6 @@ fn peak_rss_mib() -> Option<f64> {
     Some(kb / 1024.0)
 }
 
-fn ids_of_length(tok: &Tokenizer, n: usize) -> anyhow::Result<Vec<u32>> {
-    let unit = tok.encode(TEXT)?;
-    Ok(unit.iter().copied().cycle().take(n).collect())
-}
-
 /// Measures what `req` asks, handing every row to `on_row` as it is measured.
 pub fn bench(req: &BenchRequest, on_row: &mut dyn FnMut(Row)) -> anyhow::Result<BenchReport> {
     anyhow::ensure!(req.repeats > 0, "--repeats must be at least 1");
@@ -252,18 +240,14 @@ pub fn bench(req: &BenchRequest, on_row: &mut dyn FnMut(Row)) -> anyhow::Result<
     let machine = machine_of(&model);
     on_row(Row::Machine(&machine));
     // Warm-up: one short forward so first-call costs do not land in the first measurement.
-    let warm = ids_of_length(&tok, 16)?;
+    let warm = tok.filler_ids(16)?;
     model.forward(&warm, &mut model.new_cache(), None, Logits::Last)?;
     let mut prefill = Vec::new();
     for &n in &req.prefill {
-        prefill.push(prefill_phase(
-            &model,
-            &ids_of_length(&tok, n)?,
-            req.repeats,
-        )?);
+        prefill.push(prefill_phase(&model, &tok.filler_ids(n)?, req.repeats)?);
         on_row(Row::Prefill(&prefill[prefill.len() - 1]));
     }
-    let ids = ids_of_length(&tok, req.decode_context + req.decode_tokens)?;
+    let ids = tok.filler_ids(req.decode_context + req.decode_tokens)?;
     let decode = decode_phase(req, &model, &ids)?;
     on_row(Row::Decode(&decode));
     let mut rows = Vec::new();

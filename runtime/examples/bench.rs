@@ -17,17 +17,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let gguf = GgufFile::open(&path)?;
     let tok = Tokenizer::from_gguf(&gguf)?;
     let model = Model::<Selected>::from_gguf(&gguf, &backend::device())?;
-    let unit = tok.encode("The river runs past the old mill, where the miller's children once counted the boats going down to the sea. ")?;
-    let ids = |n: usize| unit.iter().copied().cycle().take(n).collect::<Vec<u32>>();
-    model.forward(&ids(16), &mut model.new_cache(), None, Logits::Last)?;
+    let ids = |n: usize| tok.filler_ids(n);
+    model.forward(&ids(16)?, &mut model.new_cache(), None, Logits::Last)?;
     for n in [512, 2048] {
         let t = Instant::now();
         let _ = model
-            .forward(&ids(n), &mut model.new_cache(), None, Logits::Last)?
+            .forward(&ids(n)?, &mut model.new_cache(), None, Logits::Last)?
             .into_data();
         println!("prefill {n}: {:.3} s", t.elapsed().as_secs_f64());
     }
-    let all = ids(2048 + 32);
+    let all = ids(2048 + 32)?;
     let mut cache = model.new_cache();
     model.forward(&all[..2048], &mut cache, None, Logits::Last)?;
     let t = Instant::now();

@@ -48,8 +48,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         globals,
         own.len() - globals
     );
-    let unit = tok.encode("The river runs past the old mill, where the miller's children once counted the boats going down to the sea. ")?;
-    let ids: Vec<u32> = unit.iter().copied().cycle().take(n).collect();
+    let ids = tok.filler_ids(n)?;
     model.forward(&ids[..16], &mut model.new_cache(), None, Logits::Last)?;
     let layouts: [(&str, Vec<Option<usize>>); 4] = [
         ("as the model is", own.clone()),

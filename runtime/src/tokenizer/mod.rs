@@ -58,6 +58,13 @@ impl std::fmt::Debug for Tokenizer {
     }
 }
 
+/// A paragraph of ordinary English that speed measurements repeat to the lengths they prefill
+/// (`kvplan bench`, the runtime's examples).
+pub const FILLER: &str = "The river runs past the old mill, where the miller's children once \
+counted the boats going down to the sea. In the spring the water rises and covers the lower \
+field; in the autumn it falls again, leaving mud, reeds and the smell of rain. Nobody remembers \
+who built the bridge, but everyone agrees that it was built to last. ";
+
 impl Tokenizer {
     /// Builds the tokenizer from the GGUF metadata.
     ///
@@ -117,6 +124,12 @@ impl Tokenizer {
 
     /// Encodes `text` as it is: special tokens written in it are parsed as specials, nothing is
     /// added (no BOS). For pieces of a prompt.
+    /// The first `n` ids of [`FILLER`] repeated.
+    pub fn filler_ids(&self, n: usize) -> Result<Vec<u32>> {
+        let unit = self.encode(FILLER)?;
+        Ok(unit.iter().copied().cycle().take(n).collect())
+    }
+
     pub fn encode(&self, text: &str) -> Result<Vec<u32>> {
         let enc = self
             .inner
