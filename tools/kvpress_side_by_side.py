@@ -374,6 +374,17 @@ def run_settings(prompts, mode, ratios=None, device="cpu"):
     return s
 
 
+def check_device(device):
+    """A clear error, before any work, when `device` is not there."""
+    if device == "cpu":
+        return
+    import torch
+
+    if not (device.startswith("cuda") and torch.cuda.is_available()):
+        raise SystemExit(f"--device {device}: torch {torch.__version__} sees no such device here; "
+                         "run on a GPU machine (tools/kvpress_gpu.sh) or give --device cpu")
+
+
 def gpu_name(device):
     import torch
 
@@ -393,7 +404,12 @@ def merge(files, out):
     two files must have the same response (one copy kept)."""
     merged, settings, seen = None, None, {}
     for f in files:
-        data = json.loads(Path(f).read_text())
+        try:
+            data = json.loads(Path(f).read_text())
+        except (OSError, ValueError) as e:
+            raise SystemExit(f"{f}: cannot read a records file ({e})")
+        if not isinstance(data, dict) or "settings" not in data or "records" not in data:
+            raise SystemExit(f"{f}: not a kvpress records file (expected settings and records)")
         if settings is None:
             settings, merged = data["settings"], dict(data, records=[])
         elif data["settings"] != settings:
@@ -453,6 +469,7 @@ def make_record(model_name, p, press, budget, response, kv_fraction, seconds, ne
 
 
 def run(args):
+    check_device(args.device)
     prompts = load_prompts(args.prompts)
     gguf = Path(args.gguf) if args.gguf else find_gguf(args.models, prompts["model_sha256"])
     model_name = gguf_name(gguf)
