@@ -6,10 +6,19 @@
 # recorded into `$OUT/<model>.ruler.kvpress.records.json` (resumable: the same command with
 # that file in PACK/b/ skips its cells).
 #
-#   tools/kvpress_gpu.sh check PACK                     # wheels install, kvpress imports, GPU
-#   tools/kvpress_gpu.sh run PACK SHARDS SECONDS PRESSES RATIOS
+#   tools/kvpress_gpu.sh pack PACK PROMPTS.json GGUF [RECORDS]  # here, with network: make PACK
+#   tools/kvpress_gpu.sh check PACK                     # there: wheels install, kvpress imports, GPU
+#   tools/kvpress_gpu.sh run PACK SHARDS SECONDS PRESSES RATIOS   # there
 #
-# PACK (made on a machine with network, carried in parts under the device's size limit):
+# Getting PACK there (the device tool sends the checkout's tracked files with every call, 61 MB
+# of its 64 MiB in 2026-11): `git sparse-checkout set --no-cone '/*' '!/results/'
+# '!/tests/fixtures/' '!/plans/figures/' '!/plots/assets/'` (about 7 MiB travel), PACK inside the
+# checkout in a folder `.git/info/exclude` ignores; one call carrying PACK/a that copies it to
+# /tmp/pack on the device (a carried folder not carried again is removed there), then one
+# carrying PACK/b that copies it beside and runs `run /tmp/pack …`; `git sparse-checkout
+# disable` after. Records come back in $OUT.
+#
+# PACK (made by `pack`, on a machine with network, in two parts under the device's size limit):
 #   a/whl/    wheels for Python 3.12 that the GPU image lacks or holds in versions kvpress 0.5.5
 #             refuses: transformers 5.2.0, tokenizers 0.22.2, kvpress 0.5.5, gguf 0.19.0,
 #             cachetools 5.5.2 (pip download --no-deps --only-binary=:all: --python-version 3.12)
@@ -19,8 +28,34 @@
 #   a/stub/   stand-ins for `datasets` and `fire`, which kvpress imports at module level for
 #             presses these runs do not use (DuoAttention's calibration data, a CLI)
 set -uo pipefail
-cmd=${1:?check or run}
+cmd=${1:?pack, check or run}
 pack=${2:?PACK}
+if [ "$cmd" = pack ]; then
+  prompts=${3:?PROMPTS.json} gguf=${4:?GGUF} records=${5:-}
+  [ -e "$pack" ] && { echo "$pack exists; give a new folder" >&2; exit 2; }
+  mkdir -p "$pack/a/whl" "$pack/a/stub/datasets" "$pack/a/stub/fire" "$pack/b"
+  python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
+    --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
+    --platform manylinux2014_x86_64 -d "$pack/a/whl" transformers==5.2.0 tokenizers==0.22.2 \
+    kvpress==0.5.5 gguf==0.19.0 cachetools==5.5.2 || exit 1
+  printf '%s\n' '"""Stand-in: kvpress imports load_dataset at module level; these runs never call it."""' \
+    'def load_dataset(*args, **kwargs):' \
+    '    raise RuntimeError("datasets is not installed here (offline GPU run)")' \
+    > "$pack/a/stub/datasets/__init__.py"
+  printf '%s\n' '"""Stand-in: kvpress imports fire (a CLI helper) at module level, unused here."""' \
+    'def Fire(*args, **kwargs):' '    raise RuntimeError("fire is not installed here")' \
+    > "$pack/a/stub/fire/__init__.py"
+  xz -9 -T0 -c "$gguf" > "$pack/model.xz" || exit 1
+  half=$(( $(stat -c %s "$pack/model.xz") * 45 / 100 ))
+  head -c "$half" "$pack/model.xz" > "$pack/a/part1"
+  tail -c +$((half + 1)) "$pack/model.xz" > "$pack/b/part2"
+  rm "$pack/model.xz"
+  sha256sum "$gguf" | cut -c1-64 > "$pack/b/gguf.sha256"
+  xz -9 -c "$prompts" > "$pack/b/prompts.json.xz"
+  [ -n "$records" ] && cp "$records" "$pack/b/"
+  du -sh "$pack/a" "$pack/b"
+  exit 0
+fi
 out=${OUT:-/tmp/kvpress-gpu-out}
 mkdir -p "$out"
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
