@@ -29,6 +29,8 @@ use crate::observe::{AttentionRows, ColumnSums, KeysValues, LayerObservation};
 mod few_rows;
 mod kernel;
 
+use kernel::Blocking;
+
 pub(crate) use super::softmax::exp_nonpositive;
 
 /// Shapes of one kernel call: queries `[kv_heads][group][t][head_dim]`, keys and values
@@ -189,7 +191,7 @@ fn attend_cache<B: Backend>(
             keys: cache.len(0),
             ..shape
         };
-        return kernel::attend_heads(q, &keys, &values, dims, observe, colsum);
+        return kernel::attend_heads(q, &keys, &values, dims, observe, colsum, Blocking::DEFAULT);
     }
     let mut all = HostOutput::default();
     let per_head = group * t * head_dim;
@@ -207,6 +209,7 @@ fn attend_cache<B: Backend>(
             dims,
             observe.clone(),
             colsum,
+            Blocking::DEFAULT,
         );
         all.out.append(&mut r.out);
         all.rows.append(&mut r.rows);
@@ -279,6 +282,19 @@ pub fn attend(
     observe: Range<usize>,
     colsum: bool,
 ) -> HostOutput {
+    attend_with(q, k, v, dims, observe, colsum, Blocking::DEFAULT)
+}
+
+/// [`attend`] with long tasks in key blocks as `blocking` says.
+fn attend_with(
+    q: &[f32],
+    k: &[f32],
+    v: &[f32],
+    dims: Dims,
+    observe: Range<usize>,
+    colsum: bool,
+    blocking: Blocking,
+) -> HostOutput {
     let Dims {
         kv_heads: kv,
         keys: l,
@@ -295,7 +311,7 @@ pub fn attend(
             )
         })
         .unzip();
-    kernel::attend_heads(q, &keys, &values, dims, observe, colsum)
+    kernel::attend_heads(q, &keys, &values, dims, observe, colsum, blocking)
 }
 
 #[cfg(test)]
@@ -480,7 +496,7 @@ mod tests {
                 .map(|_| ((rng.next_f64() - 0.5) * scale) as f32)
                 .collect()
         };
-        let blocking = kernel::Blocking { from: 32, block: 7 };
+        let blocking = Blocking { from: 32, block: 7 };
         for (kv, group, t, l, window) in [
             (2, 3, 200, 230, None),
             (1, 4, 150, 150, Some(40)),
@@ -501,30 +517,14 @@ mod tests {
                 draw(kv * l * d, 2.0),
                 draw(kv * l * d, 2.0),
             );
-            let (keys, values): (Vec<&[f32]>, Vec<&[f32]>) = (0..kv)
-                .map(|h| {
-                    (
-                        &k[h * l * d..(h + 1) * l * d],
-                        &v[h * l * d..(h + 1) * l * d],
-                    )
-                })
-                .unzip();
             let (out, probs) = reference(&q, &k, &v, dims);
             let case = format!("kv {kv}, group {group}, t {t}, keys {l}, window {window:?}");
-            let plain = kernel::attend_heads_with(&q, &keys, &values, dims, 0..0, false, blocking);
+            let plain = attend_with(&q, &k, &v, dims, 0..0, false, blocking);
             for (a, b) in plain.out.iter().zip(&out) {
                 assert!((*a as f64 - b).abs() < 1e-5, "{case}: out {a} vs {b}");
             }
             let observe = t - 3..t;
-            let seen = kernel::attend_heads_with(
-                &q,
-                &keys,
-                &values,
-                dims,
-                observe.clone(),
-                true,
-                blocking,
-            );
+            let seen = attend_with(&q, &k, &v, dims, observe.clone(), true, blocking);
             for (a, b) in seen.out.iter().zip(&out) {
                 assert!(
                     (*a as f64 - b).abs() < 1e-5,

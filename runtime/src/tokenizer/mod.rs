@@ -122,14 +122,14 @@ impl Tokenizer {
         self.bos
     }
 
-    /// Encodes `text` as it is: special tokens written in it are parsed as specials, nothing is
-    /// added (no BOS). For pieces of a prompt.
     /// The first `n` ids of [`FILLER`] repeated.
     pub fn filler_ids(&self, n: usize) -> Result<Vec<u32>> {
         let unit = self.encode(FILLER)?;
         Ok(unit.iter().copied().cycle().take(n).collect())
     }
 
+    /// Encodes `text` as it is: special tokens written in it are parsed as specials, nothing is
+    /// added (no BOS). For pieces of a prompt.
     pub fn encode(&self, text: &str) -> Result<Vec<u32>> {
         let enc = self
             .inner

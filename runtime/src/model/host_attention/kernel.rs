@@ -131,20 +131,9 @@ fn tasks(dims: Dims) -> Vec<Task> {
 }
 
 /// Causal attention of `q` `[kv][group][t][d]` over keys and values given per cache head
-/// (`dims.keys` rows of `head_dim` each); see [`super::attend`].
+/// (`dims.keys` rows of `head_dim` each), long tasks in key blocks as `blocking` says (callers
+/// pass [`Blocking::DEFAULT`]; tests use small blocks); see [`super::attend`].
 pub(super) fn attend_heads(
-    q: &[f32],
-    k: &[&[f32]],
-    v: &[&[f32]],
-    dims: Dims,
-    observe: Range<usize>,
-    colsum: bool,
-) -> HostOutput {
-    attend_heads_with(q, k, v, dims, observe, colsum, Blocking::DEFAULT)
-}
-
-/// [`attend_heads`] with the given [`Blocking`] (tests use small blocks).
-pub(super) fn attend_heads_with(
     q: &[f32],
     k: &[&[f32]],
     v: &[&[f32]],
