@@ -53,6 +53,7 @@ import os
 import sys
 import tempfile
 import time
+import traceback
 from pathlib import Path
 
 PROMPTS_FORMAT = "kvplan-prompts/v1"
@@ -160,12 +161,16 @@ def open_records(path, settings):
         return {"settings": settings, "records": []}
     data = json.loads(path.read_text())
     if data.get("settings") != settings:
-        old = data.get("settings", {})
-        diff = [f"{k}: {old.get(k, '(none)')} → {v}" for k, v in settings.items() if old.get(k) != v]
-        diff += [f"{k}: {v} → (none)" for k, v in old.items() if k not in settings]
+        diff = settings_diff(data.get("settings", {}), settings)
         raise SystemExit(f"{path}: records made under other settings ({'; '.join(diff)}); "
                          "move the file away or give --out")
     return data
+
+
+def settings_diff(old, new):
+    """`key: old → new` for every setting that differs, `(none)` where one side lacks it."""
+    diff = [f"{k}: {old.get(k, '(none)')} → {v}" for k, v in new.items() if old.get(k) != v]
+    return diff + [f"{k}: {v} → (none)" for k, v in old.items() if k not in new]
 
 
 def save_atomic(path, data):
@@ -413,9 +418,8 @@ def merge(files, out):
         if settings is None:
             settings, merged = data["settings"], dict(data, records=[])
         elif data["settings"] != settings:
-            keys = sorted(k for k in set(settings) | set(data["settings"])
-                          if settings.get(k) != data["settings"].get(k))
-            raise SystemExit(f"{f}: settings differ from {files[0]}'s: {', '.join(keys)}")
+            diff = settings_diff(settings, data["settings"])
+            raise SystemExit(f"{f}: settings differ from {files[0]}'s: {'; '.join(diff)}")
         for r in data["records"]:
             key = record_key(r)
             if key in seen:
@@ -498,8 +502,6 @@ def run(args):
             new, fraction, effective, seconds = run_cell(model, p, make_press(press, nominal),
                                                          args.mode, stops, args.device)
         except Exception as e:  # one press failing must not stop the others
-            import traceback
-
             traceback.print_exc()
             broken[press] = f"{type(e).__name__}: {e}"
             print(f"kvpress-{press} failed on {p['task']} #{p['example']}; its other cells are "
