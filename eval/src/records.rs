@@ -63,7 +63,8 @@ pub struct Record {
     /// recorded ([`Record::cluster`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cluster: Option<String>,
-    /// Seconds of prefill (shared prefills: its share is not counted) and decode.
+    /// Seconds of prefill (shared prefills: its share is not counted) and decode (a decode step
+    /// taken with other cells: its even share of it).
     pub seconds: f64,
     /// SpindleKV at equal bytes: the budget it ran at and the bytes matched
     /// ([`crate::equal_bytes`]); absent for every other cell.

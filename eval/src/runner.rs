@@ -8,7 +8,11 @@
 //! recording the union of what the presses ask, and each press adopts a copy of the cache
 //! ([`Session::adopt`]) — the same cache and observations it would compute alone. `pod` changes
 //! attention from the first token, so it runs its own prefill. Decoding is greedy, at most a
-//! given number of tokens ([`crate::tasks::niah::ANSWER_TOKENS`] for NIAH).
+//! given number of tokens ([`crate::tasks::niah::ANSWER_TOKENS`] for NIAH), and batched: up to
+//! [`DECODE_BATCH`] cells of a prompt take each decode step together ([`Session::step_many`]),
+//! which reads every weight once for all of them instead of once per cell, and gives each cell
+//! the logits it gets alone, bit for bit (PoD, SpindleKV and the engines' layer classes run their
+//! own forward and step alone); a cell's `seconds` count its even share of each step it took.
 //!
 //! The window placement and mode ([`crate::prompt`]) are the task's [`Setup`], in [`Scoring`]:
 //! `question-end` records the observed rows ending at the question's last token in that same
@@ -63,7 +67,8 @@ pub struct Outcome {
     pub kv_fraction: f64,
     /// The share's peak and mean over the generation (module header).
     pub held: Held,
-    /// Seconds of this cell (a shared prefill not counted; a re-targeting search counted).
+    /// Seconds of this cell (a shared prefill not counted; a re-targeting search counted; each
+    /// decode step it took with other cells, its even share of that step).
     pub seconds: f64,
     /// The re-targeted budget and bytes of a SpindleKV cell at equal bytes.
     pub retarget: Option<Retarget>,
@@ -151,10 +156,7 @@ fn prefilled(setup: Setup, p: &PromptIds) -> (&[u32], Option<usize>, &[u32]) {
 
 /// A cell (method, budget, and for a ratio cell its target and the budget its press was built
 /// at) and its press, ready to run.
-type ReadyPress<B> = (
-    (String, Option<usize>, Option<(f64, usize)>),
-    Box<dyn Press<B>>,
-);
+type ReadyPress<B> = (CellSpec, Box<dyn Press<B>>);
 
 /// A press re-targeted to equal bytes and what the search found.
 type Retargeted<B> = (Box<dyn Press<B>>, Retarget);
@@ -383,8 +385,10 @@ impl<'a, B: Backend> Evaluator<'a, B> {
 
     /// Runs the prompt `ids` under every ready press and greedy-decodes at most `answer_tokens`
     /// tokens for each, handing each outcome (or the cell skipped, when its re-targeting
-    /// failed) to `on_cell`. Every press that keeps the model's forward pass adopts a copy of
-    /// one shared prefill (module header).
+    /// failed) to `on_cell`, in the cells' order. Every press that keeps the model's forward
+    /// pass adopts a copy of one shared prefill (module header). Cells are started one by one
+    /// and decoded [`DECODE_BATCH`] at a time ([`Session::step_many`]: one step of every cell
+    /// reads each weight once, and gives each cell the numbers it gets alone).
     fn score_prompt(
         &self,
         (prompt, setup, answer_tokens): (&PromptIds, Setup, usize),
@@ -392,90 +396,162 @@ impl<'a, B: Backend> Evaluator<'a, B> {
         on_cell: &mut dyn FnMut(std::result::Result<Outcome, Skipped>) -> Result<()>,
     ) -> Result<()> {
         let (ids, rows_end, question) = prefilled(setup, prompt);
-        let n = ids.len();
         let (cells, mut presses): (Vec<_>, Vec<_>) = presses.into_iter().unzip();
         // A press that keeps the model's forward pass adopts a copy of the shared prefill (its
         // capability: PoD changes attention from the first token and runs its own).
         let shared: Vec<bool> = presses.iter().map(|p| p.adopts_shared_prefill()).collect();
         let prefill = self.shared_prefill(ids, rows_end, &presses, &shared)?;
-        for (((method, budget, ratio), press), &share) in
-            cells.iter().zip(presses.iter_mut()).zip(&shared)
-        {
-            let started = Instant::now();
-            let mut retargeted = None;
-            // A ratio cell's budget and probes: its start, unless searched below.
-            let mut found = ratio.map(|(_, b)| (b, 0));
-            let searched: std::result::Result<(), String> = match (&prefill, share, *budget, *ratio)
-            {
-                (Some(p), true, _, Some((r, _))) => match self.at_ratio(method, n, r, p) {
-                    Ok((new, f)) => {
-                        (*press, found) = (new, Some(f));
-                        Ok(())
-                    }
-                    Err(e) => Err(format!("searching the budget of ratio {r}: {e}")),
-                },
-                (Some(p), true, Some(b), None) => match self.equal_bytes(method, n, b, p) {
-                    Ok(Some((new, r))) => {
-                        (*press, retargeted) = (new, Some(r));
-                        Ok(())
-                    }
-                    Ok(None) => Ok(()),
-                    Err(e) => Err(format!("re-targeting to SnapKV's bytes: {e}")),
-                },
-                _ => Ok(()),
-            };
-            if let Err(reason) = searched {
-                let (method, budget) = (method.clone(), *budget);
-                on_cell(Err(Skipped {
-                    method,
-                    budget,
-                    ratio: ratio.map(|r| r.0),
-                    reason,
-                }))?;
-                continue;
-            }
-            let mut session = Session::new(self.model, press.as_mut());
-            session.rows_end = rows_end;
-            let mut first = match (&prefill, share) {
-                (Some((cache, obs, first)), true) => {
-                    session.adopt(cache.clone(), n, Some(obs))?;
-                    first.clone()
+        let run = Started {
+            ids,
+            rows_end,
+            question,
+            prefill: prefill.as_ref(),
+        };
+        let mut pending = cells.iter().zip(presses.iter_mut()).zip(&shared);
+        let together = decode_batch();
+        loop {
+            let mut batch = Vec::new();
+            let mut running = 0;
+            for ((cell, press), &share) in pending.by_ref() {
+                let started = self.start_cell(&run, cell, press, share)?;
+                running += usize::from(started.is_ok());
+                batch.push(started);
+                if running == together {
+                    break;
                 }
-                _ => last_row(session.prefill(ids)?),
-            };
-            let compressed = session.memory();
-            let ratio_cell = ratio
-                .zip(found)
-                .map(|((target, _), (budget, probes))| RatioCell {
-                    target,
-                    effective: effective(compressed.held_bytes, compressed.full_bytes),
-                    budget,
-                    probes,
-                });
-            if !question.is_empty() {
-                first = last_row(session.extend(question)?);
             }
-            let kv_fraction = session.memory().ratio();
-            let mut shares = vec![kv_fraction];
-            let new = self.decode(&mut session, &first, answer_tokens, &mut shares)?;
-            let response = self.tok.decode(&new)?;
-            let kv_fraction = kv_fraction.clamp(f64::MIN_POSITIVE, 1.0);
-            let held = Held::of(&shares).unwrap_or(Held {
-                peak: kv_fraction,
-                mean: kv_fraction,
-            });
-            on_cell(Ok(Outcome {
+            if batch.is_empty() {
+                return Ok(());
+            }
+            let mut cells: Vec<&mut Running<'_, B>> =
+                batch.iter_mut().filter_map(|c| c.as_mut().ok()).collect();
+            self.decode_together(&mut cells, answer_tokens)?;
+            for cell in batch {
+                on_cell(match cell {
+                    Ok(c) => Ok(c.outcome(self.tok)?),
+                    Err(skipped) => Err(skipped),
+                })?;
+            }
+        }
+    }
+
+    /// One cell up to its first decoded token: its budget searched (ratio cells, SpindleKV at
+    /// equal bytes), the shared prefill adopted (or its own run), the question appended in
+    /// question-agnostic mode. `Err(Skipped)` when its search failed.
+    fn start_cell<'s>(
+        &self,
+        run: &Started<'_, B>,
+        (method, budget, ratio): &CellSpec,
+        press: &'s mut Box<dyn Press<B>>,
+        share: bool,
+    ) -> Result<std::result::Result<Running<'s, B>, Skipped>>
+    where
+        'a: 's,
+    {
+        let started = Instant::now();
+        let n = run.ids.len();
+        let mut retargeted = None;
+        // A ratio cell's budget and probes: its start, unless searched below.
+        let mut found = ratio.map(|(_, b)| (b, 0));
+        let searched: std::result::Result<(), String> = match (run.prefill, share, *budget, *ratio)
+        {
+            (Some(p), true, _, Some((r, _))) => match self.at_ratio(method, n, r, p) {
+                Ok((new, f)) => {
+                    (*press, found) = (new, Some(f));
+                    Ok(())
+                }
+                Err(e) => Err(format!("searching the budget of ratio {r}: {e}")),
+            },
+            (Some(p), true, Some(b), None) => match self.equal_bytes(method, n, b, p) {
+                Ok(Some((new, r))) => {
+                    (*press, retargeted) = (new, Some(r));
+                    Ok(())
+                }
+                Ok(None) => Ok(()),
+                Err(e) => Err(format!("re-targeting to SnapKV's bytes: {e}")),
+            },
+            _ => Ok(()),
+        };
+        if let Err(reason) = searched {
+            return Ok(Err(Skipped {
                 method: method.clone(),
                 budget: *budget,
-                response,
-                kv_fraction,
-                held,
-                seconds: started.elapsed().as_secs_f64(),
-                retarget: retargeted,
-                ratio: ratio_cell,
-            }))?;
+                ratio: ratio.map(|r| r.0),
+                reason,
+            }));
         }
-        Ok(())
+        let mut session = Session::new(self.model, press.as_mut());
+        session.rows_end = run.rows_end;
+        let mut first = match (run.prefill, share) {
+            (Some((cache, obs, first)), true) => {
+                session.adopt(cache.clone(), n, Some(obs))?;
+                first.clone()
+            }
+            _ => last_row(session.prefill(run.ids)?),
+        };
+        let compressed = session.memory();
+        let ratio_cell = ratio
+            .zip(found)
+            .map(|((target, _), (budget, probes))| RatioCell {
+                target,
+                effective: effective(compressed.held_bytes, compressed.full_bytes),
+                budget,
+                probes,
+            });
+        if !run.question.is_empty() {
+            first = last_row(session.extend(run.question)?);
+        }
+        let kv_fraction = session.memory().ratio();
+        Ok(Ok(Running {
+            method: method.clone(),
+            budget: *budget,
+            retarget: retargeted,
+            ratio: ratio_cell,
+            session,
+            next: argmax(&first),
+            new: Vec::new(),
+            done: false,
+            kv_fraction,
+            shares: vec![kv_fraction],
+            seconds: started.elapsed().as_secs_f64(),
+        }))
+    }
+
+    /// Greedy decoding of `cells` together, at most `max` tokens each (the stop id not kept):
+    /// each round, every cell not done takes its token and, unless that ends it, all of them
+    /// step at once ([`Session::step_many`]); the share of FullKV's bytes each holds after
+    /// every step is pushed onto its `shares`, and the round's seconds are split evenly over the
+    /// cells it stepped.
+    fn decode_together(&self, cells: &mut [&mut Running<'_, B>], max: usize) -> Result<()> {
+        loop {
+            let mut stepping: Vec<&mut Running<'_, B>> = Vec::new();
+            for c in cells.iter_mut().filter(|c| !c.done) {
+                if self.tok.stop_ids.contains(&c.next) {
+                    c.done = true;
+                    continue;
+                }
+                c.new.push(c.next);
+                if c.new.len() >= max {
+                    c.done = true;
+                    continue;
+                }
+                stepping.push(&mut **c);
+            }
+            if stepping.is_empty() {
+                return Ok(());
+            }
+            let started = Instant::now();
+            let ids: Vec<u32> = stepping.iter().map(|c| c.next).collect();
+            let mut sessions: Vec<&mut Session<'_, B>> =
+                stepping.iter_mut().map(|c| &mut c.session).collect();
+            let logits = Session::step_many(&mut sessions, &ids)?;
+            let share = started.elapsed().as_secs_f64() / stepping.len() as f64;
+            for (c, l) in stepping.iter_mut().zip(logits) {
+                c.next = argmax(&l);
+                c.shares.push(c.session.memory().ratio());
+                c.seconds += share;
+            }
+        }
     }
 
     /// Bytes `press` holds once applied to a copy of the shared prefill of `n` tokens.
@@ -553,31 +629,75 @@ impl<'a, B: Backend> Evaluator<'a, B> {
             .forward(ids, &mut cache, Some(&mut obs), Logits::Last)?;
         Ok(Some((cache, obs, last_row(logits))))
     }
+}
 
-    /// Greedy decoding after `first` (the prompt's last logits), at most `max` tokens; the stop
-    /// id is not returned. The share of FullKV's bytes held after every step is pushed onto
-    /// `shares`.
-    fn decode(
-        &self,
-        session: &mut Session<'_, B>,
-        first: &[f32],
-        max: usize,
-        shares: &mut Vec<f64>,
-    ) -> Result<Vec<u32>> {
-        let mut ids = Vec::new();
-        let mut next = argmax(first);
-        loop {
-            if self.tok.stop_ids.contains(&next) {
-                break;
-            }
-            ids.push(next);
-            if ids.len() >= max {
-                break;
-            }
-            next = argmax(&last_row(session.step(next)?));
-            shares.push(session.memory().ratio());
-        }
-        Ok(ids)
+/// Cells decoded together ([`Session::step_many`]): at most the rows one fused product takes,
+/// so each cell's numbers are those it gets alone.
+pub const DECODE_BATCH: usize = kvplan_runtime::model::quant::FUSED_MAX_ROWS;
+
+/// Cells decoded together: [`DECODE_BATCH`], or fewer where `KVPLAN_DECODE_BATCH` says (1: each
+/// cell alone, for side-by-side timings; the records are the same either way).
+fn decode_batch() -> usize {
+    std::env::var("KVPLAN_DECODE_BATCH")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .map_or(DECODE_BATCH, |n| n.clamp(1, DECODE_BATCH))
+}
+
+/// A ready cell: method, budget, and a ratio cell's (target, start budget).
+type CellSpec = (String, Option<usize>, Option<(f64, usize)>);
+
+/// What every cell of one prompt starts from.
+struct Started<'r, B: Backend> {
+    /// The tokens prefilled (the context alone in question-agnostic mode).
+    ids: &'r [u32],
+    /// Where the observation rows end.
+    rows_end: Option<usize>,
+    /// The question appended after compression (question-agnostic), else empty.
+    question: &'r [u32],
+    /// The shared prefill, when any press shares it.
+    prefill: Option<&'r Prefill<B>>,
+}
+
+/// A cell being decoded.
+struct Running<'s, B: Backend> {
+    method: String,
+    budget: Option<usize>,
+    retarget: Option<Retarget>,
+    ratio: Option<RatioCell>,
+    session: Session<'s, B>,
+    /// The token to take next.
+    next: u32,
+    /// Tokens taken.
+    new: Vec<u32>,
+    done: bool,
+    /// Share of FullKV's bytes held after the prompt (and the question).
+    kv_fraction: f64,
+    /// That share after the prompt and after every step.
+    shares: Vec<f64>,
+    /// Its own seconds and its share of the batched steps'.
+    seconds: f64,
+}
+
+impl<B: Backend> Running<'_, B> {
+    /// The outcome, its tokens decoded to text.
+    fn outcome(self, tok: &Tokenizer) -> Result<Outcome> {
+        let response = tok.decode(&self.new)?;
+        let kv_fraction = self.kv_fraction.clamp(f64::MIN_POSITIVE, 1.0);
+        let held = Held::of(&self.shares).unwrap_or(Held {
+            peak: kv_fraction,
+            mean: kv_fraction,
+        });
+        Ok(Outcome {
+            method: self.method,
+            budget: self.budget,
+            response,
+            kv_fraction,
+            held,
+            seconds: self.seconds,
+            retarget: self.retarget,
+            ratio: self.ratio,
+        })
     }
 }
 

@@ -150,3 +150,31 @@ pub(crate) fn as_qwen2(g: &GgufFile, spec: &TinySpec) -> GgufFile {
         .collect();
     rewrite(g, "qwen2", &[], &biases)
 }
+
+/// `g` with every tensor of two dimensions whose rows are whole `Q8_0` blocks (32 weights)
+/// stored as `Q8_0` (ggml's rounding: `d = max|w|/127`, `q = round(w/d)`), the rest as `f32`:
+/// a tiny model whose projections the CPU backend holds as blocks, as it holds a real GGUF's.
+pub(crate) fn as_q8_0(g: &GgufFile) -> GgufFile {
+    use crate::gguf::GgmlType;
+    let mut w = GgufWriter::new();
+    for (k, v) in &g.metadata {
+        w = w.meta(k, v.clone());
+    }
+    for t in &g.tensors {
+        let (data, shape) = g.tensor_f32(&t.name).expect("tiny tensor");
+        if shape.len() != 2 || shape[1] % 32 != 0 {
+            w = w.tensor_f32(&t.name, &shape, &data);
+            continue;
+        }
+        let mut bytes = Vec::with_capacity(data.len() / 32 * 34);
+        for block in data.chunks_exact(32) {
+            let amax = block.iter().fold(0f32, |m, x| m.max(x.abs()));
+            let d = amax / 127.0;
+            let inv = if d > 0.0 { 1.0 / d } else { 0.0 };
+            bytes.extend(half::f16::from_f32(d).to_le_bytes());
+            bytes.extend(block.iter().map(|x| (x * inv).round() as i8 as u8));
+        }
+        w = w.tensor_raw(&t.name, &shape, GgmlType::Q8_0, bytes);
+    }
+    GgufFile::from_bytes(w.to_bytes()).expect("Q8_0 tiny GGUF")
+}

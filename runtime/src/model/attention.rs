@@ -232,6 +232,37 @@ impl<B: Backend> Attention<B> {
     }
 }
 
+impl<B: Backend> Attention<B> {
+    /// One new token in each of several sequences: row `i` of `x` after `caches[i]` under
+    /// `ctxs[i]`. On the host kernel the projections run once over all rows
+    /// ([`super::host_attention::forward_many`]); otherwise each row runs [`Self::forward`].
+    ///
+    /// # Shapes
+    /// - x: `[n, hidden]` → `[n, hidden]`
+    pub fn forward_many(
+        &self,
+        x: Tensor<B, 2>,
+        ctxs: &mut [ForwardCtx<'_, B>],
+        caches: &mut [&mut LayerCache<B>],
+        obs: Vec<Option<&mut LayerObservation>>,
+    ) -> Tensor<B, 2> {
+        #[cfg(feature = "flex")]
+        if ctxs.iter().all(|c| c.host_kernel) {
+            return super::host_attention::forward_many(self, x, ctxs, caches, obs);
+        }
+        let rows: Vec<Tensor<B, 2>> = ctxs
+            .iter_mut()
+            .zip(caches)
+            .zip(obs)
+            .enumerate()
+            .map(|(i, ((ctx, cache), obs))| {
+                self.forward(x.clone().narrow(0, i, 1), ctx, cache, obs)
+            })
+            .collect();
+        Tensor::cat(rows, 0)
+    }
+}
+
 /// `x` `[heads, t, d]` with head `i` of the result taken from head `from[i]` (no copy when the
 /// order is the identity).
 ///

@@ -53,4 +53,24 @@ impl<B: Backend> Block<B> {
         let ffn = self.ffn.forward(self.ffn_norm.forward(h.clone()));
         h + maybe_norm(&self.post_ffn_norm, ffn)
     }
+
+    /// [`Self::forward`] for one new token in each of several sequences (row `i` of `x` after
+    /// `caches[i]`; [`Attention::forward_many`]); norms and the feed-forward run over all rows.
+    ///
+    /// # Shapes
+    /// - x: `[n, hidden]` → `[n, hidden]`
+    pub fn forward_many(
+        &self,
+        x: Tensor<B, 2>,
+        ctxs: &mut [ForwardCtx<'_, B>],
+        caches: &mut [&mut LayerCache<B>],
+        obs: Vec<Option<&mut LayerObservation>>,
+    ) -> Tensor<B, 2> {
+        let attn =
+            self.attention
+                .forward_many(self.attn_norm.forward(x.clone()), ctxs, caches, obs);
+        let h = x + maybe_norm(&self.post_attn_norm, attn);
+        let ffn = self.ffn.forward(self.ffn_norm.forward(h.clone()));
+        h + maybe_norm(&self.post_ffn_norm, ffn)
+    }
 }

@@ -110,11 +110,60 @@ pub fn forward<B: Backend>(
     obs: Option<&mut LayerObservation>,
 ) -> Tensor<B, 2> {
     let [t, _] = x.dims();
-    let (nh, nkv, d) = (attn.n_heads, attn.n_kv_heads, attn.head_dim);
-    let heads = super::attention::cache_heads(cache, nh, nkv);
     let device = x.device();
     let qkv = host_vec(attn.project(x)); // [t][(nh + 2·nkv)·d]
-    let Projected { q, k_pre, k_rot, v } = project(attn, &qkv, ctx);
+    let merged = attend_projected(attn, &qkv, ctx, cache, obs);
+    let width = attn.n_heads * attn.head_dim;
+    attn.wo.forward(Tensor::<B, 2>::from_data(
+        TensorData::new(merged, [t, width]),
+        &device,
+    ))
+}
+
+/// [`forward`] for one new token in each of several sequences: row `i` of `x` runs after
+/// `caches[i]` under `ctxs[i]` (observed into `obs[i]`). The QKV and output projections run once
+/// over all rows; each row's attention reads its own cache. Row `i` of the result is what
+/// [`forward`] gives that sequence alone wherever the projections give a row the numbers it gets
+/// alone ([`super::quant::QuantMatrix::matmul`] up to its fused rows).
+///
+/// # Shapes
+/// - x: `[n, hidden]` → `[n, hidden]`
+pub fn forward_many<B: Backend>(
+    attn: &Attention<B>,
+    x: Tensor<B, 2>,
+    ctxs: &[ForwardCtx<'_, B>],
+    caches: &mut [&mut LayerCache<B>],
+    obs: Vec<Option<&mut LayerObservation>>,
+) -> Tensor<B, 2> {
+    let [n, _] = x.dims();
+    let device = x.device();
+    let qkv = host_vec(attn.project(x)); // [n][(nh + 2·nkv)·d]
+    let width = qkv.len() / n.max(1);
+    let mut merged = Vec::with_capacity(n * attn.n_heads * attn.head_dim);
+    for (((row, ctx), cache), obs) in qkv.chunks_exact(width).zip(ctxs).zip(caches).zip(obs) {
+        merged.extend(attend_projected(attn, row, ctx, cache, obs));
+    }
+    attn.wo.forward(Tensor::<B, 2>::from_data(
+        TensorData::new(merged, [n, attn.n_heads * attn.head_dim]),
+        &device,
+    ))
+}
+
+/// The new tokens' fused projection `qkv` (`[t][(nh + 2·nkv)·d]`, `t` = `ctx`'s positions)
+/// rotated, appended to `cache` and attended over what it holds; `[t][nh·d]`, query heads in
+/// model order (what the output projection takes).
+fn attend_projected<B: Backend>(
+    attn: &Attention<B>,
+    qkv: &[f32],
+    ctx: &ForwardCtx<'_, B>,
+    cache: &mut LayerCache<B>,
+    obs: Option<&mut LayerObservation>,
+) -> Vec<f32> {
+    let t = ctx.positions.len();
+    let (nh, nkv, d) = (attn.n_heads, attn.n_kv_heads, attn.head_dim);
+    let heads = super::attention::cache_heads(cache, nh, nkv);
+    let device = ctx.pos_tensor.device();
+    let Projected { q, k_pre, k_rot, v } = project(attn, qkv, ctx);
     let mut obs = obs;
     if let Some(o) = obs.as_deref_mut().filter(|_| ctx.obs_kv) {
         o.keys_values.push(KeysValues {
@@ -156,10 +205,7 @@ pub fn forward<B: Backend>(
             merged[dst..dst + d].copy_from_slice(&res.out[src..src + d]);
         }
     }
-    attn.wo.forward(Tensor::<B, 2>::from_data(
-        TensorData::new(merged, [t, nh * d]),
-        &device,
-    ))
+    merged
 }
 
 /// The kernel over what `cache` holds on the host: one call while every head holds the same

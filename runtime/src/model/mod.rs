@@ -174,6 +174,26 @@ impl<B: Backend> Model<B> {
         observer: Option<&mut Observer>,
         logits: Logits,
     ) -> Result<Tensor<B, 2>> {
+        let (start, end) = self.check_ids(ids, cache)?;
+        let positions: Vec<usize> = (start..end).collect();
+        let mut ctx = ForwardCtx::new(&self.rope, &self.order, &positions, &self.device);
+        ctx.host_kernel = self.host_kernel;
+        if let Some(o) = observer.as_deref() {
+            ctx.obs_rows = o.config.attn_rows;
+            ctx.obs_end = o.config.rows_end;
+            ctx.obs_kv = o.config.keys_values;
+            ctx.obs_colsum = o.config.column_sums;
+        }
+        let out = self
+            .transformer
+            .forward(ids, &mut ctx, cache, observer, logits);
+        cache.next_position = end;
+        Ok(out)
+    }
+
+    /// The positions `ids` would take after `cache`, or the error [`Self::forward`] gives for
+    /// them: no tokens, an id outside the vocabulary, positions past the context.
+    fn check_ids(&self, ids: &[u32], cache: &KvCache<B>) -> Result<(usize, usize)> {
         if ids.is_empty() {
             return Err(Error::Request("no tokens to run".into()));
         }
@@ -191,19 +211,97 @@ impl<B: Backend> Model<B> {
                 self.rope.max_positions()
             )));
         }
-        let positions: Vec<usize> = (start..end).collect();
-        let mut ctx = ForwardCtx::new(&self.rope, &self.order, &positions, &self.device);
-        ctx.host_kernel = self.host_kernel;
-        if let Some(o) = observer.as_deref() {
-            ctx.obs_rows = o.config.attn_rows;
-            ctx.obs_end = o.config.rows_end;
-            ctx.obs_kv = o.config.keys_values;
-            ctx.obs_colsum = o.config.column_sums;
+        Ok((start, end))
+    }
+
+    /// Whether [`Self::forward_many`] gives every sequence exactly the logits [`Self::forward`]
+    /// gives it alone: on the host kernel with every projection held quantised, whose fused dot
+    /// products give an activation row the same numbers in any company
+    /// ([`quant::QuantMatrix::matmul`] up to [`quant::FUSED_MAX_ROWS`] rows).
+    pub fn forward_many_is_exact(&self) -> bool {
+        let t = &self.transformer;
+        self.host_kernel
+            && t.output.quant.is_some()
+            && t.blocks.iter().all(|b| {
+                let (a, f) = (&b.attention, &b.ffn);
+                [&a.wqkv, &a.wo, &f.w_gate, &f.w_up, &f.w_down]
+                    .iter()
+                    .all(|l| l.quant.is_some())
+            })
+    }
+
+    /// One decode step of several independent sequences: `ids[i]` after `caches[i]`, observed
+    /// into `observers[i]` (`observers` empty: none); returns each sequence's next-token logits
+    /// on the host, in order. The projections of up to [`quant::FUSED_MAX_ROWS`] sequences run
+    /// as one matrix product, which reads every weight once for all of them; where that would
+    /// not give each sequence its own [`Self::forward`]'s numbers bit for bit
+    /// ([`Self::forward_many_is_exact`]), each runs alone.
+    ///
+    /// # Errors
+    /// As [`Self::forward`], for the first sequence that fails; `caches` and `observers` of
+    /// different lengths than `ids`.
+    pub fn forward_many(
+        &self,
+        ids: &[u32],
+        caches: &mut [&mut KvCache<B>],
+        observers: &mut [Option<&mut Observer>],
+    ) -> Result<Vec<Vec<f32>>> {
+        let n = ids.len();
+        let observed = !observers.is_empty();
+        if caches.len() != n || (observed && observers.len() != n) {
+            return Err(Error::Request(format!(
+                "forward_many: {n} tokens for {} caches and {} observers",
+                caches.len(),
+                observers.len()
+            )));
         }
-        let out = self
-            .transformer
-            .forward(ids, &mut ctx, cache, observer, logits);
-        cache.next_position = end;
+        let mut none: Vec<Option<&mut Observer>> = (0..n).map(|_| None).collect();
+        let observers = if observed { observers } else { &mut none[..] };
+        if !self.forward_many_is_exact() || n == 1 {
+            let mut out = Vec::with_capacity(n);
+            for ((&id, cache), obs) in ids.iter().zip(caches.iter_mut()).zip(observers.iter_mut()) {
+                let logits = self.forward(&[id], cache, obs.as_deref_mut(), Logits::Last)?;
+                out.push(crate::generate::last_row(logits));
+            }
+            return Ok(out);
+        }
+        let mut positions = Vec::with_capacity(n);
+        for (&id, cache) in ids.iter().zip(caches.iter()) {
+            positions.push([self.check_ids(&[id], cache)?.0]);
+        }
+        let mut out = Vec::with_capacity(n);
+        let rows = quant::FUSED_MAX_ROWS;
+        for (((ids, caches), observers), positions) in ids
+            .chunks(rows)
+            .zip(caches.chunks_mut(rows))
+            .zip(observers.chunks_mut(rows))
+            .zip(positions.chunks(rows))
+        {
+            let mut ctxs: Vec<ForwardCtx<'_, B>> = positions
+                .iter()
+                .zip(observers.iter())
+                .map(|(p, o)| {
+                    let mut ctx = ForwardCtx::new(&self.rope, &self.order, p, &self.device);
+                    ctx.host_kernel = self.host_kernel;
+                    if let Some(o) = o.as_deref() {
+                        ctx.obs_rows = o.config.attn_rows;
+                        ctx.obs_end = o.config.rows_end;
+                        ctx.obs_kv = o.config.keys_values;
+                        ctx.obs_colsum = o.config.column_sums;
+                    }
+                    ctx
+                })
+                .collect();
+            let logits = self
+                .transformer
+                .forward_many(ids, &mut ctxs, caches, observers);
+            let [m, vocab] = logits.dims();
+            let host: Vec<f32> = logits.into_data().iter::<f32>().collect();
+            out.extend(host.chunks_exact(vocab).take(m).map(<[f32]>::to_vec));
+            for c in caches.iter_mut() {
+                c.next_position += 1;
+            }
+        }
         Ok(out)
     }
 }

@@ -337,6 +337,46 @@ mod kernels {
         static TILE: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
     }
 
+    /// `out[i]` = the row's dot product with activation row `i` of `x` (`[out.len()][cols]`;
+    /// `sums` their block sums), by [`dot_avx512::dot_rows`] (`WIDE`) or [`dot_avx2::dot_rows`]
+    /// over groups of 8, 4, 2 and 1 activation rows: each row's operations are those of the
+    /// one-row kernel, whatever the group.
+    ///
+    /// # Safety
+    /// The CPU must have AVX-512F (`WIDE`), or AVX2 and FMA.
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn dot_groups<const WIDE: bool>(
+        ty: crate::gguf::GgmlType,
+        row: &[u8],
+        x: &[f32],
+        sums: &[f32],
+        f16: &[f32],
+        out: &mut [f32],
+    ) {
+        let t = out.len();
+        let (cols, per) = (x.len() / t, sums.len() / t);
+        let mut i = 0;
+        while i < t {
+            let n = [8, 4, 2, 1].into_iter().find(|&n| n <= t - i).unwrap_or(1);
+            let (xs, ss) = (&x[i * cols..(i + n) * cols], &sums[i * per..(i + n) * per]);
+            let o = &mut out[i..i + n];
+            // SAFETY: the caller's CPU features.
+            unsafe {
+                match (WIDE, n) {
+                    (true, 8) => dot_avx512::dot_rows::<8>(ty, row, xs, ss, f16, o),
+                    (true, 4) => dot_avx512::dot_rows::<4>(ty, row, xs, ss, f16, o),
+                    (true, 2) => dot_avx512::dot_rows::<2>(ty, row, xs, ss, f16, o),
+                    (true, _) => dot_avx512::dot_rows::<1>(ty, row, xs, ss, f16, o),
+                    (false, 8) => dot_avx2::dot_rows::<8>(ty, row, xs, ss, f16, o),
+                    (false, 4) => dot_avx2::dot_rows::<4>(ty, row, xs, ss, f16, o),
+                    (false, 2) => dot_avx2::dot_rows::<2>(ty, row, xs, ss, f16, o),
+                    (false, _) => dot_avx2::dot_rows::<1>(ty, row, xs, ss, f16, o),
+                }
+            }
+            i += n;
+        }
+    }
+
     impl QuantMatrix {
         /// `x · Wᵀ` for the `t` rows of `x` (`[t][cols]`), returned `[t][rows]`: fused dot
         /// products for up to [`FUSED_MAX_ROWS`] rows, dequantised tiles and `gemm` beyond.
@@ -390,26 +430,28 @@ mod kernels {
 
         /// [`Self::fused_rows`] compiled for AVX2 and FMA (the same operations: dequantised
         /// values are unchanged; only the dot products' sums may round differently).
-        /// For one activation row, rows of the types [`dot_avx2`] knows take its kernel (the
-        /// block scale factored out); the others, and several activation rows, take
-        /// [`Self::fused_rows`] compiled for AVX2 and FMA.
+        /// Rows of the types [`dot_avx2`] knows take its kernel (the block scale factored out;
+        /// AVX-512 where [`super::wide_dots`]), the activation rows in groups of 8, 4, 2, 1
+        /// ([`dot_groups`]): each activation row gets the result it gets alone. The other types
+        /// take [`Self::fused_rows`] compiled for AVX2 and FMA.
         #[cfg(target_arch = "x86_64")]
         #[target_feature(enable = "avx2,fma")]
         unsafe fn fused_rows_avx2(&self, first: usize, x: &[f32], chunk: &mut [f32]) {
-            if x.len() != self.cols || !self.cols.is_multiple_of(dot_avx2::BLOCK) {
+            let t = x.len() / self.cols;
+            if !self.cols.is_multiple_of(dot_avx2::BLOCK) {
                 return self.fused_rows(first, x, chunk);
             }
             let sums = dot_avx2::block_sums(x);
             let f16 = crate::gguf::f16_table();
             let wide = super::wide_dots();
-            for (k, out) in chunk.chunks_exact_mut(1).enumerate() {
+            for (k, out) in chunk.chunks_exact_mut(t).enumerate() {
                 let (part, r) = self.locate(first + k);
                 if wide && dot_avx512::supports(part.ty) {
                     // SAFETY: `wide_dots` found AVX-512F on this CPU.
-                    out[0] = unsafe { dot_avx512::dot_row(part.ty, part.row(r), x, &sums, f16) };
+                    unsafe { dot_groups::<true>(part.ty, part.row(r), x, &sums, f16, out) };
                 } else if dot_avx2::supports(part.ty) {
                     // SAFETY: the CPU has AVX2 and FMA (this function's own features).
-                    out[0] = unsafe { dot_avx2::dot_row(part.ty, part.row(r), x, &sums, f16) };
+                    unsafe { dot_groups::<false>(part.ty, part.row(r), x, &sums, f16, out) };
                 } else {
                     part.dot_rows(r, x, out);
                 }
@@ -586,6 +628,37 @@ mod tests {
                         (*got as f64 - want).abs() <= 1e-5 * scale.max(1e-3),
                         "{ty:?} t={t} [{i},{r}]: {got} vs {want}"
                     );
+                }
+            }
+        }
+    }
+
+    /// A product over several activation rows (up to the fused rows) gives each row the bits it
+    /// gets alone, for every type: what lets decode steps of several sequences share one
+    /// product ([`crate::model::Model::forward_many`]).
+    #[cfg(feature = "flex")]
+    #[test]
+    fn each_activation_row_gets_its_own_numbers_in_any_company() {
+        use GgmlType::*;
+        let (rows, cols) = (21, 512);
+        for (i, ty) in [F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4K, Q5K, Q6K]
+            .into_iter()
+            .enumerate()
+        {
+            let m = QuantMatrix::stack(vec![random_rows(ty, rows, cols, 40 + i as u64)]).unwrap();
+            let mut rng = crate::generate::SplitMix64::new(11);
+            let x: Vec<f32> = (0..FUSED_MAX_ROWS * cols)
+                .map(|_| (rng.next_f64() - 0.5) as f32)
+                .collect();
+            let alone: Vec<Vec<f32>> = x.chunks_exact(cols).map(|r| m.matmul(r, 1)).collect();
+            for t in 1..=FUSED_MAX_ROWS {
+                let y = m.matmul(&x[..t * cols], t);
+                for (k, (got, want)) in y.chunks_exact(rows).zip(&alone).enumerate() {
+                    let same = got
+                        .iter()
+                        .zip(want)
+                        .all(|(a, b)| a.to_bits() == b.to_bits());
+                    assert!(same, "{ty:?}: row {k} of {t} differs from the row alone");
                 }
             }
         }

@@ -8,7 +8,7 @@ use burn::tensor::Tensor;
 use super::attention::ForwardCtx;
 use super::block::Block;
 use super::linear::{Embedding, Linear};
-use crate::cache::KvCache;
+use crate::cache::{KvCache, LayerCache};
 use crate::observe::Observer;
 
 /// Which positions get logits.
@@ -63,6 +63,37 @@ impl<B: Backend> Transformer<B> {
             Logits::Last => x.narrow(0, t - 1, 1),
             Logits::All => x,
         };
+        self.output.forward(self.norm.forward(x))
+    }
+
+    /// One new token in each of several sequences: `ids[i]` after `caches[i]` under `ctxs[i]`
+    /// (observed into `observers[i]`); the logits of every row (each sequence's last).
+    ///
+    /// # Shapes
+    /// - returns `[n, vocab]`, `n = ids.len()`
+    pub fn forward_many(
+        &self,
+        ids: &[u32],
+        ctxs: &mut [ForwardCtx<'_, B>],
+        caches: &mut [&mut KvCache<B>],
+        observers: &mut [Option<&mut Observer>],
+    ) -> Tensor<B, 2> {
+        let mut x = self.embed.forward(ids, &self.device()); // [n, hidden]
+        if self.embed_scale != 1.0 {
+            x = x.mul_scalar(self.embed_scale as f32);
+        }
+        for (i, block) in self.blocks.iter().enumerate() {
+            let mut layers: Vec<&mut LayerCache<B>> =
+                caches.iter_mut().map(|c| &mut c.layers[i]).collect();
+            let obs = observers
+                .iter_mut()
+                .map(|o| o.as_deref_mut().and_then(|o| o.layer(i)))
+                .collect();
+            for ctx in ctxs.iter_mut() {
+                ctx.layer = i;
+            }
+            x = block.forward_many(x, ctxs, &mut layers, obs);
+        }
         self.output.forward(self.norm.forward(x))
     }
 

@@ -165,6 +165,81 @@ impl<'a, B: Backend> Session<'a, B> {
     /// # Shapes
     /// - returns `[1, vocab]`
     pub fn step(&mut self, id: u32) -> Result<Tensor<B, 2>> {
+        let mut obs = self.before_step()?;
+        let logits = self
+            .press
+            .forward(self.model, &[id], &mut self.cache, obs.as_mut())?;
+        self.after_step(obs)?;
+        Ok(logits)
+    }
+
+    /// [`Self::step`] for several sessions on one model at once: `ids[i]` after session `i`.
+    /// Sessions whose press keeps the model's forward pass ([`Press::changes_forward`] false)
+    /// run their projections together ([`Model::forward_many`]: every weight read once for up to
+    /// 16 of them), and each gets the logits its own [`Self::step`] would give, bit for bit; the
+    /// others step alone. Returns each session's next-token logits on the host, in order.
+    ///
+    /// # Errors
+    /// As [`Self::step`]; sessions on different models; `ids` and `sessions` of different
+    /// lengths.
+    pub fn step_many(sessions: &mut [&mut Session<'a, B>], ids: &[u32]) -> Result<Vec<Vec<f32>>> {
+        if sessions.len() != ids.len() {
+            return Err(Error::Request(format!(
+                "step_many: {} tokens for {} sessions",
+                ids.len(),
+                sessions.len()
+            )));
+        }
+        let Some(model) = sessions.first().map(|s| s.model) else {
+            return Ok(Vec::new());
+        };
+        if sessions.iter().any(|s| !std::ptr::eq(s.model, model)) {
+            return Err(Error::Request(
+                "step_many: sessions on different models".into(),
+            ));
+        }
+        let mut obs = Vec::with_capacity(sessions.len());
+        for s in sessions.iter_mut() {
+            obs.push(s.before_step()?);
+        }
+        let mut out: Vec<Option<Vec<f32>>> = vec![None; sessions.len()];
+        // Together: the sessions on the model's own forward pass.
+        let together: Vec<usize> = (0..sessions.len())
+            .filter(|&i| !sessions[i].press.changes_forward())
+            .collect();
+        if together.len() > 1 {
+            let mut caches = Vec::with_capacity(together.len());
+            let mut observers = Vec::with_capacity(together.len());
+            let mut tokens = Vec::with_capacity(together.len());
+            for ((s, o), &id) in sessions.iter_mut().zip(obs.iter_mut()).zip(ids) {
+                if !s.press.changes_forward() {
+                    caches.push(&mut s.cache);
+                    observers.push(o.as_mut());
+                    tokens.push(id);
+                }
+            }
+            let logits = model.forward_many(&tokens, &mut caches, &mut observers)?;
+            for (&i, l) in together.iter().zip(logits) {
+                out[i] = Some(l);
+            }
+        }
+        for (i, (s, o)) in sessions.iter_mut().zip(obs.iter_mut()).enumerate() {
+            if out[i].is_none() {
+                let logits = s
+                    .press
+                    .forward(model, &[ids[i]], &mut s.cache, o.as_mut())?;
+                out[i] = Some(crate::generate::last_row(logits));
+            }
+        }
+        for (s, o) in sessions.iter_mut().zip(obs) {
+            s.after_step(o)?;
+        }
+        Ok(out.into_iter().flatten().collect())
+    }
+
+    /// What [`Self::step`] does before the forward pass: the positions re-assigned when the next
+    /// one would pass the context, and the observer of the press's decode hook.
+    fn before_step(&mut self) -> Result<Option<Observer>> {
         let context = self.model.config.context_len;
         if self.cache.next_position >= context {
             let model = self.model;
@@ -179,14 +254,15 @@ impl<'a, B: Backend> Session<'a, B> {
                 )));
             }
         }
-        let mut obs = self.observer(self.press.decode_observe());
-        let logits = self
-            .press
-            .forward(self.model, &[id], &mut self.cache, obs.as_mut())?;
+        Ok(self.observer(self.press.decode_observe()))
+    }
+
+    /// What [`Self::step`] does after the forward pass: the sliding windows moved on and the
+    /// press's decode hook run.
+    fn after_step(&mut self, obs: Option<Observer>) -> Result<()> {
         windowed::slide(&mut self.cache, &self.model.config.layer_windows);
         self.tokens += 1;
-        self.parked(|press, cache| press.after_decode(cache, obs.as_ref()))?;
-        Ok(logits)
+        self.parked(|press, cache| press.after_decode(cache, obs.as_ref()))
     }
 
     /// Runs `ids` after what the cache holds in one forward call (through the press's forward)

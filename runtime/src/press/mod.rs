@@ -36,6 +36,8 @@ pub mod treekv;
 pub mod windowed;
 
 #[cfg(test)]
+mod batch_tests;
+#[cfg(test)]
 mod controls_tests;
 #[cfg(test)]
 mod prompt_end_tests;

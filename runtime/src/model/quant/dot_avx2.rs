@@ -21,7 +21,7 @@ use crate::gguf::GgmlType;
 /// `Q4_K`.
 pub(super) const BLOCK: usize = 32;
 
-/// Whether [`dot_row`] has a kernel for `ty`.
+/// Whether [`dot_rows`] has a kernel for `ty`.
 pub(super) fn supports(ty: GgmlType) -> bool {
     matches!(
         ty,
@@ -39,57 +39,64 @@ pub(super) fn block_sums(x: &[f32]) -> Vec<f32> {
     x.chunks_exact(BLOCK).map(|b| b.iter().sum()).collect()
 }
 
-/// `Σ_j w[j]·x[j]` for the row `row` (its bytes, type `ty`, one of [`supports`]) and the
-/// activations `x` (`sums`: their [`block_sums`]); `f16`: the f16→f32 table.
+/// `out[i] = Σ_j w[j]·x_i[j]` for the row `row` (its bytes, type `ty`, one of [`supports`]) and
+/// the `R` activation rows `x_i` of `xs` (`[R][cols]`; `sums`: their [`block_sums`], `[R][cols /
+/// BLOCK]`); `f16`: the f16→f32 table. A block's quants are decoded once for the `R` rows; each
+/// row then takes the operations of the one-row kernel (`R` = 1) in its order, so a row's result
+/// does not depend on `R` or on the other rows.
 ///
 /// # Safety
 /// The CPU must have AVX2 and FMA.
 #[target_feature(enable = "avx2,fma")]
-pub(super) unsafe fn dot_row(
+pub(super) unsafe fn dot_rows<const R: usize>(
     ty: GgmlType,
     row: &[u8],
-    x: &[f32],
+    xs: &[f32],
     sums: &[f32],
     f16: &[f32],
-) -> f32 {
-    let blocks = row
-        .chunks_exact(ty.block_bytes())
-        .zip(x.chunks_exact(ty.block_size()));
+    out: &mut [f32],
+) {
+    let (bs, bb) = (ty.block_size(), ty.block_bytes());
+    let cols = xs.len() / R;
+    let per_row = sums.len() / R;
+    debug_assert!(xs.len() == R * cols && out.len() == R && row.len() / bb * bs == cols);
+    let x = |i: usize, at: usize| xs.as_ptr().add(i * cols + at);
     let half = |b: &[u8], at: usize| f16[u16::from_le_bytes([b[at], b[at + 1]]) as usize];
-    let mut acc = _mm256_setzero_ps();
-    let mut mins = 0f32;
+    let mut acc = [_mm256_setzero_ps(); R];
+    let mut mins = [0f32; R];
+    let blocks = row.chunks_exact(bb).enumerate();
+    // Each row: acc += d·(q·x) over the block of 32 at `at`.
+    let scaled = |acc: &mut [__m256; R], d: f32, q: [__m256; 4], at: usize| {
+        let d = _mm256_set1_ps(d);
+        for (i, a) in acc.iter_mut().enumerate() {
+            *a = _mm256_fmadd_ps(d, dot4(q, x(i, at)), *a);
+        }
+    };
     match ty {
         GgmlType::Q8_0 => {
-            for (b, x) in blocks {
-                acc = _mm256_fmadd_ps(_mm256_set1_ps(half(b, 0)), q8_dot(&b[2..34], x), acc);
+            for (n, b) in blocks {
+                scaled(&mut acc, half(b, 0), q8_quants(&b[2..34]), n * BLOCK);
             }
         }
         GgmlType::Q4_0 => {
             let eight = _mm256_set1_epi32(8);
-            for (b, x) in blocks {
-                let [l0, l1, h0, h1] = nibbles(&b[2..18]);
-                let p = dot4(
-                    [
-                        _mm256_sub_epi32(l0, eight),
-                        _mm256_sub_epi32(l1, eight),
-                        _mm256_sub_epi32(h0, eight),
-                        _mm256_sub_epi32(h1, eight),
-                    ],
-                    x,
-                );
-                acc = _mm256_fmadd_ps(_mm256_set1_ps(half(b, 0)), p, acc);
+            for (n, b) in blocks {
+                let q = nibbles(&b[2..18]).map(|q| _mm256_sub_epi32(q, eight));
+                scaled(&mut acc, half(b, 0), floats(q), n * BLOCK);
             }
         }
         GgmlType::Q4_1 => {
-            for ((b, x), &s) in blocks.zip(sums) {
-                let p = dot4(nibbles(&b[4..20]), x);
-                acc = _mm256_fmadd_ps(_mm256_set1_ps(half(b, 0)), p, acc);
-                mins = half(b, 2).mul_add(s, mins);
+            for (n, b) in blocks {
+                scaled(&mut acc, half(b, 0), floats(nibbles(&b[4..20])), n * BLOCK);
+                let m = half(b, 2);
+                for (i, mi) in mins.iter_mut().enumerate() {
+                    *mi = m.mul_add(sums[i * per_row + n], *mi);
+                }
             }
         }
         GgmlType::Q5_0 => {
             let sixteen = _mm256_set1_epi32(16);
-            for (b, x) in blocks {
+            for (n, b) in blocks {
                 let qh = u32::from_le_bytes([b[2], b[3], b[4], b[5]]);
                 let [l0, l1, h0, h1] = nibbles(&b[6..22]);
                 let q = [
@@ -99,44 +106,54 @@ pub(super) unsafe fn dot_row(
                     with_fifth_bit(h1, qh, 24),
                 ]
                 .map(|q| _mm256_sub_epi32(q, sixteen));
-                acc = _mm256_fmadd_ps(_mm256_set1_ps(half(b, 0)), dot4(q, x), acc);
+                scaled(&mut acc, half(b, 0), floats(q), n * BLOCK);
             }
         }
         GgmlType::Q4K => {
-            for ((b, x), sums) in blocks.zip(sums.chunks_exact(256 / BLOCK)) {
+            for (n, b) in blocks {
                 let (d, dmin) = (half(b, 0), half(b, 2));
                 let scales = &b[4..16];
                 for (chunk, qs) in b[16..144].chunks_exact(32).enumerate() {
                     for (sub, shift) in [(2 * chunk, 0), (2 * chunk + 1, 4)] {
                         let (sc, m) = scale_min_k4(sub, scales);
-                        let p = dot4(nibble_plane(qs, shift), &x[sub * BLOCK..]);
-                        acc = _mm256_fmadd_ps(_mm256_set1_ps(d * sc), p, acc);
-                        mins = (-(dmin * m)).mul_add(sums[sub], mins);
+                        let q = floats(nibble_plane(qs, shift));
+                        scaled(&mut acc, d * sc, q, n * 256 + sub * BLOCK);
+                        let min = -(dmin * m);
+                        for (i, mi) in mins.iter_mut().enumerate() {
+                            *mi = min.mul_add(sums[i * per_row + n * 8 + sub], *mi);
+                        }
                     }
                 }
             }
         }
         GgmlType::Q6K => {
-            for (b, x) in blocks {
+            for (n, b) in blocks {
                 let d = half(b, 208);
                 for part in 0..2 {
                     let ql = &b[part * 64..part * 64 + 64];
                     let qh = &b[128 + part * 32..128 + part * 32 + 32];
                     let sc = &b[192 + part * 8..192 + part * 8 + 8];
-                    let x = &x[part * 128..];
                     for (j, &scale) in sc.iter().enumerate() {
                         // Sub-block j: elements 16j..16j+16 of the half, plane k = j / 2.
                         let (k, l) = (j / 2, 16 * (j % 2));
-                        let p = q6_dot16(ql, qh, k, l, &x[32 * k + l..]);
-                        let scale = d * scale as i8 as f32;
-                        acc = _mm256_fmadd_ps(_mm256_set1_ps(scale), p, acc);
+                        let q = q6_quants16(ql, qh, k, l);
+                        let scale = _mm256_set1_ps(d * scale as i8 as f32);
+                        let at = n * 256 + part * 128 + 32 * k + l;
+                        for (i, a) in acc.iter_mut().enumerate() {
+                            let xp = x(i, at);
+                            let p = _mm256_mul_ps(q[0], _mm256_loadu_ps(xp));
+                            let p = _mm256_fmadd_ps(q[1], _mm256_loadu_ps(xp.add(8)), p);
+                            *a = _mm256_fmadd_ps(scale, p, *a);
+                        }
                     }
                 }
             }
         }
-        _ => unreachable!("dot_row is called for the types `supports` names"),
+        _ => unreachable!("dot_rows is called for the types `supports` names"),
     }
-    hsum(acc) + mins
+    for ((o, a), m) in out.iter_mut().zip(acc).zip(mins) {
+        *o = hsum(a) + m;
+    }
 }
 
 /// The 32 quants of 16 nibble bytes as four groups of 8 `i32` (elements 0–7, 8–15 from the low
@@ -182,12 +199,12 @@ unsafe fn nibble_plane(qs: &[u8], shift: i32) -> [__m256i; 4] {
     [at(0), at(8), at(16), at(24)]
 }
 
-/// `Σ q·x` over 16 elements of a `Q6_K` half (`ql` 64 bytes, `qh` 32): elements `l..l + 16` of
-/// plane `k` (`q = (nibble of ql[l + 32·(k mod 2)] at 4·(k div 2)) | (bits 2k of qh[l]) << 4`,
-/// less 32), `x` their activations.
+/// The 16 quants of elements `l..l + 16` of plane `k` of a `Q6_K` half (`ql` 64 bytes, `qh`
+/// 32) as f32, in two groups of 8: `(nibble of ql[l + 32·(k mod 2)] at 4·(k div 2)) | (bits 2k of
+/// qh[l]) << 4`, less 32.
 #[inline(always)]
-unsafe fn q6_dot16(ql: &[u8], qh: &[u8], k: usize, l: usize, x: &[f32]) -> __m256 {
-    debug_assert!(ql.len() >= 64 && qh.len() >= 32 && x.len() >= 16 && l + 16 <= 32);
+unsafe fn q6_quants16(ql: &[u8], qh: &[u8], k: usize, l: usize) -> [__m256; 2] {
+    debug_assert!(ql.len() >= 64 && qh.len() >= 32 && l + 16 <= 32);
     let (lo_shift, hi_shift) = (
         _mm_cvtsi32_si128(4 * (k / 2) as i32),
         _mm_cvtsi32_si128(2 * k as i32),
@@ -207,8 +224,7 @@ unsafe fn q6_dot16(ql: &[u8], qh: &[u8], k: usize, l: usize, x: &[f32]) -> __m25
             bias,
         ))
     };
-    let p = _mm256_mul_ps(q(l), _mm256_loadu_ps(x.as_ptr()));
-    _mm256_fmadd_ps(q(l + 8), _mm256_loadu_ps(x.as_ptr().add(8)), p)
+    [q(l), q(l + 8)]
 }
 
 /// `q | 16` where bit `first + lane` of `qh` is set (a `Q5_*` block's fifth bits).
@@ -231,23 +247,28 @@ unsafe fn with_fifth_bit(q: __m256i, qh: u32, first: i32) -> __m256i {
     _mm256_or_si256(q, _mm256_slli_epi32(bits, 4))
 }
 
-/// `Σ q·x` over one block in 8 lanes, `q` the block's 32 quants in four groups of 8.
+/// A block's 32 quants as f32 (exact: small integers).
 #[inline(always)]
-unsafe fn dot4(q: [__m256i; 4], x: &[f32]) -> __m256 {
-    debug_assert!(x.len() >= BLOCK);
-    let xp = x.as_ptr();
-    let mut p = _mm256_mul_ps(_mm256_cvtepi32_ps(q[0]), _mm256_loadu_ps(xp));
-    p = _mm256_fmadd_ps(_mm256_cvtepi32_ps(q[1]), _mm256_loadu_ps(xp.add(8)), p);
-    p = _mm256_fmadd_ps(_mm256_cvtepi32_ps(q[2]), _mm256_loadu_ps(xp.add(16)), p);
-    _mm256_fmadd_ps(_mm256_cvtepi32_ps(q[3]), _mm256_loadu_ps(xp.add(24)), p)
+unsafe fn floats(q: [__m256i; 4]) -> [__m256; 4] {
+    q.map(|q| _mm256_cvtepi32_ps(q))
 }
 
-/// `Σ q·x` over one `Q8_0` block's 32 signed quants.
+/// `Σ q·x` over one block in 8 lanes, `q` the block's 32 quants in four groups of 8, `x` its 32
+/// activations.
 #[inline(always)]
-unsafe fn q8_dot(qs: &[u8], x: &[f32]) -> __m256 {
+unsafe fn dot4(q: [__m256; 4], x: *const f32) -> __m256 {
+    let mut p = _mm256_mul_ps(q[0], _mm256_loadu_ps(x));
+    p = _mm256_fmadd_ps(q[1], _mm256_loadu_ps(x.add(8)), p);
+    p = _mm256_fmadd_ps(q[2], _mm256_loadu_ps(x.add(16)), p);
+    _mm256_fmadd_ps(q[3], _mm256_loadu_ps(x.add(24)), p)
+}
+
+/// One `Q8_0` block's 32 signed quants as f32.
+#[inline(always)]
+unsafe fn q8_quants(qs: &[u8]) -> [__m256; 4] {
     debug_assert!(qs.len() >= BLOCK);
     let at = |o: usize| _mm256_cvtepi8_epi32(_mm_loadl_epi64(qs.as_ptr().add(o).cast()));
-    dot4([at(0), at(8), at(16), at(24)], x)
+    floats([at(0), at(8), at(16), at(24)])
 }
 
 /// The sum of the 8 lanes.
