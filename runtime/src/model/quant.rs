@@ -337,46 +337,6 @@ mod kernels {
         static TILE: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
     }
 
-    /// `out[i]` = the row's dot product with activation row `i` of `x` (`[out.len()][cols]`;
-    /// `sums` their block sums), by [`dot_avx512::dot_rows`] (`WIDE`) or [`dot_avx2::dot_rows`]
-    /// over groups of 8, 4, 2 and 1 activation rows: each row's operations are those of the
-    /// one-row kernel, whatever the group.
-    ///
-    /// # Safety
-    /// The CPU must have AVX-512F (`WIDE`), or AVX2 and FMA.
-    #[cfg(target_arch = "x86_64")]
-    unsafe fn dot_groups<const WIDE: bool>(
-        ty: crate::gguf::GgmlType,
-        row: &[u8],
-        x: &[f32],
-        sums: &[f32],
-        f16: &[f32],
-        out: &mut [f32],
-    ) {
-        let t = out.len();
-        let (cols, per) = (x.len() / t, sums.len() / t);
-        let mut i = 0;
-        while i < t {
-            let n = [8, 4, 2, 1].into_iter().find(|&n| n <= t - i).unwrap_or(1);
-            let (xs, ss) = (&x[i * cols..(i + n) * cols], &sums[i * per..(i + n) * per]);
-            let o = &mut out[i..i + n];
-            // SAFETY: the caller's CPU features.
-            unsafe {
-                match (WIDE, n) {
-                    (true, 8) => dot_avx512::dot_rows::<8>(ty, row, xs, ss, f16, o),
-                    (true, 4) => dot_avx512::dot_rows::<4>(ty, row, xs, ss, f16, o),
-                    (true, 2) => dot_avx512::dot_rows::<2>(ty, row, xs, ss, f16, o),
-                    (true, _) => dot_avx512::dot_rows::<1>(ty, row, xs, ss, f16, o),
-                    (false, 8) => dot_avx2::dot_rows::<8>(ty, row, xs, ss, f16, o),
-                    (false, 4) => dot_avx2::dot_rows::<4>(ty, row, xs, ss, f16, o),
-                    (false, 2) => dot_avx2::dot_rows::<2>(ty, row, xs, ss, f16, o),
-                    (false, _) => dot_avx2::dot_rows::<1>(ty, row, xs, ss, f16, o),
-                }
-            }
-            i += n;
-        }
-    }
-
     impl QuantMatrix {
         /// `x · Wᵀ` for the `t` rows of `x` (`[t][cols]`), returned `[t][rows]`: fused dot
         /// products for up to [`FUSED_MAX_ROWS`] rows, dequantised tiles and `gemm` beyond.
@@ -432,8 +392,8 @@ mod kernels {
         /// values are unchanged; only the dot products' sums may round differently).
         /// Rows of the types [`dot_avx2`] knows take its kernel (the block scale factored out;
         /// AVX-512 where [`super::wide_dots`]), the activation rows in groups of 8, 4, 2, 1
-        /// ([`dot_groups`]): each activation row gets the result it gets alone. The other types
-        /// take [`Self::fused_rows`] compiled for AVX2 and FMA.
+        /// ([`Self::group_rows`]): each activation row gets the result it gets alone. The other
+        /// types take [`Self::fused_rows`] compiled for AVX2 and FMA.
         #[cfg(target_arch = "x86_64")]
         #[target_feature(enable = "avx2,fma")]
         unsafe fn fused_rows_avx2(&self, first: usize, x: &[f32], chunk: &mut [f32]) {
@@ -442,18 +402,49 @@ mod kernels {
                 return self.fused_rows(first, x, chunk);
             }
             let sums = dot_avx2::block_sums(x);
+            let (cols, per) = (self.cols, self.cols / dot_avx2::BLOCK);
+            let mut i = 0;
+            while i < t {
+                let n = [8, 4, 2, 1].into_iter().find(|&n| n <= t - i).unwrap_or(1);
+                let (xs, ss) = (&x[i * cols..(i + n) * cols], &sums[i * per..(i + n) * per]);
+                // SAFETY: the CPU has AVX2 and FMA (this function's own features).
+                unsafe {
+                    match n {
+                        8 => self.group_rows::<8>(first, xs, ss, chunk, (i, t)),
+                        4 => self.group_rows::<4>(first, xs, ss, chunk, (i, t)),
+                        2 => self.group_rows::<2>(first, xs, ss, chunk, (i, t)),
+                        _ => self.group_rows::<1>(first, xs, ss, chunk, (i, t)),
+                    }
+                }
+                i += n;
+            }
+        }
+
+        /// Activation rows `i..i + R` of `t` (`xs`, their block sums `sums`) against weight rows
+        /// `first..` into `chunk` (`[n][t]`), one kernel call per weight row.
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn group_rows<const R: usize>(
+            &self,
+            first: usize,
+            xs: &[f32],
+            sums: &[f32],
+            chunk: &mut [f32],
+            (i, t): (usize, usize),
+        ) {
             let f16 = crate::gguf::f16_table();
             let wide = super::wide_dots();
             for (k, out) in chunk.chunks_exact_mut(t).enumerate() {
                 let (part, r) = self.locate(first + k);
+                let out = &mut out[i..i + R];
                 if wide && dot_avx512::supports(part.ty) {
                     // SAFETY: `wide_dots` found AVX-512F on this CPU.
-                    unsafe { dot_groups::<true>(part.ty, part.row(r), x, &sums, f16, out) };
+                    unsafe { dot_avx512::dot_rows::<R>(part.ty, part.row(r), xs, sums, f16, out) };
                 } else if dot_avx2::supports(part.ty) {
                     // SAFETY: the CPU has AVX2 and FMA (this function's own features).
-                    unsafe { dot_groups::<false>(part.ty, part.row(r), x, &sums, f16, out) };
+                    unsafe { dot_avx2::dot_rows::<R>(part.ty, part.row(r), xs, sums, f16, out) };
                 } else {
-                    part.dot_rows(r, x, out);
+                    part.dot_rows(r, xs, out);
                 }
             }
         }
