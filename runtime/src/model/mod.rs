@@ -176,19 +176,29 @@ impl<B: Backend> Model<B> {
     ) -> Result<Tensor<B, 2>> {
         let (start, end) = self.check_ids(ids, cache)?;
         let positions: Vec<usize> = (start..end).collect();
-        let mut ctx = ForwardCtx::new(&self.rope, &self.order, &positions, &self.device);
-        ctx.host_kernel = self.host_kernel;
-        if let Some(o) = observer.as_deref() {
-            ctx.obs_rows = o.config.attn_rows;
-            ctx.obs_end = o.config.rows_end;
-            ctx.obs_kv = o.config.keys_values;
-            ctx.obs_colsum = o.config.column_sums;
-        }
+        let mut ctx = self.context(&positions, observer.as_deref());
         let out = self
             .transformer
             .forward(ids, &mut ctx, cache, observer, logits);
         cache.next_position = end;
         Ok(out)
+    }
+
+    /// The context of a call adding tokens at `positions`, recording what `observer` asks.
+    fn context<'c>(
+        &'c self,
+        positions: &'c [usize],
+        observer: Option<&Observer>,
+    ) -> ForwardCtx<'c, B> {
+        let mut ctx = ForwardCtx::new(&self.rope, &self.order, positions, &self.device);
+        ctx.host_kernel = self.host_kernel;
+        if let Some(o) = observer {
+            ctx.obs_rows = o.config.attn_rows;
+            ctx.obs_end = o.config.rows_end;
+            ctx.obs_kv = o.config.keys_values;
+            ctx.obs_colsum = o.config.column_sums;
+        }
+        ctx
     }
 
     /// The positions `ids` would take after `cache`, or the error [`Self::forward`] gives for
@@ -280,17 +290,7 @@ impl<B: Backend> Model<B> {
             let mut ctxs: Vec<ForwardCtx<'_, B>> = positions
                 .iter()
                 .zip(observers.iter())
-                .map(|(p, o)| {
-                    let mut ctx = ForwardCtx::new(&self.rope, &self.order, p, &self.device);
-                    ctx.host_kernel = self.host_kernel;
-                    if let Some(o) = o.as_deref() {
-                        ctx.obs_rows = o.config.attn_rows;
-                        ctx.obs_end = o.config.rows_end;
-                        ctx.obs_kv = o.config.keys_values;
-                        ctx.obs_colsum = o.config.column_sums;
-                    }
-                    ctx
-                })
+                .map(|(p, o)| self.context(p, o.as_deref()))
                 .collect();
             let logits = self
                 .transformer
