@@ -511,7 +511,6 @@ impl<'a, B: Backend> Evaluator<'a, B> {
             next: argmax(&first),
             new: Vec::new(),
             done: false,
-            kv_fraction,
             shares: vec![kv_fraction],
             seconds: started.elapsed().as_secs_f64(),
         }))
@@ -671,9 +670,8 @@ struct Running<'s, B: Backend> {
     /// Tokens taken.
     new: Vec<u32>,
     done: bool,
-    /// Share of FullKV's bytes held after the prompt (and the question).
-    kv_fraction: f64,
-    /// That share after the prompt and after every step.
+    /// The share of FullKV's bytes held after the prompt (and the question), then after every
+    /// step.
     shares: Vec<f64>,
     /// Its own seconds and its share of the batched steps'.
     seconds: f64,
@@ -683,7 +681,7 @@ impl<B: Backend> Running<'_, B> {
     /// The outcome, its tokens decoded to text.
     fn outcome(self, tok: &Tokenizer) -> Result<Outcome> {
         let response = tok.decode(&self.new)?;
-        let kv_fraction = self.kv_fraction.clamp(f64::MIN_POSITIVE, 1.0);
+        let kv_fraction = self.shares[0].clamp(f64::MIN_POSITIVE, 1.0);
         let held = Held::of(&self.shares).unwrap_or(Held {
             peak: kv_fraction,
             mean: kv_fraction,

@@ -46,12 +46,7 @@ impl<B: Backend> Block<B> {
         cache: &mut LayerCache<B>,
         obs: Option<&mut LayerObservation>,
     ) -> Tensor<B, 2> {
-        let attn = self
-            .attention
-            .forward(self.attn_norm.forward(x.clone()), ctx, cache, obs);
-        let h = x + maybe_norm(&self.post_attn_norm, attn);
-        let ffn = self.ffn.forward(self.ffn_norm.forward(h.clone()));
-        h + maybe_norm(&self.post_ffn_norm, ffn)
+        self.around(x, |a| self.attention.forward(a, ctx, cache, obs))
     }
 
     /// [`Self::forward`] for one new token in each of several sequences (row `i` of `x` after
@@ -66,9 +61,17 @@ impl<B: Backend> Block<B> {
         caches: &mut [&mut LayerCache<B>],
         obs: Vec<Option<&mut LayerObservation>>,
     ) -> Tensor<B, 2> {
-        let attn =
-            self.attention
-                .forward_many(self.attn_norm.forward(x.clone()), ctxs, caches, obs);
+        self.around(x, |a| self.attention.forward_many(a, ctxs, caches, obs))
+    }
+
+    /// The block around its attention: `attention` of the normed `x`, the residuals, norms and
+    /// the feed-forward (what [`Self::forward`] and [`Self::forward_many`] share).
+    fn around(
+        &self,
+        x: Tensor<B, 2>,
+        attention: impl FnOnce(Tensor<B, 2>) -> Tensor<B, 2>,
+    ) -> Tensor<B, 2> {
+        let attn = attention(self.attn_norm.forward(x.clone()));
         let h = x + maybe_norm(&self.post_attn_norm, attn);
         let ffn = self.ffn.forward(self.ffn_norm.forward(h.clone()));
         h + maybe_norm(&self.post_ffn_norm, ffn)

@@ -113,11 +113,7 @@ pub fn forward<B: Backend>(
     let device = x.device();
     let qkv = host_vec(attn.project(x)); // [t][(nh + 2·nkv)·d]
     let merged = attend_projected(attn, &qkv, ctx, cache, obs);
-    let width = attn.n_heads * attn.head_dim;
-    attn.wo.forward(Tensor::<B, 2>::from_data(
-        TensorData::new(merged, [t, width]),
-        &device,
-    ))
+    output(attn, merged, t, &device)
 }
 
 /// [`forward`] for one new token in each of several sequences: row `i` of `x` runs after
@@ -143,9 +139,20 @@ pub fn forward_many<B: Backend>(
     for (((row, ctx), cache), obs) in qkv.chunks_exact(width).zip(ctxs).zip(caches).zip(obs) {
         merged.extend(attend_projected(attn, row, ctx, cache, obs));
     }
-    attn.wo.forward(Tensor::<B, 2>::from_data(
-        TensorData::new(merged, [n, attn.n_heads * attn.head_dim]),
-        &device,
+    output(attn, merged, n, &device)
+}
+
+/// The output projection of `rows` merged attention rows (`[rows][nh·d]`, model head order).
+fn output<B: Backend>(
+    attn: &Attention<B>,
+    merged: Vec<f32>,
+    rows: usize,
+    device: &B::Device,
+) -> Tensor<B, 2> {
+    let width = attn.n_heads * attn.head_dim;
+    attn.wo.forward(Tensor::from_data(
+        TensorData::new(merged, [rows, width]),
+        device,
     ))
 }
 

@@ -49,11 +49,7 @@ impl<B: Backend> Transformer<B> {
         logits: Logits,
     ) -> Tensor<B, 2> {
         let t = ids.len();
-        let mut x = self.embed.forward(ids, &self.device()); // [t, hidden]
-        if self.embed_scale != 1.0 {
-            // As transformers: the factor in the embeddings' dtype (f32), then one multiply.
-            x = x.mul_scalar(self.embed_scale as f32);
-        }
+        let mut x = self.embedded(ids); // [t, hidden]
         for (i, (block, layer_cache)) in self.blocks.iter().zip(&mut cache.layers).enumerate() {
             let obs = observer.as_deref_mut().and_then(|o| o.layer(i));
             ctx.layer = i;
@@ -78,10 +74,7 @@ impl<B: Backend> Transformer<B> {
         caches: &mut [&mut KvCache<B>],
         observers: &mut [Option<&mut Observer>],
     ) -> Tensor<B, 2> {
-        let mut x = self.embed.forward(ids, &self.device()); // [n, hidden]
-        if self.embed_scale != 1.0 {
-            x = x.mul_scalar(self.embed_scale as f32);
-        }
+        let mut x = self.embedded(ids); // [n, hidden]
         for (i, block) in self.blocks.iter().enumerate() {
             let mut layers: Vec<&mut LayerCache<B>> =
                 caches.iter_mut().map(|c| &mut c.layers[i]).collect();
@@ -95,6 +88,19 @@ impl<B: Backend> Transformer<B> {
             x = block.forward_many(x, ctxs, &mut layers, obs);
         }
         self.output.forward(self.norm.forward(x))
+    }
+
+    /// The rows of `ids`, scaled by [`Self::embed_scale`].
+    ///
+    /// # Shapes
+    /// - returns `[ids.len(), hidden]`
+    fn embedded(&self, ids: &[u32]) -> Tensor<B, 2> {
+        let x = self.embed.forward(ids, &self.device());
+        if self.embed_scale == 1.0 {
+            return x;
+        }
+        // As transformers: the factor in the embeddings' dtype (f32), then one multiply.
+        x.mul_scalar(self.embed_scale as f32)
     }
 
     /// The device the weights live on.

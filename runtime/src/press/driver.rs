@@ -204,22 +204,28 @@ impl<'a, B: Backend> Session<'a, B> {
         }
         let mut out: Vec<Option<Vec<f32>>> = vec![None; sessions.len()];
         // Together: the sessions on the model's own forward pass.
-        let together: Vec<usize> = (0..sessions.len())
-            .filter(|&i| !sessions[i].press.changes_forward())
+        let joins: Vec<bool> = sessions
+            .iter()
+            .map(|s| !s.press.changes_forward())
             .collect();
-        if together.len() > 1 {
-            let mut caches = Vec::with_capacity(together.len());
-            let mut observers = Vec::with_capacity(together.len());
-            let mut tokens = Vec::with_capacity(together.len());
-            for ((s, o), &id) in sessions.iter_mut().zip(obs.iter_mut()).zip(ids) {
-                if !s.press.changes_forward() {
-                    caches.push(&mut s.cache);
-                    observers.push(o.as_mut());
-                    tokens.push(id);
-                }
-            }
+        let mut caches = Vec::new();
+        let mut observers = Vec::new();
+        let mut tokens = Vec::new();
+        for (((s, o), &id), _) in sessions
+            .iter_mut()
+            .zip(obs.iter_mut())
+            .zip(ids)
+            .zip(&joins)
+            .filter(|(_, &j)| j)
+        {
+            caches.push(&mut s.cache);
+            observers.push(o.as_mut());
+            tokens.push(id);
+        }
+        if !tokens.is_empty() {
             let logits = model.forward_many(&tokens, &mut caches, &mut observers)?;
-            for (&i, l) in together.iter().zip(logits) {
+            let at = joins.iter().enumerate().filter(|(_, &j)| j).map(|(i, _)| i);
+            for (i, l) in at.zip(logits) {
                 out[i] = Some(l);
             }
         }
