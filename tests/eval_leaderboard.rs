@@ -125,3 +125,64 @@ fn ratio_shards_merge_into_kvpress_result_folders() {
         .is_file());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Runs SpindleKV on one 512-token quick RULER prompt at `ratios` into `dir`; its records.
+fn spindle_at(dir: &std::path::Path, ratios: &str) -> Vec<serde_json::Value> {
+    let model = common::shipped_model();
+    ok(&kvplan(&[
+        "eval",
+        "ruler",
+        "--quick",
+        "--tasks",
+        "niah_single_1",
+        "--examples",
+        "1",
+        "--length",
+        "512",
+        "--ratios",
+        ratios,
+        "--mode",
+        "question-agnostic",
+        "--methods",
+        "spindle",
+        "--no-figures",
+        "--model",
+        &model.to_string_lossy(),
+        "--out",
+        &dir.to_string_lossy(),
+    ]));
+    let recs =
+        read_json(&dir.join("quick/SmolLM2-135M-Instruct.ruler.records.json"))["records"].clone();
+    recs.as_array().expect("records").clone()
+}
+
+/// The record without what depends on the run rather than the cell: its seconds.
+fn without_seconds(r: &serde_json::Value) -> serde_json::Value {
+    let mut r = r.clone();
+    r.as_object_mut().expect("record").remove("seconds");
+    r
+}
+
+#[test]
+fn a_ratio_cell_that_lands_on_another_cells_budget_copies_its_generation() {
+    // SmolLM2's SpindleKV codebooks hold about half of FullKV's bytes at 512 tokens even with
+    // every entry kept, so targets of 1% and 2% both find the largest budget: the second cell is
+    // the first's twin. Its record must be the one it gets run alone (probes included: the
+    // bytes measured once per prompt do not change the search), with its own target.
+    let dir = scratch("twins");
+    let both = spindle_at(&dir.join("both"), "0.01,0.02");
+    let alone = spindle_at(&dir.join("alone"), "0.02");
+    assert_eq!((both.len(), alone.len()), (2, 1));
+    let (first, twin) = (&both[0]["ratio"], &both[1]["ratio"]);
+    assert_eq!(
+        (first["target"].as_f64(), twin["target"].as_f64()),
+        (Some(0.01), Some(0.02))
+    );
+    assert_eq!(
+        first["budget"], twin["budget"],
+        "both at the largest budget: {both:?}"
+    );
+    assert!(twin["effective"].as_f64().expect("effective") > 0.02);
+    assert_eq!(without_seconds(&both[1]), without_seconds(&alone[0]));
+    let _ = std::fs::remove_dir_all(&dir);
+}

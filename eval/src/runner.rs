@@ -35,6 +35,8 @@
 //! effective ratio is measured once the compressed part is compressed, before any question is
 //! appended.
 
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
 use burn::tensor::backend::Backend;
@@ -56,6 +58,7 @@ use crate::task::{Cell, Sink, Skipped, Unit};
 use crate::{Error, Result};
 
 /// One cell's run, before scoring.
+#[derive(Debug, Clone)]
 pub struct Outcome {
     /// Method (registry name).
     pub method: String,
@@ -406,15 +409,19 @@ impl<'a, B: Backend> Evaluator<'a, B> {
             rows_end,
             question,
             prefill: prefill.as_ref(),
+            held: RefCell::default(),
+            found: RefCell::default(),
         };
         let mut pending = cells.iter().zip(presses.iter_mut()).zip(&shared);
         let together = decode_batch();
+        // Ratio cells' outcomes by (method, budget found), for their twins.
+        let mut finished: HashMap<(String, usize), Outcome> = HashMap::new();
         loop {
             let mut batch = Vec::new();
             let mut running = 0;
             for ((cell, press), &share) in pending.by_ref() {
                 let started = self.start_cell(&run, cell, press, share)?;
-                running += usize::from(started.is_ok());
+                running += usize::from(matches!(started, Start::Run(_)));
                 batch.push(started);
                 if running == together {
                     break;
@@ -423,13 +430,26 @@ impl<'a, B: Backend> Evaluator<'a, B> {
             if batch.is_empty() {
                 return Ok(());
             }
-            let mut cells: Vec<&mut Running<'_, B>> =
-                batch.iter_mut().filter_map(|c| c.as_mut().ok()).collect();
+            let mut cells: Vec<&mut Running<'_, B>> = batch
+                .iter_mut()
+                .filter_map(|c| match c {
+                    Start::Run(r) => Some(r),
+                    _ => None,
+                })
+                .collect();
             self.decode_together(&mut cells, answer_tokens)?;
+            // A twin comes after the cell it copies, so that cell's outcome is in `finished`.
             for cell in batch {
                 on_cell(match cell {
-                    Ok(c) => Ok(c.outcome(self.tok)?),
-                    Err(skipped) => Err(skipped),
+                    Start::Run(c) => {
+                        let o = c.outcome(self.tok)?;
+                        if let Some(r) = &o.ratio {
+                            finished.insert((o.method.clone(), r.budget), o.clone());
+                        }
+                        Ok(o)
+                    }
+                    Start::Twin(t) => Ok(t.outcome(&finished)?),
+                    Start::Skipped(skipped) => Err(skipped),
                 })?;
             }
         }
@@ -437,14 +457,15 @@ impl<'a, B: Backend> Evaluator<'a, B> {
 
     /// One cell up to its first decoded token: its budget searched (ratio cells, SpindleKV at
     /// equal bytes), the shared prefill adopted (or its own run), the question appended in
-    /// question-agnostic mode. `Err(Skipped)` when its search failed.
+    /// question-agnostic mode. [`Start::Skipped`] when its search failed, [`Start::Twin`] when a
+    /// ratio cell lands on the budget an earlier ratio cell of its method found on this prompt.
     fn start_cell<'s>(
         &self,
         run: &Started<'_, B>,
         (method, budget, ratio): &CellSpec,
         press: &'s mut Box<dyn Press<B>>,
         share: bool,
-    ) -> Result<std::result::Result<Running<'s, B>, Skipped>>
+    ) -> Result<Start<'s, B>>
     where
         'a: 's,
     {
@@ -455,14 +476,14 @@ impl<'a, B: Backend> Evaluator<'a, B> {
         let mut found = ratio.map(|(_, b)| (b, 0));
         let searched: std::result::Result<(), String> = match (run.prefill, share, *budget, *ratio)
         {
-            (Some(p), true, _, Some((r, _))) => match self.at_ratio(method, n, r, p) {
+            (Some(p), true, _, Some((r, _))) => match self.at_ratio(run, method, n, r, p) {
                 Ok((new, f)) => {
                     (*press, found) = (new, Some(f));
                     Ok(())
                 }
                 Err(e) => Err(format!("searching the budget of ratio {r}: {e}")),
             },
-            (Some(p), true, Some(b), None) => match self.equal_bytes(method, n, b, p) {
+            (Some(p), true, Some(b), None) => match self.equal_bytes(run, method, n, b, p) {
                 Ok(Some((new, r))) => {
                     (*press, retargeted) = (new, Some(r));
                     Ok(())
@@ -473,12 +494,24 @@ impl<'a, B: Backend> Evaluator<'a, B> {
             _ => Ok(()),
         };
         if let Err(reason) = searched {
-            return Ok(Err(Skipped {
+            return Ok(Start::Skipped(Skipped {
                 method: method.clone(),
                 budget: *budget,
                 ratio: ratio.map(|r| r.0),
                 reason,
             }));
+        }
+        if let (Some((target, _)), Some((found_budget, probes))) = (*ratio, found) {
+            let key = (method.clone(), found_budget);
+            if run.found.borrow().contains(&key) {
+                return Ok(Start::Twin(Twin {
+                    key,
+                    target,
+                    probes,
+                    seconds: started.elapsed().as_secs_f64(),
+                }));
+            }
+            run.found.borrow_mut().insert(key);
         }
         let mut session = Session::new(self.model, press.as_mut());
         session.rows_end = run.rows_end;
@@ -502,7 +535,7 @@ impl<'a, B: Backend> Evaluator<'a, B> {
             first = last_row(session.extend(run.question)?);
         }
         let kv_fraction = session.memory().ratio();
-        Ok(Ok(Running {
+        Ok(Start::Run(Running {
             method: method.clone(),
             budget: *budget,
             retarget: retargeted,
@@ -553,12 +586,25 @@ impl<'a, B: Backend> Evaluator<'a, B> {
         }
     }
 
-    /// Bytes `press` holds once applied to a copy of the shared prefill of `n` tokens.
-    fn held_after(&self, press: &mut dyn Press<B>, prefill: &Prefill<B>, n: usize) -> Result<u64> {
+    /// Bytes `method`'s press at `budget` holds once applied to a copy of the shared prefill of
+    /// `n` tokens, measured once per prompt (`run.held`).
+    fn held_at(
+        &self,
+        run: &Started<'_, B>,
+        prefill: &Prefill<B>,
+        (method, n, budget): (&str, usize, usize),
+    ) -> Result<u64> {
+        let key = (method.to_string(), budget);
+        if let Some(&held) = run.held.borrow().get(&key) {
+            return Ok(held);
+        }
+        let mut press = self.press(method, n, Some(budget))?;
         let (cache, obs, _) = prefill;
-        let mut session = Session::new(self.model, press);
+        let mut session = Session::new(self.model, press.as_mut());
         session.adopt(cache.clone(), n, Some(obs))?;
-        Ok(session.memory().held_bytes)
+        let held = session.memory().held_bytes;
+        run.held.borrow_mut().insert(key, held);
+        Ok(held)
     }
 
     /// A SpindleKV cell at equal bytes (`spindle_bytes` is `equal`): its press at the budget
@@ -566,6 +612,7 @@ impl<'a, B: Backend> Evaluator<'a, B> {
     /// `None` for every other cell.
     fn equal_bytes(
         &self,
+        run: &Started<'_, B>,
         method: &str,
         n: usize,
         budget: usize,
@@ -574,12 +621,11 @@ impl<'a, B: Backend> Evaluator<'a, B> {
         if method != "spindle" || self.spindle_bytes != SpindleBytes::Equal {
             return Ok(None);
         }
-        let target =
-            self.held_after(self.press("snapkv", n, Some(budget))?.as_mut(), prefill, n)?;
+        let target = self.held_at(run, prefill, ("snapkv", n, budget))?;
         // Budgets are measured from the smallest the plan accepts up to `n`.
         let lo = self.smallest_budget(method, n, budget);
         let found = retarget(budget, lo..=n.max(budget), target, |b| {
-            self.held_after(self.press(method, n, Some(b))?.as_mut(), prefill, n)
+            self.held_at(run, prefill, (method, n, b))
         })?;
         Ok(Some((self.press(method, n, Some(found.budget))?, found)))
     }
@@ -589,6 +635,7 @@ impl<'a, B: Backend> Evaluator<'a, B> {
     /// (searched from [`start_budget`] by [`retarget`]), and (budget, probes).
     fn at_ratio(
         &self,
+        run: &Started<'_, B>,
         method: &str,
         n: usize,
         target: f64,
@@ -601,7 +648,7 @@ impl<'a, B: Backend> Evaluator<'a, B> {
         let lo = self.smallest_budget(method, n, n);
         let start = start_budget(target, n).clamp(lo, n.max(lo));
         let found = retarget(start, lo..=n.max(lo), goal, |b| {
-            self.held_after(self.press(method, n, Some(b))?.as_mut(), prefill, n)
+            self.held_at(run, prefill, (method, n, b))
         })?;
         let press = self.press(method, n, Some(found.budget))?;
         Ok((press, (found.budget, found.probes)))
@@ -656,6 +703,13 @@ struct Started<'r, B: Backend> {
     question: &'r [u32],
     /// The shared prefill, when any press shares it.
     prefill: Option<&'r Prefill<B>>,
+    /// Bytes measured on copies of the shared prefill, by (method, budget): a budget the
+    /// searches of several cells probe (a method's three ratios, SpindleKV's SnapKV target) is
+    /// measured once per prompt. The searches step as they would without it.
+    held: RefCell<HashMap<(String, usize), u64>>,
+    /// The (method, budget) every ratio cell started so far on this prompt found: a later ratio
+    /// cell landing on one of them is its twin ([`Twin`]).
+    found: RefCell<HashSet<(String, usize)>>,
 }
 
 /// A cell being decoded.
@@ -675,6 +729,47 @@ struct Running<'s, B: Backend> {
     shares: Vec<f64>,
     /// Its own seconds and its share of the batched steps'.
     seconds: f64,
+}
+
+/// How a cell starts ([`Evaluator::start_cell`]).
+enum Start<'s, B: Backend> {
+    /// Decoded with the others of its batch.
+    Run(Running<'s, B>),
+    /// A ratio cell that found the budget an earlier ratio cell found.
+    Twin(Twin),
+    /// Its search failed.
+    Skipped(Skipped),
+}
+
+/// A ratio cell whose search found the budget an earlier ratio cell of the same method found on
+/// the same prompt (a method whose least compression is above both targets, as SpindleKV's
+/// codebooks at 4K): the same press on the same cache, so the same generation bit for bit,
+/// copied from that cell's outcome instead of decoded again. It keeps its own target, probes and
+/// seconds (its search only).
+struct Twin {
+    /// (method, budget found).
+    key: (String, usize),
+    target: f64,
+    probes: usize,
+    seconds: f64,
+}
+
+impl Twin {
+    /// The outcome of the cell it copies, with its own target, probes and seconds.
+    fn outcome(self, finished: &HashMap<(String, usize), Outcome>) -> Result<Outcome> {
+        let mut o = finished.get(&self.key).cloned().ok_or_else(|| {
+            Error::Request(format!(
+                "internal: no outcome of {} at budget {} for its twin",
+                self.key.0, self.key.1
+            ))
+        })?;
+        if let Some(r) = o.ratio.as_mut() {
+            r.target = self.target;
+            r.probes = self.probes;
+        }
+        o.seconds = self.seconds;
+        Ok(o)
+    }
 }
 
 impl<B: Backend> Running<'_, B> {
