@@ -31,7 +31,7 @@ mod kernel;
 
 use kernel::Blocking;
 
-pub(crate) use super::softmax::exp_nonpositive;
+pub(crate) use super::softmax::{exp_nonpositive, exp_shifted_into, max_of};
 
 /// Shapes of one kernel call: queries `[kv_heads][group][t][head_dim]`, keys and values
 /// `[kv_heads][keys][head_dim]`; the last `t` keys are the new tokens.

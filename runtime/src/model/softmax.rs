@@ -148,6 +148,61 @@ fn exp_body(x: &mut [f32]) -> (f32, f32) {
     (max, sums.iter().sum::<f32>() + tail)
 }
 
+/// `dst[i] ← e^(src[i] − max)` for `src[i] ≤ max`, each element the same arithmetic as
+/// [`exp_nonpositive`] in every build (so bit for bit what a scalar loop gives), vectorised:
+/// PoD's kernel writes a row's exponentials by position this way and sums them in its own order.
+pub(crate) fn exp_shifted_into(dst: &mut [f32], src: &[f32], max: f32) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU has the feature the function is compiled for.
+            return unsafe { exp_shifted_avx512(dst, src, max) };
+        }
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+        {
+            // SAFETY: the CPU has the features the function is compiled for.
+            return unsafe { exp_shifted_avx2(dst, src, max) };
+        }
+    }
+    exp_shifted_body(dst, src, max)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn exp_shifted_avx512(dst: &mut [f32], src: &[f32], max: f32) {
+    exp_shifted_body(dst, src, max)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn exp_shifted_avx2(dst: &mut [f32], src: &[f32], max: f32) {
+    exp_shifted_body(dst, src, max)
+}
+
+#[inline(always)]
+fn exp_shifted_body(dst: &mut [f32], src: &[f32], max: f32) {
+    for (d, &x) in dst.iter_mut().zip(src) {
+        *d = exp_nonpositive(x - max);
+    }
+}
+
+/// The largest element (−∞ for none; a maximum is exact in any order), in 16 lanes so the loop
+/// vectorises where the build allows.
+pub(crate) fn max_of(x: &[f32]) -> f32 {
+    let mut lanes = [f32::NEG_INFINITY; LANES];
+    let mut chunks = x.chunks_exact(LANES);
+    for c in &mut chunks {
+        for l in 0..LANES {
+            lanes[l] = if c[l] > lanes[l] { c[l] } else { lanes[l] };
+        }
+    }
+    chunks
+        .remainder()
+        .iter()
+        .chain(&lanes)
+        .fold(f32::NEG_INFINITY, |m, &v| if v > m { v } else { m })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -193,5 +248,22 @@ mod tests {
         }
         let mut empty: [f32; 0] = [];
         softmax_in_place(&mut empty);
+    }
+
+    /// The vectorised shifted exponentials are the scalar ones bit for bit, and the lane
+    /// maximum the maximum.
+    #[test]
+    fn shifted_exponentials_are_the_scalar_ones_bit_for_bit() {
+        let src: Vec<f32> = (0..77)
+            .map(|i| ((i * 53) % 41) as f32 * -0.37 + 1.5)
+            .collect();
+        let max = max_of(&src);
+        assert_eq!(max, src.iter().copied().fold(f32::NEG_INFINITY, f32::max));
+        assert_eq!(max_of(&[]), f32::NEG_INFINITY);
+        let mut got = vec![0f32; src.len()];
+        exp_shifted_into(&mut got, &src, max);
+        for (g, &x) in got.iter().zip(&src) {
+            assert_eq!(g.to_bits(), exp_nonpositive(x - max).to_bits(), "{x}");
+        }
     }
 }

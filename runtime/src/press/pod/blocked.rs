@@ -301,7 +301,8 @@ fn mix(
 }
 
 /// Writes `exp(a − max)` of one row's proximal columns `cols` and distant scores `dist` at their
-/// positions in `row`; returns `(Σ, Σ distant, max)`.
+/// positions in `row`; returns `(Σ, Σ distant, max)`. The sums run in the columns' order, one
+/// term at a time (the records of a run do not depend on how the exponentials are computed).
 fn exp_row(
     row: &mut [f32],
     prox: &[f32],
@@ -312,23 +313,61 @@ fn exp_row(
 ) -> (f32, f32, f32) {
     let max = cols
         .iter()
-        .flat_map(|r| prox[r.clone()].iter())
-        .chain(dist)
-        .copied()
+        .map(|r| max_of(&prox[r.clone()]))
+        .chain([max_of(dist)])
         .fold(f32::NEG_INFINITY, f32::max);
     let mut z_p = 0f32;
-    for c in cols.iter().flat_map(|r| r.clone()) {
-        let e = exp_nonpositive(prox[c] - max);
-        row[prox_pos[c]] = e;
-        z_p += e;
+    for r in cols {
+        exp_at(row, &prox[r.clone()], &prox_pos[r.clone()], max, &mut z_p);
     }
     let mut z_d = 0f32;
-    for (a, &j) in dist.iter().zip(dist_pos) {
-        let e = exp_nonpositive(a - max);
-        row[j] = e;
-        z_d += e;
-    }
+    exp_at(row, dist, &dist_pos[..dist.len()], max, &mut z_d);
     (z_p + z_d, z_d, max)
+}
+
+/// `row[pos[i]] = exp(a[i] − max)`, each added to `sum` in order: where the positions run
+/// consecutively (a prefill's columns always do), one vectorised pass over that stretch of `row`.
+fn exp_at(row: &mut [f32], a: &[f32], pos: &[usize], max: f32, sum: &mut f32) {
+    let (Some(&first), Some(&last)) = (pos.first(), pos.last()) else {
+        return;
+    };
+    if last - first + 1 == pos.len() {
+        let dst = &mut row[first..=last];
+        exp_shifted(dst, a, max);
+        for &e in dst.iter() {
+            *sum += e;
+        }
+        return;
+    }
+    for (&x, &j) in a.iter().zip(pos) {
+        let e = exp_nonpositive(x - max);
+        row[j] = e;
+        *sum += e;
+    }
+}
+
+/// The largest of `x` (−∞ for none).
+fn max_of(x: &[f32]) -> f32 {
+    #[cfg(feature = "flex")]
+    {
+        crate::model::host_attention::max_of(x)
+    }
+    #[cfg(not(feature = "flex"))]
+    {
+        x.iter().copied().fold(f32::NEG_INFINITY, f32::max)
+    }
+}
+
+/// `dst[i] = exp(src[i] − max)`: the fused kernel's vectorised pass on the CPU backend.
+fn exp_shifted(dst: &mut [f32], src: &[f32], max: f32) {
+    #[cfg(feature = "flex")]
+    {
+        crate::model::host_attention::exp_shifted_into(dst, src, max)
+    }
+    #[cfg(not(feature = "flex"))]
+    for (d, &x) in dst.iter_mut().zip(src) {
+        *d = exp_nonpositive(x - max);
+    }
 }
 
 /// `eˣ` for `x ≤ 0`: the fused kernel's vectorisable one on the CPU backend.
@@ -377,6 +416,34 @@ fn product(m: usize, n: usize, k: usize, dst: &mut [f32], lhs: &[f32], rhs: &[f3
     for (i, out) in dst.chunks_exact_mut(n).take(m).enumerate() {
         for (a, b) in lhs[i * k..(i + 1) * k].iter().zip(rhs.chunks_exact(n)) {
             out.iter_mut().zip(b).for_each(|(o, y)| *o += a * y);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One row's exponentials by position, consecutive (the vectorised pass) or not (one by
+    /// one): each `exp(a − max)` at its position, summed in order, as written out term by term.
+    #[test]
+    fn exponentials_land_at_their_positions_and_sum_in_order() {
+        let a = [-0.5f32, 1.25, 0.0, 2.0, -3.0];
+        let max = 2.0;
+        let by_hand: Vec<f32> = a.iter().map(|&x| exp_nonpositive(x - max)).collect();
+        let in_order = by_hand.iter().fold(0f32, |s, &e| s + e);
+        for pos in [[3usize, 4, 5, 6, 7], [0, 2, 3, 6, 9]] {
+            let mut row = vec![0f32; 10];
+            let mut sum = 0f32;
+            exp_at(&mut row, &a, &pos, max, &mut sum);
+            assert_eq!(sum.to_bits(), in_order.to_bits(), "{pos:?}");
+            for (i, &j) in pos.iter().enumerate() {
+                assert_eq!(row[j].to_bits(), by_hand[i].to_bits(), "{pos:?}");
+            }
+            let untouched = (0..10).filter(|j| !pos.contains(j));
+            assert!(untouched.into_iter().all(|j| row[j] == 0.0), "{row:?}");
+            // exp(2 − 2) = 1 at the score that is the maximum.
+            assert_eq!(row[pos[3]], 1.0);
         }
     }
 }
