@@ -109,11 +109,21 @@ impl Setup {
 
     /// One line naming the setting, for tables.
     pub fn line(&self) -> String {
+        setup_line(self.window.name(), self.mode.name())
+    }
+}
+
+/// The line a table closes with for a run's `window` and `mode` (their settings' names): in
+/// question-agnostic mode the window is the context's last α tokens whatever `window` says, so
+/// the line says that instead.
+pub fn setup_line(window: &str, mode: &str) -> String {
+    if mode == Mode::QuestionAgnostic.name() {
         format!(
-            "Window: {}; mode: {}.",
-            self.window.name(),
-            self.mode.name()
+            "Window: the context's last α tokens (the question is appended after compression, \
+             uncompressed); mode: {mode}."
         )
+    } else {
+        format!("Window: {window}; mode: {mode}.")
     }
 }
 
@@ -340,6 +350,20 @@ impl PromptsFile {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_question_agnostic_table_names_the_context_window_not_the_question_end() {
+        assert_eq!(
+            setup_line("question-end", "question-aware"),
+            "Window: question-end; mode: question-aware."
+        );
+        let agnostic = setup_line("question-end", "question-agnostic");
+        assert!(
+            agnostic.starts_with("Window: the context's last α tokens"),
+            "{agnostic}"
+        );
+        assert!(!agnostic.contains("question-end"), "{agnostic}");
+    }
 
     /// One id per character, a "special" `|` merging with the character after it.
     fn chars(text: &str) -> Result<Vec<u32>> {

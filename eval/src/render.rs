@@ -75,7 +75,7 @@ pub fn plan_sha256(path: &Path) -> Result<Option<String>> {
 fn setup_line(file: &RecordsFile<Record>) -> Option<String> {
     let window = file.settings.get("window")?;
     let mode = file.settings.get("mode")?;
-    Some(format!("Window: {window}; mode: {mode}."))
+    Some(crate::prompt::setup_line(window, mode))
 }
 
 /// Renders the table and results of the records file at `path` (module header); `plan`, the
