@@ -139,6 +139,83 @@ impl Input {
     }
 }
 
+/// Which rows and prompts a leaderboard reads (`kvplan eval leaderboard --methods`,
+/// `--common-prompts`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Selection {
+    /// Only these methods' ratio rows (kvplan's registry names, kvpress's `kvpress-…`), when
+    /// given; FullKV (`full`, `kvpress-full`) is always kept.
+    pub methods: Option<Vec<String>>,
+    /// Only the prompts every kept row holds, so that every row's average is over the same
+    /// prompts (a run still under way, or kvpress's side covering fewer prompts than kvplan's).
+    pub common_prompts: bool,
+}
+
+/// A prompt: task, length, depth and example.
+type PromptKey = (String, usize, u64, usize);
+
+fn prompt_of(r: &Record) -> PromptKey {
+    (r.task.clone(), r.context_len, r.depth.to_bits(), r.example)
+}
+
+/// A leaderboard row: method and target ratio (thousandths; none for FullKV).
+fn row_of(r: &Record) -> Option<(String, Option<i64>)> {
+    let target = r.ratio.as_ref().map(|c| (c.target * 1000.0).round() as i64);
+    let full = r.budget.is_none() && r.ratio.is_none() && r.method.ends_with("full");
+    (target.is_some() || full).then(|| (r.method.clone(), target))
+}
+
+impl Input {
+    /// Keeps the records `sel` asks for (the leaderboard's rows only: budget cells are not on it
+    /// anyway); returns a line saying what was left out, when anything was.
+    pub fn select(&mut self, sel: &Selection) -> Option<String> {
+        let mut notes = Vec::new();
+        if let Some(methods) = &sel.methods {
+            let before = self.file.records.len();
+            self.file.records.retain(|r| {
+                r.method == "full"
+                    || r.method == "kvpress-full"
+                    || (r.ratio.is_some() && methods.contains(&r.method))
+            });
+            notes.push(format!(
+                "--methods kept {} of {} records",
+                self.file.records.len(),
+                before
+            ));
+        }
+        if sel.common_prompts {
+            use std::collections::{BTreeMap, BTreeSet};
+            let mut held: BTreeMap<(String, Option<i64>), BTreeSet<PromptKey>> = BTreeMap::new();
+            for r in &self.file.records {
+                if let Some(row) = row_of(r) {
+                    held.entry(row).or_default().insert(prompt_of(r));
+                }
+            }
+            let all: BTreeSet<PromptKey> = held.values().flatten().cloned().collect();
+            let common: BTreeSet<PromptKey> = held
+                .values()
+                .fold(all.clone(), |acc, p| acc.intersection(p).cloned().collect());
+            let fewest = held
+                .iter()
+                .min_by_key(|(_, p)| p.len())
+                .map(|((m, t), p)| {
+                    let at = t.map_or(String::new(), |t| format!(" @ {}%", t as f64 / 10.0));
+                    format!("{m}{at} with {}", p.len())
+                })
+                .unwrap_or_default();
+            self.file
+                .records
+                .retain(|r| row_of(r).is_none() || common.contains(&prompt_of(r)));
+            notes.push(format!(
+                "--common-prompts: {} of {} prompts are held by every row (the fewest: {fewest})",
+                common.len(),
+                all.len()
+            ));
+        }
+        (!notes.is_empty()).then(|| notes.join("; "))
+    }
+}
+
 /// Reads the RULER records file at `path` and, when it is named `<model>.ruler.records.json`
 /// ([`crate::render`]'s reading of a records file and its name), the kvpress records beside it
 /// ([`Input::new`]).

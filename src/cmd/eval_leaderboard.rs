@@ -8,6 +8,7 @@
 use std::path::PathBuf;
 
 use kvplan_app::eval::records::leaderboard;
+use kvplan_eval::leaderboard::Selection;
 
 /// Arguments of `kvplan eval leaderboard`.
 #[derive(clap::Args, Debug)]
@@ -21,11 +22,23 @@ pub struct LeaderboardArgs {
     /// Folder of the result folders, the table and the figures.
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
+    /// Only these methods' rows, comma-separated (kvplan's names, kvpress's `kvpress-…`);
+    /// FullKV is always kept [default: every method in the records].
+    #[arg(long, value_delimiter = ',', value_name = "METHODS")]
+    pub methods: Option<Vec<String>>,
+    /// Only the prompts every row holds, so each row's average is over the same prompts (while
+    /// one side of a comparison still covers fewer prompts than the other).
+    #[arg(long)]
+    pub common_prompts: bool,
 }
 
 /// Runs `kvplan eval leaderboard`.
 pub fn run(args: LeaderboardArgs) -> anyhow::Result<()> {
-    let lb = leaderboard(&args.records, &args.out)?;
+    let selection = Selection {
+        methods: args.methods,
+        common_prompts: args.common_prompts,
+    };
+    let lb = leaderboard(&args.records, &args.out, &selection)?;
     super::write_stdout(&lb.markdown)?;
     eprintln!(
         "kvplan: {} result folders, table {}, {} figure files in {}",

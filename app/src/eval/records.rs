@@ -133,14 +133,21 @@ pub struct LeaderboardFiles {
 
 /// RULER ratio records in the kvpress leaderboard's form, into `out`: kvpress's result folders,
 /// `leaderboard.md`, one figure per model into `out/figures/`.
-pub fn leaderboard(records: &[PathBuf], out: &Path) -> anyhow::Result<LeaderboardFiles> {
+pub fn leaderboard(
+    records: &[PathBuf],
+    out: &Path,
+    selection: &kvplan_eval::leaderboard::Selection,
+) -> anyhow::Result<LeaderboardFiles> {
     let mut md = String::new();
     let mut figures = Vec::new();
     let mut folders = 0;
     for path in records {
-        let input = leaderboard::read(path)?;
+        let mut input = leaderboard::read(path)?;
         if let Some(why) = &input.note {
             eprintln!("kvplan: note: {why}");
+        }
+        if let Some(what) = input.select(selection) {
+            eprintln!("kvplan: {}: {what}", path.display());
         }
         folders += write_folders(&input, out)?.len();
         let file = &input.file;

@@ -297,3 +297,68 @@ fn read_takes_the_kvpress_file_beside_a_ruler_records_file() {
     assert!(own.kvpress.is_none());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A file whose kvpress row holds fewer prompts than kvplan's rows: three prompts under FullKV
+/// and SnapKV, two under `kvpress-keydiff`, one under `kvpress-kvzip`.
+fn uneven() -> Input {
+    let mut f = file("question-agnostic");
+    for (task, e) in [("vt", 0), ("cwe", 0)] {
+        f.records
+            .push(rec(task, e, "kvpress-keydiff", Some((0.5, 0.5)), 1.0));
+    }
+    f.records
+        .push(rec("vt", 0, "kvpress-kvzip", Some((0.5, 0.5)), 1.0));
+    Input {
+        file: f,
+        kvpress: None,
+        note: None,
+    }
+}
+
+#[test]
+fn common_prompts_keep_what_every_row_holds_and_methods_choose_rows() {
+    // Every row: full (vt 0, vt 1, cwe 0), snapkv (the same), keydiff (vt 0, cwe 0), kvzip
+    // (vt 0): only vt 0 is common.
+    let mut all = uneven();
+    let note = all
+        .select(&Selection {
+            methods: None,
+            common_prompts: true,
+        })
+        .expect("a note");
+    assert!(note.contains("1 of 3 prompts"), "{note}");
+    assert!(note.contains("kvpress-kvzip @ 50% with 1"), "{note}");
+    let kept: Vec<(String, usize)> = all
+        .file
+        .records
+        .iter()
+        .filter(|r| r.budget.is_none())
+        .map(|r| (r.task.clone(), r.example))
+        .collect();
+    assert!(kept.iter().all(|k| k == &("vt".to_string(), 0)), "{kept:?}");
+    assert_eq!(kept.len(), 4, "full, snapkv, keydiff and kvzip on vt 0");
+    // Without KVzip the common prompts are keydiff's two.
+    let mut two = uneven();
+    let note = two
+        .select(&Selection {
+            methods: Some(vec!["snapkv".into(), "kvpress-keydiff".into()]),
+            common_prompts: true,
+        })
+        .expect("a note");
+    assert!(note.contains("2 of 3 prompts"), "{note}");
+    let b = board(&two.file);
+    let methods: Vec<&str> = b.points.iter().map(|p| p.method.as_str()).collect();
+    assert_eq!(methods, ["kvpress-keydiff", "snapkv"]);
+    // SnapKV on vt 0 (1) and cwe 0 (1): 100 on the common prompts, where all three give 75 (the
+    // mean of vt's 50 and cwe's 100).
+    let snap = b
+        .points
+        .iter()
+        .find(|p| p.method == "snapkv")
+        .expect("snapkv");
+    assert!((snap.score - 100.0).abs() < 1e-9, "{}", snap.score);
+    // Nothing asked, nothing changed.
+    let mut same = uneven();
+    assert_eq!(same.select(&Selection::default()), None);
+    assert_eq!(same.file.records.len(), uneven().file.records.len());
+}
