@@ -156,10 +156,15 @@ fn spindle_at(dir: &std::path::Path, ratios: &str) -> Vec<serde_json::Value> {
     recs.as_array().expect("records").clone()
 }
 
-/// The record without what depends on the run rather than the cell: its seconds.
+/// The record without what depends on the run rather than the cell: its seconds, and its
+/// search's probes (a later cell's search starts from the budgets earlier ones measured).
 fn without_seconds(r: &serde_json::Value) -> serde_json::Value {
     let mut r = r.clone();
     r.as_object_mut().expect("record").remove("seconds");
+    r["ratio"]
+        .as_object_mut()
+        .expect("a ratio cell")
+        .remove("probes");
     r
 }
 
@@ -167,8 +172,8 @@ fn without_seconds(r: &serde_json::Value) -> serde_json::Value {
 fn a_ratio_cell_that_lands_on_another_cells_budget_copies_its_generation() {
     // SmolLM2's SpindleKV codebooks hold about half of FullKV's bytes at 512 tokens even with
     // every entry kept, so targets of 1% and 2% both find the largest budget: the second cell is
-    // the first's twin. Its record must be the one it gets run alone (probes included: the
-    // bytes measured once per prompt do not change the search), with its own target.
+    // the first's twin. Its record must be the one it gets run alone, with its own target; its
+    // search starts from what the first measured, so it measures no more budgets than alone.
     let dir = scratch("twins");
     let both = spindle_at(&dir.join("both"), "0.01,0.02");
     let alone = spindle_at(&dir.join("alone"), "0.02");
@@ -184,5 +189,7 @@ fn a_ratio_cell_that_lands_on_another_cells_budget_copies_its_generation() {
     );
     assert!(twin["effective"].as_f64().expect("effective") > 0.02);
     assert_eq!(without_seconds(&both[1]), without_seconds(&alone[0]));
+    let probes = |r: &serde_json::Value| r["ratio"]["probes"].as_u64().expect("probes");
+    assert!(probes(&both[1]) <= probes(&alone[0]), "{both:?} {alone:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -9,7 +9,10 @@
 //! assuming bytes grow with the budget: a bracket `[lo, hi]` with `bytes(lo) ≤ target <
 //! bytes(hi)` shrinks by regula falsi with the Illinois rule (the end kept twice in a row has its
 //! weight halved), the guess always strictly inside, until `hi = lo + 1`. Every step depends only
-//! on the measured bytes, so the same prompt gives the same budget.
+//! on the measured bytes, so the same prompt gives the same budget. A prompt's later searches of
+//! the same method ([`retarget_known`]: a method's three ratio cells) start from the bracket the
+//! budgets measured before give; with bytes that grow with the budget they find the same budget
+//! in fewer measurements, and only their `probes` differ.
 
 use serde::{Deserialize, Serialize};
 
@@ -87,7 +90,7 @@ pub fn retarget<E>(
         probes,
     };
     // The bracket: (budget, bytes) at its ends.
-    let (mut lo, mut hi) = if at_start <= target {
+    let (lo, hi) = if at_start <= target {
         if start == max {
             return Ok(done(start, at_start, probes));
         }
@@ -108,6 +111,60 @@ pub fn retarget<E>(
         }
         ((min, at_min), (start, at_start))
     };
+    narrow(lo, hi, target, probes, bytes)
+}
+
+/// [`retarget`] starting from budgets already measured on the prompt (`known`: budget and
+/// bytes, e.g. by the searches of the same method's other ratio cells): when they bracket the
+/// target — the largest known budget within it below the smallest known over it — the search
+/// narrows that bracket; when the largest budget of the range is known within the target (or the
+/// smallest known over it), that is the answer; otherwise it is [`retarget`]. With bytes that
+/// grow with the budget the answer is [`retarget`]'s (the one budget within the target whose next
+/// is over it); `probes` counts the known budgets it started from (the bracket's ends) and the
+/// budgets it measured.
+pub fn retarget_known<E>(
+    known: &[(usize, u64)],
+    start: usize,
+    range: std::ops::RangeInclusive<usize>,
+    target: u64,
+    bytes: impl FnMut(usize) -> Result<u64, E>,
+) -> Result<Retarget, E> {
+    let (min, max) = (*range.start(), (*range.end()).max(*range.start()));
+    let inside = || {
+        known
+            .iter()
+            .copied()
+            .filter(|(b, _)| (min..=max).contains(b))
+    };
+    let lo = inside()
+        .filter(|&(_, h)| h <= target)
+        .max_by_key(|&(b, _)| b);
+    let hi = inside()
+        .filter(|&(_, h)| h > target)
+        .min_by_key(|&(b, _)| b);
+    let done = |(budget, held): (usize, u64), probes| Retarget {
+        budget,
+        held_bytes: held,
+        target_bytes: target,
+        probes,
+    };
+    match (lo, hi) {
+        (Some(lo), Some(hi)) if lo.0 < hi.0 => narrow(lo, hi, target, 2, bytes),
+        (Some(lo), _) if lo.0 == max => Ok(done(lo, 1)),
+        (_, Some(hi)) if hi.0 == min => Ok(done(hi, 1)),
+        _ => retarget(start, range, target, bytes),
+    }
+}
+
+/// The Illinois regula falsi of [`retarget`] from the bracket `lo` (within the target) – `hi`
+/// (over it), each (budget, bytes), after `probes` measurements.
+fn narrow<E>(
+    mut lo: (usize, u64),
+    mut hi: (usize, u64),
+    target: u64,
+    mut probes: usize,
+    mut bytes: impl FnMut(usize) -> Result<u64, E>,
+) -> Result<Retarget, E> {
     // Illinois weights of the ends' excess over the target; `side`: the end moved last.
     let (mut w_lo, mut w_hi) = (1.0f64, 1.0f64);
     let mut side = 0i8;
@@ -135,7 +192,12 @@ pub fn retarget<E>(
             side = 1;
         }
     }
-    Ok(done(lo.0, lo.1, probes))
+    Ok(Retarget {
+        budget: lo.0,
+        held_bytes: lo.1,
+        target_bytes: target,
+        probes,
+    })
 }
 
 #[cfg(test)]
@@ -200,5 +262,67 @@ mod tests {
         assert_eq!(e, Err("below β".to_string()));
         assert_eq!("budget".parse(), Ok(SpindleBytes::Budget));
         assert!("same".parse::<SpindleBytes>().is_err());
+    }
+
+    #[test]
+    fn known_budgets_bracket_the_search_and_give_the_cold_answer() {
+        let line = |b: usize| -> R { Ok(100 * b as u64) };
+        let never = |b: usize| -> R { Err(format!("measured {b}")) };
+        // Known within and over the target, adjacent: the answer without a measurement.
+        let r = retarget_known(
+            &[(250, 25_000), (251, 25_100)],
+            100,
+            1..=1000,
+            25_050,
+            never,
+        )
+        .expect("known");
+        assert_eq!((r.budget, r.held_bytes, r.probes), (250, 25_000, 2));
+        // The range's largest budget known within the target: it.
+        let r = retarget_known(&[(50, 5_000)], 10, 1..=50, 9_999, never).expect("fits");
+        assert_eq!((r.budget, r.probes), (50, 1));
+        // The smallest known over the target: it, as `retarget` returns it.
+        let r = retarget_known(&[(9, 900)], 10, 9..=50, 5, never).expect("over");
+        assert_eq!((r.budget, r.held_bytes), (9, 900));
+        // Nothing known: `retarget` itself, probe for probe.
+        let cold = retarget(100, 1..=1000, 25_050, line).expect("cold");
+        assert_eq!(retarget_known(&[], 100, 1..=1000, 25_050, line), Ok(cold));
+        // Known budgets outside the range are not used.
+        let r = retarget_known(&[(2000, 1)], 100, 1..=1000, 25_050, line).expect("outside");
+        assert_eq!(r.budget, 250);
+    }
+
+    #[test]
+    fn a_method_s_later_targets_find_what_a_cold_search_finds() {
+        // A convex curve and three targets searched in turn, each from what the earlier ones
+        // measured (as a prompt's three ratio cells): the same budget as a cold search, in no
+        // more measurements in all.
+        let curve = |b: usize| (b * b / 10) as u64 + 7;
+        let mut known: Vec<(usize, u64)> = Vec::new();
+        let (mut warm_measured, mut cold_measured) = (0, 0);
+        for (start, target) in [(3000, 700_000), (2000, 300_000), (1000, 90_000)] {
+            let cold = retarget(start, 9..=4000, target, |b| -> R {
+                cold_measured += 1;
+                Ok(curve(b))
+            })
+            .expect("cold");
+            let mut seen = Vec::new();
+            let warm = retarget_known(&known, start, 9..=4000, target, |b| -> R {
+                seen.push((b, curve(b)));
+                Ok(curve(b))
+            })
+            .expect("warm");
+            assert_eq!(
+                (warm.budget, warm.held_bytes),
+                (cold.budget, cold.held_bytes)
+            );
+            assert!(curve(warm.budget) <= target && curve(warm.budget + 1) > target);
+            warm_measured += seen.len();
+            known.extend(seen);
+        }
+        assert!(
+            warm_measured < cold_measured,
+            "{warm_measured} vs {cold_measured}"
+        );
     }
 }

@@ -50,7 +50,7 @@ use kvplan_runtime::press::registry::build_press_with;
 use kvplan_runtime::press::{shared_observe, Press, Session};
 use kvplan_runtime::tokenizer::Tokenizer;
 
-use crate::equal_bytes::{retarget, Retarget, SpindleBytes};
+use crate::equal_bytes::{retarget_known, Retarget, SpindleBytes};
 use crate::prompt::{Asked, Mode, PromptIds, Setup, Window};
 use crate::ratio::{effective, start_budget, target_bytes, RatioCell};
 use crate::records::Record;
@@ -624,7 +624,8 @@ impl<'a, B: Backend> Evaluator<'a, B> {
         let target = self.held_at(run, prefill, ("snapkv", n, budget))?;
         // Budgets are measured from the smallest the plan accepts up to `n`.
         let lo = self.smallest_budget(method, n, budget);
-        let found = retarget(budget, lo..=n.max(budget), target, |b| {
+        let known = run.known(method);
+        let found = retarget_known(&known, budget, lo..=n.max(budget), target, |b| {
             self.held_at(run, prefill, (method, n, b))
         })?;
         Ok(Some((self.press(method, n, Some(found.budget))?, found)))
@@ -647,7 +648,8 @@ impl<'a, B: Backend> Evaluator<'a, B> {
         let goal = target_bytes(target, full);
         let lo = self.smallest_budget(method, n, n);
         let start = start_budget(target, n).clamp(lo, n.max(lo));
-        let found = retarget(start, lo..=n.max(lo), goal, |b| {
+        let known = run.known(method);
+        let found = retarget_known(&known, start, lo..=n.max(lo), goal, |b| {
             self.held_at(run, prefill, (method, n, b))
         })?;
         let press = self.press(method, n, Some(found.budget))?;
@@ -705,11 +707,27 @@ struct Started<'r, B: Backend> {
     prefill: Option<&'r Prefill<B>>,
     /// Bytes measured on copies of the shared prefill, by (method, budget): a budget the
     /// searches of several cells probe (a method's three ratios, SpindleKV's SnapKV target) is
-    /// measured once per prompt. The searches step as they would without it.
+    /// measured once per prompt, and a search starts from the bracket its method's earlier
+    /// measurements give ([`retarget_known`]).
     held: RefCell<HashMap<(String, usize), u64>>,
     /// The (method, budget) every ratio cell started so far on this prompt found: a later ratio
     /// cell landing on one of them is its twin ([`Twin`]).
     found: RefCell<HashSet<(String, usize)>>,
+}
+
+impl<B: Backend> Started<'_, B> {
+    /// The (budget, bytes) measured so far on this prompt for `method`.
+    fn known(&self, method: &str) -> Vec<(usize, u64)> {
+        let mut known: Vec<(usize, u64)> = self
+            .held
+            .borrow()
+            .iter()
+            .filter(|((m, _), _)| m == method)
+            .map(|((_, b), &h)| (*b, h))
+            .collect();
+        known.sort_unstable();
+        known
+    }
 }
 
 /// A cell being decoded.
