@@ -171,6 +171,23 @@ impl Input {
     pub fn select(&mut self, sel: &Selection) -> Option<String> {
         let mut notes = Vec::new();
         if let Some(methods) = &sel.methods {
+            let absent: Vec<&str> = methods
+                .iter()
+                .filter(|m| {
+                    !self
+                        .file
+                        .records
+                        .iter()
+                        .any(|r| r.ratio.is_some() && &r.method == *m)
+                })
+                .map(String::as_str)
+                .collect();
+            if !absent.is_empty() {
+                notes.push(format!(
+                    "--methods: no ratio rows of {} in these records",
+                    absent.join(", ")
+                ));
+            }
             let before = self.file.records.len();
             self.file.records.retain(|r| {
                 r.method == "full"

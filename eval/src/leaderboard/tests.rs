@@ -357,6 +357,15 @@ fn common_prompts_keep_what_every_row_holds_and_methods_choose_rows() {
         .find(|p| p.method == "snapkv")
         .expect("snapkv");
     assert!((snap.score - 100.0).abs() < 1e-9, "{}", snap.score);
+    // A method the records do not hold is named in the note.
+    let mut typo = uneven();
+    let note = typo
+        .select(&Selection {
+            methods: Some(vec!["snapkv".into(), "kvpress-keydif".into()]),
+            common_prompts: false,
+        })
+        .expect("a note");
+    assert!(note.contains("no ratio rows of kvpress-keydif"), "{note}");
     // Nothing asked, nothing changed.
     let mut same = uneven();
     assert_eq!(same.select(&Selection::default()), None);
