@@ -64,7 +64,9 @@ pub struct Retarget {
     pub held_bytes: u64,
     /// Bytes SnapKV held at the row's budget on the same prompt.
     pub target_bytes: u64,
-    /// Budgets measured to find it.
+    /// Budgets whose bytes the search used: measured, or known from the prompt's earlier
+    /// searches of the method ([`retarget_known`]; records before 2bc467c count a cold search's
+    /// measurements).
     pub probes: usize,
 }
 

@@ -30,7 +30,9 @@ pub struct RatioCell {
     pub effective: f64,
     /// The budget (entries per layer and KV head) the press ran at.
     pub budget: usize,
-    /// Budgets measured to find it (0: not searched, the start budget).
+    /// Budgets whose bytes its search used: measured, or known from the prompt's earlier searches
+    /// of the method (`equal_bytes::retarget_known`; records before 2bc467c count a cold search's
+    /// measurements). 0: not searched, the start budget.
     pub probes: usize,
 }
 
