@@ -20,36 +20,54 @@ fn ok(o: &Output) -> String {
     err
 }
 
+/// `kvplan eval ruler --quick` on niah_single_1 at 512 tokens, question-agnostic, on the shipped
+/// model into `dir`: `examples`, `ratios`, `methods` and any `extra` arguments.
+fn quick_ratios(
+    dir: &std::path::Path,
+    examples: &str,
+    ratios: &str,
+    methods: &str,
+    extra: &[&str],
+) {
+    let model = common::shipped_model();
+    let (model, dir) = (model.to_string_lossy(), dir.to_string_lossy());
+    let mut args = vec![
+        "eval",
+        "ruler",
+        "--quick",
+        "--tasks",
+        "niah_single_1",
+        "--examples",
+        examples,
+        "--length",
+        "512",
+        "--ratios",
+        ratios,
+        "--mode",
+        "question-agnostic",
+        "--methods",
+        methods,
+        "--no-figures",
+        "--model",
+        &model,
+        "--out",
+        &dir,
+    ];
+    args.extend_from_slice(extra);
+    ok(&kvplan(&args));
+}
+
 #[test]
 fn ratio_shards_merge_into_kvpress_result_folders() {
-    let model = common::shipped_model();
     let dir = scratch("ratios");
-    let (model_s, dir_s) = (model.to_string_lossy(), dir.to_string_lossy());
     for shard in ["1/2", "2/2"] {
-        ok(&kvplan(&[
-            "eval",
-            "ruler",
-            "--quick",
-            "--tasks",
-            "niah_single_1",
-            "--examples",
+        quick_ratios(
+            &dir,
             "2",
-            "--length",
-            "512",
-            "--ratios",
             "0.5",
-            "--mode",
-            "question-agnostic",
-            "--methods",
             "full,snapkv,streaming",
-            "--no-figures",
-            "--shard",
-            shard,
-            "--model",
-            &model_s,
-            "--out",
-            &dir_s,
-        ]));
+            &["--shard", shard],
+        );
     }
     let out = dir.join("quick");
     let shard = |i: usize| {
@@ -128,29 +146,7 @@ fn ratio_shards_merge_into_kvpress_result_folders() {
 
 /// Runs SpindleKV on one 512-token quick RULER prompt at `ratios` into `dir`; its records.
 fn spindle_at(dir: &std::path::Path, ratios: &str) -> Vec<serde_json::Value> {
-    let model = common::shipped_model();
-    ok(&kvplan(&[
-        "eval",
-        "ruler",
-        "--quick",
-        "--tasks",
-        "niah_single_1",
-        "--examples",
-        "1",
-        "--length",
-        "512",
-        "--ratios",
-        ratios,
-        "--mode",
-        "question-agnostic",
-        "--methods",
-        "spindle",
-        "--no-figures",
-        "--model",
-        &model.to_string_lossy(),
-        "--out",
-        &dir.to_string_lossy(),
-    ]));
+    quick_ratios(dir, "1", ratios, "spindle", &[]);
     let recs =
         read_json(&dir.join("quick/SmolLM2-135M-Instruct.ruler.records.json"))["records"].clone();
     recs.as_array().expect("records").clone()
