@@ -19,7 +19,10 @@
 #                   weights' rows, with FullKV, into pod-bytes-MODE-L: a row added to main-MODE-L
 #                   would change the Holm family of its table)
 #   ruler-qe-L      RULER's tasks at L tokens, 20 examples each, every method at 128 and 512; a task
-#                   that cannot fit L is left out by `eval ruler` (qa_2 at 2,048: one prompt needs 2,167)
+#                   that cannot fit L is left out by `eval ruler` (qa_2 at 2,048: one prompt needs 2,167);
+#                   SHARD=i/n runs one shard of its prompts (one queue per core, then
+#                   `kvplan eval merge` the shard files — and the unsharded file when a run was
+#                   split part way: each shard file then starts as a copy of it)
 # MODE: qe (question-end, question-aware) | qa (question-agnostic); L: 1024 | 2048.
 # Output: results/v3/<model>/<shard>/ (beta-report, reductions: main-qe-L/) ; merge tables with `kvplan eval table RECORDS…`.
 #
@@ -76,7 +79,8 @@ for shard in "$@"; do
       # Every task; one that cannot fit the length is left out by `eval ruler`, which says so
       # (qa_2 at 2,048 tokens: one of its 20 HotpotQA questions needs 2,167).
       "$kvplan" eval ruler --model "$model" --length "$len" --examples 20 --budgets 128,512 \
-        --window question-end --methods "$methods" --no-figures --out "$out"
+        --window question-end --methods "$methods" --no-figures --out "$out" \
+        ${SHARD:+--shard "$SHARD"}
       echo "== $(date -u +%FT%TZ) $shard done"
       continue ;;
     *) echo "unknown shard $shard" >&2; exit 2 ;;
