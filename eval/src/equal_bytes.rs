@@ -70,6 +70,18 @@ pub struct Retarget {
     pub probes: usize,
 }
 
+impl Retarget {
+    /// The search's answer `(budget, held bytes)` for `target`, after `probes`.
+    fn at((budget, held_bytes): (usize, u64), target: u64, probes: usize) -> Self {
+        Self {
+            budget,
+            held_bytes,
+            target_bytes: target,
+            probes,
+        }
+    }
+}
+
 /// Most budgets measured for one cell; the bracket's lower end is returned when reached.
 pub const MAX_PROBES: usize = 24;
 
@@ -85,12 +97,7 @@ pub fn retarget<E>(
     let start = start.clamp(min, max);
     let mut probes = 1;
     let at_start = bytes(start)?;
-    let done = |budget, held, probes| Retarget {
-        budget,
-        held_bytes: held,
-        target_bytes: target,
-        probes,
-    };
+    let done = |budget, held, probes| Retarget::at((budget, held), target, probes);
     // The bracket: (budget, bytes) at its ends.
     let (lo, hi) = if at_start <= target {
         if start == max {
@@ -144,16 +151,10 @@ pub fn retarget_known<E>(
     let hi = inside()
         .filter(|&(_, h)| h > target)
         .min_by_key(|&(b, _)| b);
-    let done = |(budget, held): (usize, u64), probes| Retarget {
-        budget,
-        held_bytes: held,
-        target_bytes: target,
-        probes,
-    };
     match (lo, hi) {
         (Some(lo), Some(hi)) if lo.0 < hi.0 => narrow(lo, hi, target, 2, bytes),
-        (Some(lo), _) if lo.0 == max => Ok(done(lo, 1)),
-        (_, Some(hi)) if hi.0 == min => Ok(done(hi, 1)),
+        (Some(lo), _) if lo.0 == max => Ok(Retarget::at(lo, target, 1)),
+        (_, Some(hi)) if hi.0 == min => Ok(Retarget::at(hi, target, 1)),
         _ => retarget(start, range, target, bytes),
     }
 }
@@ -194,12 +195,7 @@ fn narrow<E>(
             side = 1;
         }
     }
-    Ok(Retarget {
-        budget: lo.0,
-        held_bytes: lo.1,
-        target_bytes: target,
-        probes,
-    })
+    Ok(Retarget::at(lo, target, probes))
 }
 
 #[cfg(test)]

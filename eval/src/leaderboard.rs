@@ -36,7 +36,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::aggregate::{rows, Overall, RecordRow, Scope};
+use crate::aggregate::{prompt_key, rows, Overall, PromptKey, RecordRow, Scope, FULL};
 use crate::companion::{self, Companion};
 use crate::records::{Record, RecordsFile};
 use crate::table::{cell, delta, header};
@@ -61,18 +61,26 @@ pub struct Group<'r> {
     pub records: Vec<&'r Record>,
 }
 
+/// A record's leaderboard row: its method and target (`ratio::key`, 0 for FullKV); `None` for a
+/// record not on the leaderboard (a budget cell).
+fn board_row(r: &Record) -> Option<(&str, u32)> {
+    match (&r.ratio, r.method.as_str(), r.budget) {
+        (Some(c), m, _) => Some((m, crate::ratio::key(c.target))),
+        (None, FULL, None) => Some((FULL, 0)),
+        _ => None,
+    }
+}
+
 /// The records of `file` grouped by (length, method, target), FullKV and ratio cells only, in
 /// order of length, method and target.
 pub fn groups<'r>(file: &'r RecordsFile<Record>) -> Vec<Group<'r>> {
     let model = file.settings.get("model").cloned().unwrap_or_default();
     let mut by: BTreeMap<(usize, String, u32), Vec<&'r Record>> = BTreeMap::new();
     for r in &file.records {
-        let target = match (&r.ratio, r.method.as_str(), r.budget) {
-            (Some(c), _, _) => crate::ratio::key(c.target),
-            (None, "full", None) => 0,
-            _ => continue,
+        let Some((method, target)) = board_row(r) else {
+            continue;
         };
-        let key = (r.context_len, r.method.clone(), target);
+        let key = (r.context_len, method.to_string(), target);
         by.entry(key).or_default().push(r);
     }
     by.into_iter()
@@ -144,30 +152,16 @@ impl Input {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Selection {
     /// Only these methods' ratio rows (kvplan's registry names, kvpress's `kvpress-…`), when
-    /// given; FullKV (`full`, `kvpress-full`) is always kept.
+    /// given; FullKV is always kept.
     pub methods: Option<Vec<String>>,
     /// Only the prompts every kept row holds, so that every row's average is over the same
     /// prompts (a run still under way, or kvpress's side covering fewer prompts than kvplan's).
     pub common_prompts: bool,
 }
 
-/// A prompt: task, length, depth and example.
-type PromptKey = (String, usize, u64, usize);
-
-fn prompt_of(r: &Record) -> PromptKey {
-    (r.task.clone(), r.context_len, r.depth.to_bits(), r.example)
-}
-
-/// A leaderboard row: method and target ratio (thousandths; none for FullKV).
-fn row_of(r: &Record) -> Option<(String, Option<i64>)> {
-    let target = r.ratio.as_ref().map(|c| (c.target * 1000.0).round() as i64);
-    let full = r.budget.is_none() && r.ratio.is_none() && r.method.ends_with("full");
-    (target.is_some() || full).then(|| (r.method.clone(), target))
-}
-
 impl Input {
-    /// Keeps the records `sel` asks for (the leaderboard's rows only: budget cells are not on it
-    /// anyway); returns a line saying what was left out, when anything was.
+    /// Keeps the leaderboard's records `sel` asks for (budget cells, not on it, are dropped with
+    /// `--methods`); returns a line saying what was left out, when anything was.
     pub fn select(&mut self, sel: &Selection) -> Option<String> {
         let mut notes = Vec::new();
         if let Some(methods) = &sel.methods {
@@ -190,9 +184,8 @@ impl Input {
             }
             let before = self.file.records.len();
             self.file.records.retain(|r| {
-                r.method == "full"
-                    || r.method == "kvpress-full"
-                    || (r.ratio.is_some() && methods.contains(&r.method))
+                board_row(r)
+                    .is_some_and(|(m, _)| r.ratio.is_none() || methods.iter().any(|x| x == m))
             });
             notes.push(format!(
                 "--methods kept {} of {} records",
@@ -201,36 +194,51 @@ impl Input {
             ));
         }
         if sel.common_prompts {
-            use std::collections::{BTreeMap, BTreeSet};
-            let mut held: BTreeMap<(String, Option<i64>), BTreeSet<PromptKey>> = BTreeMap::new();
-            for r in &self.file.records {
-                if let Some(row) = row_of(r) {
-                    held.entry(row).or_default().insert(prompt_of(r));
-                }
-            }
-            let all: BTreeSet<PromptKey> = held.values().flatten().cloned().collect();
-            let common: BTreeSet<PromptKey> = held
-                .values()
-                .fold(all.clone(), |acc, p| acc.intersection(p).cloned().collect());
-            let fewest = held
-                .iter()
-                .min_by_key(|(_, p)| p.len())
-                .map(|((m, t), p)| {
-                    let at = t.map_or(String::new(), |t| format!(" @ {}%", t as f64 / 10.0));
-                    format!("{m}{at} with {}", p.len())
-                })
-                .unwrap_or_default();
-            self.file
-                .records
-                .retain(|r| row_of(r).is_none() || common.contains(&prompt_of(r)));
-            notes.push(format!(
-                "--common-prompts: {} of {} prompts are held by every row (the fewest: {fewest})",
-                common.len(),
-                all.len()
-            ));
+            let (keep, note) = common_prompts(&self.file.records);
+            let mut keep = keep.into_iter();
+            self.file.records.retain(|_| keep.next().unwrap_or(true));
+            notes.push(note);
         }
         (!notes.is_empty()).then(|| notes.join("; "))
     }
+}
+
+/// Which of `records` to keep for `--common-prompts` (those off the leaderboard, and those of the
+/// prompts every leaderboard row holds), and the line saying how many prompts that is.
+fn common_prompts(records: &[Record]) -> (Vec<bool>, String) {
+    use std::collections::{BTreeMap, BTreeSet};
+    let mut held: BTreeMap<(&str, u32), BTreeSet<PromptKey<'_>>> = BTreeMap::new();
+    for r in records {
+        if let Some(row) = board_row(r) {
+            held.entry(row).or_default().insert(prompt_key(r));
+        }
+    }
+    let all: BTreeSet<PromptKey<'_>> = held.values().flatten().copied().collect();
+    let common: BTreeSet<PromptKey<'_>> = held
+        .values()
+        .fold(all.clone(), |acc, p| acc.intersection(p).copied().collect());
+    let fewest = held
+        .iter()
+        .min_by_key(|(_, p)| p.len())
+        .map(|(&(m, t), p)| {
+            let row = if t == 0 && m == FULL {
+                FULL.to_string()
+            } else {
+                crate::ratio::label(m, f64::from(t) / 10_000.0)
+            };
+            format!("{row} with {}", p.len())
+        })
+        .unwrap_or_default();
+    let keep = records
+        .iter()
+        .map(|r| board_row(r).is_none() || common.contains(&prompt_key(r)))
+        .collect();
+    let note = format!(
+        "--common-prompts: {} of {} prompts are held by every row (the fewest: {fewest})",
+        common.len(),
+        all.len()
+    );
+    (keep, note)
 }
 
 /// Reads the RULER records file at `path` and, when it is named `<model>.ruler.records.json`
@@ -495,9 +503,8 @@ fn tasks_of(records: &[Record]) -> Vec<Task> {
 /// The rows of the FullKV and ratio records of `file`, a column per task.
 fn board_rows<'r>(records: &'r [Record], tasks: &[Task]) -> Vec<RecordRow<'r>> {
     rows(records, tasks.len(), |r| {
-        let kept = r.ratio.is_some() || (r.method == "full" && r.budget.is_none());
-        kept.then(|| tasks.iter().position(|t| t.name() == r.task))
-            .flatten()
+        board_row(r)?;
+        tasks.iter().position(|t| t.name() == r.task)
     })
 }
 

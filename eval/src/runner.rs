@@ -718,15 +718,12 @@ struct Started<'r, B: Backend> {
 impl<B: Backend> Started<'_, B> {
     /// The (budget, bytes) measured so far on this prompt for `method`.
     fn known(&self, method: &str) -> Vec<(usize, u64)> {
-        let mut known: Vec<(usize, u64)> = self
-            .held
+        self.held
             .borrow()
             .iter()
             .filter(|((m, _), _)| m == method)
             .map(|((_, b), &h)| (*b, h))
-            .collect();
-        known.sort_unstable();
-        known
+            .collect()
     }
 }
 

@@ -59,9 +59,9 @@ pub struct RecordRow<'a> {
 }
 
 /// A prompt's identity: (task, context length, depth's bits, example).
-type PromptKey<'r> = (&'r str, usize, u64, usize);
+pub(crate) type PromptKey<'r> = (&'r str, usize, u64, usize);
 
-fn prompt_key(r: &Record) -> PromptKey<'_> {
+pub(crate) fn prompt_key(r: &Record) -> PromptKey<'_> {
     (&r.task, r.context_len, r.depth.to_bits(), r.example)
 }
 

@@ -119,18 +119,7 @@ fn exp_body(x: &mut [f32]) -> (f32, f32) {
     if x.is_empty() {
         return (f32::NEG_INFINITY, 0.0);
     }
-    let mut lanes = [f32::NEG_INFINITY; LANES];
-    let mut chunks = x.chunks_exact(LANES);
-    for c in &mut chunks {
-        for l in 0..LANES {
-            lanes[l] = if c[l] > lanes[l] { c[l] } else { lanes[l] };
-        }
-    }
-    let max = chunks
-        .remainder()
-        .iter()
-        .chain(&lanes)
-        .fold(f32::NEG_INFINITY, |m, &v| if v > m { v } else { m });
+    let max = max_body(x);
     let mut sums = [0f32; LANES];
     let mut chunks = x.chunks_exact_mut(LANES);
     for c in &mut chunks {
@@ -189,6 +178,12 @@ fn exp_shifted_body(dst: &mut [f32], src: &[f32], max: f32) {
 /// The largest element (−∞ for none; a maximum is exact in any order), in 16 lanes so the loop
 /// vectorises where the build allows.
 pub(crate) fn max_of(x: &[f32]) -> f32 {
+    max_body(x)
+}
+
+/// [`max_of`], inlined into the callers compiled for a wider instruction set ([`exp_body`]).
+#[inline(always)]
+fn max_body(x: &[f32]) -> f32 {
     let mut lanes = [f32::NEG_INFINITY; LANES];
     let mut chunks = x.chunks_exact(LANES);
     for c in &mut chunks {
