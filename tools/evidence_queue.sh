@@ -18,6 +18,12 @@
 #                   where the appended question counts too) under both weights (the shipped
 #                   weights' rows, with FullKV, into pod-bytes-MODE-L: a row added to main-MODE-L
 #                   would change the Holm family of its table)
+#   leaderboard-L   issue 30: the kvpress leaderboard's protocol — RULER's 13 tasks at L tokens,
+#                   question-agnostic, every method at compression ratios 0.25, 0.5 and 0.75
+#                   (EXAMPLES per task, default 20; examples are seeded by index, so EXAMPLES=4
+#                   first and 20 later resumes them); POD_RATIOS=0.75 runs PoD at those ratios
+#                   only (after the other methods), for a model whose PoD saves almost nothing at
+#                   any budget (Qwen: 0.5–1.6%); SHARD=i/n as for ruler-qe
 #   ruler-qe-L      RULER's tasks at L tokens, 20 examples each, every method at 128 and 512; a task
 #                   that cannot fit L is left out by `eval ruler` (qa_2 at 2,048: one prompt needs 2,167);
 #                   SHARD=i/n runs one shard of its prompts (one queue per core, then
@@ -72,6 +78,20 @@ for shard in "$@"; do
     main-qa-*) args=(--methods "$methods,$perms" --budgets 128,512 --seed 0 --mode question-agnostic) ;;
     reductions-*) args=(--methods "$reductions" --budgets 128,512 --seed 0 --window question-end) ;;
     pod-trained-*) pod_trained "$shard" "$len"; continue ;;
+    leaderboard-*)
+      out="$repo/results/v3/$model/$shard"
+      mkdir -p "$out"
+      echo "== $(date -u +%FT%TZ) $shard → $out"
+      lb=(--model "$model" --length "$len" --examples "${EXAMPLES:-20}" --mode question-agnostic
+        --no-figures --out "$out" ${SHARD:+--shard "$SHARD"})
+      if [ -n "${POD_RATIOS:-}" ]; then
+        "$kvplan" eval ruler "${lb[@]}" --ratios 0.25,0.5,0.75 --methods "${methods/,pod,/,}"
+        "$kvplan" eval ruler "${lb[@]}" --ratios "$POD_RATIOS" --methods full,pod
+      else
+        "$kvplan" eval ruler "${lb[@]}" --ratios 0.25,0.5,0.75 --methods "$methods"
+      fi
+      echo "== $(date -u +%FT%TZ) $shard done"
+      continue ;;
     ruler-qe-*)
       out="$repo/results/v3/$model/$shard"
       mkdir -p "$out"
