@@ -38,8 +38,10 @@ use std::path::{Path, PathBuf};
 
 use crate::aggregate::{prompt_key, rows, Overall, PromptKey, RecordRow, Scope, FULL};
 use crate::companion::{self, Companion};
+use crate::marks::Marks;
 use crate::records::{Record, RecordsFile};
-use crate::table::{cell, delta, header};
+use crate::stats::Paired;
+use crate::table::{cell, delta, header, holm_of};
 use crate::tasks::ruler::Task;
 use crate::{write_atomic, Result};
 
@@ -467,6 +469,8 @@ pub fn write_folders(input: &Input, dir: &Path) -> Result<Vec<PathBuf>> {
 pub struct BoardPoint {
     /// Method.
     pub method: String,
+    /// Its name in a legend: the method with its mark (`pod ‡`, `headkv †`), if any.
+    pub label: String,
     /// Target ratio.
     pub target: f64,
     /// Mean effective ratio.
@@ -508,8 +512,8 @@ fn board_rows<'r>(records: &'r [Record], tasks: &[Task]) -> Vec<RecordRow<'r>> {
     })
 }
 
-/// The leaderboard of `file`'s records.
-pub fn board(file: &RecordsFile<Record>) -> Board {
+/// The leaderboard of `file`'s records; each point's `label` carries its method's mark.
+pub fn board(file: &RecordsFile<Record>, marks: &Marks) -> Board {
     let tasks = tasks_of(&file.records);
     let rows = board_rows(&file.records, &tasks);
     let scope = Scope::Overall(Overall::Columns);
@@ -528,6 +532,7 @@ pub fn board(file: &RecordsFile<Record>) -> Board {
         let (score, interval) = pct(&e);
         match row.ratio {
             Some(target) => points.push(BoardPoint {
+                label: marks.label(&row.method),
                 method: row.method.clone(),
                 target,
                 effective: row.effective_ratio().map_or(0.0, |x| x.0),
@@ -556,8 +561,10 @@ pub fn board(file: &RecordsFile<Record>) -> Board {
 
 /// The table of `file`'s leaderboard: a row per method and target (FullKV first), its mean
 /// effective ratio, the RULER average with its 95% interval, the paired difference against
-/// FullKV and against SnapKV at the same target, prompts and clusters.
-pub fn markdown(file: &RecordsFile<Record>) -> String {
+/// FullKV and against SnapKV at the same target (Holm-adjusted over the table's differences),
+/// prompts and clusters; rows that need a caveat carry `marks` (†: HeadKV budgets on
+/// retrieval-reasoning scores at chance, ‡: PoD untrained) with their footnotes.
+pub fn markdown(file: &RecordsFile<Record>, marks: &Marks) -> String {
     let tasks = tasks_of(&file.records);
     let rows = board_rows(&file.records, &tasks);
     let scope = Scope::Overall(Overall::Columns);
@@ -584,8 +591,13 @@ pub fn markdown(file: &RecordsFile<Record>) -> String {
         "n",
         "clusters",
     ]));
-    for row in order {
-        let s = row.summary(&rows, scope);
+    let summaries: Vec<_> = order.iter().map(|row| row.summary(&rows, scope)).collect();
+    let deltas: Vec<Option<Paired>> = summaries
+        .iter()
+        .flat_map(|s| [s.vs_full, s.vs_snapkv])
+        .collect();
+    let adjusted = holm_of(&deltas);
+    for (i, (row, s)) in order.iter().zip(&summaries).enumerate() {
         let n = s.score.map_or(0, |e| e.n);
         let effective = row
             .effective_ratio()
@@ -596,19 +608,22 @@ pub fn markdown(file: &RecordsFile<Record>) -> String {
             "| {} | {effective} | {} | {} | {} | {n} | {} |\n",
             row.label(),
             cell(s.score),
-            delta(s.vs_full, None, n),
-            delta(s.vs_snapkv, None, n),
+            delta(s.vs_full, adjusted[2 * i], n),
+            delta(s.vs_snapkv, adjusted[2 * i + 1], n),
             s.score.map_or(0, |e| e.clusters),
         ));
     }
     out.push_str(
         "\nScore: the mean of the task means in percent (RULER's average), its 95% interval by \
-         the cluster bootstrap within each task; Δ paired over the prompts both rows scored. \
-         Effective ratio: the mean over prompts of 1 − KV bytes held / FullKV bytes of the \
-         compressed tokens, [smallest, largest]; each prompt's budget the largest not below the \
-         target.\n",
+         the cluster bootstrap within each task; Δ paired over the prompts both rows scored \
+         (paired cluster bootstrap interval; p: the cluster sign test, or exact McNemar for pass \
+         rates of independent prompts; Holm: p adjusted over every Δ of this table; ≈: the \
+         interval includes 0 or Holm's p ≥ 0.05; mdd: the smallest difference these prompts \
+         could have detected, 80% power, two-sided 5%). Effective ratio: the mean over prompts of \
+         1 − KV bytes held / FullKV bytes of the compressed tokens, [smallest, largest]; each \
+         prompt's budget the largest not below the target.\n",
     );
-    out
+    marks.apply(&out)
 }
 
 #[cfg(test)]

@@ -117,6 +117,26 @@ impl Marks {
         out
     }
 
+    /// `method`'s mark, and whether it is R2's; `None` for a row that needs none.
+    fn mark_of(&self, method: &str) -> Option<(&'static str, bool)> {
+        if self.r2_at_chance.is_some() && rests_on_r2(method) {
+            Some((R2_MARK, true))
+        } else if self.pod_untrained && is_pod(method) {
+            Some((UNTRAINED_MARK, false))
+        } else {
+            None
+        }
+    }
+
+    /// `method` with its mark after it, as in a table row (`pod ‡`), for a figure's legend;
+    /// unchanged when it needs none.
+    pub fn label(&self, method: &str) -> String {
+        match self.mark_of(method) {
+            Some((mark, _)) => format!("{method} {mark}"),
+            None => method.to_string(),
+        }
+    }
+
     /// `line` with its mark after its first cell's method, and whether the mark is R2's.
     fn marked_row(&self, line: &str) -> Option<(String, bool)> {
         let rest = line.strip_prefix("| ")?;
@@ -125,13 +145,7 @@ impl Marks {
             Some((m, b)) => (m, Some(b)),
             None => (cell, None),
         };
-        let (mark, is_r2) = if self.r2_at_chance.is_some() && rests_on_r2(method) {
-            (R2_MARK, true)
-        } else if self.pod_untrained && is_pod(method) {
-            (UNTRAINED_MARK, false)
-        } else {
-            return None;
-        };
+        let (mark, is_r2) = self.mark_of(method)?;
         let budget = budget.map(|b| format!(" @ {b}")).unwrap_or_default();
         Some((format!("| {method} {mark}{budget} |{tail}"), is_r2))
     }

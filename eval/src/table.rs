@@ -109,7 +109,7 @@ pub fn cannot_tell_apart(p: &Paired, holm: Option<f64>) -> bool {
 }
 
 /// Holm's adjustment of the p-values among `deltas` (one family), `None` where there is none.
-fn holm_of(deltas: &[Option<Paired>]) -> Vec<Option<f64>> {
+pub(crate) fn holm_of(deltas: &[Option<Paired>]) -> Vec<Option<f64>> {
     let present: Vec<f64> = deltas.iter().flatten().filter_map(|p| p.p_value).collect();
     let mut adjusted = holm(&present).into_iter();
     deltas

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context};
 use kvplan_common::fetch::sha256_file;
 use kvplan_eval::leaderboard::{self, board, markdown, write_folders, Board};
+use kvplan_eval::marks::Marks;
 use kvplan_eval::records::{Record, RecordsFile};
 use kvplan_eval::render::{plan_sha256, render, Rendered};
 use kvplan_eval::shard::{merge, merged_name};
@@ -151,14 +152,16 @@ pub fn leaderboard(
         }
         folders += write_folders(&input, out)?.len();
         let file = &input.file;
-        let b = board(file);
+        let plan = plan_of(path, None)?;
+        let marks = Marks::of(plan.as_ref(), &file.settings);
+        let b = board(file, &marks);
         if b.points.is_empty() {
             eprintln!(
                 "kvplan: note: {} holds no ratio cells (run with --ratios); only FullKV is written",
                 path.display()
             );
         }
-        md.push_str(&markdown(file));
+        md.push_str(&markdown(file, &marks));
         md.push('\n');
         figures.push(figure(&b)?);
     }
@@ -181,7 +184,7 @@ fn figure(b: &Board) -> anyhow::Result<kvplan_plots::Rendered> {
         .points
         .iter()
         .map(|p| Point {
-            method: p.method.clone(),
+            method: p.label.clone(),
             effective: p.effective,
             score: p.score,
             interval: p.interval,

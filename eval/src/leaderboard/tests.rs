@@ -158,7 +158,7 @@ fn csv_field(s: &str) -> String {
 #[test]
 fn the_table_and_the_board_give_scores_against_effective_ratios() {
     let f = file("question-agnostic");
-    let md = markdown(&f);
+    let md = markdown(&f, &Marks::default());
     let lines: Vec<&str> = md.lines().collect();
     assert!(
         lines[0].contains("RULER average of 2 task(s) (vt, cwe)"),
@@ -174,7 +174,7 @@ fn the_table_and_the_board_give_scores_against_effective_ratios() {
         lines[5].starts_with("| snapkv @ 50% | 0.500 [0.500, 0.500] | 75.0 ["),
         "{md}"
     );
-    let b = board(&f);
+    let b = board(&f, &Marks::default());
     assert_eq!(b.tasks, [Task::Vt, Task::Cwe]);
     assert_eq!(b.points.len(), 1);
     assert!((b.points[0].score - 75.0).abs() < 1e-9);
@@ -239,7 +239,7 @@ fn kvpress_ratio_cells_join_as_their_own_method_with_kvpress_settings() {
             ("snapkv", Some(0.5))
         ]
     );
-    let b = board(&input.file);
+    let b = board(&input.file, &Marks::default());
     let keydiff = b
         .points
         .iter()
@@ -346,7 +346,7 @@ fn common_prompts_keep_what_every_row_holds_and_methods_choose_rows() {
         })
         .expect("a note");
     assert!(note.contains("2 of 3 prompts"), "{note}");
-    let b = board(&two.file);
+    let b = board(&two.file, &Marks::default());
     let methods: Vec<&str> = b.points.iter().map(|p| p.method.as_str()).collect();
     assert_eq!(methods, ["kvpress-keydiff", "snapkv"]);
     // SnapKV on vt 0 (1) and cwe 0 (1): 100 on the common prompts, where all three give 75 (the
@@ -370,4 +370,57 @@ fn common_prompts_keep_what_every_row_holds_and_methods_choose_rows() {
     let mut same = uneven();
     assert_eq!(same.select(&Selection::default()), None);
     assert_eq!(same.file.records.len(), uneven().file.records.len());
+}
+
+/// Six vt prompts: FullKV, SnapKV and HeadKV answer all six, PoD none.
+fn six_prompts() -> RecordsFile<Record> {
+    let mut records = Vec::new();
+    for e in 0..6 {
+        records.push(rec("vt", e, "full", None, 1.0));
+        for (m, score) in [("snapkv", 1.0), ("headkv", 1.0), ("pod", 0.0)] {
+            records.push(rec("vt", e, m, Some((0.5, 0.5)), score));
+        }
+    }
+    RecordsFile {
+        settings: file("question-agnostic").settings,
+        records,
+    }
+}
+
+#[test]
+fn the_table_adjusts_its_differences_by_holm_and_marks_rows_that_need_a_caveat() {
+    let marks = Marks {
+        r2_at_chance: Some(kvplan_planner::chance::ChanceTest {
+            trials: 50,
+            correct: 2,
+            accuracy: 0.04,
+            chance_correct: 19.0,
+            p_value: 0.9999,
+            above_chance: false,
+            by_candidates: Vec::new(),
+        }),
+        pod_untrained: true,
+    };
+    let md = markdown(&six_prompts(), &marks);
+    // PoD loses all six pairs to FullKV and to SnapKV: exact McNemar 2 · 2⁻⁶ = 0.03125 each.
+    // The family is every Δ with a p-value: those two and HeadKV's and SnapKV's (p 1), five in
+    // all; Holm multiplies the smallest by 5 (0.156) and the next by 4 (0.125), kept monotone
+    // (0.156): no longer below 5%, so both PoD rows read ≈.
+    let pod = md
+        .lines()
+        .find(|l| l.starts_with("| pod ‡ @ 50% |"))
+        .unwrap_or_else(|| panic!("{md}"));
+    assert_eq!(pod.matches("p 0.031 Holm 0.156 ≈").count(), 2, "{pod}");
+    assert!(md.contains("| headkv † @ 50% |"), "{md}");
+    assert!(md.contains("| snapkv @ 50% |"), "{md}");
+    assert!(md.contains("PoD untrained"), "{md}");
+    assert!(md.contains("2 of 50 answered right"), "{md}");
+    let b = board(&six_prompts(), &marks);
+    let labels: Vec<&str> = b.points.iter().map(|p| p.label.as_str()).collect();
+    assert_eq!(labels, ["headkv †", "pod ‡", "snapkv"]);
+    // Without marks the rows keep their bare names and no footnote is added.
+    let bare = markdown(&six_prompts(), &Marks::default());
+    assert!(bare.contains("| pod @ 50% |"), "{bare}");
+    assert!(!bare.contains('‡') && !bare.contains('†'), "{bare}");
+    assert!(bare.contains("p 0.031 Holm 0.156 ≈"), "{bare}");
 }
