@@ -184,7 +184,8 @@ fn figure(b: &Board) -> anyhow::Result<kvplan_plots::Rendered> {
         .points
         .iter()
         .map(|p| Point {
-            method: p.label.clone(),
+            method: p.method.clone(),
+            label: p.label.clone(),
             effective: p.effective,
             score: p.score,
             interval: p.interval,

@@ -16,8 +16,10 @@ use plotters::prelude::*;
 /// One method at one target ratio.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Point {
-    /// Method.
+    /// Method (its colour).
     pub method: String,
+    /// Its name in the legend (the method with a table's mark: `pod ‡`).
+    pub label: String,
     /// Mean effective compression ratio, in [0, 1).
     pub effective: f64,
     /// Score in percent.
@@ -49,7 +51,7 @@ impl Leaderboard<'_> {
                 mine.sort_by(|a, b| a.effective.total_cmp(&b.effective));
                 let bars: Option<Vec<(f64, f64)>> = mine.iter().map(|p| p.interval).collect();
                 Series {
-                    label: m.clone(),
+                    label: mine.first().map_or_else(|| m.clone(), |p| p.label.clone()),
                     colour: colour::method(m),
                     points: mine.iter().map(|p| (p.effective, p.score)).collect(),
                     markers: true,
@@ -125,6 +127,7 @@ mod tests {
     fn point(method: &str, effective: f64, score: f64) -> Point {
         Point {
             method: method.into(),
+            label: method.into(),
             effective,
             score,
             interval: Some((score - 5.0, score + 5.0)),
@@ -151,5 +154,23 @@ mod tests {
         assert_eq!(fig.name(), "leaderboard-m");
         let svg = crate::render::render_svg(&fig).expect("draws");
         assert!(svg.contains("full") && svg.contains("knorm"));
+    }
+
+    #[test]
+    fn a_marked_label_names_the_line_and_the_method_keeps_its_colour() {
+        let points = [Point {
+            label: "pod ‡".into(),
+            ..point("pod", 0.1, 60.0)
+        }];
+        let fig = Leaderboard {
+            model: "m",
+            what: "RULER",
+            points: &points,
+            full: None,
+        };
+        let s = fig.series();
+        assert_eq!(s[0].label, "pod ‡");
+        assert_eq!(s[0].colour, colour::method("pod"));
+        assert_ne!(colour::method("pod ‡"), colour::method("pod"));
     }
 }
