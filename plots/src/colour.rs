@@ -50,9 +50,28 @@ const CATEGORICAL: [RGBColor; 10] = [
     RGBColor(23, 190, 207),
 ];
 
-/// The colour of method `name`, from the planner's method table; unknown names get a stable
-/// colour from their bytes.
+/// Colours of kvpress's presses that kvplan has no method of (`kvpress-<press>`), apart from
+/// every method's in the planner's table.
+const PRESSES: [(&str, RGBColor); 5] = [
+    ("keydiff", RGBColor(0, 0, 0)),
+    ("expected", RGBColor(0, 128, 128)),
+    ("adakv-expected", RGBColor(230, 171, 2)),
+    ("kvzip", RGBColor(128, 0, 0)),
+    ("duo", RGBColor(0, 100, 0)),
+];
+
+/// The colour of method `name`, from the planner's method table; a kvpress press
+/// (`kvpress-snapkv`) takes the colour of kvplan's method of its name (its line is dashed) or
+/// its own; unknown names get a stable colour from their bytes.
 pub fn method(name: &str) -> RGBColor {
+    if let Some(press) = name.strip_prefix("kvpress-") {
+        if let Some(&(_, c)) = PRESSES.iter().find(|(p, _)| *p == press) {
+            return c;
+        }
+        if kvplan_planner::methods::spec(press).is_some() {
+            return method(press);
+        }
+    }
     match kvplan_planner::methods::spec(name) {
         Some(spec) => {
             let [r, g, b] = spec.colour;
@@ -75,6 +94,16 @@ pub fn series(i: usize) -> RGBColor {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_kvpress_press_takes_its_namesake_s_colour_or_one_of_its_own() {
+        assert_eq!(method("kvpress-snapkv"), method("snapkv"));
+        assert_eq!(method("kvpress-keydiff"), RGBColor(0, 0, 0));
+        let own: Vec<RGBColor> = PRESSES.iter().map(|&(_, c)| c).collect();
+        for spec in kvplan_planner::methods::METHODS {
+            assert!(!own.contains(&method(spec.name)), "{}", spec.name);
+        }
+    }
 
     #[test]
     fn viridis_ends_and_clamps() {

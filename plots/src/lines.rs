@@ -86,6 +86,14 @@ pub struct Series {
     pub markers: bool,
     /// The y interval `(low, high)` of each point, drawn as a vertical bar; empty: none.
     pub errors: Vec<(f64, f64)>,
+    /// Draw the line dashed (a peer's implementation: kvpress's presses, [`is_peer`]).
+    pub dashed: bool,
+}
+
+/// Whether `method` is a peer's implementation (kvpress's presses, `kvpress-…`): drawn dashed,
+/// in the colour of kvplan's method of the same name where there is one.
+pub fn is_peer(method: &str) -> bool {
+    method.starts_with("kvpress-")
 }
 
 /// Colour of reference lines (FullKV, uniform budgets).
@@ -94,17 +102,24 @@ pub const REFERENCE: RGBColor = RGBColor(110, 110, 110);
 /// A legend column: a line swatch and a label per entry, from `top` px down.
 pub fn draw_legend<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
-    entries: &[(String, RGBColor, u32)],
+    entries: &[(String, RGBColor, u32, bool)],
     top: i32,
 ) -> Result<()> {
     use plotters::style::text_anchor::{HPos, Pos, VPos};
     let style = font::text(font::TICK).pos(Pos::new(HPos::Left, VPos::Center));
-    for (i, (label, colour, width)) in entries.iter().enumerate() {
+    for (i, (label, colour, width, dashed)) in entries.iter().enumerate() {
         let y = top + i as i32 * 26;
-        area.draw(&PathElement::new(
-            vec![(8, y), (34, y)],
-            colour.stroke_width(*width + 1),
-        ))?;
+        let swatch: &[(i32, i32)] = if *dashed {
+            &[(8, 17), (25, 34)]
+        } else {
+            &[(8, 34)]
+        };
+        for &(a, b) in swatch {
+            area.draw(&PathElement::new(
+                vec![(a, y), (b, y)],
+                colour.stroke_width(*width + 1),
+            ))?;
+        }
         area.draw(&Text::new(label.clone(), (42, y), style.clone()))?;
     }
     Ok(())
@@ -131,12 +146,15 @@ pub fn widest_label(axis: &Axis) -> f64 {
 }
 
 impl Lines<'_> {
-    fn legend_entries(&self) -> Vec<(String, RGBColor, u32)> {
+    fn legend_entries(&self) -> Vec<(String, RGBColor, u32, bool)> {
         let refs = self
             .references
             .iter()
-            .map(|(_, l)| (l.clone(), REFERENCE, 2));
-        let series = self.series.iter().map(|s| (s.label.clone(), s.colour, 3));
+            .map(|(_, l)| (l.clone(), REFERENCE, 2, false));
+        let series = self
+            .series
+            .iter()
+            .map(|s| (s.label.clone(), s.colour, 3, s.dashed));
         refs.chain(series).collect()
     }
 
@@ -146,7 +164,7 @@ impl Lines<'_> {
         let (w, _) = area.dim_in_pixel();
         let legend_w = entries
             .iter()
-            .map(|(l, _, _)| text_px(l, font::TICK))
+            .map(|(l, _, _, _)| text_px(l, font::TICK))
             .fold(0.0, f64::max) as u32
             + 50;
         let (plot, legend) = if self.legend && !entries.is_empty() {
@@ -186,10 +204,19 @@ impl Lines<'_> {
             let c = s.colour;
             // Dense curves without markers read better thinner.
             let width = if s.markers { 3 } else { 2 };
-            chart.draw_series(LineSeries::new(
-                s.points.iter().copied(),
-                c.stroke_width(width),
-            ))?;
+            if s.dashed {
+                chart.draw_series(DashedLineSeries::new(
+                    s.points.iter().copied(),
+                    10,
+                    6,
+                    c.stroke_width(width),
+                ))?;
+            } else {
+                chart.draw_series(LineSeries::new(
+                    s.points.iter().copied(),
+                    c.stroke_width(width),
+                ))?;
+            }
             if s.markers {
                 chart.draw_series(s.points.iter().map(|&p| Circle::new(p, 4, c.filled())))?;
             }

@@ -73,6 +73,7 @@ impl Draw for Funnel<'_> {
             points: entropy,
             markers: true,
             errors: Vec::new(),
+            dashed: false,
         }];
         Lines {
             caption: String::from("Attention entropy"),
@@ -89,6 +90,7 @@ impl Draw for Funnel<'_> {
             points: mass,
             markers: true,
             errors: Vec::new(),
+            dashed: false,
         }];
         Lines {
             caption: format!("Attention mass on the top-{} keys", self.top_k),

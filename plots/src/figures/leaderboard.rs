@@ -56,6 +56,7 @@ impl Leaderboard<'_> {
                     points: mine.iter().map(|p| (p.effective, p.score)).collect(),
                     markers: true,
                     errors: bars.unwrap_or_default(),
+                    dashed: crate::lines::is_peer(m),
                 }
             })
             .collect()

@@ -45,6 +45,7 @@ impl<'a> Perplexity<'a> {
                     .collect(),
                 markers: c.positions.len() <= 40,
                 errors: Vec::new(),
+                dashed: false,
             })
             .collect()
     }

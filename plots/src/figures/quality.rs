@@ -116,6 +116,7 @@ impl<'a> Quality<'a> {
                     .collect(),
                 markers: true,
                 errors: bars(&mine),
+                dashed: crate::lines::is_peer(m),
             });
         }
         dodge(&mut series);
@@ -209,6 +210,7 @@ mod tests {
             points: vec![(-2.0, 0.5)],
             markers: true,
             errors,
+            dashed: false,
         };
         let mut s = [
             line(vec![(0.4, 0.6)]),

@@ -43,6 +43,7 @@ impl<'a> Redundancy<'a> {
                 .collect(),
             markers: true,
             errors: Vec::new(),
+            dashed: false,
         };
         vec![
             line(

@@ -84,6 +84,7 @@ impl<'a> Wavelet<'a> {
                     .collect(),
                 markers: true,
                 errors: Vec::new(),
+                dashed: false,
             })
             .collect()
     }
@@ -107,6 +108,7 @@ impl<'a> Wavelet<'a> {
                     .collect(),
                 markers: false,
                 errors: Vec::new(),
+                dashed: false,
             })
             .collect();
         let xs: Vec<f64> = series
