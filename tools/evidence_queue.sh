@@ -32,8 +32,11 @@
 # MODE: qe (question-end, question-aware) | qa (question-agnostic); L: 1024 | 2048.
 # Output: results/v3/<model>/<shard>/ (beta-report, reductions: main-qe-L/) ; merge tables with `kvplan eval table RECORDS…`.
 #
-# The whole script is one function, read before anything runs, so editing this file while a
-# queue runs cannot change what the running queue does next.
+# The whole script is one function, read before anything runs, and the line that calls it exits
+# too, so editing this file while a queue runs cannot change what the running queue does next
+# (with the call and `exit` on two lines, bash read the line after the call from the edited file
+# at the old offset once the queue was done). Edit it by writing a new file and renaming it over
+# this one, as editors and git do: a running queue keeps reading the file it opened.
 main() {
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -114,5 +117,4 @@ for shard in "$@"; do
   echo "== $(date -u +%FT%TZ) $shard done"
 done
 }
-main "$@"
-exit
+main "$@"; exit
