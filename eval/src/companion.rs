@@ -102,6 +102,21 @@ pub fn of_units<'r, R: CellRecord>(file: &'r RecordsFile<R>, units: &[Unit]) -> 
         .collect()
 }
 
+/// The records of `file` on the prompts of `units` at any budget, in file order. A run's own
+/// table shows these: every cell its records file holds on the run's prompts, so a later run at
+/// fewer budgets (a β sweep at 128 into a folder holding 128 and 512) does not rewrite the table
+/// without the others, and the table's Holm family stays the file's.
+pub fn on_prompts<'r, R: CellRecord>(file: &'r RecordsFile<R>, units: &[Unit]) -> Vec<&'r R> {
+    let prompts: HashSet<&str> = units
+        .iter()
+        .flat_map(|u| u.cells.iter().map(|c| c.key.prompt()))
+        .collect();
+    file.records
+        .iter()
+        .filter(|r| prompts.contains(r.key().prompt()))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -169,6 +184,12 @@ mod tests {
         let shown = of_units(&file, &units());
         assert_eq!(shown.len(), 1, "example 1 and budget 32 are not in the run");
         assert_eq!((shown[0].example, shown[0].budget), (0, Some(64)));
+        // A run's own file: every budget on the run's prompts, still not example 1.
+        let all: Vec<(usize, Option<usize>)> = on_prompts(&file, &units())
+            .iter()
+            .map(|r| (r.example, r.budget))
+            .collect();
+        assert_eq!(all, [(0, Some(64)), (0, Some(32))]);
         let own = crate::records::test_record("niah", "snapkv", Some(64), 1024, 0.0, 0.0625);
         let mut rows: Vec<Record> = vec![own];
         rows.extend(shown.into_iter().cloned());

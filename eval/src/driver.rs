@@ -136,13 +136,13 @@ pub fn run_shard<B: Backend, T: Task<B>>(
     let results = out.join(format!("{model}{part}.results.json"));
     let table = out.join(format!("{model}.{}{part}.md", task.name()));
     let wanted = of_units(&records.file, &units);
-    // The table: every method recorded on the run's prompts and budgets (this run's and those of
-    // earlier runs into the same file), then kvpress's.
-    let mut shown = companion::of_units(&records.file, &units);
+    // The table: every cell recorded on the run's prompts (this run's and those of earlier runs
+    // into the same file, at any budget), then kvpress's at the run's budgets.
+    let mut shown = companion::on_prompts(&records.file, &units);
     if shown.len() > wanted.len() {
         reporter.note(&format!(
-            "table: cells of this run's methods {}, of other methods recorded on the same prompts \
-             and budgets {}",
+            "table: cells of this run's methods {}, of other methods and budgets recorded on the \
+             same prompts {}",
             wanted.len(),
             shown.len() - wanted.len()
         ));
