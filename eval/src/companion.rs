@@ -90,15 +90,14 @@ pub fn load<R: CellRecord>(
 /// from its own records file too, so a run of a few methods is shown beside the methods an earlier
 /// run recorded on the same prompts under the same settings.
 pub fn of_units<'r, R: CellRecord>(file: &'r RecordsFile<R>, units: &[Unit]) -> Vec<&'r R> {
-    let cells = || units.iter().flat_map(|u| u.cells.iter());
-    let prompts: HashSet<&str> = cells().map(|c| c.key.prompt()).collect();
-    let budgets: HashSet<Option<usize>> = cells().map(|c| c.budget).chain([None]).collect();
-    file.records
+    let budgets: HashSet<Option<usize>> = units
         .iter()
-        .filter(|r| {
-            let key = r.key();
-            prompts.contains(key.prompt()) && budgets.contains(&key.budget())
-        })
+        .flat_map(|u| u.cells.iter().map(|c| c.budget))
+        .chain([None])
+        .collect();
+    on_prompts(file, units)
+        .into_iter()
+        .filter(|r| budgets.contains(&r.key().budget()))
         .collect()
 }
 

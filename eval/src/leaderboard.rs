@@ -40,8 +40,7 @@ use crate::aggregate::{prompt_key, rows, Overall, PromptKey, RecordRow, Scope, F
 use crate::companion::{self, Companion};
 use crate::marks::Marks;
 use crate::records::{Record, RecordsFile};
-use crate::stats::Paired;
-use crate::table::{cell, delta, header, holm_of};
+use crate::table::{cell, delta_cells, header};
 use crate::tasks::ruler::Task;
 use crate::{write_atomic, Result};
 
@@ -592,12 +591,11 @@ pub fn markdown(file: &RecordsFile<Record>, marks: &Marks) -> String {
         "clusters",
     ]));
     let summaries: Vec<_> = order.iter().map(|row| row.summary(&rows, scope)).collect();
-    let deltas: Vec<Option<Paired>> = summaries
+    let pairs: Vec<_> = summaries
         .iter()
-        .flat_map(|s| [s.vs_full, s.vs_snapkv])
+        .map(|s| ([s.vs_full, s.vs_snapkv], s.score.map_or(0, |e| e.n)))
         .collect();
-    let adjusted = holm_of(&deltas);
-    for (i, (row, s)) in order.iter().zip(&summaries).enumerate() {
+    for ((row, s), [vs_full, vs_snapkv]) in order.iter().zip(&summaries).zip(delta_cells(&pairs)) {
         let n = s.score.map_or(0, |e| e.n);
         let effective = row
             .effective_ratio()
@@ -605,11 +603,9 @@ pub fn markdown(file: &RecordsFile<Record>, marks: &Marks) -> String {
                 format!("{m:.3} [{lo:.3}, {hi:.3}]")
             });
         out.push_str(&format!(
-            "| {} | {effective} | {} | {} | {} | {n} | {} |\n",
+            "| {} | {effective} | {} | {vs_full} | {vs_snapkv} | {n} | {} |\n",
             row.label(),
             cell(s.score),
-            delta(s.vs_full, adjusted[2 * i], n),
-            delta(s.vs_snapkv, adjusted[2 * i + 1], n),
             s.score.map_or(0, |e| e.clusters),
         ));
     }

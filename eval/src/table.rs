@@ -109,7 +109,7 @@ pub fn cannot_tell_apart(p: &Paired, holm: Option<f64>) -> bool {
 }
 
 /// Holm's adjustment of the p-values among `deltas` (one family), `None` where there is none.
-pub(crate) fn holm_of(deltas: &[Option<Paired>]) -> Vec<Option<f64>> {
+fn holm_of(deltas: &[Option<Paired>]) -> Vec<Option<f64>> {
     let present: Vec<f64> = deltas.iter().flatten().filter_map(|p| p.p_value).collect();
     let mut adjusted = holm(&present).into_iter();
     deltas
@@ -130,6 +130,17 @@ pub(crate) fn header(titles: &[&str]) -> String {
     out
 }
 
+/// Each row's two Δ cells (its pair of differences and its prompts `n`), rendered with [`delta`]
+/// and Holm-adjusted over every Δ of the rows together (one table, one family).
+pub(crate) fn delta_cells(rows: &[([Option<Paired>; 2], usize)]) -> Vec<[String; 2]> {
+    let deltas: Vec<Option<Paired>> = rows.iter().flat_map(|(d, _)| *d).collect();
+    let adjusted = holm_of(&deltas);
+    rows.iter()
+        .zip(adjusted.chunks_exact(2))
+        .map(|(&([a, b], n), h)| [delta(a, h[0], n), delta(b, h[1], n)])
+        .collect()
+}
+
 /// The main table: a row per (method, budget) by KV bytes, its overall score and differences.
 fn overall_table(overall: &str, how: Overall, rows: &[RecordRow<'_>]) -> String {
     let score = format!("{overall} [95% CI]");
@@ -147,21 +158,19 @@ fn overall_table(overall: &str, how: Overall, rows: &[RecordRow<'_>]) -> String 
         .iter()
         .map(|row| row.summary(rows, Scope::Overall(how)))
         .collect();
-    let deltas: Vec<Option<Paired>> = summaries
+    let pairs: Vec<_> = summaries
         .iter()
-        .flat_map(|s| [s.vs_snapkv, s.vs_full])
+        .map(|s| ([s.vs_snapkv, s.vs_full], s.score.map_or(0, |e| e.n)))
         .collect();
-    let adjusted = holm_of(&deltas);
-    for (i, (row, s)) in ordered.iter().zip(&summaries).enumerate() {
+    for ((row, s), [vs_snapkv, vs_full]) in ordered.iter().zip(&summaries).zip(delta_cells(&pairs))
+    {
         let n = s.score.map_or(0, |e| e.n);
         let clusters = s.score.map_or(0, |e| e.clusters);
         out.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {n} | {clusters} |\n",
+            "| {} | {} | {} | {vs_snapkv} | {vs_full} | {n} | {clusters} |\n",
             row.label(),
             pct(s.kv_fraction),
             cell(s.score),
-            delta(s.vs_snapkv, adjusted[2 * i], n),
-            delta(s.vs_full, adjusted[2 * i + 1], n),
         ));
     }
     out

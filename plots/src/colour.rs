@@ -60,11 +60,16 @@ const PRESSES: [(&str, RGBColor); 5] = [
     ("duo", RGBColor(0, 100, 0)),
 ];
 
+/// The press of a peer's method, kvpress's (`kvpress-snapkv` → `snapkv`); `None` for kvplan's.
+pub fn peer_press(name: &str) -> Option<&str> {
+    name.strip_prefix("kvpress-")
+}
+
 /// The colour of method `name`, from the planner's method table; a kvpress press
 /// (`kvpress-snapkv`) takes the colour of kvplan's method of its name (its line is dashed) or
 /// its own; unknown names get a stable colour from their bytes.
 pub fn method(name: &str) -> RGBColor {
-    if let Some(press) = name.strip_prefix("kvpress-") {
+    if let Some(press) = peer_press(name) {
         if let Some(&(_, c)) = PRESSES.iter().find(|(p, _)| *p == press) {
             return c;
         }

@@ -93,7 +93,7 @@ pub struct Series {
 /// Whether `method` is a peer's implementation (kvpress's presses, `kvpress-…`): drawn dashed,
 /// in the colour of kvplan's method of the same name where there is one.
 pub fn is_peer(method: &str) -> bool {
-    method.starts_with("kvpress-")
+    crate::colour::peer_press(method).is_some()
 }
 
 /// Colour of reference lines (FullKV, uniform budgets).
