@@ -168,12 +168,14 @@ impl Input {
         if let Some(methods) = &sel.methods {
             let absent: Vec<&str> = methods
                 .iter()
+                // FullKV is the leaderboard's reference line, kept whether named or not.
                 .filter(|m| {
-                    !self
-                        .file
-                        .records
-                        .iter()
-                        .any(|r| r.ratio.is_some() && &r.method == *m)
+                    *m != "full"
+                        && !self
+                            .file
+                            .records
+                            .iter()
+                            .any(|r| r.ratio.is_some() && &r.method == *m)
                 })
                 .map(String::as_str)
                 .collect();

@@ -366,6 +366,16 @@ fn common_prompts_keep_what_every_row_holds_and_methods_choose_rows() {
         })
         .expect("a note");
     assert!(note.contains("no ratio rows of kvpress-keydif"), "{note}");
+    // FullKV, the reference line, is no ratio row but is never "absent".
+    let mut named = uneven();
+    let note = named.select(&Selection {
+        methods: Some(vec!["full".into(), "snapkv".into()]),
+        common_prompts: false,
+    });
+    assert!(
+        note.as_deref().is_none_or(|n| !n.contains("no ratio rows")),
+        "{note:?}"
+    );
     // Nothing asked, nothing changed.
     let mut same = uneven();
     assert_eq!(same.select(&Selection::default()), None);
