@@ -53,11 +53,11 @@ const CATEGORICAL: [RGBColor; 10] = [
 /// Colours of kvpress's presses that kvplan has no method of (`kvpress-<press>`), apart from
 /// every method's in the planner's table.
 const PRESSES: [(&str, RGBColor); 5] = [
-    ("keydiff", RGBColor(0, 0, 0)),
+    ("keydiff", RGBColor(199, 21, 133)),
     ("expected", RGBColor(0, 128, 128)),
     ("adakv-expected", RGBColor(230, 171, 2)),
     ("kvzip", RGBColor(128, 0, 0)),
-    ("duo", RGBColor(0, 100, 0)),
+    ("duo", RGBColor(102, 51, 0)),
 ];
 
 /// The press of a peer's method, kvpress's (`kvpress-snapkv` → `snapkv`); `None` for kvplan's.
@@ -103,10 +103,26 @@ mod tests {
     #[test]
     fn a_kvpress_press_takes_its_namesake_s_colour_or_one_of_its_own() {
         assert_eq!(method("kvpress-snapkv"), method("snapkv"));
-        assert_eq!(method("kvpress-keydiff"), RGBColor(0, 0, 0));
+        assert_eq!(method("kvpress-keydiff"), RGBColor(199, 21, 133));
         let own: Vec<RGBColor> = PRESSES.iter().map(|&(_, c)| c).collect();
         for spec in kvplan_planner::methods::METHODS {
             assert!(!own.contains(&method(spec.name)), "{}", spec.name);
+        }
+    }
+
+    #[test]
+    fn the_reference_line_is_far_from_every_line_colour() {
+        // FullKV's line beside the methods' (the leaderboard figure): a grey reference at
+        // (110, 110, 110) was 51 from TreeKV's (127, 127, 127) and read as one of them.
+        let far = |a: RGBColor, b: RGBColor| {
+            a.0.abs_diff(b.0) as u32 + a.1.abs_diff(b.1) as u32 + a.2.abs_diff(b.2) as u32 > 120
+        };
+        let reference = crate::lines::REFERENCE;
+        let methods = kvplan_planner::methods::METHODS
+            .iter()
+            .map(|s| method(s.name));
+        for c in methods.chain(PRESSES.iter().map(|&(_, c)| c)) {
+            assert!(far(reference, c), "{c:?}");
         }
     }
 

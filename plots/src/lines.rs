@@ -96,8 +96,9 @@ pub fn is_peer(method: &str) -> bool {
     crate::colour::peer_press(method).is_some()
 }
 
-/// Colour of reference lines (FullKV, uniform budgets).
-pub const REFERENCE: RGBColor = RGBColor(110, 110, 110);
+/// Colour of reference lines (FullKV, uniform budgets): black, apart from every method's colour
+/// (a grey reference read as TreeKV's grey line in the leaderboard figure).
+pub const REFERENCE: RGBColor = RGBColor(0, 0, 0);
 
 /// A legend column: a line swatch and a label per entry, from `top` px down.
 pub fn draw_legend<DB: DrawingBackend>(
