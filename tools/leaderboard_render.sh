@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Renders one model's kvpress-leaderboard run (issue 30) from its shard files, no model needed:
+#   tools/leaderboard_render.sh MODEL [LENGTH]      (MODEL: smollm2-135m-instruct, …; LENGTH 4096)
+# In results/v3/MODEL/leaderboard-LENGTH/: merges the shard files (`kvplan eval merge`) into
+# <Model>.ruler.records.json, renders its RULER table (`kvplan eval table`, kvpress's records
+# beside it join), and the boards (`kvplan eval leaderboard`): `board/` with kvplan's methods on
+# every prompt they hold and, where kvpress's records are there, `board-with-kvpress/` with its
+# presses on the prompts every row holds (`--common-prompts`; KVzip left out while it covers
+# fewer prompts than the rest: KVZIP=1 keeps it). Safe while the queues run: it reads the shard
+# files (each written whole, by rename) and writes only the merged file, tables and boards.
+main() {
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+kvplan=${KVPLAN:-$repo/target/release/kvplan}
+model=${1:?usage: tools/leaderboard_render.sh MODEL [LENGTH]}
+len=${2:-4096}
+dir="$repo/results/v3/$model/leaderboard-$len"
+methods="full,snapkv,pyramid,headkv,headkv-r,spindle,pod,treekv,streaming,h2o,tova,knorm"
+presses="kvpress-snapkv,kvpress-expected,kvpress-adakv-expected,kvpress-keydiff"
+[ -n "${KVZIP:-}" ] && presses+=",kvpress-kvzip"
+shopt -s nullglob
+shards=("$dir"/*.ruler.shard-*-of-*.records.json)
+if [ ${#shards[@]} -eq 0 ]; then
+  echo "tools/leaderboard_render.sh: no shard files (*.ruler.shard-i-of-n.records.json) in $dir" >&2
+  exit 2
+fi
+# The merged file is the shards' product: merged afresh beside it, then renamed over it (`eval
+# merge` will not overwrite a file it was not given).
+tmp=$(mktemp -d "$dir/.merge.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+"$kvplan" eval merge "${shards[@]}" --out "$tmp"
+fresh=("$tmp"/*.ruler.records.json)
+mv -f "${fresh[0]}" "$dir/"
+merged=("$dir/$(basename "${fresh[0]}")")
+"$kvplan" eval table "${merged[0]}"
+rm -f "$dir"/*.shard-*.md "$dir"/*.shard-*.results.json
+rm -rf "$dir/board"
+"$kvplan" eval leaderboard "${merged[0]}" --methods "$methods" --out "$dir/board"
+kvpress=("$dir"/*.ruler.kvpress.records.json)
+if [ ${#kvpress[@]} -gt 0 ]; then
+  rm -rf "$dir/board-with-kvpress"
+  "$kvplan" eval leaderboard "${merged[0]}" --methods "$methods,$presses" --common-prompts \
+    --out "$dir/board-with-kvpress"
+fi
+}
+main "$@"; exit
