@@ -31,15 +31,15 @@ trap 'rm -rf "$tmp"' EXIT
 "$kvplan" eval merge "${shards[@]}" --out "$tmp"
 fresh=("$tmp"/*.ruler.records.json)
 mv -f "${fresh[0]}" "$dir/"
-merged=("$dir/$(basename "${fresh[0]}")")
-"$kvplan" eval table "${merged[0]}"
+merged="$dir/$(basename "${fresh[0]}")"
+"$kvplan" eval table "$merged"
 rm -f "$dir"/*.shard-*.md "$dir"/*.shard-*.results.json
 rm -rf "$dir/board"
-"$kvplan" eval leaderboard "${merged[0]}" --methods "$methods" --out "$dir/board"
+"$kvplan" eval leaderboard "$merged" --methods "$methods" --out "$dir/board"
 kvpress=("$dir"/*.ruler.kvpress.records.json)
 if [ ${#kvpress[@]} -gt 0 ]; then
   rm -rf "$dir/board-with-kvpress"
-  "$kvplan" eval leaderboard "${merged[0]}" --methods "$methods,$presses" --common-prompts \
+  "$kvplan" eval leaderboard "$merged" --methods "$methods,$presses" --common-prompts \
     --out "$dir/board-with-kvpress"
 fi
 }

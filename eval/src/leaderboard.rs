@@ -170,7 +170,7 @@ impl Input {
                 .iter()
                 // FullKV is the leaderboard's reference line, kept whether named or not.
                 .filter(|m| {
-                    *m != "full"
+                    *m != FULL
                         && !self
                             .file
                             .records

@@ -86,14 +86,11 @@ impl Frequencies {
 
     /// Rotates one head vector by `sign × angle(offset)`, `angle_j = offset · inv_freq[j]`.
     fn rotate_row(&self, row: &mut [f32], offset: f32, sign: f32) {
-        let half = self.head_dim / 2;
-        for (j, f) in self.inv_freq.iter().enumerate() {
+        let angles = self.inv_freq.iter().map(|f| {
             let (sin, cos) = (offset * f).sin_cos();
-            let sin = sign * sin;
-            let (a, b) = (row[j], row[j + half]);
-            row[j] = a * cos - b * sin;
-            row[j + half] = b * cos + a * sin;
-        }
+            (cos, sin)
+        });
+        turn(row, angles, sign);
     }
 
     /// Rotates rows (one head vector each) by `sign ×` their position's angle: `sign = 1`
@@ -110,14 +107,8 @@ impl Frequencies {
         let (cos, sin) = &*table;
         for (row, &p) in rows.chunks_exact_mut(self.head_dim).zip(positions) {
             let at = p * half..(p + 1) * half;
-            let (lo, hi) = row.split_at_mut(half);
-            for (((a, b), &cos), &sin) in lo.iter_mut().zip(hi).zip(&cos[at.clone()]).zip(&sin[at])
-            {
-                let sin = sign * sin;
-                let (x, y) = (*a, *b);
-                *a = x * cos - y * sin;
-                *b = y * cos + x * sin;
-            }
+            let angles = cos[at.clone()].iter().copied().zip(sin[at].iter().copied());
+            turn(row, angles, sign);
         }
     }
 
@@ -179,6 +170,20 @@ impl Frequencies {
             }
         }
         (cos, sin)
+    }
+}
+
+/// Turns each pair `(row[j], row[j + d/2])` of one head vector by the angle whose cosine and sine
+/// `angles` gives for `j`, the sine times `sign` (rotate-half order): the one formula of every
+/// host rotation, so the table path and the direct one compute the same bits.
+#[inline]
+fn turn(row: &mut [f32], angles: impl Iterator<Item = (f32, f32)>, sign: f32) {
+    let (lo, hi) = row.split_at_mut(row.len() / 2);
+    for ((a, b), (cos, sin)) in lo.iter_mut().zip(hi).zip(angles) {
+        let sin = sign * sin;
+        let (x, y) = (*a, *b);
+        *a = x * cos - y * sin;
+        *b = y * cos + x * sin;
     }
 }
 
