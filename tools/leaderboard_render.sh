@@ -6,7 +6,8 @@
 # beside it join), and the boards (`kvplan eval leaderboard`): `board/` with kvplan's methods on
 # every prompt they hold and, where kvpress's records are there, `board-with-kvpress/` with its
 # presses on the prompts every row holds (`--common-prompts`; KVzip left out while it covers
-# fewer prompts than the rest: KVZIP=1 keeps it). Safe while the queues run: it reads the shard
+# fewer prompts than the rest: KVZIP=1 keeps it; VERSUS=METHOD sets its second Δ column, SnapKV
+# by default). Safe while the queues run: it reads the shard
 # files (each written whole, by rename) and writes only the merged file, tables and boards.
 main() {
 set -euo pipefail
@@ -40,7 +41,7 @@ kvpress=("$dir"/*.ruler.kvpress.records.json)
 if [ ${#kvpress[@]} -gt 0 ]; then
   rm -rf "$dir/board-with-kvpress"
   "$kvplan" eval leaderboard "$merged" --methods "$methods,$presses" --common-prompts \
-    --out "$dir/board-with-kvpress"
+    --versus "${VERSUS:-snapkv}" --out "$dir/board-with-kvpress"
 fi
 }
 main "$@"; exit

@@ -36,7 +36,9 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::aggregate::{prompt_key, rows, Overall, PromptKey, RecordRow, Scope, FULL};
+use crate::aggregate::{
+    prompt_key, rows, same_ratio, Overall, PromptKey, RecordRow, Scope, FULL, SNAPKV,
+};
 use crate::companion::{self, Companion};
 use crate::marks::Marks;
 use crate::records::{Record, RecordsFile};
@@ -158,6 +160,16 @@ pub struct Selection {
     /// Only the prompts every kept row holds, so that every row's average is over the same
     /// prompts (a run still under way, or kvpress's side covering fewer prompts than kvplan's).
     pub common_prompts: bool,
+    /// The method of the second Δ column: each row is paired with this method's row at the same
+    /// target (kvplan's name or kvpress's `kvpress-…`); SnapKV (`snapkv`) when not given.
+    pub versus: Option<String>,
+}
+
+impl Selection {
+    /// The second Δ column's method.
+    pub fn versus(&self) -> &str {
+        self.versus.as_deref().unwrap_or(SNAPKV)
+    }
 }
 
 impl Input {
@@ -194,6 +206,18 @@ impl Input {
                 "--methods kept {} of {} records",
                 self.file.records.len(),
                 before
+            ));
+        }
+        let versus = sel.versus();
+        if sel.versus.is_some()
+            && !self
+                .file
+                .records
+                .iter()
+                .any(|r| r.ratio.is_some() && r.method == versus)
+        {
+            notes.push(format!(
+                "--versus: no ratio rows of {versus} kept, so the Δ vs {versus} column is empty"
             ));
         }
         if sel.common_prompts {
@@ -562,10 +586,10 @@ pub fn board(file: &RecordsFile<Record>, marks: &Marks) -> Board {
 
 /// The table of `file`'s leaderboard: a row per method and target (FullKV first), its mean
 /// effective ratio, the RULER average with its 95% interval, the paired difference against
-/// FullKV and against SnapKV at the same target (Holm-adjusted over the table's differences),
-/// prompts and clusters; rows that need a caveat carry `marks` (†: HeadKV budgets on
-/// retrieval-reasoning scores at chance, ‡: PoD untrained) with their footnotes.
-pub fn markdown(file: &RecordsFile<Record>, marks: &Marks) -> String {
+/// FullKV and against `versus` (SnapKV by default) at the same target (Holm-adjusted over the
+/// table's differences), prompts and clusters; rows that need a caveat carry `marks` (†: HeadKV
+/// budgets on retrieval-reasoning scores at chance, ‡: PoD untrained) with their footnotes.
+pub fn markdown(file: &RecordsFile<Record>, marks: &Marks, versus: &str) -> String {
     let tasks = tasks_of(&file.records);
     let rows = board_rows(&file.records, &tasks);
     let scope = Scope::Overall(Overall::Columns);
@@ -588,16 +612,30 @@ pub fn markdown(file: &RecordsFile<Record>, marks: &Marks) -> String {
         "effective ratio",
         "score [95% CI]",
         "Δ vs full [95% CI]",
-        "Δ vs snapkv [95% CI]",
+        &format!("Δ vs {versus} [95% CI]"),
         "n",
         "clusters",
     ]));
     let summaries: Vec<_> = order.iter().map(|row| row.summary(&rows, scope)).collect();
-    let pairs: Vec<_> = summaries
+    // The second column's reference: `versus`'s row at the row's target (none for FullKV's row
+    // or `versus`'s own).
+    let against = |row: &RecordRow<'_>| {
+        row.ratio?;
+        if row.method == versus {
+            return None;
+        }
+        rows.iter()
+            .find(|r| {
+                r.method == versus && r.budget == row.budget && same_ratio(r.ratio, row.ratio)
+            })
+            .and_then(|r| row.paired(r, scope))
+    };
+    let pairs: Vec<_> = order
         .iter()
-        .map(|s| ([s.vs_full, s.vs_snapkv], s.score.map_or(0, |e| e.n)))
+        .zip(&summaries)
+        .map(|(row, s)| ([s.vs_full, against(row)], s.score.map_or(0, |e| e.n)))
         .collect();
-    for ((row, s), [vs_full, vs_snapkv]) in order.iter().zip(&summaries).zip(delta_cells(&pairs)) {
+    for ((row, s), [vs_full, vs_versus]) in order.iter().zip(&summaries).zip(delta_cells(&pairs)) {
         let n = s.score.map_or(0, |e| e.n);
         let effective = row
             .effective_ratio()
@@ -605,7 +643,7 @@ pub fn markdown(file: &RecordsFile<Record>, marks: &Marks) -> String {
                 format!("{m:.3} [{lo:.3}, {hi:.3}]")
             });
         out.push_str(&format!(
-            "| {} | {effective} | {} | {vs_full} | {vs_snapkv} | {n} | {} |\n",
+            "| {} | {effective} | {} | {vs_full} | {vs_versus} | {n} | {} |\n",
             row.label(),
             cell(s.score),
             s.score.map_or(0, |e| e.clusters),

@@ -30,6 +30,10 @@ pub struct LeaderboardArgs {
     /// one side of a comparison still covers fewer prompts than the other).
     #[arg(long)]
     pub common_prompts: bool,
+    /// The method the second Δ column pairs every row with at the same target (kvplan's name or
+    /// kvpress's `kvpress-…`, e.g. the strongest press of the other side) [default: snapkv].
+    #[arg(long, value_name = "METHOD")]
+    pub versus: Option<String>,
 }
 
 /// Runs `kvplan eval leaderboard`.
@@ -37,6 +41,7 @@ pub fn run(args: LeaderboardArgs) -> anyhow::Result<()> {
     let selection = Selection {
         methods: args.methods,
         common_prompts: args.common_prompts,
+        versus: args.versus,
     };
     let lb = leaderboard(&args.records, &args.out, &selection)?;
     super::write_stdout(&lb.markdown)?;

@@ -161,7 +161,7 @@ pub fn leaderboard(
                 path.display()
             );
         }
-        md.push_str(&markdown(file, &marks));
+        md.push_str(&markdown(file, &marks, selection.versus()));
         md.push('\n');
         figures.push(figure(&b)?);
     }

@@ -261,6 +261,6 @@ pub fn rows(
 }
 
 /// Two target ratios the same to four decimals (the cells' keys), or both absent.
-fn same_ratio(a: Option<f64>, b: Option<f64>) -> bool {
+pub fn same_ratio(a: Option<f64>, b: Option<f64>) -> bool {
     a.map(crate::ratio::key) == b.map(crate::ratio::key)
 }

@@ -158,7 +158,7 @@ fn csv_field(s: &str) -> String {
 #[test]
 fn the_table_and_the_board_give_scores_against_effective_ratios() {
     let f = file("question-agnostic");
-    let md = markdown(&f, &Marks::default());
+    let md = markdown(&f, &Marks::default(), "snapkv");
     let lines: Vec<&str> = md.lines().collect();
     assert!(
         lines[0].contains("RULER average of 2 task(s) (vt, cwe)"),
@@ -324,6 +324,7 @@ fn common_prompts_keep_what_every_row_holds_and_methods_choose_rows() {
         .select(&Selection {
             methods: None,
             common_prompts: true,
+            versus: None,
         })
         .expect("a note");
     assert!(note.contains("1 of 3 prompts"), "{note}");
@@ -343,6 +344,7 @@ fn common_prompts_keep_what_every_row_holds_and_methods_choose_rows() {
         .select(&Selection {
             methods: Some(vec!["snapkv".into(), "kvpress-keydiff".into()]),
             common_prompts: true,
+            versus: None,
         })
         .expect("a note");
     assert!(note.contains("2 of 3 prompts"), "{note}");
@@ -363,6 +365,7 @@ fn common_prompts_keep_what_every_row_holds_and_methods_choose_rows() {
         .select(&Selection {
             methods: Some(vec!["snapkv".into(), "kvpress-keydif".into()]),
             common_prompts: false,
+            versus: None,
         })
         .expect("a note");
     assert!(note.contains("no ratio rows of kvpress-keydif"), "{note}");
@@ -371,6 +374,7 @@ fn common_prompts_keep_what_every_row_holds_and_methods_choose_rows() {
     let note = named.select(&Selection {
         methods: Some(vec!["full".into(), "snapkv".into()]),
         common_prompts: false,
+        versus: None,
     });
     assert!(
         note.as_deref().is_none_or(|n| !n.contains("no ratio rows")),
@@ -411,7 +415,7 @@ fn the_table_adjusts_its_differences_by_holm_and_marks_rows_that_need_a_caveat()
         }),
         pod_untrained: true,
     };
-    let md = markdown(&six_prompts(), &marks);
+    let md = markdown(&six_prompts(), &marks, "snapkv");
     // PoD loses all six pairs to FullKV and to SnapKV: exact McNemar 2 · 2⁻⁶ = 0.03125 each.
     // The family is every Δ with a p-value: those two and HeadKV's and SnapKV's (p 1), five in
     // all; Holm multiplies the smallest by 5 (0.156) and the next by 4 (0.125), kept monotone
@@ -429,8 +433,48 @@ fn the_table_adjusts_its_differences_by_holm_and_marks_rows_that_need_a_caveat()
     let labels: Vec<&str> = b.points.iter().map(|p| p.label.as_str()).collect();
     assert_eq!(labels, ["headkv †", "pod ‡", "snapkv"]);
     // Without marks the rows keep their bare names and no footnote is added.
-    let bare = markdown(&six_prompts(), &Marks::default());
+    let bare = markdown(&six_prompts(), &Marks::default(), "snapkv");
     assert!(bare.contains("| pod @ 50% |"), "{bare}");
     assert!(!bare.contains('‡') && !bare.contains('†'), "{bare}");
     assert!(bare.contains("p 0.031 Holm 0.156 ≈"), "{bare}");
+}
+
+#[test]
+fn the_second_difference_pairs_every_row_with_the_method_asked_for() {
+    // Against PoD (0 on all six prompts) SnapKV and HeadKV (1 on all six) gain 100 points on
+    // each pair: exact McNemar 2 · 2⁻⁶ = 0.031. The family: those two, PoD's against FullKV
+    // (0.031) and SnapKV's and HeadKV's against FullKV (p 1); Holm 5 · 0.031 = 0.156 for the
+    // smallest, kept monotone for the next two.
+    let md = markdown(&six_prompts(), &Marks::default(), "pod");
+    assert!(md.contains("| Δ vs pod [95% CI] |"), "{md}");
+    let column = |row: &str| -> String {
+        let line = md
+            .lines()
+            .find(|l| l.starts_with(row))
+            .unwrap_or_else(|| panic!("{row} in {md}"));
+        line.split('|')
+            .nth(5)
+            .unwrap_or_default()
+            .trim()
+            .to_string()
+    };
+    for row in ["| snapkv @ 50% |", "| headkv @ 50% |"] {
+        assert!(
+            column(row).starts_with("+100.0 [100.0, 100.0] p 0.031 Holm 0.156"),
+            "{row}: {}",
+            column(row)
+        );
+    }
+    // PoD's own row and FullKV's have no partner.
+    assert_eq!(column("| pod @ 50% |"), "–");
+    assert_eq!(column("| full |"), "–");
+    // A method the records lack is named when asked for, and the column stays empty.
+    let mut lacking = uneven();
+    let note = lacking
+        .select(&Selection {
+            versus: Some("kvpress-tova".into()),
+            ..Selection::default()
+        })
+        .expect("a note");
+    assert!(note.contains("no ratio rows of kvpress-tova"), "{note}");
 }
