@@ -31,7 +31,9 @@
 #              what these runs do not use (BookSum from the hub, a CLI)
 #   duo-data/shakespeare/  DuoAttention on the fly's calibration texts (the side-by-side
 #              script's stand-in for BookSum), cut to the characters it reads
-#   *.kvpress.records.json an earlier run's merged records, if given (its cells are skipped)
+#   *.kvpress.records.json an earlier run's merged records, if given (its cells are skipped;
+#              only on the GPU it was made on — its settings name the card — so name that kind
+#              in the device calls: SmolLM2's file is an H100's, Qwen's an H200's)
 set -uo pipefail
 cmd=${1:?pack, check or run}
 pack=${2:?PACK}
@@ -106,6 +108,20 @@ export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TQDM_DISABLE=1 PYTHONUNBUFFERED=1
 nvidia-smi -L
 lscpu | grep -m1 "Model name"
 python3 -c "import torch, transformers, kvpress, gguf; print('torch', torch.__version__, 'cuda', torch.cuda.is_available(), '| transformers', transformers.__version__, '| kvpress ok | gguf ok')" || exit 1
+# An earlier records file resumes only on the GPU it was made on (its settings name the card,
+# and a shard refuses records made under other settings): say so before any shard starts.
+earlier=$(ls "$pack"/*.kvpress.records.json 2>/dev/null | head -n 1)
+if [ -n "$earlier" ]; then
+  python3 - "$earlier" <<'PY' || exit 1
+import json, sys, torch
+made = json.load(open(sys.argv[1]))["settings"].get("kvpress_attention", "")
+here = torch.cuda.get_device_name(0)
+if here not in made:
+    sys.exit(f"{sys.argv[1]} was made on another GPU ({made}); this one is {here}: run on the "
+             "same kind (name it in the device call), or leave the file out and start a new one")
+print(f"earlier records: {sys.argv[1]} (made on {here}, resumable here)")
+PY
+fi
 [ "$cmd" = check ] && exit 0
 
 shards=${3:?SHARDS} seconds=${4:?SECONDS} presses=${5:?PRESSES} ratios=${6:?RATIOS}
@@ -132,7 +148,6 @@ EOF
 model=$(python3 -c "import json; print(json.load(open('/tmp/prompts.json'))['model'])")
 # Cells already recorded (an earlier run's merged file, in PACK) are skipped: each
 # shard starts from a copy of it.
-earlier=$(ls "$pack"/*.kvpress.records.json 2>/dev/null | head -n 1)
 for i in $(seq 1 "$shards"); do
   [ -n "$earlier" ] && cp "$earlier" "/tmp/shards/$model.ruler.kvpress.shard-$i-of-$shards.records.json"
 done
