@@ -3,9 +3,10 @@
 #   tools/leaderboard_render.sh MODEL [LENGTH]      (MODEL: smollm2-135m-instruct, …; LENGTH 4096)
 # In results/v3/MODEL/leaderboard-LENGTH/: merges the shard files (`kvplan eval merge`) into
 # <Model>.ruler.records.json, renders its RULER table (`kvplan eval table`, kvpress's records
-# beside it join), and the boards (`kvplan eval leaderboard`): `board/` with kvplan's methods on
-# every prompt they hold and, where kvpress's records are there, `board-with-kvpress/` with its
-# presses on the prompts every row holds (`--common-prompts`; KVzip left out while it covers
+# beside it join), and the boards (`kvplan eval leaderboard`), each on the prompts every one of
+# its rows holds (`--common-prompts`: a prompt the queues are still running is left out until its
+# last cell lands): `board/` with kvplan's methods and, where kvpress's records are there,
+# `board-with-kvpress/` with its presses too (KVzip left out while it covers
 # fewer prompts than the rest: KVZIP=1 keeps it; VERSUS=METHOD sets its second Δ column, SnapKV
 # by default). Safe while the queues run: it reads the shard
 # files (each written whole, by rename) and writes only the merged file, tables and boards.
@@ -36,7 +37,7 @@ merged="$dir/$(basename "${fresh[0]}")"
 "$kvplan" eval table "$merged"
 rm -f "$dir"/*.shard-*.md "$dir"/*.shard-*.results.json
 rm -rf "$dir/board"
-"$kvplan" eval leaderboard "$merged" --methods "$methods" --out "$dir/board"
+"$kvplan" eval leaderboard "$merged" --methods "$methods" --common-prompts --out "$dir/board"
 kvpress=("$dir"/*.ruler.kvpress.records.json)
 if [ ${#kvpress[@]} -gt 0 ]; then
   rm -rf "$dir/board-with-kvpress"
