@@ -6,10 +6,10 @@
 # beside it join), and the boards (`kvplan eval leaderboard`), each on the prompts every one of
 # its rows holds (`--common-prompts`: a prompt the queues are still running is left out until its
 # last cell lands): `board/` with kvplan's methods and, where kvpress's records are there,
-# `board-with-kvpress/` with its presses too (KVzip left out while it covers
-# fewer prompts than the rest: KVZIP=1 keeps it; VERSUS=METHOD sets its second Δ column, SnapKV
-# by default). Safe while the queues run: it reads the shard
-# files (each written whole, by rename) and writes only the merged file, tables and boards.
+# `board-with-kvpress/` with its presses too (KVzip left out while it covers fewer prompts than
+# the rest: KVZIP=1 keeps it; VERSUS=METHOD sets its second Δ column, SnapKV by default). Safe
+# while the queues run: it reads the shard files (each written whole, by rename) and writes only
+# the merged file, tables and boards.
 main() {
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -42,7 +42,7 @@ kvpress=("$dir"/*.ruler.kvpress.records.json)
 if [ ${#kvpress[@]} -gt 0 ]; then
   rm -rf "$dir/board-with-kvpress"
   "$kvplan" eval leaderboard "$merged" --methods "$methods,$presses" --common-prompts \
-    --versus "${VERSUS:-snapkv}" --out "$dir/board-with-kvpress"
+    ${VERSUS:+--versus "$VERSUS"} --out "$dir/board-with-kvpress"
 fi
 }
 main "$@"; exit

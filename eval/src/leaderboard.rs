@@ -36,9 +36,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::aggregate::{
-    prompt_key, rows, same_ratio, Overall, PromptKey, RecordRow, Scope, FULL, SNAPKV,
-};
+use crate::aggregate::{prompt_key, rows, Overall, PromptKey, RecordRow, Scope, FULL, SNAPKV};
 use crate::companion::{self, Companion};
 use crate::marks::Marks;
 use crate::records::{Record, RecordsFile};
@@ -617,23 +615,18 @@ pub fn markdown(file: &RecordsFile<Record>, marks: &Marks, versus: &str) -> Stri
         "clusters",
     ]));
     let summaries: Vec<_> = order.iter().map(|row| row.summary(&rows, scope)).collect();
-    // The second column's reference: `versus`'s row at the row's target (none for FullKV's row
-    // or `versus`'s own).
-    let against = |row: &RecordRow<'_>| {
-        row.ratio?;
-        if row.method == versus {
-            return None;
-        }
-        rows.iter()
-            .find(|r| {
-                r.method == versus && r.budget == row.budget && same_ratio(r.ratio, row.ratio)
-            })
-            .and_then(|r| row.paired(r, scope))
-    };
+    // The second column: `versus`'s row at the row's target (the summary already holds SnapKV's).
     let pairs: Vec<_> = order
         .iter()
         .zip(&summaries)
-        .map(|(row, s)| ([s.vs_full, against(row)], s.score.map_or(0, |e| e.n)))
+        .map(|(row, s)| {
+            let vs = if versus == SNAPKV {
+                s.vs_snapkv
+            } else {
+                row.paired_beside(&rows, versus, scope)
+            };
+            ([s.vs_full, vs], s.score.map_or(0, |e| e.n))
+        })
         .collect();
     for ((row, s), [vs_full, vs_versus]) in order.iter().zip(&summaries).zip(delta_cells(&pairs)) {
         let n = s.score.map_or(0, |e| e.n);

@@ -17,7 +17,7 @@ mod rows;
 
 pub(crate) use rows::mean;
 pub(crate) use rows::{prompt_key, PromptKey};
-pub use rows::{rows, same_ratio, Overall, RecordRow, Scope, Summary, FULL, SNAPKV};
+pub use rows::{rows, Overall, RecordRow, Scope, Summary, FULL, SNAPKV};
 
 use crate::records::Record;
 use crate::results::{NiahCell, QualityPoint, ScoreInterval};

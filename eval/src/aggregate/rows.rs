@@ -186,26 +186,44 @@ impl<'a> RecordRow<'a> {
         paired(&groups)
     }
 
+    /// This row paired with `method`'s row at `budget` and `ratio` among `rows` ([`Self::paired`]);
+    /// `None` when there is none, or when that row is this one.
+    pub fn paired_at(
+        &self,
+        rows: &[RecordRow<'_>],
+        method: &str,
+        budget: Option<usize>,
+        ratio: Option<f64>,
+        scope: Scope,
+    ) -> Option<Paired> {
+        let is_self =
+            self.method == method && self.budget == budget && same_ratio(self.ratio, ratio);
+        rows.iter()
+            .find(|r| r.method == method && r.budget == budget && same_ratio(r.ratio, ratio))
+            .filter(|_| !is_self)
+            .and_then(|r| self.paired(r, scope))
+    }
+
+    /// This row paired with `method`'s row at its own budget or target ratio (none for FullKV's
+    /// row, which has neither).
+    pub fn paired_beside(
+        &self,
+        rows: &[RecordRow<'_>],
+        method: &str,
+        scope: Scope,
+    ) -> Option<Paired> {
+        (self.budget.is_some() || self.ratio.is_some())
+            .then(|| self.paired_at(rows, method, self.budget, self.ratio, scope))
+            .flatten()
+    }
+
     /// The row's summary in `scope`, its references found among `rows`.
     pub fn summary(&self, rows: &[RecordRow<'_>], scope: Scope) -> Summary {
-        let find = |m: &str, b: Option<usize>, q: Option<f64>| {
-            rows.iter()
-                .find(|r| r.method == m && r.budget == b && same_ratio(r.ratio, q))
-        };
-        let vs = |m: &str, b: Option<usize>, q: Option<f64>| {
-            let is_self = self.method == m && self.budget == b && same_ratio(self.ratio, q);
-            find(m, b, q)
-                .filter(|_| !is_self)
-                .and_then(|r| self.paired(r, scope))
-        };
-        let snap = (self.budget.is_some() || self.ratio.is_some())
-            .then(|| vs(SNAPKV, self.budget, self.ratio))
-            .flatten();
         Summary {
             kv_fraction: self.kv_fraction_of(scope),
             score: self.estimate(scope),
-            vs_snapkv: snap,
-            vs_full: vs(FULL, None, None),
+            vs_snapkv: self.paired_beside(rows, SNAPKV, scope),
+            vs_full: self.paired_at(rows, FULL, None, None, scope),
         }
     }
 }
@@ -261,6 +279,6 @@ pub fn rows(
 }
 
 /// Two target ratios the same to four decimals (the cells' keys), or both absent.
-pub fn same_ratio(a: Option<f64>, b: Option<f64>) -> bool {
+fn same_ratio(a: Option<f64>, b: Option<f64>) -> bool {
     a.map(crate::ratio::key) == b.map(crate::ratio::key)
 }
