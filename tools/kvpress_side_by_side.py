@@ -49,9 +49,21 @@ On CPU every press runs through `kvpress_causal`, a small attention function reg
 transformers' attention interface: each layer builds its own causal mask from its own key
 length (query i sees the keys up to k_len - q_len + i), then calls PyTorch's SDPA. It is wrapped
 by kvpress's own `attention_patch`, so AdaKV's masked keys work as they do under kvpress.
+
+Shared prefill (`--shared-prefill`, question-agnostic): kvpress compresses a layer's cache in a
+forward hook that runs after the layer, whose output was computed on the whole context, so every
+press sees the same layer inputs. The context is prefilled once per prompt (hooks record each
+attention layer's inputs and output), and each press's own hooks, registered by kvpress's own
+context manager, are replayed layer by layer on a fresh cache; the question and the answer then
+run as above. On a 4K RULER prompt with 13 cells that is one prefill instead of 13 (a SmolLM2
+prompt on this 2-core CPU: ≈ 40 s of prefill and ≈ 3–5 s a cell, against ≈ 60 s a cell).
+`--check-shared N` first compares, on N prompts, each replayed cache with the one the press
+leaves during a prefill of its own, bit for bit (keys, values, AdaKV's masked keys), and stops at
+a difference. KVzip (its own passes) runs as before.
 """
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
@@ -214,6 +226,10 @@ def record_key(r):
 
 # --- the model and the presses ------------------------------------------------------------------
 
+# Set only while `prefill_once` runs (see `causal_shim`).
+_CAUSAL_PREFILL = False
+
+
 def causal_shim(module, query, key, value, attention_mask, dropout=0.0, scaling=None, **kwargs):
     """Attention with a causal mask built from this layer's own key length.
 
@@ -222,6 +238,12 @@ def causal_shim(module, query, key, value, attention_mask, dropout=0.0, scaling=
     import torch
 
     q_len, k_len = query.shape[2], key.shape[2]
+    if _CAUSAL_PREFILL and q_len == k_len:
+        # The shared prefill (an empty cache): SDPA's own causal path, which skips the masked
+        # blocks; the same numbers as the mask below (checked by `--check-shared`).
+        out = torch.nn.functional.scaled_dot_product_attention(
+            query, key, value, is_causal=True, scale=scaling, enable_gqa=True)
+        return out.transpose(1, 2).contiguous(), None
     groups = query.shape[1] // key.shape[1]
     if groups > 1:
         key = key.repeat_interleave(groups, dim=1)
@@ -367,48 +389,205 @@ def held_entries(cache, model):
     return total
 
 
+# Presses whose cells can share one context prefill (`--shared-prefill`): those that act only
+# through kvpress's forward hook on each attention layer. KVzip runs passes of its own.
+REPLAYABLE = [p for p in PRESSES if p != "kvzip"]
+
+
+def prefill_once(model, ctx):
+    """The context prefilled once, without a press: for each attention layer, in order, what its
+    forward hooks are handed (module, args, kwargs, output), and the cache it filled.
+
+    kvpress compresses a layer's cache in a hook that runs after the layer's forward, and the
+    layer's output was computed on the whole context, so the next layer's input is the same
+    whichever press runs: every press sees these very inputs (checked bit for bit by
+    `--check-shared`). Its attention takes SDPA's causal path (the cache is empty, so query and
+    key lengths match), which skips the masked blocks: on this CPU a third less time than the
+    mask, the same bits (the check compares with a prefill through the mask)."""
+    from transformers import DynamicCache
+
+    seen = []
+
+    def hook(module, args, kwargs, output):
+        seen.append((module, args, dict(kwargs), output))
+
+    hooks = [layer.self_attn.register_forward_hook(hook, with_kwargs=True)
+             for layer in model.model.layers]
+    cache = DynamicCache()
+    global _CAUSAL_PREFILL
+    _CAUSAL_PREFILL = True
+    try:
+        model.model(input_ids=ctx, past_key_values=cache)
+    finally:
+        _CAUSAL_PREFILL = False
+        for h in hooks:
+            h.remove()
+    if len(seen) != len(model.model.layers):
+        raise RuntimeError(f"prefill: {len(seen)} attention layers ran, the model has "
+                           f"{len(model.model.layers)}")
+    return seen, cache
+
+
+def replay(model, seen, full, press):
+    """The cache `press` leaves after the context prefill, without prefilling again: a fresh
+    cache takes each layer's keys and values as the layer's forward appends them, then the
+    layer's forward hooks (the press's, registered by kvpress's own context manager) run on the
+    inputs and output that layer had, as PyTorch calls them after a forward."""
+    from transformers import DynamicCache
+
+    cache = DynamicCache()
+    with press(model) if press else contextlib.nullcontext():
+        for i, (module, args, kwargs, output) in enumerate(seen):
+            cache.update(full.layers[i].keys, full.layers[i].values, i)
+            kw = dict(kwargs, past_key_values=cache)
+            for key, hook in list(module._forward_hooks.items()):
+                if key in module._forward_hooks_with_kwargs:
+                    got = hook(module, args, kw, output)
+                else:
+                    got = hook(module, args, output)
+                if got is not None:
+                    output = got
+    return cache
+
+
+def answer(model, prompt, cache, context_len, stops, device):
+    """Question-agnostic tail: the question prefilled after the compressed context at the
+    positions following it, then greedy decoding; returns (new ids, kv fraction, effective
+    ratio of the context)."""
+    import torch
+
+    question = torch.tensor([prompt["question_ids"]], device=device)
+    n = context_len + question.shape[1]
+    pos = torch.arange(context_len, n, device=device).unsqueeze(0)
+    out = model(input_ids=question, past_key_values=cache, position_ids=pos, logits_to_keep=1)
+    fraction, effective = held_shares(cache, model, n, context_len, question.shape[1])
+    return decode(model, prompt, cache, out, n, stops, device), fraction, effective
+
+
+def held_shares(cache, model, n, compressed, appended):
+    """(KV held over FullKV's for n tokens, effective ratio of the compressed part)."""
+    per_token = model.config.num_key_value_heads * len(cache.layers)
+    held = held_entries(cache, model)
+    return held / (n * per_token), 1.0 - (held - appended * per_token) / (compressed * per_token)
+
+
+def decode(model, prompt, cache, out, n, stops, device):
+    """Greedy decoding from `out`'s last logits, the prompt n tokens long: the new ids up to a
+    stop token or the prompt's answer_tokens."""
+    import torch
+
+    new = []
+    nxt = int(out.logits[0, -1].argmax())
+    while nxt not in stops:
+        new.append(nxt)
+        if len(new) >= prompt["answer_tokens"]:
+            break
+        out = model(input_ids=torch.tensor([[nxt]], device=device), past_key_values=cache,
+                    position_ids=torch.tensor([[n + len(new) - 1]], device=device))
+        nxt = int(out.logits[0, -1].argmax())
+    return new
+
+
+def reset_masks(model):
+    """AdaKV and DuoAttention leave masked key indices on the attention modules."""
+    for layer in model.model.layers:
+        layer.self_attn.masked_key_indices = None
+
+
 def run_cell(model, prompt, press, mode, stops, device="cpu"):
     """Prefills under `press`, greedy-decodes; returns (new ids, kv fraction, effective ratio of
     the compressed part, seconds)."""
-    import contextlib
     import torch
     from transformers import DynamicCache
 
     started = time.perf_counter()
     cache = DynamicCache()
-    for layer in model.model.layers:
-        layer.self_attn.masked_key_indices = None
+    reset_masks(model)
     with torch.inference_mode():
         if mode == "aware":
             ids = torch.tensor([prompt["ids"]], device=device)
             with press(model) if press else contextlib.nullcontext():
                 out = model(input_ids=ids, past_key_values=cache, logits_to_keep=1)
             n = ids.shape[1]
-            compressed, appended = n, 0
+            fraction, effective = held_shares(cache, model, n, n, 0)
+            new = decode(model, prompt, cache, out, n, stops, device)
         else:
             ctx = torch.tensor([prompt["context_ids"]], device=device)
-            question = torch.tensor([prompt["question_ids"]], device=device)
             with press(model) if press else contextlib.nullcontext():
                 model.model(input_ids=ctx, past_key_values=cache)
-            n = ctx.shape[1] + question.shape[1]
-            compressed, appended = ctx.shape[1], question.shape[1]
-            pos = torch.arange(ctx.shape[1], n, device=device).unsqueeze(0)
-            out = model(input_ids=question, past_key_values=cache, position_ids=pos,
-                        logits_to_keep=1)
-        per_token = model.config.num_key_value_heads * len(cache.layers)
-        held = held_entries(cache, model)
-        fraction = held / (n * per_token)
-        effective = 1.0 - (held - appended * per_token) / (compressed * per_token)
-        new = []
-        nxt = int(out.logits[0, -1].argmax())
-        while nxt not in stops:
-            new.append(nxt)
-            if len(new) >= prompt["answer_tokens"]:
-                break
-            out = model(input_ids=torch.tensor([[nxt]], device=device), past_key_values=cache,
-                        position_ids=torch.tensor([[n + len(new) - 1]], device=device))
-            nxt = int(out.logits[0, -1].argmax())
+            new, fraction, effective = answer(model, prompt, cache, ctx.shape[1], stops, device)
     return new, fraction, effective, time.perf_counter() - started
+
+
+class SharedPrefill:
+    """`--shared-prefill`: one context prefill per prompt, kept while that prompt's cells run; a
+    cell's seconds are its replay and answer plus its share of the prefill."""
+
+    def __init__(self, model, device, cells_per_prompt):
+        self.model, self.device, self.counts = model, device, cells_per_prompt
+        self.prompt, self.seen, self.full, self.prefill_s = None, None, None, 0.0
+
+    def prefill(self, prompt):
+        import torch
+
+        if self.prompt is not prompt:
+            self.seen = self.full = None  # the last prompt's tensors go before the next's come
+            started = time.perf_counter()
+            with torch.inference_mode():
+                ctx = torch.tensor([prompt["context_ids"]], device=self.device)
+                self.seen, self.full = prefill_once(self.model, ctx)
+            self.prefill_s = time.perf_counter() - started
+            self.prompt = prompt
+
+    def run(self, prompt, press, stops):
+        import torch
+
+        self.prefill(prompt)
+        started = time.perf_counter()
+        reset_masks(self.model)
+        with torch.inference_mode():
+            cache = replay(self.model, self.seen, self.full, press)
+            new, fraction, effective = answer(self.model, prompt, cache,
+                                              len(prompt["context_ids"]), stops, self.device)
+        share = self.prefill_s / max(self.counts.get(id(prompt), 1), 1)
+        return new, fraction, effective, time.perf_counter() - started + share
+
+    def check(self, prompt, press):
+        """Compares the replayed cache with the one `press` leaves when it runs during the
+        prefill itself (kvpress's way): every layer's keys and values, and the keys AdaKV or
+        DuoAttention mask, bit for bit. Returns the differences found (empty when none)."""
+        import torch
+        from transformers import DynamicCache
+
+        self.prefill(prompt)
+        with torch.inference_mode():
+            reset_masks(self.model)
+            live = DynamicCache()
+            ctx = torch.tensor([prompt["context_ids"]], device=self.device)
+            with press(self.model) if press else contextlib.nullcontext():
+                self.model.model(input_ids=ctx, past_key_values=live)
+            live_masks = masks_of(self.model)
+            reset_masks(self.model)
+            again = replay(self.model, self.seen, self.full, press)
+            again_masks = masks_of(self.model)
+        diffs = []
+        for i, (a, b) in enumerate(zip(live.layers, again.layers)):
+            if not (torch.equal(a.keys, b.keys) and torch.equal(a.values, b.values)):
+                diffs.append(f"layer {i}: keys/values {tuple(a.keys.shape)} vs {tuple(b.keys.shape)}")
+            if live_masks[i] != again_masks[i]:
+                diffs.append(f"layer {i}: masked keys differ")
+        if len(live.layers) != len(again.layers):
+            diffs.append(f"{len(live.layers)} layers vs {len(again.layers)}")
+        return diffs
+
+
+def masks_of(model):
+    """The masked key indices on each attention module, as plain lists (None where none)."""
+    out = []
+    for layer in model.model.layers:
+        m = getattr(layer.self_attn, "masked_key_indices", None)
+        out.append(None if m is None else [t.tolist() for t in m])
+    return out
 
 
 # --- the run ------------------------------------------------------------------------------------
@@ -429,7 +608,7 @@ def versions():
     return ", ".join(f"{p} {version(p)}" for p in ["kvpress", "transformers", "torch"])
 
 
-def run_settings(prompts, mode, ratios=None, device="cpu"):
+def run_settings(prompts, mode, ratios=None, device="cpu", shared=False):
     s = dict(prompts["settings"])
     s["runner"] = versions()
     s["kvpress_mode"] = MODES[mode]
@@ -439,6 +618,13 @@ def run_settings(prompts, mode, ratios=None, device="cpu"):
                               "int(n (1 - ratio)) of the n compressed tokens")
     where = "CPU" if device == "cpu" else f"{device}, {gpu_name(device)}, TF32 off"
     s["kvpress_attention"] = f"kvpress_causal: per-layer causal-mask shim over SDPA ({where}, float32)"
+    if shared:
+        s["kvpress_prefill"] = ("shared: each prompt's context prefilled once (SDPA is_causal, "
+                                "no mask: the cache is empty); each press's "
+                                "forward hooks replayed layer by layer on that prefill's inputs "
+                                "(kvpress compresses a layer after its forward, so the layer "
+                                "inputs do not depend on the press); seconds: the cell's replay "
+                                "and answer plus its share of the prefill")
     s["kvpress_adakv"] = ("kvpress-adakv-expected only masks keys: kv_fraction is nominal "
                           "(unmasked entries); the cache holds every entry")
     return s
@@ -542,7 +728,7 @@ def run(args):
     prompts = load_prompts(args.prompts)
     gguf = Path(args.gguf) if args.gguf else find_gguf(args.models, prompts["model_sha256"])
     model_name = gguf_name(gguf)
-    settings = run_settings(prompts, args.mode, args.ratios, args.device)
+    settings = run_settings(prompts, args.mode, args.ratios, args.device, args.shared_prefill)
     part = "" if args.shard is None else f".shard-{args.shard[0]}-of-{args.shard[1]}"
     out = Path(args.out) / f"{prompts['model']}.{prompts['task']}.kvpress{part}.records.json"
     data = open_records(out, settings)
@@ -556,6 +742,15 @@ def run(args):
         return
     model, tok = load_model(gguf, args.threads, args.device, args.data)
     stops = stop_ids(model, tok)
+    shared = None
+    if args.shared_prefill:
+        counts = {}
+        for p, press, _, _ in todo:
+            if press in REPLAYABLE:
+                counts[id(p)] = counts.get(id(p), 0) + 1
+        shared = SharedPrefill(model, args.device, counts)
+    if args.check_shared:
+        check_shared(shared, todo, args.check_shared)
     started = time.perf_counter()
     broken = {}  # press -> its first error: its other cells are skipped
     for i, (p, press, budget, target) in enumerate(todo, 1):
@@ -564,8 +759,12 @@ def run(args):
         n = len(p["ids"] if args.mode == "aware" else p["context_ids"])
         nominal = target if target is not None else ratio_for(budget, n)
         try:
-            new, fraction, effective, seconds = run_cell(model, p, make_press(press, nominal, n),
-                                                         args.mode, stops, args.device)
+            made = make_press(press, nominal, n)
+            if shared is not None and press in REPLAYABLE:
+                new, fraction, effective, seconds = shared.run(p, made, stops)
+            else:
+                new, fraction, effective, seconds = run_cell(model, p, made, args.mode, stops,
+                                                             args.device)
         except Exception as e:  # one press failing must not stop the others
             traceback.print_exc()
             broken[press] = f"{type(e).__name__}: {e}"
@@ -586,6 +785,31 @@ def run(args):
     print(f"{len(todo)} cells in {time.perf_counter() - started:.0f}s; records {out}")
     if broken:
         raise SystemExit("presses that failed: " + "; ".join(f"{k}: {v}" for k, v in broken.items()))
+
+
+def check_shared(shared, todo, prompts):
+    """`--check-shared N`: on the first N prompts of the run, each pending cell's replayed cache
+    against the one its press leaves during a prefill of its own; stops at the first difference."""
+    checked, cells = [], 0
+    started = time.perf_counter()
+    for p, press, budget, target in todo:
+        if press not in REPLAYABLE:
+            continue
+        if id(p) not in {id(q) for q in checked}:
+            if len(checked) == prompts:
+                break
+            checked.append(p)
+        n = len(p["context_ids"])
+        nominal = target if target is not None else ratio_for(budget, n)
+        diffs = shared.check(p, make_press(press, nominal, n))
+        cells += 1
+        where = f"{p['task']} #{p['example']} kvpress-{press} at {nominal:.4f}"
+        if diffs:
+            raise SystemExit(f"--check-shared: {where}: the replayed cache differs from the "
+                             f"live one: {'; '.join(diffs[:5])}")
+        print(f"--check-shared: {where}: the same cache, bit for bit", flush=True)
+    print(f"--check-shared: {cells} cells on {len(checked)} prompts identical "
+          f"({time.perf_counter() - started:.0f}s)", flush=True)
 
 
 def parse_args(argv):
@@ -617,6 +841,13 @@ def parse_args(argv):
     ap.add_argument("--data", default=os.environ.get(
         "KVPLAN_DATA", str(Path.home() / ".cache/kvplan/data")),
                     help="kvplan's data folder: DuoAttention's calibration texts (shakespeare/)")
+    ap.add_argument("--shared-prefill", action="store_true",
+                    help="question-agnostic only: prefill each prompt's context once and replay "
+                         "each press's hooks on that prefill's layer inputs (the same cache, far "
+                         "less time; the settings say so)")
+    ap.add_argument("--check-shared", type=int, default=0, metavar="N",
+                    help="with --shared-prefill: first compare, on N prompts, each press's "
+                         "replayed cache with the one a prefill of its own leaves (bit for bit)")
     ap.add_argument("--self-test", metavar="CASES",
                     help="check the scoring against a cases file (tests/fixtures) and exit")
     args = ap.parse_args(argv)
@@ -632,6 +863,12 @@ def parse_args(argv):
         args.shard = (i, n)
     if args.self_test is None and args.prompts is None:
         ap.error("give a prompts file")
+    if args.shared_prefill and args.mode != "agnostic":
+        ap.error("--shared-prefill: only with --mode agnostic (the press runs on the context)")
+    if args.check_shared and not args.shared_prefill:
+        ap.error("--check-shared: give --shared-prefill too")
+    if args.check_shared < 0:
+        ap.error(f"--check-shared: expected a number of prompts, found {args.check_shared}")
     args.presses = [p for p in args.presses.split(",") if p]
     unknown = [p for p in args.presses if p not in PRESSES]
     if unknown:
