@@ -55,8 +55,10 @@ forward hook that runs after the layer, whose output was computed on the whole c
 press sees the same layer inputs. The context is prefilled once per prompt (hooks record each
 attention layer's inputs and output), and each press's own hooks, registered by kvpress's own
 context manager, are replayed layer by layer on a fresh cache; the question and the answer then
-run as above. On a 4K RULER prompt with 13 cells that is one prefill instead of 13 (a SmolLM2
-prompt on this 2-core CPU: ≈ 40 s of prefill and ≈ 3–5 s a cell, against ≈ 60 s a cell).
+run as above, each one-token decoding step without a mask (one new token sees every key) and
+with the grouped keys read in place (SDPA's `enable_gqa`). On a 4K RULER prompt with 13 cells that
+is one prefill instead of 13; the unmasked paths give the same bits as the mask (measured:
+docs/results.md) in about 60–70% of the time.
 `--check-shared N` first compares, on N prompts, each replayed cache with the one the press
 leaves during a prefill of its own, bit for bit (keys, values, AdaKV's masked keys), and stops at
 a difference. KVzip (its own passes) runs as before.
@@ -228,6 +230,8 @@ def record_key(r):
 
 # Set only while `prefill_once` runs (see `causal_shim`).
 _CAUSAL_PREFILL = False
+# Set for a `--shared-prefill` run: one-token decoding steps without a mask (see `causal_shim`).
+_FAST_DECODE = False
 
 
 def causal_shim(module, query, key, value, attention_mask, dropout=0.0, scaling=None, **kwargs):
@@ -238,6 +242,13 @@ def causal_shim(module, query, key, value, attention_mask, dropout=0.0, scaling=
     import torch
 
     q_len, k_len = query.shape[2], key.shape[2]
+    if _FAST_DECODE and q_len == 1:
+        # `--shared-prefill`: one new token sees every key, so no mask is needed; SDPA then takes
+        # its fused path and reads the grouped keys in place (the same bits as the mask and
+        # repeated keys below: measured on 24 steps of FullKV and AdaKV, docs/results.md).
+        out = torch.nn.functional.scaled_dot_product_attention(
+            query, key, value, scale=scaling, enable_gqa=True)
+        return out.transpose(1, 2).contiguous(), None
     if _CAUSAL_PREFILL and q_len == k_len:
         # The shared prefill (an empty cache): SDPA's own causal path, which skips the masked
         # blocks; the same numbers as the mask below (checked by `--check-shared`).
@@ -620,7 +631,8 @@ def run_settings(prompts, mode, ratios=None, device="cpu", shared=False):
     s["kvpress_attention"] = f"kvpress_causal: per-layer causal-mask shim over SDPA ({where}, float32)"
     if shared:
         s["kvpress_prefill"] = ("shared: each prompt's context prefilled once (SDPA is_causal, "
-                                "no mask: the cache is empty); each press's "
+                                "no mask: the cache is empty; one-token decoding steps without a "
+                                "mask, grouped keys read in place); each press's "
                                 "forward hooks replayed layer by layer on that prefill's inputs "
                                 "(kvpress compresses a layer after its forward, so the layer "
                                 "inputs do not depend on the press); seconds: the cell's replay "
@@ -744,6 +756,8 @@ def run(args):
     stops = stop_ids(model, tok)
     shared = None
     if args.shared_prefill:
+        global _FAST_DECODE
+        _FAST_DECODE = True
         counts = {}
         for p, press, _, _ in todo:
             if press in REPLAYABLE:
