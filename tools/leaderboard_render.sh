@@ -6,8 +6,8 @@
 # beside it join), and the boards (`kvplan eval leaderboard`), each on the prompts every one of
 # its rows holds (`--common-prompts`: a prompt the queues are still running is left out until its
 # last cell lands): `board/` with kvplan's methods and, where kvpress's records are there,
-# `board-with-kvpress/` with its presses too (KVzip left out while it covers fewer prompts than
-# the rest: KVZIP=1 keeps it; VERSUS=METHOD sets its second Δ column, SnapKV by default). Safe
+# `board-with-kvpress/` with its presses too (DuoAttention when the file holds it; KVzip left out
+# while it covers fewer prompts than the rest: KVZIP=1 keeps it; VERSUS=METHOD sets its second Δ column, SnapKV by default). Safe
 # while the queues run: it reads the shard files (each written whole, by rename) and writes only
 # the merged file, tables and boards.
 main() {
@@ -40,6 +40,8 @@ rm -rf "$dir/board"
 "$kvplan" eval leaderboard "$merged" --methods "$methods" --common-prompts --out "$dir/board"
 kvpress=("$dir"/*.ruler.kvpress.records.json)
 if [ ${#kvpress[@]} -gt 0 ]; then
+  # DuoAttention on the fly (the CPU run's, `--shared-prefill`) when the file holds it.
+  grep -q '"method": "kvpress-duo"' "${kvpress[0]}" && presses+=",kvpress-duo"
   rm -rf "$dir/board-with-kvpress"
   "$kvplan" eval leaderboard "$merged" --methods "$methods,$presses" --common-prompts \
     ${VERSUS:+--versus "$VERSUS"} --out "$dir/board-with-kvpress"
