@@ -244,18 +244,14 @@ def causal_shim(module, query, key, value, attention_mask, dropout=0.0, scaling=
     import torch
 
     q_len, k_len = query.shape[2], key.shape[2]
-    if _FAST_DECODE and q_len == 1:
-        # `--shared-prefill`: one new token sees every key, so no mask is needed; SDPA then takes
-        # its fused path and reads the grouped keys in place (the same bits as the mask and
-        # repeated keys below: measured on 24 steps of FullKV and AdaKV, docs/results.md).
+    # `--shared-prefill`'s unmasked paths, the same bits as the mask and repeated keys below
+    # (docs/results.md): a one-token decoding step sees every key, so it needs no mask; the
+    # shared prefill (an empty cache) takes SDPA's own causal path, which skips the masked blocks
+    # (checked by `--check-shared`). Both read the grouped keys in place.
+    decoding = _FAST_DECODE and q_len == 1
+    if decoding or (_CAUSAL_PREFILL and q_len == k_len):
         out = torch.nn.functional.scaled_dot_product_attention(
-            query, key, value, scale=scaling, enable_gqa=True)
-        return out.transpose(1, 2).contiguous(), None
-    if _CAUSAL_PREFILL and q_len == k_len:
-        # The shared prefill (an empty cache): SDPA's own causal path, which skips the masked
-        # blocks; the same numbers as the mask below (checked by `--check-shared`).
-        out = torch.nn.functional.scaled_dot_product_attention(
-            query, key, value, is_causal=True, scale=scaling, enable_gqa=True)
+            query, key, value, is_causal=not decoding, scale=scaling, enable_gqa=True)
         return out.transpose(1, 2).contiguous(), None
     groups = query.shape[1] // key.shape[1]
     if groups > 1:
@@ -540,6 +536,13 @@ def decode(model, prompt, cache, out, n, stops, device):
     return new
 
 
+def press_prefill(model, press, ctx, cache):
+    """The context prefilled under `press` into `cache`, as kvpress's pipeline does (its hooks
+    compress each layer as it goes)."""
+    with press(model) if press else contextlib.nullcontext():
+        model.model(input_ids=ctx, past_key_values=cache)
+
+
 def reset_masks(model):
     """AdaKV and DuoAttention leave masked key indices on the attention modules."""
     for layer in model.model.layers:
@@ -565,8 +568,7 @@ def run_cell(model, prompt, press, mode, stops, device="cpu"):
             new = decode(model, prompt, cache, out, n, stops, device)
         else:
             ctx = torch.tensor([prompt["context_ids"]], device=device)
-            with press(model) if press else contextlib.nullcontext():
-                model.model(input_ids=ctx, past_key_values=cache)
+            press_prefill(model, press, ctx, cache)
             new, fraction, effective = answer(model, prompt, cache, ctx.shape[1], stops, device)
     return new, fraction, effective, time.perf_counter() - started
 
@@ -616,8 +618,7 @@ class SharedPrefill:
             reset_masks(self.model)
             live = DynamicCache()
             ctx = torch.tensor([prompt["context_ids"]], device=self.device)
-            with press(self.model) if press else contextlib.nullcontext():
-                self.model.model(input_ids=ctx, past_key_values=live)
+            press_prefill(self.model, press, ctx, live)
             live_masks = masks_of(self.model)
             reset_masks(self.model)
             again = replay(self.model, self.seen, self.full, press)
@@ -845,15 +846,15 @@ def run(args):
 def check_shared(shared, todo, prompts):
     """`--check-shared N`: on the first N prompts of the run, each pending cell's replayed cache
     against the one its press leaves during a prefill of its own; stops at the first difference."""
-    checked, cells = [], 0
+    checked, cells = set(), 0
     started = time.perf_counter()
     for p, press, budget, target in todo:
         if press not in REPLAYABLE:
             continue
-        if id(p) not in {id(q) for q in checked}:
+        if id(p) not in checked:
             if len(checked) == prompts:
                 break
-            checked.append(p)
+            checked.add(id(p))
         n = len(p["context_ids"])
         nominal = target if target is not None else ratio_for(budget, n)
         diffs = shared.check(p, make_press(press, nominal, n))

@@ -7,9 +7,9 @@
 # its rows holds (`--common-prompts`: a prompt the queues are still running is left out until its
 # last cell lands): `board/` with kvplan's methods and, where kvpress's records are there,
 # `board-with-kvpress/` with its presses too (DuoAttention when the file holds it; KVzip left out
-# while it covers fewer prompts than the rest: KVZIP=1 keeps it; VERSUS=METHOD sets its second Δ column, SnapKV by default). Safe
-# while the queues run: it reads the shard files (each written whole, by rename) and writes only
-# the merged file, tables and boards.
+# while it covers fewer prompts than the rest: KVZIP=1 keeps it; VERSUS=METHOD sets its second Δ
+# column, SnapKV by default). Safe while the queues run: it reads the shard files (each written
+# whole, by rename) and writes only the merged file, tables and boards.
 main() {
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)

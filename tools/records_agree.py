@@ -18,6 +18,8 @@ import json
 import sys
 from collections import defaultdict
 
+from kvpress_side_by_side import record_key  # kvplan's cell key, as the kvpress runner keys cells
+
 
 def load(path):
     try:
@@ -31,14 +33,6 @@ def load(path):
         print(f"{path}: not a records file (expected an object with `records`)", file=sys.stderr)
         sys.exit(2)
     return recs
-
-
-def key(r, method):
-    ratio = r.get("ratio")
-    budget = "full" if r.get("budget") is None else str(r["budget"])
-    if ratio:
-        budget = f"ratio{round(ratio['target'] * 10_000)}"
-    return f"{r['task']}/{r['context_len']}/{float(r['depth']):.4f}/{r['example']}/{method}/{budget}"
 
 
 def effective(r):
@@ -60,8 +54,8 @@ def main(argv):
         if not sep or not a or not b:
             ap.error(f"--as: expected A_METHOD=B_METHOD, found {p!r}")
         rename[b] = a
-    a = {key(r, r["method"]): r for r in load(args.a)}
-    b = {key(r, rename.get(r["method"], r["method"])): r for r in load(args.b)}
+    a = {record_key(r): r for r in load(args.a)}
+    b = {record_key(dict(r, method=rename.get(r["method"], r["method"]))): r for r in load(args.b)}
     shared = sorted(set(a) & set(b))
     if not shared:
         print(f"no cell in both files ({len(a)} and {len(b)} cells)")
