@@ -14,7 +14,10 @@
 //!   `no_press` at ratio 0.00;
 //! - `config.yaml` holds `EvaluationConfig`'s fields in its order (`head_compression_ratio` and
 //!   `threshold` dropped when unset), then a `kvplan:` block of what kvpress has no field for
-//!   (the effective ratio, the settings of the records);
+//!   (the effective ratio, the settings of the records, and for kvpress's presses the name its
+//!   evaluation registry gives the same press, `kvpress_registry_name`); a kvpress press's
+//!   `press_init_command` is the constructor `tools/kvpress_side_by_side.py` calls (kvpress's
+//!   own is the press's `repr`, every default spelled out);
 //! - `metrics.json` maps each task (sorted, as pandas' `groupby` sorts) to
 //!   `{"string_match": score}`, the mean over its examples in percent rounded to 2 decimals,
 //!   indented by 4;
@@ -111,6 +114,70 @@ pub struct Input {
 
 /// Prefix of the methods kvpress ran (`tools/kvpress_side_by_side.py`).
 const KVPRESS_PREFIX: &str = "kvpress-";
+
+/// How `tools/kvpress_side_by_side.py` builds a kvpress press (`make_press`, kvpress 0.5.5's
+/// defaults for every argument not named), and the name kvpress's evaluation registry
+/// (`evaluation/evaluate_registry.py`, `PRESS_REGISTRY`, at the snapshot of the module header)
+/// gives that same press, where it has one: `(press, registry name, constructor with {r} for the
+/// ratio)`. ExpectedAttention at epsilon 0, alone or under AdaKV, has no entry there since
+/// October 2025: the registry's `expected_attention` is AdaKV over it at epsilon 1e-2
+/// (`adakv-expected-e2`). DuoAttention's `head_compression_ratio` is chosen per prompt so that
+/// the compression of its context is the target (the script's `duo_heads`).
+const KVPRESS_PRESSES: [(&str, Option<&str>, &str); 12] = [
+    (
+        "snapkv",
+        Some("snapkv"),
+        "SnapKVPress(compression_ratio={r})",
+    ),
+    (
+        "pyramid",
+        Some("pyramidkv"),
+        "PyramidKVPress(compression_ratio={r})",
+    ),
+    (
+        "streaming",
+        Some("streaming_llm"),
+        "StreamingLLMPress(compression_ratio={r})",
+    ),
+    ("tova", Some("tova"), "TOVAPress(compression_ratio={r})"),
+    ("knorm", Some("knorm"), "KnormPress(compression_ratio={r})"),
+    (
+        "keydiff",
+        Some("keydiff"),
+        "KeyDiffPress(compression_ratio={r})",
+    ),
+    ("kvzip", Some("kvzip"), "KVzipPress(compression_ratio={r})"),
+    (
+        "expected",
+        None,
+        "ExpectedAttentionPress(compression_ratio={r})",
+    ),
+    (
+        "adakv-expected",
+        None,
+        "AdaKVPress(ExpectedAttentionPress(compression_ratio={r}))",
+    ),
+    (
+        "adakv-expected-e2",
+        Some("expected_attention"),
+        "AdaKVPress(ExpectedAttentionPress(compression_ratio={r}, epsilon=0.01))",
+    ),
+    (
+        "duo",
+        Some("duo_attention_on_the_fly"),
+        "DuoAttentionPress(head_compression_ratio=h, on_the_fly_scoring=True), h per prompt so \
+         that the compression of its context tokens is {r}",
+    ),
+    ("full", Some(NO_PRESS), "no press"),
+];
+
+/// [`KVPRESS_PRESSES`]' row of kvpress press `press` (`keydiff` of `kvpress-keydiff`).
+fn kvpress_press(press: &str) -> Option<(Option<&'static str>, &'static str)> {
+    KVPRESS_PRESSES
+        .iter()
+        .find(|(p, _, _)| *p == press)
+        .map(|&(_, name, make)| (name, make))
+}
 
 impl Input {
     /// `file` with the ratio cells of `beside` (kvpress's records next to it) when those were
@@ -362,11 +429,19 @@ pub fn config_yaml(g: &Group<'_>, settings: &BTreeMap<String, String>) -> String
     line("output_dir", yaml_str("."));
     line("log_level", "INFO".into());
     line("model_kwargs", "{}".into());
-    let command = match (g.ratio, g.method.strip_prefix(KVPRESS_PREFIX)) {
-        (Some(r), Some(press)) => format!(
-            "kvpress {press} press at compression_ratio {r} on kvplan's token ids \
-             (tools/kvpress_side_by_side.py --ratios)"
-        ),
+    let peer = g.method.strip_prefix(KVPRESS_PREFIX);
+    let command = match (g.ratio, peer) {
+        (Some(r), Some(press)) => match kvpress_press(press) {
+            Some((_, make)) => format!(
+                "kvpress {press} press, {} on kvplan's token ids \
+                 (tools/kvpress_side_by_side.py --ratios)",
+                make.replace("{r}", &r.to_string())
+            ),
+            None => format!(
+                "kvpress {press} press at compression_ratio {r} on kvplan's token ids \
+                 (tools/kvpress_side_by_side.py --ratios)"
+            ),
+        },
         (Some(r), None) => format!(
             "kvplan {} at the budget whose effective ratio lands on {r}, per prompt",
             g.method
@@ -383,6 +458,14 @@ pub fn config_yaml(g: &Group<'_>, settings: &BTreeMap<String, String>) -> String
     line("fp8", "false".into());
     y.push_str("kvplan:\n");
     y.push_str(&format!("  method: {}\n", yaml_str(&g.method)));
+    if let Some(press) = peer {
+        // The press's name in kvpress's evaluation registry (null: none there).
+        let name = kvpress_press(press).and_then(|(name, _)| name);
+        y.push_str(&format!(
+            "  kvpress_registry_name: {}\n",
+            name.map_or("null".into(), yaml_str)
+        ));
+    }
     y.push_str(&format!(
         "  effective_compression_ratio: {:.6}\n",
         mean_effective(g)

@@ -251,11 +251,21 @@ fn kvpress_ratio_cells_join_as_their_own_method_with_kvpress_settings() {
     let yaml = config_yaml(&g[1], input.settings_of(&g[1].method));
     assert!(yaml.contains("runner: kvpress 0.5.5"), "{yaml}");
     assert!(
-        yaml.contains("press_init_command: 'kvpress keydiff press"),
+        yaml.contains(
+            "press_init_command: 'kvpress keydiff press, KeyDiffPress(compression_ratio=0.5) on"
+        ),
+        "{yaml}"
+    );
+    assert!(
+        yaml.contains("  kvpress_registry_name: keydiff\n"),
         "{yaml}"
     );
     let kvplan_yaml = config_yaml(&g[2], input.settings_of(&g[2].method));
     assert!(!kvplan_yaml.contains("runner:"), "{kvplan_yaml}");
+    assert!(
+        !kvplan_yaml.contains("kvpress_registry_name"),
+        "{kvplan_yaml}"
+    );
     assert!(folder_name(&g[1], false).ends_with("__kvpress-keydiff__0.50"));
 }
 
@@ -477,4 +487,48 @@ fn the_second_difference_pairs_every_row_with_the_method_asked_for() {
         })
         .expect("a note");
     assert!(note.contains("no ratio rows of kvpress-tova"), "{note}");
+}
+
+#[test]
+fn kvpress_presses_carry_the_registry_s_name_and_their_constructor() {
+    // evaluation/evaluate_registry.py: "expected_attention": AdaKVPress(ExpectedAttentionPress(
+    // epsilon=1e-2)); "duo_attention_on_the_fly": DuoAttentionPress(on_the_fly_scoring=True);
+    // ExpectedAttention at its default epsilon 0 is no entry of it.
+    let e2 = kvpress_press("adakv-expected-e2").expect("e2");
+    assert_eq!(e2.0, Some("expected_attention"));
+    assert!(e2.1.contains("epsilon=0.01"), "{}", e2.1);
+    assert_eq!(kvpress_press("expected").expect("expected").0, None);
+    assert_eq!(kvpress_press("adakv-expected").expect("adakv").0, None);
+    assert_eq!(
+        kvpress_press("duo").expect("duo").0,
+        Some("duo_attention_on_the_fly")
+    );
+    assert_eq!(
+        kvpress_press("streaming").expect("streaming").0,
+        Some("streaming_llm")
+    );
+    assert_eq!(kvpress_press("nonesuch"), None);
+}
+
+#[test]
+fn every_press_the_side_by_side_script_runs_has_a_constructor_here() {
+    // tools/kvpress_side_by_side.py's PRESSES list, read from the script itself.
+    let script = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tools/kvpress_side_by_side.py"),
+    )
+    .expect("the script");
+    let list = script
+        .split_once("PRESSES = [")
+        .and_then(|(_, rest)| rest.split_once(']'))
+        .expect("PRESSES = [...]")
+        .0;
+    let names: Vec<&str> = list
+        .split(',')
+        .map(|n| n.trim().trim_matches('"'))
+        .filter(|n| !n.is_empty())
+        .collect();
+    assert!(names.len() >= 10, "{names:?}");
+    for n in names {
+        assert!(kvpress_press(n).is_some(), "{n}: no row in KVPRESS_PRESSES");
+    }
 }
