@@ -9,6 +9,8 @@
 #   tools/kvpress_gpu.sh pack PACK PROMPTS.json GGUF [RECORDS]  # here, with network: make PACK
 #   tools/kvpress_gpu.sh check PACK                     # there: wheels install, kvpress imports, GPU
 #   tools/kvpress_gpu.sh run PACK SHARDS SECONDS PRESSES RATIOS   # there
+#   (SHARED=1 before `run`: each shard prefills a prompt's context once for all its presses,
+#   `--shared-prefill`; its records' settings say so, so such a file resumes only under SHARED=1)
 #
 # Getting PACK there: the device tool sends the checkout's tracked files with every call (85 MB in
 # 2026-11, over its 64 MiB) plus the carried folders, so (1) stop anything writing tracked files
@@ -154,7 +156,8 @@ done
 for i in $(seq 1 "$shards"); do
   timeout "$seconds" python3 tools/kvpress_side_by_side.py /tmp/prompts.json --mode agnostic \
     --ratios "$ratios" --presses "$presses" --device cuda --threads 1 --shard "$i/$shards" \
-    --models /tmp/m --data "$pack/duo-data" --out /tmp/shards > "/tmp/shards/log$i.txt" 2>&1 &
+    --models /tmp/m --data "$pack/duo-data" ${SHARED:+--shared-prefill} --out /tmp/shards \
+    > "/tmp/shards/log$i.txt" 2>&1 &
 done
 wait
 ls /tmp/shards/*.records.json >/dev/null 2>&1 || { tail -n 20 /tmp/shards/log*.txt; exit 1; }
