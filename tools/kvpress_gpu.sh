@@ -10,7 +10,8 @@
 #   tools/kvpress_gpu.sh check PACK                     # there: wheels install, kvpress imports, GPU
 #   tools/kvpress_gpu.sh run PACK SHARDS SECONDS PRESSES RATIOS   # there
 #   (SHARED=1 before `run`: each shard prefills a prompt's context once for all its presses,
-#   `--shared-prefill`; its records' settings say so, so such a file resumes only under SHARED=1)
+#   `--shared-prefill`; its records' settings say so, so such a file resumes only under SHARED=1;
+#   CHECK_SHARED=N has shard 1 first compare the replayed caches with live prefills on N prompts)
 #
 # Getting PACK there: the device tool sends the checkout's tracked files with every call (85 MB in
 # 2026-11, over its 64 MiB) plus the carried folders, so (1) stop anything writing tracked files
@@ -154,9 +155,11 @@ for i in $(seq 1 "$shards"); do
   [ -n "$earlier" ] && cp "$earlier" "/tmp/shards/$model.ruler.kvpress.shard-$i-of-$shards.records.json"
 done
 for i in $(seq 1 "$shards"); do
+  check=()
+  [ -n "${SHARED:-}" ] && [ -n "${CHECK_SHARED:-}" ] && [ "$i" = 1 ] && check=(--check-shared "$CHECK_SHARED")
   timeout "$seconds" python3 tools/kvpress_side_by_side.py /tmp/prompts.json --mode agnostic \
     --ratios "$ratios" --presses "$presses" --device cuda --threads 1 --shard "$i/$shards" \
-    --models /tmp/m --data "$pack/duo-data" ${SHARED:+--shared-prefill} --out /tmp/shards \
+    --models /tmp/m --data "$pack/duo-data" ${SHARED:+--shared-prefill} "${check[@]}" --out /tmp/shards \
     > "/tmp/shards/log$i.txt" 2>&1 &
 done
 wait
