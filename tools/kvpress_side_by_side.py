@@ -85,11 +85,8 @@ from pathlib import Path
 PROMPTS_FORMAT = "kvplan-prompts/v1"
 PRESSES = ["full", "snapkv", "pyramid", "streaming", "tova", "knorm", "expected", "adakv-expected",
            "adakv-expected-e2", "keydiff", "kvzip", "duo"]
-# `adakv-expected-e2` is what kvpress's evaluation registry runs as `expected_attention` since
-# October 2025 (evaluation/evaluate_registry.py, v0.5.4 and after: AdaKVPress over
-# ExpectedAttentionPress(epsilon=1e-2)), the line the public leaderboard draws as ExpectedAttention;
-# `expected` and `adakv-expected` keep the press's own default epsilon = 0 (the registry's
-# `expected_attention` and `ada_expected_attention` before that).
+# `adakv-expected-e2`'s epsilon: the one of kvpress's evaluation registry's `expected_attention`
+# (evaluation/evaluate_registry.py, v0.5.4 and after; the module docstring says more).
 EXPECTED_E2_EPSILON = 1e-2
 # DuoAttention on the fly (kvpress's `duo_attention_on_the_fly`): its streaming heads keep these
 # many first and last tokens (kvpress's values for on-the-fly scoring).

@@ -430,18 +430,18 @@ pub fn config_yaml(g: &Group<'_>, settings: &BTreeMap<String, String>) -> String
     line("log_level", "INFO".into());
     line("model_kwargs", "{}".into());
     let peer = g.method.strip_prefix(KVPRESS_PREFIX);
+    // The press's row of the table (registry name, constructor), when it has one.
+    let row = peer.and_then(kvpress_press);
     let command = match (g.ratio, peer) {
-        (Some(r), Some(press)) => match kvpress_press(press) {
-            Some((_, make)) => format!(
-                "kvpress {press} press, {} on kvplan's token ids \
-                 (tools/kvpress_side_by_side.py --ratios)",
-                make.replace("{r}", &r.to_string())
-            ),
-            None => format!(
-                "kvpress {press} press at compression_ratio {r} on kvplan's token ids \
+        (Some(r), Some(press)) => {
+            let how = row.map_or(format!(" at compression_ratio {r}"), |(_, make)| {
+                format!(", {}", make.replace("{r}", &r.to_string()))
+            });
+            format!(
+                "kvpress {press} press{how} on kvplan's token ids \
                  (tools/kvpress_side_by_side.py --ratios)"
-            ),
-        },
+            )
+        }
         (Some(r), None) => format!(
             "kvplan {} at the budget whose effective ratio lands on {r}, per prompt",
             g.method
@@ -458,9 +458,9 @@ pub fn config_yaml(g: &Group<'_>, settings: &BTreeMap<String, String>) -> String
     line("fp8", "false".into());
     y.push_str("kvplan:\n");
     y.push_str(&format!("  method: {}\n", yaml_str(&g.method)));
-    if let Some(press) = peer {
+    if peer.is_some() {
         // The press's name in kvpress's evaluation registry (null: none there).
-        let name = kvpress_press(press).and_then(|(name, _)| name);
+        let name = row.and_then(|(name, _)| name);
         y.push_str(&format!(
             "  kvpress_registry_name: {}\n",
             name.map_or("null".into(), yaml_str)
