@@ -626,7 +626,7 @@ pub fn board(file: &RecordsFile<Record>, marks: &Marks) -> Board {
     let pct = |e: &crate::stats::Estimate| {
         (
             100.0 * e.mean,
-            Some((100.0 * e.interval.lo, 100.0 * e.interval.hi)),
+            e.interval.map(|i| (100.0 * i.lo, 100.0 * i.hi)),
         )
     };
     let mut points = Vec::new();
@@ -727,7 +727,7 @@ pub fn markdown(file: &RecordsFile<Record>, marks: &Marks, versus: &str) -> Stri
     }
     out.push_str(
         "\nScore: the mean of the task means in percent (RULER's average), its 95% interval by \
-         the cluster bootstrap within each task; Δ paired over the prompts both rows scored \
+         the cluster bootstrap within each task ([–]: none, where a task holds one example); Δ paired over the prompts both rows scored \
          (paired cluster bootstrap interval; p: the cluster sign test, or exact McNemar for pass \
          rates of independent prompts; Holm: p adjusted over every Δ of this table; ≈: the \
          interval includes 0 or Holm's p ≥ 0.05; mdd: the smallest difference these prompts \

@@ -31,24 +31,20 @@ pub(crate) fn pct(x: f64) -> String {
     format!("{r:.1}")
 }
 
-/// `70.0 [39.7, 89.2]`, or `–` without records; `(1 cluster)` after it where several prompts
-/// form one cluster, whose bootstrap has nothing to resample.
+/// `70.0 [39.7, 89.2]`, or `–` without records; `70.0 [–]` where there is no interval (a
+/// task of one example, prompts of one needle: [`crate::stats::resamplable`]).
 pub(crate) fn cell(e: Option<Estimate>) -> String {
     match e {
-        Some(e) => {
-            let alone = if e.clusters == 1 && e.n > 1 {
-                " (1 cluster)"
-            } else {
-                ""
-            };
-            format!(
-                "{} [{}, {}]{alone}",
-                pct(e.mean),
-                pct(e.interval.lo),
-                pct(e.interval.hi)
-            )
-        }
+        Some(e) => format!("{} {}", pct(e.mean), interval_text(e.interval)),
         None => "–".to_string(),
+    }
+}
+
+/// `[39.7, 89.2]`, or `[–]` without an interval.
+fn interval_text(i: Option<crate::stats::Interval>) -> String {
+    match i {
+        Some(i) => format!("[{}, {}]", pct(i.lo), pct(i.hi)),
+        None => "[–]".to_string(),
     }
 }
 
@@ -65,12 +61,7 @@ pub(crate) fn delta(p: Option<Paired>, holm: Option<f64>, n: usize) -> String {
     } else {
         ""
     };
-    let mut s = format!(
-        "{sign}{} [{}, {}]",
-        pct(p.mean),
-        pct(p.interval.lo),
-        pct(p.interval.hi)
-    );
+    let mut s = format!("{sign}{} {}", pct(p.mean), interval_text(p.interval));
     if let Some(v) = p.p_value {
         s.push_str(&format!(" p{}", p_text(v)));
     }
@@ -101,11 +92,11 @@ fn p_text(v: f64) -> String {
     }
 }
 
-/// Whether a paired difference cannot be told from 0: its interval includes 0, or its test
-/// (Holm-adjusted when `holm` is given) does not reject at 5% — with few pairs the percentile
-/// interval can exclude 0 where the test does not.
+/// Whether a paired difference cannot be told from 0: it has no interval, its interval includes
+/// 0, or its test (Holm-adjusted when `holm` is given) does not reject at 5% — with few pairs the
+/// percentile interval can exclude 0 where the test does not.
 pub fn cannot_tell_apart(p: &Paired, holm: Option<f64>) -> bool {
-    p.interval.contains(0.0) || holm.or(p.p_value).is_some_and(|v| v >= 0.05)
+    p.interval.is_none_or(|i| i.contains(0.0)) || holm.or(p.p_value).is_some_and(|v| v >= 0.05)
 }
 
 /// Holm's adjustment of the p-values among `deltas` (one family), `None` where there is none.
@@ -258,7 +249,8 @@ fn legend(how: Overall) -> String {
          pass rates (0/1 scores) of independent prompts (every prompt its own cluster), else a \
          percentile bootstrap ({RESAMPLES} resamples, fixed seed; equal scores give it no width) \
          that resamples clusters — prompts sharing a needle or an article, counted in the \
-         clusters column — not prompts.{average} Δ: the row's score minus snapkv's at the same \
+         clusters column — not prompts; [–]: no interval, where a task holds one cluster (one \
+         example, or prompts of one needle), which a resample would draw every time.{average} Δ: the row's score minus snapkv's at the same \
          budget / full's, in points, over the prompts both scored (paired cluster bootstrap \
          interval; p: exact McNemar test for pass rates of independent prompts, else the \
          cluster sign test; Holm: p adjusted over every Δ of this table); ≈: the interval \
@@ -492,7 +484,7 @@ mod tests {
             n: 3,
             clusters: 3,
             mean: 0.25,
-            interval: crate::stats::Interval { lo: 0.1, hi: 0.4 },
+            interval: Some(crate::stats::Interval { lo: 0.1, hi: 0.4 }),
             p_value: None,
             test: crate::stats::Test::ClusterSign,
             detectable: Some(0.3),
@@ -501,11 +493,18 @@ mod tests {
         assert_eq!(delta(Some(p), None, 3), "+25.0 [10.0, 40.0]");
         let tie = Paired {
             mean: -0.0001,
-            interval: crate::stats::Interval { lo: -0.2, hi: 0.1 },
+            interval: Some(crate::stats::Interval { lo: -0.2, hi: 0.1 }),
             ..p
         };
         assert_eq!(delta(Some(tie), None, 3), "0.0 [-20.0, 10.0] ≈ mdd 30.0");
         assert_eq!(delta(None, None, 3), "–");
+        // No interval (a task of one example): `[–]`, and it cannot be told from 0 whatever p.
+        let lone = Paired {
+            interval: None,
+            p_value: Some(0.001),
+            ..p
+        };
+        assert_eq!(delta(Some(lone), None, 3), "+25.0 [–] p 0.001 ≈ mdd 30.0");
         // p 0.01 alone separates; Holm's 0.2 over the table's comparisons does not.
         let q = Paired {
             p_value: Some(0.01),

@@ -49,7 +49,7 @@ pub fn aggregate_niah(task: &str, records: &[Record]) -> (Vec<NiahCell>, Vec<Qua
                 depth: f64::from_bits(depth),
                 score: mean(&scores),
                 n: e.map(|e| e.n),
-                interval: e.as_ref().map(ScoreInterval::from),
+                interval: e.as_ref().and_then(ScoreInterval::of),
             }
         })
         .collect();

@@ -241,7 +241,7 @@ impl RecordRow<'_> {
             score: s.score.map_or(0.0, |e| e.mean),
             n: s.score.map(|e| e.n),
             clusters: s.score.map(|e| e.clusters),
-            interval: s.score.as_ref().map(ScoreInterval::from),
+            interval: s.score.as_ref().and_then(ScoreInterval::of),
             vs_snapkv: s.vs_snapkv.as_ref().map(PairedDelta::from),
             vs_full: s.vs_full.as_ref().map(PairedDelta::from),
         }

@@ -166,7 +166,7 @@ fn the_table_and_the_board_give_scores_against_effective_ratios() {
         lines[0]
     );
     assert!(
-        lines[4].starts_with("| full | 0 (FullKV) | 100.0 [100.0, 100.0] |"),
+        lines[4].starts_with("| full | 0 (FullKV) | 100.0 [–] |"),
         "{md}"
     );
     // snapkv: vt (1 + 0)/2, cwe 1 → average 75.
@@ -180,6 +180,11 @@ fn the_table_and_the_board_give_scores_against_effective_ratios() {
     assert!((b.points[0].score - 75.0).abs() < 1e-9);
     assert!((b.points[0].effective - 0.4999).abs() < 1e-12);
     assert_eq!(b.full.map(|f| f.0), Some(100.0));
+    // cwe ran one example: no interval, on the board as in the table (no error bars).
+    assert_eq!(
+        (b.full.and_then(|f| f.1), b.points[0].interval),
+        (None, None)
+    );
     assert_eq!(b.lengths, [4096]);
 }
 

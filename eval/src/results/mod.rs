@@ -44,7 +44,9 @@
 //!   bootstrap interval `[low, high]` and `p_value` (version 2: exact McNemar, pass rates only);
 //!   version 3 adds `test` (`mcnemar-exact` or `cluster-sign`), `p_holm` (Holm's adjustment over
 //!   every comparison of the task's table), `detectable` (the smallest difference the sample
-//!   could have detected, 80% power, two-sided 5%) and `clusters`.
+//!   could have detected, 80% power, two-sided 5%) and `clusters`. Version 4: `low` and `high`
+//!   absent, like a score's `interval`, where there is no interval — a task whose prompts form
+//!   one cluster (one example, one needle), which the stratified bootstrap cannot resample.
 //! - `perplexity`: one curve per (method, budget); `perplexity[i]` is the perplexity of the
 //!   tokens up to `positions[i]` (strictly increasing), each ≥ 1; `low` and `high` (version 2,
 //!   optional) its 95% block-bootstrap interval at each position.
@@ -67,7 +69,7 @@ use std::fmt::Display;
 use std::path::Path;
 
 /// Version of the results schema this build writes; it also reads every earlier one.
-pub const RESULTS_SCHEMA_VERSION: u32 = 3;
+pub const RESULTS_SCHEMA_VERSION: u32 = 4;
 
 /// A results file.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -161,18 +163,19 @@ pub enum IntervalMethod {
     ClusterBootstrap,
 }
 
-impl From<&Estimate> for ScoreInterval {
-    fn from(e: &Estimate) -> Self {
+impl ScoreInterval {
+    /// `e`'s interval, `None` where it has none.
+    pub fn of(e: &Estimate) -> Option<Self> {
         let method = match e.method {
             Method::Wilson => IntervalMethod::Wilson,
             Method::Bootstrap => IntervalMethod::Bootstrap,
             Method::ClusterBootstrap => IntervalMethod::ClusterBootstrap,
         };
-        Self {
-            low: e.interval.lo,
-            high: e.interval.hi,
+        e.interval.map(|i| Self {
+            low: i.lo,
+            high: i.hi,
             method,
-        }
+        })
     }
 }
 
@@ -184,9 +187,12 @@ pub struct PairedDelta {
     pub n: usize,
     /// Mean difference.
     pub mean: f64,
-    /// 95% bootstrap interval of the mean difference.
-    pub low: f64,
-    pub high: f64,
+    /// 95% bootstrap interval of the mean difference; both absent where there is none (version
+    /// 4; `crate::stats::resamplable`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub low: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub high: Option<f64>,
     /// p-value of no difference (version 2: exact McNemar, pass rates only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub p_value: Option<f64>,
@@ -209,8 +215,8 @@ impl From<&Paired> for PairedDelta {
         Self {
             n: p.n,
             mean: p.mean,
-            low: p.interval.lo,
-            high: p.interval.hi,
+            low: p.interval.map(|i| i.lo),
+            high: p.interval.map(|i| i.hi),
             p_value: p.p_value,
             test: Some(match p.test {
                 Test::McNemar => PairedTest::McNemarExact,
@@ -373,7 +379,22 @@ fn validate_point(i: usize, q: &QualityPoint) -> Result<()> {
     for (name, d) in [("vs_snapkv", &q.vs_snapkv), ("vs_full", &q.vs_full)] {
         if let Some(d) = d {
             let at = format!("{p}.{name}");
-            ordered(&at, d.low, d.high)?;
+            match (d.low, d.high) {
+                (Some(low), Some(high)) => ordered(&at, low, high)?,
+                (None, None) => {}
+                (low, _) => {
+                    let (field, other) = if low.is_none() {
+                        ("low", "high")
+                    } else {
+                        ("high", "low")
+                    };
+                    return Err(invalid(
+                        format!("{at}.{field}"),
+                        format!("a number, as {other} is given"),
+                        "nothing",
+                    ));
+                }
+            }
             if d.n == 0 {
                 return Err(invalid(format!("{at}.n"), "at least 1", 0));
             }
@@ -547,10 +568,10 @@ mod tests {
         assert!(err(&zero_kv).starts_with("quality[0].kv_fraction: expected a number in (0, 1]"));
         let typo = EXAMPLE.replace(r#""task": "niah""#, r#""tsk": "niah""#);
         assert!(err(&typo).contains("unknown field `tsk`"));
-        let version = EXAMPLE.replace(r#""schema_version": 3"#, r#""schema_version": 4"#);
+        let version = EXAMPLE.replace(r#""schema_version": 3"#, r#""schema_version": 5"#);
         assert_eq!(
             err(&version),
-            "schema_version: expected 1 to 3 (a later kvplan wrote this file), found 4"
+            "schema_version: expected 1 to 4 (a later kvplan wrote this file), found 5"
         );
         let upside_down = EXAMPLE.replace(
             r#""low": -0.2, "high": -0.02"#,
@@ -560,6 +581,15 @@ mod tests {
             err(&upside_down),
             "quality[0].vs_full.high: expected a number ≥ low (-0.02), found -0.2"
         );
+        let half = EXAMPLE.replace(r#""low": -0.2, "high": -0.02, "#, r#""high": -0.02, "#);
+        assert_eq!(
+            err(&half),
+            "quality[0].vs_full.low: expected a number, as high is given, found nothing"
+        );
+        let none = EXAMPLE.replace(r#""low": -0.2, "high": -0.02, "#, "");
+        assert!(EvalResults::from_json(&none).is_ok_and(|r| r.quality[0]
+            .vs_full
+            .is_some_and(|d| (d.low, d.high, d.n) == (None, None, 50))));
         let short_bounds = EXAMPLE.replace("[8.6, 8.3]", "[8.6]");
         assert_eq!(
             err(&short_bounds),

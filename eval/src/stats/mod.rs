@@ -13,7 +13,11 @@
 //!   means as RULER averages tasks ([`cluster`]). With one prompt per cluster it is the
 //!   bootstrap of the prompts. [`RESAMPLES`] resamples, the interval between their α/2 and
 //!   1 − α/2 order statistics ([`order_statistic`]); the project's SplitMix64 generator with the
-//!   fixed seed [`SEED`], so every table is reproducible to the byte.
+//!   fixed seed [`SEED`], so every table is reproducible to the byte. A group of one cluster
+//!   (a RULER task run on one example, prompts that all share one needle) gives the resampling
+//!   nothing to draw: it would add no spread for that group, and an average over such groups
+//!   would get an interval of width 0. [`estimate`] and [`paired`] give no interval then
+//!   ([`resamplable`]); the stratified bootstrap needs two clusters in every stratum.
 //! - **Paired comparisons** of two methods on the same prompts: the mean difference with the
 //!   cluster bootstrap interval over the prompt pairs; for 0/1 scores of independent prompts in
 //!   one group the exact McNemar test (a two-sided sign test on the discordant pairs,
@@ -84,9 +88,9 @@ pub struct Estimate {
     pub n: usize,
     /// Clusters behind it (`n` when every prompt is its own).
     pub clusters: usize,
-    /// Its [`LEVEL`] interval.
-    pub interval: Interval,
-    /// How the interval was made.
+    /// Its [`LEVEL`] interval; `None` where a group holds one cluster ([`resamplable`]).
+    pub interval: Option<Interval>,
+    /// How the interval was made (or would be, given a second cluster in each group).
     pub method: Method,
 }
 
@@ -99,8 +103,9 @@ pub struct Paired {
     pub clusters: usize,
     /// Mean difference (of the group means, for groups).
     pub mean: f64,
-    /// (Cluster) bootstrap [`LEVEL`] interval of the mean difference.
-    pub interval: Interval,
+    /// (Cluster) bootstrap [`LEVEL`] interval of the mean difference; `None` where a group
+    /// holds one cluster ([`resamplable`]).
+    pub interval: Option<Interval>,
     /// Two-sided p-value of no difference, made by `test`.
     pub p_value: Option<f64>,
     /// How `p_value` was made.
@@ -224,9 +229,13 @@ pub fn bootstrap_ratio(
 
 /// The mean of the group means (each over its prompts) with its [`LEVEL`] interval; `groups`
 /// hold clusters of values. Wilson when there is one group of 0/1 scores of independent prompts
-/// (one per cluster), else the seeded (cluster) percentile bootstrap; `None` without values.
+/// (one per cluster), else the seeded (cluster) percentile bootstrap, given two clusters in every
+/// group ([`resamplable`]; no interval otherwise); `None` without values.
 pub fn estimate(groups: &[Vec<Vec<f64>>]) -> Option<Estimate> {
     let groups = non_empty(groups);
+    if groups.is_empty() {
+        return None;
+    }
     let n = groups.iter().flatten().map(Vec::len).sum();
     let clusters = groups.iter().map(Vec::len).sum();
     let mean = mean_of_means(&flatten(&groups));
@@ -240,12 +249,14 @@ pub fn estimate(groups: &[Vec<Vec<f64>>]) -> Option<Estimate> {
                 mean,
                 n,
                 clusters,
-                interval,
+                interval: Some(interval),
                 method: Method::Wilson,
             });
         }
     }
-    let interval = cluster_bootstrap(&groups, RESAMPLES, SEED, LEVEL)?;
+    let interval = resamplable(&groups)
+        .then(|| cluster_bootstrap(&groups, RESAMPLES, SEED, LEVEL))
+        .flatten();
     let method = if indep {
         Method::Bootstrap
     } else {
@@ -258,6 +269,12 @@ pub fn estimate(groups: &[Vec<Vec<f64>>]) -> Option<Estimate> {
         interval,
         method,
     })
+}
+
+/// Whether every group holds at least two clusters: the stratified bootstrap resamples within
+/// each group, and a group of one cluster draws that cluster every time.
+pub fn resamplable<T>(groups: &[Vec<Vec<T>>]) -> bool {
+    !groups.is_empty() && groups.iter().all(|g| g.len() >= 2)
 }
 
 /// `groups` without empty clusters, and without groups left empty.
@@ -305,7 +322,8 @@ fn binomial_half_cdf(n: usize, k: usize) -> f64 {
 }
 
 /// The paired comparison of `(a, b)` score pairs, grouped and clustered as [`estimate`]'s
-/// values: the mean of the group means of a − b, its (cluster) bootstrap interval, the p-value
+/// values: the mean of the group means of a − b, its (cluster) bootstrap interval (given two
+/// clusters in every group, [`resamplable`]), the p-value
 /// (exact McNemar for 0/1 scores of independent prompts in one group, else the cluster sign
 /// test) and the smallest detectable difference; `None` without pairs.
 pub fn paired(groups: &[Vec<Vec<(f64, f64)>>]) -> Option<Paired> {
@@ -318,7 +336,12 @@ pub fn paired(groups: &[Vec<Vec<(f64, f64)>>]) -> Option<Paired> {
                 .collect()
         })
         .collect();
-    let interval = cluster_bootstrap(&diffs, RESAMPLES, SEED, LEVEL)?;
+    if groups.is_empty() {
+        return None;
+    }
+    let interval = resamplable(&diffs)
+        .then(|| cluster_bootstrap(&diffs, RESAMPLES, SEED, LEVEL))
+        .flatten();
     let pairs: Vec<(f64, f64)> = groups.iter().flatten().flatten().copied().collect();
     let binary = pairs.iter().all(|&(a, b)| is_binary(&[a, b]));
     let one_group = groups.len() == 1;
@@ -388,10 +411,12 @@ mod tests {
         let pass = [1.0, 1.0, 1.0, 0.0, 1.0, 0.0, 1.0, 1.0, 0.0, 1.0];
         let e = estimate(&[ind(&pass)]).expect("values");
         assert_eq!((e.method, e.n), (Method::Wilson, 10));
-        assert!(close(e.mean, 0.7, 1e-12) && close(e.interval.lo, 0.396_778, 1e-5));
+        let lo = e.interval.map(|i| i.lo).unwrap_or(f64::NAN);
+        assert!(close(e.mean, 0.7, 1e-12) && close(lo, 0.396_778, 1e-5));
         let frac = estimate(&[ind(&[0.5, 0.25, 1.0, 0.75])]).expect("values");
         assert_eq!(frac.method, Method::Bootstrap);
-        assert!(frac.interval.contains(frac.mean) && frac.interval.lo >= 0.25);
+        let i = frac.interval.expect("four prompts");
+        assert!(i.contains(frac.mean) && i.lo >= 0.25);
         assert_eq!(estimate(&[]), None);
         // The same pass rates from 2 needles of 5 prompts: the cluster bootstrap, not Wilson.
         let needles = [vec![pass[..5].to_vec(), pass[5..].to_vec()]];
@@ -401,6 +426,13 @@ mod tests {
             (Method::ClusterBootstrap, 10, 2)
         );
         assert!(close(c.mean, 0.7, 1e-12));
+        // One pass rate of one prompt keeps its Wilson interval; five prompts of one needle get
+        // none (the cluster bootstrap would draw that needle every time: width 0).
+        let one = estimate(&[ind(&[1.0])]).expect("value");
+        assert_eq!(one.method, Method::Wilson);
+        assert!(one.interval.is_some_and(|i| i.lo > 0.0 && i.hi == 1.0));
+        let needle = estimate(&[vec![pass[..5].to_vec()]]).expect("values");
+        assert_eq!((needle.clusters, needle.interval), (1, None));
     }
 
     #[test]
@@ -433,12 +465,23 @@ mod tests {
     #[test]
     fn stratified_bootstrap_averages_group_means() {
         // Group means 1 and 0 whatever is drawn: the mean of means is 0.5, the interval [0.5, 0.5],
-        // though pooling the 4 + 1 values would give 0.8.
-        let groups = [vec![1.0; 4], vec![0.0]];
+        // though pooling the 4 + 2 values would give 0.67.
+        let groups = [vec![1.0; 4], vec![0.0; 2]];
         let groups: Vec<Vec<Vec<f64>>> = groups.iter().map(|g| ind(g)).collect();
         let e = estimate(&groups).expect("values");
-        assert_eq!((e.mean, e.n, e.method), (0.5, 5, Method::Bootstrap));
-        assert_eq!(e.interval, Interval { lo: 0.5, hi: 0.5 });
+        assert_eq!((e.mean, e.n, e.method), (0.5, 6, Method::Bootstrap));
+        assert_eq!(e.interval, Some(Interval { lo: 0.5, hi: 0.5 }));
+        // A task of one prompt: the mean of means still, but no interval — resampling that task
+        // draws its one prompt every time, so its score would count as known exactly. Two tasks
+        // of one prompt each (one example a task) would otherwise get [0.5, 0.5].
+        let single = [ind(&[1.0, 1.0, 0.0, 1.0]), ind(&[0.0])];
+        let s = estimate(&single).expect("values");
+        assert_eq!((s.mean, s.n, s.interval), (0.375, 5, None));
+        let one_each = estimate(&[ind(&[1.0]), ind(&[0.0])]).expect("values");
+        assert_eq!((one_each.mean, one_each.interval), (0.5, None));
+        assert!(!resamplable(&[ind(&[1.0]), ind(&[0.0, 1.0])]));
+        assert!(resamplable(&[ind(&[1.0, 0.0]), ind(&[0.0, 1.0])]));
+        assert!(!resamplable::<f64>(&[]));
     }
 
     #[test]
@@ -480,12 +523,15 @@ mod tests {
         let p = paired(&[ind(&pairs)]).expect("pairs");
         assert_eq!(p.n, 10);
         assert!(close(p.mean, 0.6, 1e-12) && close(p.p_value.unwrap_or(0.0), 0.031_25, 1e-9));
-        assert!(p.interval.lo > 0.0 && p.interval.contains(0.6), "{p:?}");
+        assert!(
+            p.interval.is_some_and(|i| i.lo > 0.0 && i.contains(0.6)),
+            "{p:?}"
+        );
         // Identical scores: difference 0 exactly, cannot be told apart.
         let same = paired(&[ind(&[(1.0, 1.0), (0.0, 0.0)])]).expect("pairs");
         assert_eq!(
             (same.mean, same.interval, same.p_value),
-            (0.0, Interval { lo: 0.0, hi: 0.0 }, Some(1.0))
+            (0.0, Some(Interval { lo: 0.0, hi: 0.0 }), Some(1.0))
         );
         assert_eq!(p.test, Test::McNemar);
         // Fractions or several groups: the cluster sign test. Group means of the differences
@@ -493,7 +539,7 @@ mod tests {
         let groups = [ind(&[(0.5, 0.0)]), ind(&[(1.0, 1.0)])];
         let g = paired(&groups).expect("pairs");
         assert_eq!((g.mean, g.test, g.clusters), (0.25, Test::ClusterSign, 2));
-        assert_eq!(g.p_value, Some(1.0));
+        assert_eq!((g.p_value, g.interval), (Some(1.0), None));
         // The six wins above in two needles of three: McNemar gives way to the cluster test,
         // D = 3, 3 and four ties alone: of the sign assignments (±3 ± 3) two reach 6, p = ½.
         let needles = vec![

@@ -141,32 +141,30 @@ mod tests {
             lines[0],
             "| method @ budget | KV % | average [95% CI] | Δ vs snapkv [95% CI] | Δ vs full [95% CI] | n | clusters |"
         );
-        // full: vt (1 + 0.5)/2 = 75, qa_1 0 → average 37.5; vt's resamples give 50, 75 or 100
-        // (a quarter, a half, a quarter), qa_1's always 0: the interval is [25, 50].
-        assert_eq!(
-            lines[2],
-            "| full | 100.0 | 37.5 [25.0, 50.0] | – | – | 3 | 3 |"
-        );
+        // full: vt (1 + 0.5)/2 = 75, qa_1 0 → average 37.5. No interval: qa_1 has one example,
+        // which every resample would draw (the bootstrap would say [25, 50], vt's spread alone,
+        // as if qa_1's 0 were known exactly).
+        assert_eq!(lines[2], "| full | 100.0 | 37.5 [–] | – | – | 3 | 3 |");
         // snapkv: vt 50, qa_1 0 → 25 at KV (0.25 + 0.125)/2; paired with full on vt #0 and
         // qa_1 #0: vt 0.5 − 1, qa_1 0 − 0 → mean of the task means −25, one pair each: no
-        // spread. The KV fraction is the mean over the row's records. The cluster sign test:
+        // interval. The KV fraction is the mean over the row's records. The cluster sign test:
         // one example differs (vt #0), either sign reaches |T| = 0.25: p = 1 (the table's only
         // p, so Holm's too); V₀ = (½·0.5)² = 0.0625, mdd 2.8016·0.25 = 70.0 points.
         assert_eq!(
             lines[3],
-            "| snapkv @ 64 | 18.8 | 25.0 [25.0, 25.0] | – | -25.0 [-25.0, -25.0] p 1.000 Holm 1.000 \
-             ≈ mdd 70.0 | 2 | 2 |"
+            "| snapkv @ 64 | 18.8 | 25.0 [–] | – | -25.0 [–] p 1.000 Holm 1.000 ≈ mdd 70.0 | 2 | 2 |"
         );
         assert_eq!(lines[4], "");
         assert_eq!(lines[5], "| method @ budget | KV % | vt | qa_1 |");
         // vt of full: 0.5 and 1 are not pass rates: bootstrap [50, 100]; qa_1 0/1: Wilson [0, 79.3].
+        // vt of snapkv: one prompt scoring 0.5, not a pass rate: no interval.
         assert_eq!(
             lines[7],
             "| full | 100.0 | 75.0 [50.0, 100.0] | 0.0 [0.0, 79.3] |"
         );
         assert_eq!(
             lines[8],
-            "| snapkv @ 64 | 18.8 | 50.0 [50.0, 50.0] | 0.0 [0.0, 79.3] |"
+            "| snapkv @ 64 | 18.8 | 50.0 [–] | 0.0 [0.0, 79.3] |"
         );
         assert!(
             lines[10].contains("mean of the column means"),
@@ -195,7 +193,9 @@ mod tests {
             .find(|p| p.task == "ruler" && p.method == "snapkv")
             .expect("average");
         let d = avg.vs_full.expect("paired with full");
-        assert_eq!((d.n, d.mean, d.low, d.high), (2, -0.25, -0.25, -0.25));
+        // One prompt a task: a mean, but no interval (each task's one prompt is drawn every
+        // time: the bootstrap would say [-25, -25]).
+        assert_eq!((d.n, d.mean, d.low, d.high), (2, -0.25, None, None));
         assert_eq!((d.p_value, d.p_holm), (Some(1.0), Some(1.0)));
         let qa = q
             .iter()
@@ -231,11 +231,8 @@ mod tests {
         r.push(at_ratio(Task::Vt, "snapkv", 0.75, 0.7496, 0.0));
         let t = markdown(&r, &[Task::Vt, Task::Qa1]);
         // Three snapkv rows: @ 64, @ 50%, @ 75%; full unchanged.
-        assert!(
-            t.contains("| snapkv @ 50% | 50.0 | 50.0 [50.0, 50.0] |"),
-            "{t}"
-        );
-        assert!(t.contains("| full | 100.0 | 37.5 [25.0, 50.0] |"), "{t}");
+        assert!(t.contains("| snapkv @ 50% | 50.0 | 50.0 [–] |"), "{t}");
+        assert!(t.contains("| full | 100.0 | 37.5 [–] |"), "{t}");
         let lines: Vec<&str> = t.lines().collect();
         let at = lines
             .iter()
