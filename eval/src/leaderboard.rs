@@ -727,8 +727,8 @@ pub fn markdown(file: &RecordsFile<Record>, marks: &Marks, versus: &str) -> Stri
     }
     out.push_str(
         "\nScore: the mean of the task means in percent (RULER's average), its 95% interval by \
-         the cluster bootstrap within each task ([–]: none, where a task holds one example); Δ paired over the prompts both rows scored \
-         (paired cluster bootstrap interval; p: the cluster sign test, or exact McNemar for pass \
+         the cluster bootstrap within each task ([–]: none, where a task holds one example); \
+         Δ paired over the prompts both rows scored (paired cluster bootstrap interval; p: the cluster sign test, or exact McNemar for pass \
          rates of independent prompts; Holm: p adjusted over every Δ of this table; ≈: the \
          interval includes 0 or Holm's p ≥ 0.05; mdd: the smallest difference these prompts \
          could have detected, 80% power, two-sided 5%). Effective ratio: the mean over prompts of \

@@ -250,8 +250,8 @@ fn legend(how: Overall) -> String {
          percentile bootstrap ({RESAMPLES} resamples, fixed seed; equal scores give it no width) \
          that resamples clusters — prompts sharing a needle or an article, counted in the \
          clusters column — not prompts; [–]: no interval, where a task holds one cluster (one \
-         example, or prompts of one needle), which a resample would draw every time.{average} Δ: the row's score minus snapkv's at the same \
-         budget / full's, in points, over the prompts both scored (paired cluster bootstrap \
+         example, or prompts of one needle), which a resample would draw every time.{average} \
+         Δ: the row's score minus snapkv's at the same budget / full's, in points, over the prompts both scored (paired cluster bootstrap \
          interval; p: exact McNemar test for pass rates of independent prompts, else the \
          cluster sign test; Holm: p adjusted over every Δ of this table); ≈: the interval \
          includes 0 or Holm's p ≥ 0.05 — the two cannot be told apart on these prompts; mdd: \

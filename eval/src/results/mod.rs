@@ -379,21 +379,18 @@ fn validate_point(i: usize, q: &QualityPoint) -> Result<()> {
     for (name, d) in [("vs_snapkv", &q.vs_snapkv), ("vs_full", &q.vs_full)] {
         if let Some(d) = d {
             let at = format!("{p}.{name}");
+            let half = |field: &str, other: &str| {
+                invalid(
+                    format!("{at}.{field}"),
+                    format!("a number, as {other} is given"),
+                    "nothing",
+                )
+            };
             match (d.low, d.high) {
                 (Some(low), Some(high)) => ordered(&at, low, high)?,
                 (None, None) => {}
-                (low, _) => {
-                    let (field, other) = if low.is_none() {
-                        ("low", "high")
-                    } else {
-                        ("high", "low")
-                    };
-                    return Err(invalid(
-                        format!("{at}.{field}"),
-                        format!("a number, as {other} is given"),
-                        "nothing",
-                    ));
-                }
+                (None, Some(_)) => return Err(half("low", "high")),
+                (Some(_), None) => return Err(half("high", "low")),
             }
             if d.n == 0 {
                 return Err(invalid(format!("{at}.n"), "at least 1", 0));

@@ -328,6 +328,9 @@ fn binomial_half_cdf(n: usize, k: usize) -> f64 {
 /// test) and the smallest detectable difference; `None` without pairs.
 pub fn paired(groups: &[Vec<Vec<(f64, f64)>>]) -> Option<Paired> {
     let groups = non_empty(groups);
+    if groups.is_empty() {
+        return None;
+    }
     let diffs: Vec<Vec<Vec<f64>>> = groups
         .iter()
         .map(|g| {
@@ -336,9 +339,6 @@ pub fn paired(groups: &[Vec<Vec<(f64, f64)>>]) -> Option<Paired> {
                 .collect()
         })
         .collect();
-    if groups.is_empty() {
-        return None;
-    }
     let interval = resamplable(&diffs)
         .then(|| cluster_bootstrap(&diffs, RESAMPLES, SEED, LEVEL))
         .flatten();
