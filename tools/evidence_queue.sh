@@ -43,7 +43,8 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 kvplan=${KVPLAN:-$repo/target/release/kvplan}
 model=${MODEL:-smollm2-135m-instruct}
 export RAYON_NUM_THREADS=${RAYON_NUM_THREADS:-1}
-methods="full,snapkv,pyramid,headkv,headkv-r,spindle,pod,treekv,streaming,h2o,tova,knorm"
+source "$repo/tools/methods.sh"
+methods=$KVPLAN_METHODS
 # The 50 needles of every NIAH shard: ten per depth.
 needles=(--depths 0,0.25,0.5,0.75,1 --examples 10)
 perms="headkv@perm1,headkv@perm2,headkv@perm3,headkv@perm4,headkv@perm5"

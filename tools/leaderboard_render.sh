@@ -22,7 +22,8 @@ kvplan=${KVPLAN:-$repo/target/release/kvplan}
 model=${1:?usage: tools/leaderboard_render.sh MODEL [LENGTH]}
 len=${2:-4096}
 dir="$repo/results/v3/$model/leaderboard-$len"
-methods="full,snapkv,pyramid,headkv,headkv-r,spindle,pod,treekv,streaming,h2o,tova,knorm"
+source "$repo/tools/methods.sh"
+methods=$KVPLAN_METHODS
 presses="kvpress-expected,kvpress-adakv-expected-e2,kvpress-keydiff"
 [ -n "${CHECKS:-}" ] && presses="kvpress-snapkv,$presses"
 [ -n "${KVZIP:-}" ] && presses+=",kvpress-kvzip"

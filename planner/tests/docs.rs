@@ -1,7 +1,8 @@
 //! The documentation against the code: `docs/methods.md` lists exactly the method table's names,
-//! in its order; every Markdown file a code comment cites exists; every relative link in the
-//! README, CONTRIBUTING and `docs/` reaches a file (and, with a `#fragment`, one of its
-//! headings). Plain file reads, no model: cheap enough for every `cargo test -p kvplan-planner`.
+//! in its order, and `tools/methods.sh` every one of them once; every Markdown file a code comment
+//! cites exists; every relative link in the README, CONTRIBUTING and `docs/` reaches a file (and,
+//! with a `#fragment`, one of its headings). Plain file reads, no model: cheap enough for every
+//! `cargo test -p kvplan-planner`.
 
 use kvplan_planner::methods::NAMES;
 use std::fs;
@@ -31,6 +32,28 @@ fn methods_doc_lists_the_method_table_in_order() {
     assert_eq!(
         listed, NAMES,
         "docs/methods.md must list the method table's names (`method_table!`, planner/src/method.rs) in order"
+    );
+}
+
+#[test]
+fn the_tools_method_list_holds_every_method_of_the_table_once() {
+    let text = read(&root().join("tools/methods.sh"));
+    let line = text.lines().find_map(|l| l.strip_prefix("KVPLAN_METHODS="));
+    let listed: Vec<&str> = line
+        .unwrap_or_default()
+        .trim_matches('"')
+        .split(',')
+        .collect();
+    let mut sorted = listed.clone();
+    sorted.sort_unstable();
+    sorted.dedup();
+    let mut table = NAMES.to_vec();
+    table.sort_unstable();
+    assert_eq!(
+        (sorted, listed.len()),
+        (table, NAMES.len()),
+        "tools/methods.sh's KVPLAN_METHODS must name every method of the table \
+         (`method_table!`, planner/src/method.rs) once"
     );
 }
 
