@@ -52,8 +52,8 @@ fn main() -> std::process::ExitCode {
     match run(cli) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
-            // One clear message: the context chain, without a backtrace.
-            eprintln!("error: {e:#}");
+            // One clear message: the context chain, each cause said once, without a backtrace.
+            eprintln!("error: {}", kvplan_app::error_text::one_line(&e));
             std::process::ExitCode::FAILURE
         }
     }

@@ -189,3 +189,50 @@ fn a_ratio_cell_that_lands_on_another_cells_budget_copies_its_generation() {
     assert!(probes(&both[1]) <= probes(&alone[0]), "{both:?} {alone:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Bad records give one error naming the file, said once, and nothing written: an empty
+/// records file (it parsed and rendered an empty board before), and a missing one (the OS's
+/// message was printed twice: the library's error says its source, and `{:#}` appended it).
+#[test]
+fn bad_records_are_one_error_naming_the_file_and_nothing_is_written() {
+    let dir = scratch("bad");
+    std::fs::create_dir_all(&dir).expect("scratch");
+    let empty = dir.join("M.ruler.records.json");
+    std::fs::write(&empty, r#"{"settings": {}, "records": []}"#).expect("write");
+    let out = dir.join("board");
+    let run = |file: &std::path::Path| {
+        let o = kvplan(&[
+            "eval",
+            "leaderboard",
+            &file.to_string_lossy(),
+            "--out",
+            &out.to_string_lossy(),
+        ]);
+        assert!(!o.status.success(), "{o:?}");
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    let err = run(&empty);
+    assert!(
+        err.contains(&format!("error: {}: holds no records", empty.display())),
+        "{err}"
+    );
+    assert!(!out.exists(), "nothing written for an empty file");
+    let missing = dir.join("nowhere.ruler.records.json");
+    let err = run(&missing);
+    let os = std::io::Error::from(std::io::ErrorKind::NotFound).to_string();
+    let said = std::fs::read(&missing).err().map(|e| e.to_string());
+    let said = said.unwrap_or(os);
+    assert_eq!(
+        err.lines().filter(|l| l.starts_with("error: ")).count(),
+        1,
+        "{err}"
+    );
+    assert!(err.contains(&missing.display().to_string()), "{err}");
+    assert_eq!(
+        err.matches(&said).count(),
+        1,
+        "the OS's message once: {err}"
+    );
+    assert!(!out.exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -16,6 +16,7 @@
 
 pub mod bench;
 pub mod dates;
+pub mod error_text;
 pub mod eval;
 pub mod figures;
 pub mod generate;

@@ -139,11 +139,24 @@ pub fn leaderboard(
     out: &Path,
     selection: &kvplan_eval::leaderboard::Selection,
 ) -> anyhow::Result<LeaderboardFiles> {
+    // Every file read and checked before anything is written: a bad second file leaves no
+    // folders of the first behind.
+    let mut inputs = Vec::with_capacity(records.len());
+    for path in records {
+        let input = leaderboard::read(path)?;
+        if input.file.records.is_empty() {
+            bail!(
+                "{}: holds no records, nothing to put on a leaderboard (records of `kvplan eval \
+                 ruler --ratios …`)",
+                path.display()
+            );
+        }
+        inputs.push((path, input));
+    }
     let mut md = String::new();
     let mut figures = Vec::new();
     let mut folders = 0;
-    for path in records {
-        let mut input = leaderboard::read(path)?;
+    for (path, mut input) in inputs {
         if let Some(why) = &input.note {
             eprintln!("kvplan: note: {why}");
         }
