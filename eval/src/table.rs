@@ -50,8 +50,9 @@ fn interval_text(i: Option<crate::stats::Interval>) -> String {
 
 /// `-30.0 [-60.0, 0.0] p 0.031 Holm 0.620 ≈ mdd 25.3 (n 8)`: the mean difference with its
 /// interval, its p-value and Holm-adjusted p-value (`holm`), `≈` where the two cannot be told
-/// apart ([`cannot_tell_apart`]) followed by the smallest detectable difference, and the pairs
-/// when fewer than the row's `n` prompts; `–` without a reference.
+/// apart ([`cannot_tell_apart`]) followed by the smallest detectable difference (or `(no pair
+/// differs)` where there is none to give because every pair scored alike), and the pairs when
+/// fewer than the row's `n` prompts; `–` without a reference.
 pub(crate) fn delta(p: Option<Paired>, holm: Option<f64>, n: usize) -> String {
     let Some(p) = p else {
         return "–".to_string();
@@ -74,6 +75,9 @@ pub(crate) fn delta(p: Option<Paired>, holm: Option<f64>, n: usize) -> String {
         match p.detectable {
             Some(d) if d > 1.0 => s.push_str(" mdd >100"),
             Some(d) => s.push_str(&format!(" mdd {}", pct(d))),
+            // No pair differs and the scores are not 0/1: nothing to size a detectable
+            // difference by, and the reader should know the rows are alike, not merely close.
+            None if p.differing == 0 => s.push_str(" (no pair differs)"),
             None => {}
         }
     }
@@ -488,6 +492,7 @@ mod tests {
             p_value: None,
             test: crate::stats::Test::ClusterSign,
             detectable: Some(0.3),
+            differing: 3,
         };
         assert_eq!(delta(Some(p), None, 5), "+25.0 [10.0, 40.0] (n 3)");
         assert_eq!(delta(Some(p), None, 3), "+25.0 [10.0, 40.0]");
@@ -511,6 +516,28 @@ mod tests {
             ..p
         };
         assert_eq!(delta(Some(q), None, 3), "+25.0 [10.0, 40.0] p 0.010");
+        // Every pair alike (PyramidKV at 25% against SnapKV on RULER, the authors' short-prompt
+        // rule): no mdd to give, and the cell says why rather than ending at `≈`.
+        let alike = Paired {
+            mean: 0.0,
+            interval: Some(crate::stats::Interval { lo: 0.0, hi: 0.0 }),
+            p_value: Some(1.0),
+            detectable: None,
+            differing: 0,
+            ..p
+        };
+        assert_eq!(
+            delta(Some(alike), None, 3),
+            "0.0 [0.0, 0.0] p 1.000 ≈ (no pair differs)"
+        );
+        let one_differs = Paired {
+            differing: 1,
+            ..alike
+        };
+        assert_eq!(
+            delta(Some(one_differs), None, 3),
+            "0.0 [0.0, 0.0] p 1.000 ≈"
+        );
         assert_eq!(
             delta(Some(q), Some(0.2), 3),
             "+25.0 [10.0, 40.0] p 0.010 Holm 0.200 ≈ mdd 30.0"

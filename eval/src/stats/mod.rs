@@ -112,6 +112,8 @@ pub struct Paired {
     pub test: Test,
     /// The smallest difference this sample could have detected ([`cluster::detectable`]).
     pub detectable: Option<f64>,
+    /// Pairs whose two scores differ (0: the two rows scored alike on every prompt).
+    pub differing: usize,
 }
 
 /// The two-sided standard-normal quantile of `level`: 1.959964 for 0.95.
@@ -360,6 +362,7 @@ pub fn paired(groups: &[Vec<Vec<(f64, f64)>>]) -> Option<Paired> {
         p_value: Some(p_value),
         test,
         detectable: detectable(&diffs, binary && one_group),
+        differing: pairs.iter().filter(|(a, b)| a != b).count(),
     })
 }
 
@@ -521,7 +524,7 @@ mod tests {
         let mut pairs = vec![(1.0, 0.0); 6];
         pairs.extend([(1.0, 1.0), (0.0, 0.0), (1.0, 1.0), (0.0, 0.0)]);
         let p = paired(&[ind(&pairs)]).expect("pairs");
-        assert_eq!(p.n, 10);
+        assert_eq!((p.n, p.differing), (10, 6));
         assert!(close(p.mean, 0.6, 1e-12) && close(p.p_value.unwrap_or(0.0), 0.031_25, 1e-9));
         assert!(
             p.interval.is_some_and(|i| i.lo > 0.0 && i.contains(0.6)),
@@ -530,8 +533,8 @@ mod tests {
         // Identical scores: difference 0 exactly, cannot be told apart.
         let same = paired(&[ind(&[(1.0, 1.0), (0.0, 0.0)])]).expect("pairs");
         assert_eq!(
-            (same.mean, same.interval, same.p_value),
-            (0.0, Some(Interval { lo: 0.0, hi: 0.0 }), Some(1.0))
+            (same.mean, same.interval, same.p_value, same.differing),
+            (0.0, Some(Interval { lo: 0.0, hi: 0.0 }), Some(1.0), 0)
         );
         assert_eq!(p.test, Test::McNemar);
         // Fractions or several groups: the cluster sign test. Group means of the differences
