@@ -156,6 +156,55 @@ pub fn of_slug(places: &Places, slug: &str) -> anyhow::Result<(Plan, Source)> {
     Ok((plan, source))
 }
 
+/// The plan whose bytes hash to `sha256` (what evaluation records carry), with where it was
+/// found: the first of `./plans/*.plan.json`, the per-user folder's `*.plan.json` and the shipped
+/// plans that does; `None` when none does. A file that cannot be read is passed over (it cannot
+/// be the one the records name).
+pub fn with_sha256(places: &Places, sha256: &str) -> anyhow::Result<Option<(Plan, Source)>> {
+    let files = |dir: &Path| -> Vec<PathBuf> {
+        let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+            .map(|d| {
+                d.filter_map(|e| e.ok().map(|e| e.path()))
+                    .filter(|p| p.to_string_lossy().ends_with(".plan.json"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        found.sort();
+        found
+    };
+    let mut sources: Vec<Source> = files(&places.working)
+        .into_iter()
+        .map(Source::WorkingDir)
+        .collect();
+    sources.extend(files(&places.user).into_iter().map(Source::User));
+    sources.extend(SHIPPED.iter().map(|(slug, _)| Source::Shipped(slug)));
+    for source in sources {
+        let have = match &source {
+            Source::Given(p) | Source::WorkingDir(p) | Source::User(p) => match sha256_file(p) {
+                Ok(h) => h,
+                Err(_) => continue,
+            },
+            Source::Shipped(slug) => {
+                let text = shipped(slug).map_or("", |(_, t)| t);
+                hex_sha256(text.as_bytes())
+            }
+        };
+        if have == sha256 {
+            let (plan, _) = read(&source, None)?;
+            return Ok(Some((plan, source)));
+        }
+    }
+    Ok(None)
+}
+
+/// The SHA-256 of `bytes` in lowercase hex, as [`sha256_file`] writes it.
+fn hex_sha256(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
 /// Reads the plan at `source` for the model `identity`, checked against it, with the SHA-256 of
 /// its bytes.
 pub fn load(source: &Source, identity: &ModelIdentity) -> anyhow::Result<(Plan, String)> {
@@ -179,11 +228,7 @@ fn read(source: &Source, identity: Option<&ModelIdentity>) -> anyhow::Result<(Pl
             if let Some(identity) = identity {
                 plan.check_model(identity).with_context(from)?;
             }
-            let sha = Sha256::digest(text.as_bytes())
-                .iter()
-                .map(|b| format!("{b:02x}"))
-                .collect();
-            Ok((plan, sha))
+            Ok((plan, hex_sha256(text.as_bytes())))
         }
     }
 }
@@ -207,6 +252,39 @@ mod tests {
             e.contains("no plan for no-such-model") && e.contains("user/no-such-model.plan.json"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_plan_is_found_by_the_hash_records_carry_in_every_place() {
+        let dir = scratch("by-hash");
+        let places = Places {
+            working: dir.join("plans"),
+            user: dir.join("user"),
+        };
+        // Shipped: the committed file's bytes, so its hash is `sha256sum plans/<slug>.plan.json`.
+        let shipped_sha = sha256_file(Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../plans/gemma-3-270m.plan.json"
+        )))
+        .unwrap_or_default();
+        let found = with_sha256(&places, &shipped_sha).ok().flatten();
+        assert_eq!(found.map(|(_, s)| s), Some(Source::Shipped("gemma-3-270m")));
+        // A per-user file wins over the shipped plan it equals; one changed byte is another plan.
+        std::fs::create_dir_all(&places.user).ok();
+        let text = shipped("gemma-3-270m").map_or("", |(_, t)| t);
+        let user = places.user.join("mine.plan.json");
+        std::fs::write(&user, text).ok();
+        let found = with_sha256(&places, &shipped_sha).ok().flatten();
+        assert_eq!(found.map(|(_, s)| s), Some(Source::User(user.clone())));
+        std::fs::write(&user, format!("{text} ")).ok();
+        let edited = sha256_file(&user).unwrap_or_default();
+        let found = with_sha256(&places, &edited).ok().flatten();
+        assert_eq!(found.map(|(_, s)| s), Some(Source::User(user)));
+        assert!(with_sha256(&places, "0".repeat(64).as_str())
+            .ok()
+            .flatten()
+            .is_none());
+        std::fs::remove_dir_all(&dir).ok();
     }
 
     fn scratch(name: &str) -> PathBuf {

@@ -16,49 +16,45 @@ use kvplan_planner::Plan;
 use kvplan_plots::figures::leaderboard::{Leaderboard, Point};
 
 /// Re-renders the table and results entries of the records file at `path`, under the plan they
-/// were made under (`plan`, else the file under `plans/` with their hash); returns what it wrote.
+/// were made under (`plan`, else the plan with their hash, [`plan_of`]); returns what it wrote.
 pub fn render_table(path: &Path, plan: Option<&Path>) -> anyhow::Result<Rendered> {
-    let plan = plan_of(path, plan)?;
+    let plan = plan_of(path, plan, " (give --plan)")?;
     render(path, plan.as_ref()).with_context(|| format!("rendering {}", path.display()))
 }
 
 /// The plan the records at `path` were made under: `explicit` (its hash must be theirs), else
-/// the plan under `plans/` with their hash; `None`, with a note, when they name none or no file
+/// the plan with their hash in `./plans/`, the per-user plans folder or the plans shipped with
+/// kvplan ([`crate::plans::with_sha256`]), so that an installed kvplan run anywhere finds a
+/// catalog model's plan; `None`, with a note (ending in `hint`), when they name none or no plan
 /// has it.
-fn plan_of(path: &Path, explicit: Option<&Path>) -> anyhow::Result<Option<Plan>> {
+fn plan_of(path: &Path, explicit: Option<&Path>, hint: &str) -> anyhow::Result<Option<Plan>> {
     let Some(want) = plan_sha256(path).with_context(|| format!("reading {}", path.display()))?
     else {
         return Ok(None);
     };
-    let candidates: Vec<PathBuf> = match explicit {
-        Some(p) => vec![p.to_path_buf()],
-        None => std::fs::read_dir("plans")
-            .map(|d| {
-                d.filter_map(|e| e.ok().map(|e| e.path()))
-                    .filter(|p| p.to_string_lossy().ends_with(".plan.json"))
-                    .collect()
-            })
-            .unwrap_or_default(),
-    };
-    for file in &candidates {
+    if let Some(file) = explicit {
         let have = sha256_file(file).with_context(|| format!("hashing {}", file.display()))?;
-        if have == want {
-            let plan =
-                Plan::load(file, None).with_context(|| format!("reading {}", file.display()))?;
-            return Ok(Some(plan));
-        }
-        if explicit.is_some() {
+        if have != want {
             bail!(
                 "{}: plan_sha256 {have}, but {} were made under plan_sha256 {want}",
                 file.display(),
                 path.display()
             );
         }
+        let plan = Plan::load(file, None).with_context(|| format!("reading {}", file.display()))?;
+        return Ok(Some(plan));
+    }
+    let places = crate::plans::Places::here();
+    if let Some((plan, _)) = crate::plans::with_sha256(&places, &want)? {
+        return Ok(Some(plan));
     }
     eprintln!(
-        "kvplan: note: {} were made under a plan (sha256 {want}) not found under plans/; rows are \
-         not checked for retrieval-reasoning scores at chance (give --plan)",
-        path.display()
+        "kvplan: note: {} were made under a plan (sha256 {want}) found neither in {} nor in {} \
+         nor among the plans shipped with kvplan; rows are not checked for retrieval-reasoning \
+         scores at chance{hint}",
+        path.display(),
+        places.working.display(),
+        places.user.display()
     );
     Ok(None)
 }
@@ -160,17 +156,23 @@ pub fn leaderboard(
         if let Some(why) = &input.note {
             eprintln!("kvplan: note: {why}");
         }
+        let had_ratio_cells = input.file.records.iter().any(|r| r.ratio.is_some());
         if let Some(what) = input.select(selection) {
             eprintln!("kvplan: {}: {what}", path.display());
         }
         folders += write_folders(&input, out)?.len();
         let file = &input.file;
-        let plan = plan_of(path, None)?;
+        let plan = plan_of(path, None, "")?;
         let marks = Marks::of(plan.as_ref(), &file.settings);
         let b = board(file, &marks);
         if b.points.is_empty() {
+            let why = if had_ratio_cells {
+                "none of its ratio cells is kept by --methods and --common-prompts"
+            } else {
+                "it holds no ratio cells (run with --ratios)"
+            };
             eprintln!(
-                "kvplan: note: {} holds no ratio cells (run with --ratios); only FullKV is written",
+                "kvplan: note: {}: {why}; only FullKV is written",
                 path.display()
             );
         }
