@@ -199,10 +199,7 @@ pub fn with_sha256(places: &Places, sha256: &str) -> anyhow::Result<Option<(Plan
 
 /// The SHA-256 of `bytes` in lowercase hex, as [`sha256_file`] writes it.
 fn hex_sha256(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    kvplan_common::fetch::hex(&Sha256::digest(bytes))
 }
 
 /// Reads the plan at `source` for the model `identity`, checked against it, with the SHA-256 of
@@ -319,11 +316,7 @@ mod tests {
         for (slug, text) in SHIPPED {
             let path = dir.join(format!("{slug}.plan.json"));
             let sha = sha256_file(&path).unwrap_or_default();
-            let ours: String = Sha256::digest(text.as_bytes())
-                .iter()
-                .map(|b| format!("{b:02x}"))
-                .collect();
-            assert_eq!(ours, sha, "{slug}");
+            assert_eq!(hex_sha256(text.as_bytes()), sha, "{slug}");
             assert!(Plan::from_json(text).is_ok(), "{slug}");
         }
     }
