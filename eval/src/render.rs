@@ -85,6 +85,16 @@ pub fn render(path: &Path, plan: Option<&Plan>) -> Result<Rendered> {
     let (model, task) = name_parts(path)?;
     let dir = path.parent().unwrap_or(Path::new("."));
     let file = read(path)?;
+    if file.records.is_empty() {
+        // An empty table would replace the last one, and the results file's entries for this
+        // task would be dropped: refuse before anything is written.
+        return Err(Error::Invalid {
+            path: path.display().to_string(),
+            message: "holds no records, nothing to render (the table and the results file are \
+                      left as they are)"
+                .into(),
+        });
+    }
     let mut records = file.records.clone();
     // kvpress's records join only when made on these records' prompts, as in a run.
     let beside = companion::path(dir, &model, &task);
@@ -206,6 +216,22 @@ mod tests {
             why.contains("mode: question-agnostic here, question-aware in this run"),
             "{why}"
         );
+        // A records file holding none is refused: the table and the results file stay.
+        let (table, results) = (
+            std::fs::read(&r.table).expect("table"),
+            std::fs::read(&r.results).expect("results"),
+        );
+        let empty = dir.join("m.niah.records.json");
+        RecordsFile::<Record>::new(file.settings.clone())
+            .save(&empty)
+            .expect("empty records");
+        let err = render(&empty, None).expect_err("no records").to_string();
+        assert!(
+            err.contains("m.niah.records.json") && err.contains("holds no records"),
+            "{err}"
+        );
+        assert_eq!(std::fs::read(&r.table).expect("table"), table);
+        assert_eq!(std::fs::read(&r.results).expect("results"), results);
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

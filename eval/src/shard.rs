@@ -155,6 +155,13 @@ pub fn merge(files: &[(String, RecordsFile<Record>)]) -> Result<RecordsFile<Reco
             }
         }
     }
+    if out.records.is_empty() {
+        let names: Vec<&str> = files.iter().map(|(n, _)| n.as_str()).collect();
+        return Err(Error::Request(format!(
+            "no records in {}: nothing to merge, nothing written",
+            names.join(", ")
+        )));
+    }
     Ok(out)
 }
 
@@ -231,5 +238,18 @@ mod tests {
         let err = merge(&[("a".into(), a), ("d".into(), conflict)]).expect_err("conflict");
         assert!(err.to_string().contains("also in a"), "{err}");
         assert!(merge(&[]).is_err());
+    }
+
+    #[test]
+    fn shards_not_started_merge_with_the_others_but_not_alone() {
+        let a = file("0", vec![rec(0, "snapkv", 1.0)]);
+        let empty = file("0", Vec::new());
+        let m = merge(&[("a".into(), a), ("e".into(), empty.clone())]).expect("merged");
+        assert_eq!(m.records.len(), 1);
+        let err = merge(&[("e".into(), empty.clone()), ("f".into(), empty)]).expect_err("empty");
+        assert_eq!(
+            err.to_string(),
+            "no records in e, f: nothing to merge, nothing written"
+        );
     }
 }

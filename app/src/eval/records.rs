@@ -19,7 +19,15 @@ use kvplan_plots::figures::leaderboard::{Leaderboard, Point};
 /// were made under (`plan`, else the plan with their hash, [`plan_of`]); returns what it wrote.
 pub fn render_table(path: &Path, plan: Option<&Path>) -> anyhow::Result<Rendered> {
     let plan = plan_of(path, plan, " (give --plan)")?;
-    render(path, plan.as_ref()).with_context(|| format!("rendering {}", path.display()))
+    render(path, plan.as_ref()).map_err(|e| {
+        // Most of render's errors name the file already; the others get it said once.
+        let shown = path.display().to_string();
+        if e.to_string().contains(&shown) {
+            anyhow::Error::new(e)
+        } else {
+            anyhow::Error::new(e).context(format!("rendering {shown}"))
+        }
+    })
 }
 
 /// The plan the records at `path` were made under: `explicit` (its hash must be theirs), else
@@ -28,8 +36,8 @@ pub fn render_table(path: &Path, plan: Option<&Path>) -> anyhow::Result<Rendered
 /// catalog model's plan; `None`, with a note (ending in `hint`), when they name none or no plan
 /// has it.
 fn plan_of(path: &Path, explicit: Option<&Path>, hint: &str) -> anyhow::Result<Option<Plan>> {
-    let Some(want) = plan_sha256(path).with_context(|| format!("reading {}", path.display()))?
-    else {
+    // Its errors name the file.
+    let Some(want) = plan_sha256(path)? else {
         return Ok(None);
     };
     if let Some(file) = explicit {
