@@ -2,7 +2,8 @@
 //! joined by cell key into the whole run's records file (`kvplan_eval::shard::merge`), no model
 //! loaded. Files made under different settings are refused, as are two copies of a cell that
 //! differ. The merged file takes the whole run's name (`.shard-i-of-n` dropped); an existing file
-//! of that name is merged into only when listed among the inputs.
+//! of that name is merged into only when listed among the inputs. A shard not started yet (no
+//! records) merges with the others; files that hold no record between them are refused.
 
 use std::path::PathBuf;
 

@@ -13,7 +13,8 @@ Each file's table (<model>.<task>.md) is rewritten and its task's entries of <mo
 replaced, next to it; kvpress's records beside it (<model>.<task>.kvpress.records.json) join the
 table. Figures are not redrawn: `kvplan plot` draws them from the results file. The plan the
 records were made under (their settings' plan_sha256: --plan, else the file under plans/ with that
-hash) marks the rows whose budgets rest on retrieval-reasoning scores not above chance.
+hash) marks the rows whose budgets rest on retrieval-reasoning scores not above chance. A file
+holding no records is refused, its table and results entries left as they are.
 
 Example:
   kvplan eval table results/v2/question-end/SmolLM2-135M-Instruct.niah.records.json")]
