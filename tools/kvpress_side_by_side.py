@@ -727,6 +727,17 @@ def shard_of(prompts, shard):
     return prompts[i - 1::n]
 
 
+def run_order(prompts, limit=None, shard=None):
+    """The prompts a run takes, in the order it takes them: example-major (every task's example
+    0, then every task's example 1, …), so a run cut short still covers every task on the same
+    examples. `limit` keeps the first N of all prompts in that order (N = 2 × tasks: examples 0–1
+    of every task); `shard` (i, n) then keeps its own, every n-th prompt of the file from the
+    i-th, so a shard's prompts do not depend on `limit`."""
+    chosen = {id(p) for p in sorted(prompts, key=lambda p: p["example"])[:limit]}
+    mine = [p for p in shard_of(prompts, shard) if id(p) in chosen]
+    return sorted(mine, key=lambda p: p["example"])
+
+
 def merge(files, out):
     """Joins kvpress records files (shards) made under the same settings into `out`: a cell in
     two files must have the same response (one copy kept)."""
@@ -804,10 +815,7 @@ def run(args):
     part = "" if args.shard is None else f".shard-{args.shard[0]}-of-{args.shard[1]}"
     out = Path(args.out) / f"{prompts['model']}.{prompts['task']}.kvpress{part}.records.json"
     data = open_records(out, settings)
-    # Example-major order (every task's example 0, then every task's example 1, …): a run cut
-    # short still covers every task, on the same examples.
-    mine = sorted(shard_of(prompts["prompts"][: args.limit], args.shard),
-                  key=lambda p: p["example"])
+    mine = run_order(prompts["prompts"], args.limit, args.shard)
     todo = list(pending_cells(mine, args.presses, args.budgets, data["records"], args.ratios))
     print(f"{len(todo)} cells to run ({MODES[args.mode]}); records {out}", flush=True)
     if not todo:
@@ -902,7 +910,9 @@ def parse_args(argv):
     ap.add_argument("--mode", choices=list(MODES), default="aware",
                     help="aware: press on the whole prompt; agnostic: on the context only")
     ap.add_argument("--threads", type=int, default=2, help="torch CPU threads (2)")
-    ap.add_argument("--limit", type=int, default=None, help="first N prompts only")
+    ap.add_argument("--limit", type=int, default=None, help="the first N prompts in the order they run, example-major (every task's "
+                         "example 0, then every task's example 1, ...): --limit 26 on 13 tasks is "
+                         "examples 0-1 of each")
     ap.add_argument("--device", default="cpu",
                     help="torch device: cpu (default) or cuda (float32, TF32 off)")
     ap.add_argument("--shard", default=None,
