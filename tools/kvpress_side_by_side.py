@@ -910,9 +910,10 @@ def parse_args(argv):
     ap.add_argument("--mode", choices=list(MODES), default="aware",
                     help="aware: press on the whole prompt; agnostic: on the context only")
     ap.add_argument("--threads", type=int, default=2, help="torch CPU threads (2)")
-    ap.add_argument("--limit", type=int, default=None, help="the first N prompts in the order they run, example-major (every task's "
-                         "example 0, then every task's example 1, ...): --limit 26 on 13 tasks is "
-                         "examples 0-1 of each")
+    ap.add_argument("--limit", type=int, default=None,
+                    help="the first N prompts in the order they run, example-major (every "
+                         "task's example 0, then every task's example 1, ...): --limit 26 on "
+                         "13 tasks is examples 0-1 of each")
     ap.add_argument("--device", default="cpu",
                     help="torch device: cpu (default) or cuda (float32, TF32 off)")
     ap.add_argument("--shard", default=None,
