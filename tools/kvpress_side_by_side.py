@@ -733,9 +733,8 @@ def run_order(prompts, limit=None, shard=None):
     examples. `limit` keeps the first N of all prompts in that order (N = 2 × tasks: examples 0–1
     of every task); `shard` (i, n) then keeps its own, every n-th prompt of the file from the
     i-th, so a shard's prompts do not depend on `limit`."""
-    chosen = {id(p) for p in sorted(prompts, key=lambda p: p["example"])[:limit]}
-    mine = [p for p in shard_of(prompts, shard) if id(p) in chosen]
-    return sorted(mine, key=lambda p: p["example"])
+    mine = {id(p) for p in shard_of(prompts, shard)}
+    return [p for p in sorted(prompts, key=lambda p: p["example"])[:limit] if id(p) in mine]
 
 
 def merge(files, out):
