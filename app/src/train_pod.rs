@@ -254,7 +254,7 @@ fn load_trainable(path: &Path) -> anyhow::Result<(Tokenizer, Model<TrainBackend>
     let tok = Tokenizer::from_gguf(&gguf)?;
     let model = Model::<TrainBackend>::from_gguf(&gguf, device)
         .with_context(|| format!("loading {}", path.display()))?;
-    kvplan_runtime::press::from_plan::refuse_pod_on(&model.config.architecture)?;
+    kvplan_runtime::press::from_plan::refuse_pod_on_windows(&model.config)?;
     Ok((tok, model))
 }
 

@@ -99,6 +99,7 @@ fn kernel_time(n: usize) {
         keys: n,
         head_dim: 64,
         window: None,
+        softcap: None,
     };
     time(&format!("host kernel n={n}"), 3, || {
         attend(&q, &k, &k, dims, 0..0, false)

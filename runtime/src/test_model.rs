@@ -113,6 +113,17 @@ pub(crate) fn rewrite(
     meta: &[(&str, MetaValue)],
     tensors: &[(String, Vec<usize>)],
 ) -> GgufFile {
+    rewrite_keeping(g, arch, meta, tensors, |_| true)
+}
+
+/// [`rewrite`], keeping only the tensors of `g` whose name `keep` accepts.
+pub(crate) fn rewrite_keeping(
+    g: &GgufFile,
+    arch: &str,
+    meta: &[(&str, MetaValue)],
+    tensors: &[(String, Vec<usize>)],
+    keep: impl Fn(&str) -> bool,
+) -> GgufFile {
     let mut w = GgufWriter::new();
     for (k, v) in &g.metadata {
         let (k, v) = match (k.as_str(), k.strip_prefix("llama.")) {
@@ -125,7 +136,7 @@ pub(crate) fn rewrite(
     for (k, v) in meta {
         w = w.meta(k, v.clone());
     }
-    for t in &g.tensors {
+    for t in g.tensors.iter().filter(|t| keep(&t.name)) {
         let (data, shape) = g.tensor_f32(&t.name).expect("tiny tensor");
         w = w.tensor_f32(&t.name, &shape, &data);
     }

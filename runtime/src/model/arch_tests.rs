@@ -59,7 +59,8 @@ fn per_layer(layers: usize, names: &[&str], dim: usize) -> Vec<(String, Vec<usiz
 fn refuses_tensors_the_architecture_does_not_use() {
     let g = tiny_gguf(&spec(2));
     for (name, shape) in [
-        ("rope_freqs.weight", vec![D / 2]),
+        ("rope_factors_long.weight", vec![D / 2]),
+        ("blk.0.attn_qkv.weight", vec![(NH + 2 * NKV) * D, H]),
         ("blk.2.attn_q.weight", vec![NH * D, H]),
         ("blk.0.attn_q.bias", vec![NH * D]),
         ("blk.00.attn_norm.weight", vec![H]),
@@ -78,20 +79,31 @@ fn refuses_tensors_the_architecture_does_not_use() {
 fn refuses_metadata_the_runtime_would_run_wrongly() {
     let g = tiny_gguf(&spec(1));
     let cases = [
-        ("llama.rope.scaling.type", MetaValue::String("yarn".into())),
-        ("llama.rope.scale_linear", MetaValue::F32(2.0)),
+        (
+            "llama.rope.scaling.type",
+            MetaValue::String("longrope".into()),
+        ),
+        ("llama.rope.scale_linear", MetaValue::F32(-2.0)),
         ("llama.rope.dimension_count", MetaValue::U32((D / 2) as u32)),
         (
             "llama.attention.value_length",
             MetaValue::U32((2 * D) as u32),
         ),
-        ("llama.attention.sliding_window", MetaValue::U32(4)),
         ("llama.final_logit_softcapping", MetaValue::F32(30.0)),
     ];
     for (key, value) in cases {
         let err = load_err(&rewrite(&g, "llama", &[(key, value)], &[]));
         assert!(err.contains(key), "{key}: {err}");
     }
+    // A scaling type without the keys it needs names the missing key.
+    let yarn = [("llama.rope.scaling.type", MetaValue::String("yarn".into()))];
+    let err = load_err(&rewrite(&g, "llama", &yarn, &[]));
+    assert!(err.contains("llama.rope.scaling.factor"), "{err}");
+    // Gemma's local layers rotate unscaled: any scaling there is refused by name.
+    let freqs = [("rope_freqs.weight".to_string(), vec![D / 2])];
+    let gemma_meta = [("gemma3.attention.sliding_window", MetaValue::U32(4))];
+    let err = load_err(&rewrite(&g, "gemma3", &gemma_meta, &freqs));
+    assert!(err.contains("rope_freqs.weight"), "{err}");
     let qwen = rewrite(
         &g,
         "qwen2",
@@ -115,7 +127,14 @@ fn unknown_architecture_lists_the_supported_ones() {
     let g = rewrite(&tiny_gguf(&spec(1)), "mamba", &[], &[]);
     let err = load_err(&g);
     assert!(
-        err.contains("\"mamba\"") && err.contains("llama, qwen2, gemma3"),
+        err.contains("\"mamba\"")
+            && err.contains("llama, qwen2, qwen3, olmo2, phi3, gemma2, gemma3, smollm3"),
+        "{err}"
+    );
+    // A known family kvplan does not run says what it lacks, in the same one line.
+    let err = load_err(&rewrite(&tiny_gguf(&spec(1)), "qwen3moe", &[], &[]));
+    assert!(
+        err.contains("\"qwen3moe\" (mixture-of-experts") && err.contains("kvplan runs llama"),
         "{err}"
     );
 }
@@ -300,4 +319,305 @@ fn tiny_gemma3_runs_alike_in_both_kernels() {
     let generic = last_logits(&mut m, &ids, true);
     assert!(close(&host, &generic, 1e-4), "{host:?} vs {generic:?}");
     assert_eq!(argmax(&host), argmax(&generic));
+}
+
+/// The config of `g` renamed to `arch` with `meta` and extra `tensors`.
+fn config_of(
+    arch: &str,
+    meta: &[(&str, MetaValue)],
+    tensors: &[(String, Vec<usize>)],
+) -> ModelConfig {
+    let g = rewrite(&tiny_gguf(&spec(8)), arch, meta, tensors);
+    ModelConfig::from_gguf(&g).unwrap_or_else(|e| panic!("{arch}: {e}"))
+}
+
+#[test]
+fn rope_scaling_is_read_as_llama_cpp_writes_it() {
+    use super::rope::RopeScaling;
+    let s = |v: &str| MetaValue::String(v.into());
+    let c = config_of("llama", &[], &[]);
+    assert_eq!(c.rope_scaling, RopeScaling::None);
+    let linear = [
+        ("llama.rope.scaling.type", s("linear")),
+        ("llama.rope.scaling.factor", MetaValue::F32(2.0)),
+    ];
+    let c = config_of("llama", &linear, &[]);
+    assert_eq!(c.rope_scaling, RopeScaling::Linear { factor: 2.0 });
+    // The older key alone means the same.
+    let c = config_of(
+        "llama",
+        &[("llama.rope.scale_linear", MetaValue::F32(4.0))],
+        &[],
+    );
+    assert_eq!(c.rope_scaling, RopeScaling::Linear { factor: 4.0 });
+    let yarn = [
+        ("qwen2.rope.scaling.type", s("yarn")),
+        ("qwen2.rope.scaling.factor", MetaValue::F32(4.0)),
+        (
+            "qwen2.rope.scaling.original_context_length",
+            MetaValue::U32(32),
+        ),
+        ("qwen2.rope.scaling.yarn_beta_fast", MetaValue::F32(16.0)),
+    ];
+    let biases: Vec<(String, Vec<usize>)> = (0..8)
+        .flat_map(|l| {
+            [("q", NH), ("k", NKV), ("v", NKV)]
+                .map(|(w, n)| (format!("blk.{l}.attn_{w}.bias"), vec![n * D]))
+        })
+        .collect();
+    let c = config_of("qwen2", &yarn, &biases);
+    assert_eq!(
+        c.rope_scaling,
+        RopeScaling::Yarn {
+            factor: 4.0,
+            original_context: 32,
+            beta_fast: 16.0,
+            beta_slow: 1.0,
+            attn_factor: 1.0
+        }
+    );
+    // Llama 3.x: the factors come from the file's `rope_freqs.weight`, as stored.
+    let stored = vec![1.0f32, 1.5, 4.0, 8.0];
+    let mut w = GgufWriter::new();
+    let tiny = tiny_gguf(&spec(2));
+    for (k, v) in &tiny.metadata {
+        w = w.meta(k, v.clone());
+    }
+    for t in &tiny.tensors {
+        let (data, shape) = tiny.tensor_f32(&t.name).unwrap();
+        w = w.tensor_f32(&t.name, &shape, &data);
+    }
+    let g = GgufFile::from_bytes(
+        w.tensor_f32("rope_freqs.weight", &[D / 2], &stored)
+            .to_bytes(),
+    )
+    .unwrap();
+    let c = ModelConfig::from_gguf(&g).unwrap();
+    assert_eq!(
+        c.rope_scaling,
+        RopeScaling::FreqFactors {
+            factors: stored.clone()
+        }
+    );
+    let plain = super::rope::Frequencies::new(D, c.rope_theta);
+    let scaled = c.rope();
+    for (j, (f, s)) in plain.inv_freq().iter().zip(&stored).enumerate() {
+        assert_eq!(scaled.layer(1).inv_freq()[j], f / s, "pair {j}");
+    }
+}
+
+#[test]
+fn smollm3_leaves_every_fourth_layer_unrotated() {
+    let c = config_of("smollm3", &[], &[]);
+    let rotates: Vec<bool> = (0..8).map(|l| c.rope().layer(l).rotates()).collect();
+    assert_eq!(rotates, [true, true, true, false, true, true, true, false]);
+    let c = config_of(
+        "smollm3",
+        &[("smollm3.no_rope_layer_step", MetaValue::U32(2))],
+        &[],
+    );
+    assert_eq!(
+        c.rope_layers,
+        [true, false, true, false, true, false, true, false]
+    );
+    // A NoPE layer caches its keys as projected: the cached keys are the observed pre-RoPE keys.
+    let g = rewrite(&tiny_gguf(&spec(4)), "smollm3", &[], &[]);
+    let m = load(&g).unwrap();
+    let config = crate::observe::ObserveConfig {
+        attn_rows: 0,
+        rows_end: None,
+        keys_values: true,
+        layers: None,
+        column_sums: false,
+    };
+    let mut obs = crate::observe::Observer::new(config, 4);
+    let mut cache = m.new_cache();
+    let ids = [3u32, 9, 1, 4, 7];
+    m.forward(&ids, &mut cache, Some(&mut obs), Logits::Last)
+        .unwrap();
+    for l in [2, 3] {
+        let pre = &obs.layers[l].keys_values[0].keys; // [kv][t][d]
+        let (k, _) = cache.layers[l].head(0).unwrap();
+        let cached: Vec<f32> = k.into_data().iter::<f32>().collect();
+        let same = close(&cached, &pre[..ids.len() * D], 0.0);
+        assert_eq!(
+            same,
+            l == 3,
+            "layer {l}: cached keys equal the pre-RoPE keys"
+        );
+    }
+}
+
+#[test]
+fn olmo2_normalises_the_whole_projection_and_has_no_pre_norms() {
+    let g = tiny_gguf(&spec(1));
+    let add = [
+        ("blk.0.attn_q_norm.weight".to_string(), vec![NH * D]),
+        ("blk.0.attn_k_norm.weight".to_string(), vec![NKV * D]),
+        ("blk.0.post_attention_norm.weight".to_string(), vec![H]),
+        ("blk.0.post_ffw_norm.weight".to_string(), vec![H]),
+    ];
+    let pre = |n: &str| n.ends_with("attn_norm.weight") || n.ends_with("ffn_norm.weight");
+    let file = crate::test_model::rewrite_keeping(&g, "olmo2", &[], &add, |n| !pre(n));
+    let m = load(&file).unwrap();
+    let b = &m.transformer.blocks[0];
+    assert!(b.attn_norm.is_none() && b.ffn_norm.is_none());
+    assert!(b.post_attn_norm.is_some() && b.post_ffn_norm.is_some());
+    // project(e_c): the raw column, RMS-normalised over all heads at once, times the weight
+    // (NEOX: rows as stored).
+    let c = 5;
+    let raw = |n: &str| file.tensor_f32(n).unwrap().0;
+    let eps = m.config.rms_eps;
+    let by_hand = |rows: &[f32], gamma: &[f32]| -> Vec<f32> {
+        let col: Vec<f64> = (0..gamma.len()).map(|j| rows[j * H + c] as f64).collect();
+        let rms = (col.iter().map(|x| x * x).sum::<f64>() / col.len() as f64 + eps).sqrt();
+        col.iter()
+            .zip(gamma)
+            .map(|(x, g)| (x / rms * *g as f64) as f32)
+            .collect()
+    };
+    let q = by_hand(
+        &raw("blk.0.attn_q.weight"),
+        &raw("blk.0.attn_q_norm.weight"),
+    );
+    let k = by_hand(
+        &raw("blk.0.attn_k.weight"),
+        &raw("blk.0.attn_k_norm.weight"),
+    );
+    let got = projected_unit(&m, c);
+    assert!(
+        close(&got[..NH * D], &q, 1e-5),
+        "{:?} vs {q:?}",
+        &got[..NH * D]
+    );
+    assert!(close(&got[NH * D..(NH + NKV) * D], &k, 1e-5));
+    // A file that still has the pre-norms is refused by tensor name.
+    let with_pre = rewrite(&g, "olmo2", &[], &add);
+    assert!(
+        load_err(&with_pre).contains("blk.0.attn_norm.weight is not used by architecture olmo2")
+    );
+}
+
+#[test]
+fn phi3_fused_tensors_run_as_the_separate_ones() {
+    // The same weights as a Qwen2 file with zero biases (both NEOX: rows as stored), Q/K/V as one
+    // `attn_qkv` and gate ‖ up as one `ffn_up`: the same logits.
+    let g = tiny_gguf(&spec(2));
+    let mut w = GgufWriter::new();
+    let mut q2 = GgufWriter::new();
+    for (k, v) in &g.metadata {
+        let k2 = |a: &str| match k.strip_prefix("llama.") {
+            Some(rest) => format!("{a}.{rest}"),
+            None => k.clone(),
+        };
+        let (v3, v2) = match k.as_str() {
+            "general.architecture" => (
+                MetaValue::String("phi3".into()),
+                MetaValue::String("qwen2".into()),
+            ),
+            _ => (v.clone(), v.clone()),
+        };
+        w = w.meta(&k2("phi3"), v3);
+        q2 = q2.meta(&k2("qwen2"), v2);
+    }
+    let t = |n: &str| g.tensor_f32(n).unwrap();
+    for name in ["token_embd.weight", "output_norm.weight", "output.weight"] {
+        if g.tensor_info(name).is_some() {
+            let (d, s) = t(name);
+            w = w.tensor_f32(name, &s, &d);
+            q2 = q2.tensor_f32(name, &s, &d);
+        }
+    }
+    for l in 0..2 {
+        let n = |s: &str| format!("blk.{l}.{s}");
+        let qkv: Vec<f32> = ["attn_q.weight", "attn_k.weight", "attn_v.weight"]
+            .iter()
+            .flat_map(|s| t(&n(s)).0)
+            .collect();
+        w = w.tensor_f32(&n("attn_qkv.weight"), &[(NH + 2 * NKV) * D, H], &qkv);
+        let gate_up: Vec<f32> = [t(&n("ffn_gate.weight")).0, t(&n("ffn_up.weight")).0].concat();
+        w = w.tensor_f32(&n("ffn_up.weight"), &[2 * 24, H], &gate_up);
+        for s in [
+            "attn_output.weight",
+            "ffn_down.weight",
+            "attn_norm.weight",
+            "ffn_norm.weight",
+        ] {
+            let (d, sh) = t(&n(s));
+            w = w.tensor_f32(&n(s), &sh, &d);
+            q2 = q2.tensor_f32(&n(s), &sh, &d);
+        }
+        for s in [
+            "attn_q.weight",
+            "attn_k.weight",
+            "attn_v.weight",
+            "ffn_gate.weight",
+            "ffn_up.weight",
+        ] {
+            let (d, sh) = t(&n(s));
+            q2 = q2.tensor_f32(&n(s), &sh, &d);
+        }
+        for (b, heads) in [("q", NH), ("k", NKV), ("v", NKV)] {
+            q2 = q2.tensor_f32(
+                &n(&format!("attn_{b}.bias")),
+                &[heads * D],
+                &vec![0.0; heads * D],
+            );
+        }
+    }
+    let phi = GgufFile::from_bytes(w.to_bytes()).unwrap();
+    let qwen = GgufFile::from_bytes(q2.to_bytes()).unwrap();
+    let ids: Vec<u32> = (0..7).map(|i| (i * 5 % V) as u32).collect();
+    for generic in [false, true] {
+        let a = last_logits(&mut load(&phi).unwrap(), &ids, generic);
+        let b = last_logits(&mut load(&qwen).unwrap(), &ids, generic);
+        assert!(close(&a, &b, 1e-5), "generic {generic}: {a:?} vs {b:?}");
+    }
+    // Quantised storage splits the fused rows by blocks: the same logits again.
+    let a = last_logits(
+        &mut load(&crate::test_model::as_q8_0(&phi)).unwrap(),
+        &ids,
+        false,
+    );
+    let b = last_logits(
+        &mut load(&crate::test_model::as_q8_0(&qwen)).unwrap(),
+        &ids,
+        false,
+    );
+    assert!(close(&a, &b, 1e-5), "q8_0: {a:?} vs {b:?}");
+}
+
+#[test]
+fn gemma2_caps_scores_and_logits_and_alternates_windows() {
+    let g = tiny_gguf(&spec(2));
+    let post = per_layer(
+        2,
+        &["post_attention_norm.weight", "post_ffw_norm.weight"],
+        H,
+    );
+    let meta = |attn: f32, fin: f32| {
+        vec![
+            ("gemma2.attention.sliding_window", MetaValue::U32(3)),
+            ("gemma2.attn_logit_softcapping", MetaValue::F32(attn)),
+            ("gemma2.final_logit_softcapping", MetaValue::F32(fin)),
+        ]
+    };
+    let mut m = load(&rewrite(&g, "gemma2", &meta(0.5, 0.25), &post)).unwrap();
+    assert_eq!(m.config.layer_windows, vec![Some(3), None]);
+    assert_eq!(
+        (m.config.attn_softcap, m.config.final_softcap),
+        (Some(0.5), Some(0.25))
+    );
+    assert_eq!(m.transformer.embed_scale, (H as f64).sqrt());
+    let ids: Vec<u32> = (0..9).map(|i| (i * 3 % V) as u32).collect();
+    let host = last_logits(&mut m, &ids, false);
+    let generic = last_logits(&mut m, &ids, true);
+    assert!(close(&host, &generic, 1e-5), "{host:?} vs {generic:?}");
+    assert!(host.iter().all(|z| z.abs() <= 0.25), "final cap: {host:?}");
+    // Loose caps change the logits: each cap is applied.
+    let mut loose = load(&rewrite(&g, "gemma2", &meta(1e4, 0.25), &post)).unwrap();
+    assert!(
+        !close(&last_logits(&mut loose, &ids, false), &host, 1e-4),
+        "the score cap did nothing"
+    );
 }

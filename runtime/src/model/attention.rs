@@ -14,7 +14,9 @@
 //! `n_heads / n_kv_heads` times on append and attends with group 1.
 //!
 //! Architecture additions ([`super::arch`]): Q/K/V biases added right after the projection
-//! (Qwen2); RMSNorm of each query and key head before RoPE (Gemma 3); a sliding window, where the
+//! (Qwen2); RMSNorm of each query and key head before RoPE (Qwen3, Gemma 3), or of the whole query
+//! and key projections (OLMo 2); soft-capped scores `tanh(s / c)·c` before the mask (Gemma 2,
+//! transformers `eager_attention_forward`'s `softcap`); a sliding window, where the
 //! new row at cache slot `a` sees slots `a − window < j ≤ a` — cache slots are positions here, as
 //! a windowed layer's cache holds one contiguous run of positions (Gemma 3's local layers).
 
@@ -133,9 +135,10 @@ pub struct Attention<B: Backend> {
     pub wo: Linear<B>,
     /// `[(heads + 2·kv_heads)·head_dim]`: biases of the Q, K, V columns (Qwen2).
     pub bias: Option<Param<Tensor<B, 1>>>,
-    /// RMSNorm of each query head over `head_dim`, before RoPE (Gemma 3).
+    /// RMSNorm of the queries before RoPE: over each head's `head_dim` (a `[head_dim]` weight:
+    /// Qwen3, Gemma 3) or over the whole projection (a `[heads·head_dim]` weight: OLMo 2).
     pub q_norm: Option<RmsNorm<B>>,
-    /// RMSNorm of each key head over `head_dim`, before RoPE (Gemma 3).
+    /// RMSNorm of the keys before RoPE, as [`Self::q_norm`].
     pub k_norm: Option<RmsNorm<B>>,
     /// Query heads.
     pub n_heads: usize,
@@ -147,6 +150,36 @@ pub struct Attention<B: Backend> {
     pub query_scale: f64,
     /// Sliding window in positions, `None` for global attention.
     pub window: Option<usize>,
+    /// `c` of `tanh(s / c)·c` on the scaled scores (Gemma 2), `None`: no cap.
+    #[module(skip)]
+    pub softcap: Option<f64>,
+}
+
+/// `RMSNorm` of `heads` heads of `d` dimensions in `x` `[t, heads·d]`: per head when the norm's
+/// weight has `d` entries, over the whole row otherwise.
+fn norm_heads<B: Backend>(
+    norm: &RmsNorm<B>,
+    x: Tensor<B, 2>,
+    heads: usize,
+    d: usize,
+) -> Tensor<B, 2> {
+    let [t, _] = x.dims();
+    if norm.gamma.dims()[0] != d || heads == 1 {
+        return norm.forward(x);
+    }
+    norm.forward(x.reshape([t, heads, d]))
+        .reshape([t, heads * d])
+}
+
+/// `tanh(s / c)·c`, element-wise (as transformers: divide, tanh, multiply, in f32).
+pub(crate) fn soft_cap<B: Backend, const D: usize>(
+    s: Tensor<B, D>,
+    cap: Option<f64>,
+) -> Tensor<B, D> {
+    match cap {
+        Some(c) => s.div_scalar(c as f32).tanh().mul_scalar(c as f32),
+        None => s,
+    }
 }
 
 impl<B: Backend> Attention<B> {
@@ -164,11 +197,9 @@ impl<B: Backend> Attention<B> {
         let (Some(q_norm), Some(k_norm)) = (&self.q_norm, &self.k_norm) else {
             return qkv;
         };
-        let [t, _] = qkv.dims();
         let (nh, nkv, d) = (self.n_heads, self.n_kv_heads, self.head_dim);
         let heads = |start: usize, n: usize, norm: &RmsNorm<B>| {
-            let part = qkv.clone().narrow(1, start * d, n * d).reshape([t, n, d]);
-            norm.forward(part).reshape([t, n * d])
+            norm_heads(norm, qkv.clone().narrow(1, start * d, n * d), n, d)
         };
         let q = heads(0, nh, q_norm);
         let k = heads(nh, nkv, k_norm);
@@ -223,7 +254,7 @@ impl<B: Backend> Attention<B> {
         // A global layer may run under a window recorded in its cache (an engine's layer
         // classes, `press::classes`).
         let window = self.window.or(cache.window());
-        let out = attend_cache(q, window, ctx, cache, obs.as_deref_mut()); // [kv, group, t, d]
+        let out = attend_cache(q, (window, self.softcap), ctx, cache, obs.as_deref_mut()); // [kv, group, t, d]
         if let (Some(o), Some(m)) = (obs, marks) {
             observed_to_head_order(o, m, ctx.order, heads);
         }
@@ -284,7 +315,7 @@ fn reorder_heads<B: Backend>(x: Tensor<B, 3>, from: &[usize]) -> Tensor<B, 3> {
 /// - q: `[kv, group, t, d]` (scaled, slot order) → `[kv, group, t, d]`
 fn attend_cache<B: Backend>(
     q: Tensor<B, 4>,
-    window: Option<usize>,
+    window: (Option<usize>, Option<f64>),
     ctx: &mut ForwardCtx<'_, B>,
     cache: &LayerCache<B>,
     obs: Option<&mut LayerObservation>,
@@ -370,12 +401,12 @@ pub(crate) fn cache_heads<B: Backend>(cache: &LayerCache<B>, nh: usize, nkv: usi
 }
 
 /// Attention of scaled queries `q` `[G, group, t, d]` over `k`, `v` `[G, L, d]` whose last `t`
-/// entries are the new tokens, within `window` slots when given. Returns `[G, group, t, d]`;
-/// records observed rows into `obs`.
+/// entries are the new tokens, within `window` slots when given, scores soft-capped by `cap`
+/// when given. Returns `[G, group, t, d]`; records observed rows into `obs`.
 fn attend<B: Backend>(
     q: Tensor<B, 4>,
     (k, v): (Tensor<B, 3>, Tensor<B, 3>),
-    window: Option<usize>,
+    (window, cap): (Option<usize>, Option<f64>),
     ctx: &mut ForwardCtx<'_, B>,
     mut obs: Option<&mut LayerObservation>,
     cache: &LayerCache<B>,
@@ -394,8 +425,9 @@ fn attend<B: Backend>(
         let (rows, cols) = (e - s, past + e);
         let qb = q.clone().narrow(2, s, rows).reshape([g, group * rows, d]);
         let kb = k.clone().narrow(1, 0, cols);
-        let mut scores =
+        let scores =
             crate::precision::matmul(qb, kb.swap_dims(1, 2)).reshape([g, group, rows, cols]);
+        let mut scores = soft_cap(scores, cap);
         if t > 1 || window.is_some_and(|w| cols > w) {
             scores = scores + ctx.mask((past, s, e), window, &device);
         }

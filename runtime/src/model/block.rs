@@ -1,5 +1,6 @@
-//! One pre-norm transformer block: `x + attn(norm(x))`, then `x + ffn(norm(x))`; with Gemma's
-//! post-norms, `x + post_norm(attn(norm(x)))` and `x + post_norm(ffn(norm(x)))`.
+//! One transformer block: `x + attn(norm(x))`, then `x + ffn(norm(x))`; with post-norms (Gemma 2
+//! and 3), `x + post_norm(attn(norm(x)))` and `x + post_norm(ffn(norm(x)))`; without pre-norms
+//! (OLMo 2), `x + post_norm(attn(x))` and `x + post_norm(ffn(x))`.
 
 use burn::module::Module;
 use burn::nn::RmsNorm;
@@ -14,17 +15,17 @@ use crate::observe::LayerObservation;
 /// A decoder block.
 #[derive(Module, Debug)]
 pub struct Block<B: Backend> {
-    /// RMSNorm before attention.
-    pub attn_norm: RmsNorm<B>,
+    /// RMSNorm before attention (all but OLMo 2).
+    pub attn_norm: Option<RmsNorm<B>>,
     /// Self-attention.
     pub attention: Attention<B>,
-    /// RMSNorm of the attention output before the residual add (Gemma 3).
+    /// RMSNorm of the attention output before the residual add (Gemma 2 and 3, OLMo 2).
     pub post_attn_norm: Option<RmsNorm<B>>,
-    /// RMSNorm before the feed-forward.
-    pub ffn_norm: RmsNorm<B>,
+    /// RMSNorm before the feed-forward (all but OLMo 2).
+    pub ffn_norm: Option<RmsNorm<B>>,
     /// Gated feed-forward.
     pub ffn: FeedForward<B>,
-    /// RMSNorm of the feed-forward output before the residual add (Gemma 3).
+    /// RMSNorm of the feed-forward output before the residual add (Gemma 2 and 3, OLMo 2).
     pub post_ffn_norm: Option<RmsNorm<B>>,
 }
 
@@ -65,15 +66,19 @@ impl<B: Backend> Block<B> {
     }
 
     /// The block around its attention: `attention` of the normed `x`, the residuals, norms and
-    /// the feed-forward (what [`Self::forward`] and [`Self::forward_many`] share).
-    fn around(
+    /// the feed-forward (what [`Self::forward`], [`Self::forward_many`] and PoD's own attention
+    /// pass share).
+    ///
+    /// # Shapes
+    /// - x: `[t, hidden]` → `[t, hidden]`; `attention` takes and gives `[t, hidden]`
+    pub fn around(
         &self,
         x: Tensor<B, 2>,
         attention: impl FnOnce(Tensor<B, 2>) -> Tensor<B, 2>,
     ) -> Tensor<B, 2> {
-        let attn = attention(self.attn_norm.forward(x.clone()));
+        let attn = attention(maybe_norm(&self.attn_norm, x.clone()));
         let h = x + maybe_norm(&self.post_attn_norm, attn);
-        let ffn = self.ffn.forward(self.ffn_norm.forward(h.clone()));
+        let ffn = self.ffn.forward(maybe_norm(&self.ffn_norm, h.clone()));
         h + maybe_norm(&self.post_ffn_norm, ffn)
     }
 }

@@ -1,14 +1,20 @@
 //! Model geometry, read from GGUF metadata (`<arch>.*` keys) — no model's numbers are written
 //! here; what an architecture fixes without a key is a named constant of [`super::arch`].
 //!
-//! Metadata the runtime would run wrongly is refused here with an error naming the key: RoPE
-//! scaling, a rotary dimension other than the head's, keys and values of different lengths, a
-//! sliding window on an architecture without windows, logit soft-capping.
+//! Metadata the runtime would run wrongly is refused here with an error naming the key: a RoPE
+//! scaling type it does not compute (or any on the Gemma models), a rotary dimension other than
+//! the head's, keys and values of different lengths, a sliding window on an architecture without
+//! windows, logit soft-capping outside Gemma 2.
+//!
+//! RoPE scaling is read as llama.cpp's `load_hparams` reads it (`rope.scaling.type`, `.factor`,
+//! `.original_context_length`, `.yarn_beta_fast`, `.yarn_beta_slow`, `.yarn_attn_factor`; the
+//! older `rope.scale_linear`; the `rope_freqs.weight` tensor of Llama 3.x files) into
+//! [`RopeScaling`], which [`super::rope::Frequencies::scaled`] turns into frequencies.
 
 use kvplan_planner::Geometry;
 
-use super::arch::{gemma3, Architecture};
-use super::rope::RopeSet;
+use super::arch::{gemma2, gemma3, Architecture, WindowRule};
+use super::rope::{Frequencies, RopeScaling, RopeSet};
 use crate::error::{Error, Result};
 use crate::gguf::{GgufFile, MetaValue};
 
@@ -39,6 +45,18 @@ pub struct ModelConfig {
     pub rope_theta: f64,
     /// RoPE base of each layer.
     pub rope_bases: Vec<f64>,
+    /// How the RoPE frequencies are scaled (every layer that rotates; not Gemma's).
+    #[serde(default)]
+    pub rope_scaling: RopeScaling,
+    /// Whether each layer applies RoPE (false: SmolLM3's NoPE layers); empty: every layer.
+    #[serde(default)]
+    pub rope_layers: Vec<bool>,
+    /// `c` of `tanh(s / c)·c` on the scaled attention scores (Gemma 2), `None`: no cap.
+    #[serde(default)]
+    pub attn_softcap: Option<f64>,
+    /// `c` of `tanh(z / c)·c` on the final logits (Gemma 2), `None`: no cap.
+    #[serde(default)]
+    pub final_softcap: Option<f64>,
     /// Sliding window of each layer (`None`: the layer attends to every earlier position). A
     /// windowed layer's query at position `p` sees the keys at positions `k`, `p − window < k ≤ p`.
     pub layer_windows: Vec<Option<usize>>,
@@ -89,6 +107,9 @@ impl ModelConfig {
             .meta_f64(&key("rope.freq_base"))
             .unwrap_or(DEFAULT_ROPE_BASE);
         check_refusals(gguf, family, head_dim)?;
+        let rope_scaling = rope_scaling(gguf, family, head_dim)?;
+        let rope_layers = rope_layers(gguf, family, n_layers)?;
+        let (attn_softcap, final_softcap) = soft_caps(gguf, family)?;
         let layer_windows = layer_windows(gguf, family, n_layers)?;
         let geometry = Geometry::new(n_layers, n_heads, n_kv_heads, head_dim)
             .and_then(|g| g.with_windows(layer_windows.clone()))
@@ -103,6 +124,10 @@ impl ModelConfig {
             query_scale: query_scale(family, n_layers, hidden, n_heads, head_dim),
             embed_scale,
             rope_bases,
+            rope_scaling,
+            rope_layers,
+            attn_softcap,
+            final_softcap,
             layer_windows,
             name: gguf
                 .meta_str("general.name")
@@ -140,9 +165,20 @@ impl ModelConfig {
         Ok(())
     }
 
-    /// The RoPE frequencies of every layer (Gemma 3: its own base on the sliding-window layers).
+    /// The RoPE frequencies of every layer (Gemma 3: its own base on the sliding-window layers;
+    /// scaled as the file says; the identity on a layer without RoPE).
     pub fn rope(&self) -> RopeSet {
-        RopeSet::per_layer(self.geometry.head_dim, &self.rope_bases)
+        let d = self.geometry.head_dim;
+        RopeSet::new(
+            self.rope_bases
+                .iter()
+                .enumerate()
+                .map(|(l, &base)| match self.rope_layers.get(l) {
+                    Some(false) => Frequencies::none(d),
+                    _ => Frequencies::scaled(d, base, &self.rope_scaling),
+                })
+                .collect(),
+        )
     }
 
     /// The sliding window of `layer`, `None` for a layer that attends globally.
@@ -165,24 +201,6 @@ impl ModelConfig {
 fn check_refusals(gguf: &GgufFile, arch: Architecture, head_dim: usize) -> Result<()> {
     let key = |k: &str| format!("{}.{k}", arch.name());
     let refuse = |k: String, why: String| Err(Error::Metadata(format!("{k}: {why}")));
-    let k = key("rope.scaling.type");
-    if let Ok(v) = gguf.meta(&k) {
-        if v.as_str() != Some("none") {
-            return refuse(
-                k,
-                format!("RoPE scaling {v:?} is not supported (only \"none\")"),
-            );
-        }
-    }
-    let k = key("rope.scale_linear");
-    if let Ok(v) = gguf.meta(&k) {
-        if v.as_f64() != Some(1.0) {
-            return refuse(
-                k,
-                format!("linear RoPE scaling {v:?} is not supported (only 1)"),
-            );
-        }
-    }
     let k = key("rope.dimension_count");
     if let Ok(v) = gguf.meta(&k) {
         if v.as_u64() != Some(head_dim as u64) {
@@ -212,44 +230,212 @@ fn check_refusals(gguf: &GgufFile, arch: Architecture, head_dim: usize) -> Resul
             ),
         );
     }
-    for cap in ["attn_logit_softcapping", "final_logit_softcapping"] {
-        let k = key(cap);
-        if gguf.meta(&k).is_ok() {
-            return refuse(k, "logit soft-capping is not supported".into());
+    if !arch.soft_caps() {
+        for cap in ["attn_logit_softcapping", "final_logit_softcapping"] {
+            let k = key(cap);
+            if gguf.meta(&k).is_ok() {
+                return refuse(
+                    k,
+                    format!(
+                        "logit soft-capping on architecture {} (kvplan caps gemma2's only)",
+                        arch.name()
+                    ),
+                );
+            }
         }
     }
     Ok(())
 }
 
-/// Each layer's window: none without windows; Gemma 3: `attention.sliding_window` on every
-/// layer but each [`gemma3::GLOBAL_EVERY`]-th (or as `attention.sliding_window_pattern` says).
+/// The file's RoPE scaling, or an error naming the key of one kvplan does not compute.
+fn rope_scaling(gguf: &GgufFile, arch: Architecture, head_dim: usize) -> Result<RopeScaling> {
+    let key = |k: &str| format!("{}.{k}", arch.name());
+    let refuse = |k: String, why: String| Err(Error::Metadata(format!("{k}: {why}")));
+    let f64_or = |k: &str, default: f64| -> Result<f64> {
+        match gguf.meta(&key(k)) {
+            Ok(_) => gguf.meta_f64(&key(k)),
+            Err(_) => Ok(default),
+        }
+    };
+    let factor = |k: &str| -> Result<f64> {
+        let f = gguf.meta_f64(&key(k))?;
+        if !(f.is_finite() && f > 0.0) {
+            return Err(Error::Metadata(format!(
+                "{}: expected a positive factor, found {f}",
+                key(k)
+            )));
+        }
+        Ok(f)
+    };
+    let tk = key("rope.scaling.type");
+    let kind = match gguf.meta(&tk) {
+        Ok(v) => match v.as_str() {
+            Some(s) => s.to_string(),
+            None => return refuse(tk, format!("expected a string, found {v:?}")),
+        },
+        Err(_) => "none".to_string(),
+    };
+    let legacy = key("rope.scale_linear");
+    let linear_legacy = match gguf.meta(&legacy) {
+        Ok(v) if v.as_f64() == Some(1.0) => None,
+        Ok(_) => Some(factor("rope.scale_linear")?),
+        Err(_) => None,
+    };
+    let freqs = gguf.tensor_info("rope_freqs.weight").is_some();
+    let scaled = kind != "none" || linear_legacy.is_some() || freqs;
+    if scaled && !arch.rope_scaling() {
+        let what = if freqs {
+            "tensor rope_freqs.weight".to_string()
+        } else {
+            tk.clone()
+        };
+        return Err(Error::Metadata(format!(
+            "{what}: RoPE scaling on architecture {}, whose local and global layers kvplan \
+             rotates unscaled",
+            arch.name()
+        )));
+    }
+    let scaling = match kind.as_str() {
+        "none" => match linear_legacy {
+            Some(factor) => RopeScaling::Linear { factor },
+            None => RopeScaling::None,
+        },
+        "linear" => RopeScaling::Linear {
+            factor: factor("rope.scaling.factor")?,
+        },
+        "yarn" => {
+            let ctx = key("rope.scaling.original_context_length");
+            RopeScaling::Yarn {
+                factor: factor("rope.scaling.factor")?,
+                original_context: gguf.meta_u64(&ctx)? as usize,
+                beta_fast: f64_or("rope.scaling.yarn_beta_fast", 32.0)?,
+                beta_slow: f64_or("rope.scaling.yarn_beta_slow", 1.0)?,
+                attn_factor: f64_or("rope.scaling.yarn_attn_factor", 1.0)?,
+            }
+        }
+        other => {
+            return refuse(
+                tk,
+                format!("RoPE scaling {other:?} is not supported (none, linear, yarn)"),
+            )
+        }
+    };
+    if !freqs {
+        return Ok(scaling);
+    }
+    if scaling != RopeScaling::None {
+        return Err(Error::Metadata(format!(
+            "tensor rope_freqs.weight with {tk} = {kind:?}: kvplan applies one scaling, not both"
+        )));
+    }
+    let info = gguf.tensor_info("rope_freqs.weight").expect("present");
+    if info.shape() != [head_dim / 2] {
+        return Err(Error::Model(format!(
+            "tensor rope_freqs.weight: expected shape [{}], found {:?}",
+            head_dim / 2,
+            info.shape()
+        )));
+    }
+    let factors = gguf.tensor_f32("rope_freqs.weight")?.0;
+    if let Some(bad) = factors.iter().find(|f| !(f.is_finite() && **f > 0.0)) {
+        return Err(Error::Model(format!(
+            "tensor rope_freqs.weight: expected positive factors, found {bad}"
+        )));
+    }
+    Ok(RopeScaling::FreqFactors { factors })
+}
+
+/// Whether each layer applies RoPE: all, but every `no_rope_layer_step`-th on SmolLM3.
+fn rope_layers(gguf: &GgufFile, arch: Architecture, n_layers: usize) -> Result<Vec<bool>> {
+    let Some(default) = arch.no_rope_every() else {
+        return Ok(vec![true; n_layers]);
+    };
+    let k = format!("{}.no_rope_layer_step", arch.name());
+    let step = match gguf.meta(&k) {
+        Ok(_) => gguf.meta_u64(&k)? as usize,
+        Err(_) => default,
+    };
+    if step == 0 {
+        return Err(Error::Metadata(format!(
+            "{k}: expected a step ≥ 1, found 0"
+        )));
+    }
+    Ok((0..n_layers).map(|l| (l + 1) % step != 0).collect())
+}
+
+/// Gemma 2's attention and final-logit soft-caps (`None` where the file has no such key).
+fn soft_caps(gguf: &GgufFile, arch: Architecture) -> Result<(Option<f64>, Option<f64>)> {
+    if !arch.soft_caps() {
+        return Ok((None, None));
+    }
+    let cap = |name: &str| -> Result<Option<f64>> {
+        let k = format!("{}.{name}", arch.name());
+        if gguf.meta(&k).is_err() {
+            return Ok(None);
+        }
+        let c = gguf.meta_f64(&k)?;
+        match c {
+            c if c.is_finite() && c > 0.0 => Ok(Some(c)),
+            0.0 => Ok(None),
+            c => Err(Error::Metadata(format!(
+                "{k}: expected a positive cap, found {c}"
+            ))),
+        }
+    };
+    Ok((
+        cap("attn_logit_softcapping")?,
+        cap("final_logit_softcapping")?,
+    ))
+}
+
+/// Each layer's window: none without windows; every layer where the file sets one (Mistral,
+/// Phi-3); Gemma: `attention.sliding_window` on every layer but each period-th (or as
+/// `attention.sliding_window_pattern` says).
 fn layer_windows(
     gguf: &GgufFile,
     arch: Architecture,
     n_layers: usize,
 ) -> Result<Vec<Option<usize>>> {
-    if !arch.has_windows() {
-        return Ok(vec![None; n_layers]);
-    }
     let key = |k: &str| format!("{}.{k}", arch.name());
-    let window = gguf.meta_u64(&key("attention.sliding_window"))? as usize;
-    if window == 0 {
-        return Err(Error::Metadata(format!(
-            "{}: a window of 0 positions",
-            key("attention.sliding_window")
-        )));
+    let window = || -> Result<usize> {
+        let window = gguf.meta_u64(&key("attention.sliding_window"))? as usize;
+        if window == 0 {
+            return Err(Error::Metadata(format!(
+                "{}: a window of 0 positions",
+                key("attention.sliding_window")
+            )));
+        }
+        Ok(window)
+    };
+    match arch.windows() {
+        WindowRule::Never => Ok(vec![None; n_layers]),
+        WindowRule::EveryLayerWhenSet => match gguf.meta(&key("attention.sliding_window")) {
+            // llama.cpp's converter writes 0 for "no window" on some families.
+            Ok(v) if v.as_u64() == Some(0) => Ok(vec![None; n_layers]),
+            Ok(_) => Ok(vec![Some(window()?); n_layers]),
+            Err(_) => Ok(vec![None; n_layers]),
+        },
+        WindowRule::Periodic(period) => {
+            let window = window()?;
+            let pattern = key("attention.sliding_window_pattern");
+            let sliding = sliding_layers(gguf, &pattern, n_layers, period)?;
+            Ok(sliding.into_iter().map(|s| s.then_some(window)).collect())
+        }
     }
-    let sliding = sliding_layers(gguf, &key("attention.sliding_window_pattern"), n_layers)?;
-    Ok(sliding.into_iter().map(|s| s.then_some(window)).collect())
 }
 
 /// Which layers are windowed: from `pattern_key` (a period `p`: layer `l` global iff
-/// `(l + 1) % p == 0`; or one bool per layer, true = windowed), else every
-/// [`gemma3::GLOBAL_EVERY`]-th layer global.
-fn sliding_layers(gguf: &GgufFile, pattern_key: &str, n_layers: usize) -> Result<Vec<bool>> {
+/// `(l + 1) % p == 0`; or one bool per layer, true = windowed), else every `period`-th layer
+/// global.
+fn sliding_layers(
+    gguf: &GgufFile,
+    pattern_key: &str,
+    n_layers: usize,
+    period: usize,
+) -> Result<Vec<bool>> {
     let by_period = |p: usize| (0..n_layers).map(|l| (l + 1) % p != 0).collect();
     let Ok(v) = gguf.meta(pattern_key) else {
-        return Ok(by_period(gemma3::GLOBAL_EVERY));
+        return Ok(by_period(period));
     };
     let bad = || {
         Error::Metadata(format!(
@@ -295,7 +481,7 @@ fn rope_bases(
         .collect())
 }
 
-/// `1/√head_dim`, except Gemma 3 27B (see [`gemma3::LAYERS_27B`]).
+/// `1/√head_dim`, except Gemma 2 and 3 27B (see [`gemma2::LAYERS_27B`], [`gemma3::LAYERS_27B`]).
 fn query_scale(
     arch: Architecture,
     n_layers: usize,
@@ -305,6 +491,7 @@ fn query_scale(
 ) -> f64 {
     let scalar = match arch {
         Architecture::Gemma3 if n_layers == gemma3::LAYERS_27B && n_heads > 0 => hidden / n_heads,
+        Architecture::Gemma2 if n_layers == gemma2::LAYERS_27B && n_heads > 0 => hidden / n_heads,
         _ => head_dim,
     };
     1.0 / (scalar as f64).sqrt()

@@ -50,6 +50,8 @@ pub struct Dims {
     /// Sliding window in slots (`None`: global): row `a` sees slots `a − window < j ≤ a`, slots
     /// being positions, as in the generic path.
     pub window: Option<usize>,
+    /// `c` of `tanh(s / c)·c` on the scaled scores before the mask (Gemma 2), `None`: no cap.
+    pub softcap: Option<f32>,
 }
 
 /// The new tokens' projections on the host, RoPE applied where it belongs.
@@ -197,6 +199,7 @@ fn attend_projected<B: Backend>(
         head_dim: d,
         // A global layer may run under a window recorded in its cache (`press::classes`).
         window: attn.window.or(cache.window()),
+        softcap: attn.softcap.map(|c| c as f32),
     };
     let res = attend_cache(&q, cache, shape, observe.clone(), colsum);
     if let Some(o) = obs {
@@ -417,6 +420,7 @@ mod tests {
             keys: 3,
             head_dim: 1,
             window: None,
+            softcap: None,
         };
         let out = attend(&[1.0; 3], &[1.0; 3], &[1.0, 2.0, 3.0], dims, 1..3, true);
         assert_eq!(out.out, vec![1.0, 1.5, 2.0]);
@@ -438,6 +442,7 @@ mod tests {
             keys: l,
             head_dim: d,
             window,
+            softcap,
         } = dims;
         let (mut out, mut probs) = (
             vec![0f64; kv * group * t * d],
@@ -451,9 +456,10 @@ mod tests {
                 let qi = &q[(head * t + i) * d..(head * t + i + 1) * d];
                 let s: Vec<f64> = (first..=a)
                     .map(|j| {
-                        (0..d)
+                        let s: f64 = (0..d)
                             .map(|x| qi[x] as f64 * k[(g * l + j) * d + x] as f64)
-                            .sum()
+                            .sum();
+                        softcap.map_or(s, |c| (s / c as f64).tanh() * c as f64)
                     })
                     .collect();
                 let max = s.iter().copied().fold(f64::NEG_INFINITY, f64::max);
@@ -518,6 +524,7 @@ mod tests {
                 keys: l,
                 head_dim: d,
                 window,
+                softcap: None,
             };
             let (q, k, v) = (
                 draw(kv * group * d, 8.0),
@@ -550,11 +557,13 @@ mod tests {
                 .collect()
         };
         let blocking = Blocking { from: 32, block: 7 };
-        for (kv, group, t, l, window) in [
-            (2, 3, 200, 230, None),
-            (1, 4, 150, 150, Some(40)),
-            (2, 2, 90, 400, Some(25)),
-            (3, 1, 130, 131, None),
+        for (kv, group, t, l, window, softcap) in [
+            (2, 3, 200, 230, None, None),
+            (1, 4, 150, 150, Some(40), None),
+            (2, 2, 90, 400, Some(25), None),
+            (3, 1, 130, 131, None, None),
+            // Gemma 2's soft-cap, tight enough to change every score.
+            (2, 2, 120, 160, Some(30), Some(1.5)),
         ] {
             let d = 8;
             let dims = Dims {
@@ -564,6 +573,7 @@ mod tests {
                 keys: l,
                 head_dim: d,
                 window,
+                softcap,
             };
             let (q, k, v) = (
                 draw(kv * group * t * d, 8.0),
@@ -571,7 +581,9 @@ mod tests {
                 draw(kv * l * d, 2.0),
             );
             let (out, probs) = reference(&q, &k, &v, dims);
-            let case = format!("kv {kv}, group {group}, t {t}, keys {l}, window {window:?}");
+            let case = format!(
+                "kv {kv}, group {group}, t {t}, keys {l}, window {window:?}, cap {softcap:?}"
+            );
             let plain = attend_with(&q, &k, &v, dims, 0..0, false, blocking);
             for (a, b) in plain.out.iter().zip(&out) {
                 assert!((*a as f64 - b).abs() < 1e-5, "{case}: out {a} vs {b}");
@@ -608,6 +620,7 @@ mod tests {
                 keys: l,
                 head_dim: d,
                 window,
+                softcap: None,
             };
             let q: Vec<f32> = (0..kv * group * t * d).map(|i| val(i, 1)).collect();
             let k: Vec<f32> = (0..kv * l * d).map(|i| val(i, 2)).collect();

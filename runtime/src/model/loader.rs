@@ -8,16 +8,19 @@
 //! | `token_embd.weight`          | `[vocab, hidden]`   | `embed`; transposed into `output` when tied |
 //! | `blk.N.attn_norm.weight`     | `[hidden]`          | `blocks[N].attn_norm.gamma`            |
 //! | `blk.N.attn_q/k/v.weight`    | `[out, hidden]`     | `blocks[N].attention.wqkv` (transposed, fused) |
+//! | `blk.N.attn_qkv.weight`      | `[q+2kv, hidden]` (phi3) | `blocks[N].attention.wqkv` (transposed) |
 //! | `blk.N.attn_q/k/v.bias`      | `[out]` (qwen2)     | `blocks[N].attention.bias` (fused)     |
-//! | `blk.N.attn_q/k_norm.weight` | `[head_dim]` (gemma3) | `blocks[N].attention.q_norm` / `k_norm` |
+//! | `blk.N.attn_q/k_norm.weight` | `[head_dim]` (qwen3, gemma3); `[q]`/`[kv]` (olmo2) | `blocks[N].attention.q_norm` / `k_norm` |
 //! | `blk.N.attn_output.weight`   | `[hidden, q_dim]`   | `blocks[N].attention.wo` (transposed)  |
 //! | `blk.N.post_attention_norm.weight` | `[hidden]` (gemma3) | `blocks[N].post_attn_norm`     |
 //! | `blk.N.ffn_norm.weight`      | `[hidden]`          | `blocks[N].ffn_norm.gamma`             |
 //! | `blk.N.ffn_gate/up.weight`   | `[ffn, hidden]`     | `blocks[N].ffn.w_gate` / `w_up` (transposed) |
+//! | `blk.N.ffn_up.weight`        | `[2·ffn, hidden]` (phi3) | rows `..ffn` → `w_gate`, `ffn..` → `w_up` |
 //! | `blk.N.ffn_down.weight`      | `[hidden, ffn]`     | `blocks[N].ffn.w_down` (transposed)    |
 //! | `blk.N.post_ffw_norm.weight` | `[hidden]` (gemma3) | `blocks[N].post_ffn_norm`              |
 //! | `output_norm.weight`         | `[hidden]`          | `norm.gamma`                           |
 //! | `output.weight` (optional)   | `[vocab, hidden]`   | `output` (transposed)                  |
+//! | `rope_freqs.weight` (optional) | `[head_dim/2]`    | the RoPE frequencies ([`super::config`]) |
 //!
 //! Any other tensor in the file is refused by name ([`check_tensors`]): a tensor the runtime
 //! would ignore (Llama 3.1's `rope_freqs.weight`, a vision tower, an extra block) means it
@@ -48,7 +51,7 @@ use burn::tensor::{DType, Tensor, TensorCreationOptions, TensorData};
 #[cfg(feature = "flex")]
 use std::sync::Arc;
 
-use super::arch::RopeLayout;
+use super::arch::{QkNorm, RopeLayout};
 use super::attention::Attention;
 use super::block::Block;
 use super::config::ModelConfig;
@@ -82,14 +85,16 @@ impl WeightStorage {
     }
 }
 
-/// One GGUF tensor read as rows of a projection.
+/// One GGUF tensor, or a run of its rows, read as rows of a projection.
 struct Part {
     /// Tensor name.
     name: String,
-    /// Rows (output features).
+    /// Rows (output features) taken.
     rows: usize,
     /// Query/key heads whose rows llama.cpp permuted for its RoPE (`None`: read as stored).
     heads: Option<usize>,
+    /// `(first row taken, rows of the tensor)` for part of a fused tensor; `None`: all of it.
+    within: Option<(usize, usize)>,
 }
 
 impl Part {
@@ -98,7 +103,21 @@ impl Part {
             name,
             rows,
             heads: None,
+            within: None,
         }
+    }
+
+    /// Rows `from..from + rows` of a tensor of `total` rows.
+    fn slice(name: String, from: usize, rows: usize, total: usize) -> Self {
+        Self {
+            within: Some((from, total)),
+            ..Self::plain(name, rows)
+        }
+    }
+
+    /// The shape the tensor must have for `cols` inputs.
+    fn tensor_shape(&self, cols: usize) -> [usize; 2] {
+        [self.within.map_or(self.rows, |(_, total)| total), cols]
     }
 }
 
@@ -193,6 +212,7 @@ fn qk_part(name: String, heads: usize, c: &ModelConfig) -> Part {
         name,
         rows: heads * c.geometry.head_dim,
         heads: permuted.then_some(heads),
+        within: None,
     }
 }
 
@@ -227,7 +247,11 @@ fn projection<B: Backend>(
     // concatenating the transposed parts along the output features.
     let mut stacked = Vec::new();
     for p in parts {
-        let rows = read(gguf, &p.name, &[p.rows, cols])?;
+        let rows = read(gguf, &p.name, &p.tensor_shape(cols))?;
+        let rows = match p.within {
+            Some((from, _)) => rows[from * cols..(from + p.rows) * cols].to_vec(),
+            None => rows,
+        };
         stacked.extend(match p.heads {
             Some(h) => unpermute_heads(&rows, h, c.geometry.head_dim, cols),
             None => rows,
@@ -256,17 +280,22 @@ fn quantised(
         let info = gguf
             .tensor_info(&p.name)
             .ok_or_else(|| Error::Model(format!("missing tensor {}", p.name)))?;
-        if info.shape() != [p.rows, cols] {
+        let shape = p.tensor_shape(cols);
+        if info.shape() != shape {
             return Err(Error::Model(format!(
                 "tensor {}: expected shape {:?}, found {:?}",
                 p.name,
-                [p.rows, cols],
+                shape,
                 info.shape()
             )));
         }
         let bytes = gguf.tensor_bytes(&p.name)?;
-        let Ok(rows) = QuantRows::new(info.ggml_type, p.rows, cols, bytes) else {
+        let Ok(rows) = QuantRows::new(info.ggml_type, shape[0], cols, bytes) else {
             return Ok(None);
+        };
+        let rows = match p.within {
+            Some((from, _)) => rows.rows_range(from, p.rows),
+            None => rows,
         };
         stacked.push(match p.heads {
             Some(h) => rows.permuted(&unpermuted_order(h, c.geometry.head_dim)),
@@ -287,11 +316,15 @@ fn attention<B: Backend>(
     let (h, d) = (c.hidden, c.geometry.head_dim);
     let (q_dim, kv_dim) = (c.geometry.q_heads * d, c.geometry.kv_heads * d);
     let name = |s: &str| format!("blk.{n}.{s}");
-    let qkv = [
-        qk_part(name("attn_q.weight"), c.geometry.q_heads, c),
-        qk_part(name("attn_k.weight"), c.geometry.kv_heads, c),
-        Part::plain(name("attn_v.weight"), kv_dim),
-    ];
+    let qkv = match c.arch.fused_qkv() {
+        // Q, then K, then V rows, as the fused projection takes them (NEOX: no permutation).
+        true => vec![Part::plain(name("attn_qkv.weight"), q_dim + 2 * kv_dim)],
+        false => vec![
+            qk_part(name("attn_q.weight"), c.geometry.q_heads, c),
+            qk_part(name("attn_k.weight"), c.geometry.kv_heads, c),
+            Part::plain(name("attn_v.weight"), kv_dim),
+        ],
+    };
     let wqkv = projection(gguf, &qkv, h, c, storage, device)?;
     let bias = if c.arch.qkv_bias() {
         let mut b = read(gguf, &name("attn_q.bias"), &[q_dim])?;
@@ -306,23 +339,23 @@ fn attention<B: Backend>(
         None
     };
     let wo = [Part::plain(name("attn_output.weight"), h)];
-    let qk_norm = |s: &str| {
-        c.arch
-            .qk_norm()
-            .then(|| norm_of(gguf, &name(s), d, c, device))
-            .transpose()
+    let qk_norm = |s: &str, whole: usize| match c.arch.qk_norm() {
+        QkNorm::None => Ok(None),
+        QkNorm::PerHead => norm_of(gguf, &name(s), d, c, device).map(Some),
+        QkNorm::Whole => norm_of(gguf, &name(s), whole, c, device).map(Some),
     };
     Ok(Attention {
         wqkv,
         wo: projection(gguf, &wo, q_dim, c, storage, device)?,
         bias,
-        q_norm: qk_norm("attn_q_norm.weight")?,
-        k_norm: qk_norm("attn_k_norm.weight")?,
+        q_norm: qk_norm("attn_q_norm.weight", q_dim)?,
+        k_norm: qk_norm("attn_k_norm.weight", kv_dim)?,
         n_heads: c.geometry.q_heads,
         n_kv_heads: c.geometry.kv_heads,
         head_dim: d,
         query_scale: c.query_scale,
         window: c.window(n),
+        softcap: c.attn_softcap,
     })
 }
 
@@ -345,24 +378,32 @@ fn block<B: Backend>(
             device,
         )
     };
-    let post_norm = |s: &str| {
-        c.arch
-            .post_norms()
-            .then(|| norm(gguf, &name(s), c, device))
-            .transpose()
+    let norm_if =
+        |s: &str, present: bool| present.then(|| norm(gguf, &name(s), c, device)).transpose();
+    let (pre, post) = (c.arch.pre_norms(), c.arch.post_norms());
+    let (w_gate, w_up) = match c.arch.fused_gate_up() {
+        // `ffn_up` holds gate ‖ up (transformers `gate_up_proj(x).chunk(2)`: gate first).
+        true => {
+            let half = |from: usize| {
+                let part = Part::slice(name("ffn_up"), from, c.ffn, 2 * c.ffn);
+                projection(gguf, &[part], h, c, storage, device)
+            };
+            (half(0)?, half(c.ffn)?)
+        }
+        false => (proj("ffn_gate", c.ffn, h)?, proj("ffn_up", c.ffn, h)?),
     };
     Ok(Block {
-        attn_norm: norm(gguf, &name("attn_norm"), c, device)?,
+        attn_norm: norm_if("attn_norm", pre)?,
         attention: attention(gguf, c, n, storage, device)?,
-        post_attn_norm: post_norm("post_attention_norm")?,
-        ffn_norm: norm(gguf, &name("ffn_norm"), c, device)?,
+        post_attn_norm: norm_if("post_attention_norm", post)?,
+        ffn_norm: norm_if("ffn_norm", pre)?,
         ffn: FeedForward {
-            w_gate: proj("ffn_gate", c.ffn, h)?,
-            w_up: proj("ffn_up", c.ffn, h)?,
+            w_gate,
+            w_up,
             w_down: proj("ffn_down", h, c.ffn)?,
             activation: c.arch.activation(),
         },
-        post_ffn_norm: post_norm("post_ffw_norm")?,
+        post_ffn_norm: norm_if("post_ffw_norm", post)?,
     })
 }
 
@@ -373,7 +414,8 @@ pub fn check_tensors(gguf: &GgufFile, c: &ModelConfig) -> Result<()> {
         if matches!(
             name,
             "token_embd.weight" | "output_norm.weight" | "output.weight"
-        ) {
+        ) || c.arch.global_tensors().contains(&name)
+        {
             return true;
         }
         let Some(rest) = name.strip_prefix("blk.") else {
@@ -417,6 +459,7 @@ pub fn load_transformer<B: Backend>(
         blocks,
         norm: norm(gguf, "output_norm.weight", c, device)?,
         output,
+        final_softcap: c.final_softcap,
     })
 }
 

@@ -135,6 +135,16 @@ impl QuantRows {
         }
     }
 
+    /// Rows `from..from + n` alone (one half of a fused tensor, e.g. Phi-3's gate ‖ up).
+    pub fn rows_range(&self, from: usize, n: usize) -> Self {
+        let b = self.row_bytes();
+        Self {
+            bytes: self.bytes[from * b..(from + n) * b].to_vec(),
+            rows: n,
+            ..self.clone()
+        }
+    }
+
     /// Row `r` as f32 into `y` (`cols` values), the loop compiled once per storage type.
     #[inline(always)]
     fn dequantize_row(&self, r: usize, y: &mut [f32]) {

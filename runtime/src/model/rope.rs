@@ -13,6 +13,18 @@
 //! sliding-window layers, 10⁶ on the global ones), so frequencies are kept per layer
 //! ([`RopeSet`]) and tables per distinct base ([`Rope`]); every caller names the layer.
 //!
+//! **Scaling** ([`RopeScaling`]), as llama.cpp's `ggml_rope_ext` and transformers'
+//! `modeling_rope_utils.py` compute it: `linear` divides every frequency by the factor (positions
+//! interpolated); Llama 3's `rope_freqs.weight` divides frequency `j` by its own factor (the
+//! converter writes `_compute_llama3_parameters`' ratios); YaRN (Peng et al. 2023, "YaRN:
+//! Efficient Context Window Extension", its "NTK-by-parts" interpolation and attention temperature
+//! `√(1/t) = 0.1·ln(s) + 1`; transformers `_compute_yarn_parameters`, llama.cpp `rope_yarn` and
+//! `ggml_rope_yarn_corr_dims`) blends interpolated and original frequencies by a ramp over the
+//! dimensions between the correction dimensions of `beta_fast` and `beta_slow` and multiplies cos
+//! and sin by `attn_factor · (0.1·ln(factor) + 1)`, so queries and keys each carry that factor.
+//! A layer without RoPE (SmolLM3's NoPE layers) has [`Frequencies::none`]: every rotation is the
+//! identity.
+//!
 //! **Arithmetic order** (outputs depend on it, the parity fixtures and committed plans too):
 //! the inverse frequency `base^(−2j/d)` is computed in f64 and cast to f32, as transformers keeps
 //! `inv_freq` in float32 (huggingface/transformers @ ef46806,
@@ -21,15 +33,53 @@
 
 use std::sync::{PoisonError, RwLock, RwLockReadGuard};
 
+/// RoPE base where a layer has none to speak of (a NoPE layer's placeholder).
+const DEFAULT_BASE: f64 = 10_000.0;
+
 use burn::tensor::backend::Backend;
 use burn::tensor::{Int, Tensor, TensorData};
 
-/// Inverse frequencies `base^(−2j/d)`, `j < d/2`, of one RoPE base.
+/// How a file scales its RoPE frequencies (GGUF `rope.scaling.*`, `rope_freqs.weight`).
+#[derive(Debug, Clone, PartialEq, Default, serde::Serialize, serde::Deserialize)]
+pub enum RopeScaling {
+    /// `base^(−2j/d)` as it is.
+    #[default]
+    None,
+    /// Every frequency divided by `factor` (`rope.scaling.type = linear`).
+    Linear {
+        /// `rope.scaling.factor`.
+        factor: f64,
+    },
+    /// Frequency `j` divided by `factors[j]` (`rope_freqs.weight`: Llama 3.x's `llama3` type).
+    FreqFactors {
+        /// One factor per rotated pair, `head_dim / 2`.
+        factors: Vec<f32>,
+    },
+    /// YaRN (`rope.scaling.type = yarn`).
+    Yarn {
+        /// `rope.scaling.factor`.
+        factor: f64,
+        /// `rope.scaling.original_context_length`.
+        original_context: usize,
+        /// `rope.scaling.yarn_beta_fast` (32 by default).
+        beta_fast: f64,
+        /// `rope.scaling.yarn_beta_slow` (1 by default).
+        beta_slow: f64,
+        /// `rope.scaling.yarn_attn_factor` (1 by default), times `0.1·ln(factor) + 1`.
+        attn_factor: f64,
+    },
+}
+
+/// Inverse frequencies `base^(−2j/d)`, `j < d/2`, of one RoPE base, as scaled.
 #[derive(Debug, Clone)]
 pub struct Frequencies {
     base: f64,
     head_dim: usize,
     inv_freq: Vec<f32>,
+    /// Factor on cos and sin (YaRN's attention factor; 1 otherwise).
+    attn_factor: f32,
+    /// False for a layer without RoPE: every rotation is the identity.
+    rotates: bool,
     /// `(cos, sin)` of every angle [`Self::rotate_rows`] has met, grown on demand.
     angles: Angles,
 }
@@ -37,7 +87,19 @@ pub struct Frequencies {
 impl PartialEq for Frequencies {
     /// Equal bases and dimensions (the angle table is a cache of them).
     fn eq(&self, other: &Self) -> bool {
-        (self.base, self.head_dim, &self.inv_freq) == (other.base, other.head_dim, &other.inv_freq)
+        (
+            self.base,
+            self.head_dim,
+            &self.inv_freq,
+            self.attn_factor,
+            self.rotates,
+        ) == (
+            other.base,
+            other.head_dim,
+            &other.inv_freq,
+            other.attn_factor,
+            other.rotates,
+        )
     }
 }
 
@@ -65,8 +127,89 @@ impl Frequencies {
             base,
             head_dim,
             inv_freq,
+            attn_factor: 1.0,
+            rotates: true,
             angles: Angles::default(),
         }
+    }
+
+    /// The frequencies of `base` scaled as `scaling` says.
+    pub fn scaled(head_dim: usize, base: f64, scaling: &RopeScaling) -> Self {
+        let plain = Self::new(head_dim, base);
+        let d = head_dim as f64;
+        let (inv_freq, attn_factor) = match scaling {
+            RopeScaling::None => return plain,
+            RopeScaling::Linear { factor } => (
+                (0..head_dim / 2)
+                    .map(|j| (base.powf(-2.0 * j as f64 / d) / factor) as f32)
+                    .collect(),
+                1.0,
+            ),
+            RopeScaling::FreqFactors { factors } => (
+                plain
+                    .inv_freq
+                    .iter()
+                    .zip(factors)
+                    .map(|(f, s)| f / s)
+                    .collect(),
+                1.0,
+            ),
+            RopeScaling::Yarn {
+                factor,
+                original_context,
+                beta_fast,
+                beta_slow,
+                attn_factor,
+            } => {
+                // The dimension whose frequency turns `rotations` times over the original
+                // context (`ggml_rope_yarn_corr_dim`, transformers `find_correction_dim`).
+                let corr = |rotations: f64| {
+                    d * (*original_context as f64 / (rotations * 2.0 * std::f64::consts::PI)).ln()
+                        / (2.0 * base.ln())
+                };
+                let low = corr(*beta_fast).floor().max(0.0);
+                let high = corr(*beta_slow).ceil().min(d - 1.0);
+                let span = if high == low { 0.001 } else { high - low };
+                let inv = (0..head_dim / 2)
+                    .map(|j| {
+                        let extrapolated = base.powf(-2.0 * j as f64 / d);
+                        let interpolated = extrapolated / factor;
+                        // 0 below `low` (original frequency), 1 above `high` (interpolated).
+                        let ramp = ((j as f64 - low) / span).clamp(0.0, 1.0);
+                        (interpolated * ramp + extrapolated * (1.0 - ramp)) as f32
+                    })
+                    .collect();
+                let mscale = if *factor > 1.0 {
+                    0.1 * factor.ln() + 1.0
+                } else {
+                    1.0
+                };
+                (inv, (attn_factor * mscale) as f32)
+            }
+        };
+        Self {
+            inv_freq,
+            attn_factor,
+            ..plain
+        }
+    }
+
+    /// A layer without RoPE: every rotation is the identity.
+    pub fn none(head_dim: usize) -> Self {
+        Self {
+            rotates: false,
+            ..Self::new(head_dim, DEFAULT_BASE)
+        }
+    }
+
+    /// Whether the layer rotates at all (false for a NoPE layer).
+    pub fn rotates(&self) -> bool {
+        self.rotates
+    }
+
+    /// The factor on cos and sin (YaRN's attention factor), 1 without one.
+    pub fn attn_factor(&self) -> f32 {
+        self.attn_factor
     }
 
     /// The RoPE base θ.
@@ -86,6 +229,9 @@ impl Frequencies {
 
     /// Rotates one head vector by `sign × angle(offset)`, `angle_j = offset · inv_freq[j]`.
     fn rotate_row(&self, row: &mut [f32], offset: f32, sign: f32) {
+        if !self.rotates {
+            return;
+        }
         let angles = self.inv_freq.iter().map(|f| {
             let (sin, cos) = (offset * f).sin_cos();
             (cos, sin)
@@ -94,14 +240,22 @@ impl Frequencies {
     }
 
     /// Rotates rows (one head vector each) by `sign ×` their position's angle: `sign = 1`
-    /// applies RoPE to pre-RoPE vectors, `−1` removes it.
+    /// applies RoPE to pre-RoPE vectors (times the attention factor, as the model's tables),
+    /// `−1` removes it.
     ///
     /// # Shapes
     /// - rows: `[positions.len()][head_dim]` row-major, rotated in place
     pub fn rotate_rows(&self, rows: &mut [f32], positions: &[usize], sign: f32) {
+        if !self.rotates {
+            return;
+        }
         let Some(&last) = positions.iter().max() else {
             return;
         };
+        if self.attn_factor != 1.0 && sign < 0.0 {
+            let inv = 1.0 / self.attn_factor;
+            rows.iter_mut().for_each(|x| *x *= inv);
+        }
         let half = self.head_dim / 2;
         let table = self.angles_upto(last + 1);
         let (cos, sin) = &*table;
@@ -109,6 +263,9 @@ impl Frequencies {
             let at = p * half..(p + 1) * half;
             let angles = cos[at.clone()].iter().copied().zip(sin[at].iter().copied());
             turn(row, angles, sign);
+        }
+        if self.attn_factor != 1.0 && sign > 0.0 {
+            rows.iter_mut().for_each(|x| *x *= self.attn_factor);
         }
     }
 
@@ -156,16 +313,27 @@ impl Frequencies {
         }
     }
 
-    /// cos and sin tables `[max_positions][head_dim]` (each half repeated, rotate-half order).
+    /// cos and sin tables `[max_positions][head_dim]` (each half repeated, rotate-half order),
+    /// times the attention factor; cos 1 and sin 0 for a layer without RoPE.
     fn tables(&self, max_positions: usize) -> (Vec<f32>, Vec<f32>) {
-        let mut cos = Vec::with_capacity(max_positions * self.head_dim);
-        let mut sin = Vec::with_capacity(max_positions * self.head_dim);
+        let n = max_positions * self.head_dim;
+        if !self.rotates {
+            return (vec![1.0; n], vec![0.0; n]);
+        }
+        let mut cos = Vec::with_capacity(n);
+        let mut sin = Vec::with_capacity(n);
+        let m = self.attn_factor;
         for pos in 0..max_positions {
             for _ in 0..2 {
                 for f in &self.inv_freq {
                     let angle = pos as f32 * f;
-                    cos.push(angle.cos());
-                    sin.push(angle.sin());
+                    if m == 1.0 {
+                        cos.push(angle.cos());
+                        sin.push(angle.sin());
+                    } else {
+                        cos.push(angle.cos() * m);
+                        sin.push(angle.sin() * m);
+                    }
                 }
             }
         }
@@ -199,6 +367,11 @@ impl RopeSet {
         Self::per_layer(head_dim, &vec![base; layers])
     }
 
+    /// One layer per entry of `layers`.
+    pub fn new(layers: Vec<Frequencies>) -> Self {
+        Self { layers }
+    }
+
     /// One layer per entry of `bases`, each rotating at its own base.
     pub fn per_layer(head_dim: usize, bases: &[f64]) -> Self {
         Self {
@@ -226,7 +399,7 @@ impl RopeSet {
 /// cos/sin tables of one base, on the device and on the host.
 #[derive(Debug, Clone)]
 struct Tables<B: Backend> {
-    base: f64,
+    freqs: Frequencies,
     /// `[max_positions, head_dim]`.
     cos: Tensor<B, 2>,
     /// `[max_positions, head_dim]`.
@@ -242,7 +415,7 @@ impl<B: Backend> Tables<B> {
         let (cos, sin) = freqs.tables(max_positions);
         let shape = [max_positions, freqs.head_dim()];
         Self {
-            base: freqs.base(),
+            freqs: freqs.clone(),
             cos: Tensor::from_data(TensorData::new(cos.clone(), shape), device),
             sin: Tensor::from_data(TensorData::new(sin.clone(), shape), device),
             cos_host: cos,
@@ -251,7 +424,7 @@ impl<B: Backend> Tables<B> {
     }
 }
 
-/// Precomputed cos/sin tables for positions `0..max_positions`, one per distinct base, and which
+/// Precomputed cos/sin tables for positions `0..max_positions`, one per distinct frequency set, and which
 /// table each layer uses.
 #[derive(Debug, Clone)]
 pub struct Rope<B: Backend> {
@@ -277,13 +450,13 @@ impl<B: Backend> Rope<B> {
         }
     }
 
-    /// Tables for the layers of `set`, one per distinct base.
+    /// Tables for the layers of `set`, one per distinct frequency set.
     pub fn from_set(set: &RopeSet, max_positions: usize, device: &B::Device) -> Self {
         let mut tables: Vec<Tables<B>> = Vec::new();
         let mut layer_table = Vec::with_capacity(set.n_layers());
         for l in 0..set.n_layers() {
             let freqs = set.layer(l);
-            let at = match tables.iter().position(|t| t.base == freqs.base()) {
+            let at = match tables.iter().position(|t| t.freqs == *freqs) {
                 Some(at) => at,
                 None => {
                     tables.push(Tables::new(freqs, max_positions, device));
@@ -371,6 +544,68 @@ mod tests {
         // d = 4, base 100: 100^0 = 1, 100^(−2/4) = 0.1.
         let f = Frequencies::new(4, 100.0);
         assert_eq!(f.inv_freq(), &[1.0, 0.1]);
+    }
+
+    #[test]
+    fn scaled_frequencies_by_hand() {
+        // d = 4, base 100: plain [1, 0.1].
+        let linear = Frequencies::scaled(4, 100.0, &RopeScaling::Linear { factor: 2.0 });
+        assert_eq!(linear.inv_freq(), &[0.5, 0.05]);
+        let factors = RopeScaling::FreqFactors {
+            factors: vec![1.0, 4.0],
+        };
+        assert_eq!(
+            Frequencies::scaled(4, 100.0, &factors).inv_freq(),
+            &[1.0, 0.025]
+        );
+        // YaRN, d = 8, base 10⁴, original context 64, factor 4, β 32 / 1: the correction
+        // dimensions are 8·ln(64/(32·2π))/(2·ln 10⁴) = −0.497 → 0 and 8·ln(64/2π)/(2·ln 10⁴) =
+        // 1.008 → 2, so the ramp over pairs 0..4 is [0, ½, 1, 1]: pair 0 keeps 1, pair 1 blends
+        // 0.1 and 0.025 half and half (0.0625), pairs 2 and 3 are interpolated (0.01/4,
+        // 0.001/4); cos and sin carry 0.1·ln 4 + 1.
+        let yarn = RopeScaling::Yarn {
+            factor: 4.0,
+            original_context: 64,
+            beta_fast: 32.0,
+            beta_slow: 1.0,
+            attn_factor: 1.0,
+        };
+        let f = Frequencies::scaled(8, 1e4, &yarn);
+        let want = [1.0, 0.0625, 0.0025, 0.00025];
+        assert!(close(f.inv_freq(), &want, 1e-9), "{:?}", f.inv_freq());
+        let m = (0.1 * 4f64.ln() + 1.0) as f32;
+        assert_eq!(f.attn_factor(), m);
+        // Rotating at position 0 only scales; removing RoPE undoes it; a shift stays a rotation.
+        let mut row = vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0];
+        let orig = row.clone();
+        f.rotate_rows(&mut row, &[0], 1.0);
+        let scaled: Vec<f32> = orig.iter().map(|x| x * m).collect();
+        assert!(close(&row, &scaled, 1e-6));
+        f.rotate_rows(&mut row, &[0], -1.0);
+        assert!(close(&row, &orig, 1e-6));
+        let norm = |r: &[f32]| r.iter().map(|x| x * x).sum::<f32>().sqrt();
+        f.shift_rows(&mut row, &[0], &[9]);
+        assert!((norm(&row) - norm(&orig)).abs() < 1e-4);
+        let (cos, sin) = f.tables(2);
+        assert!(
+            (cos[0] - m).abs() < 1e-7 && sin[0] == 0.0 && (cos[8] - 1f32.cos() * m).abs() < 1e-6
+        );
+    }
+
+    #[test]
+    fn a_layer_without_rope_turns_nothing() {
+        let f = Frequencies::none(4);
+        let mut row = vec![0.3, -1.2, 0.5, 2.0];
+        let orig = row.clone();
+        f.rotate_rows(&mut row, &[17], 1.0);
+        f.shift_rows(&mut row, &[17], &[3]);
+        assert_eq!(row, orig);
+        let (cos, sin) = f.tables(3);
+        assert!(cos.iter().all(|&c| c == 1.0) && sin.iter().all(|&s| s == 0.0));
+        // Its tables are its own, apart from a plain layer's.
+        let set = RopeSet::new(vec![Frequencies::new(4, 1e4), Frequencies::none(4)]);
+        let rope = Rope::<Flex>::from_set(&set, 4, &Default::default());
+        assert_eq!(rope.tables.len(), 2);
     }
 
     #[test]

@@ -33,6 +33,9 @@ pub struct Transformer<B: Backend> {
     pub norm: RmsNorm<B>,
     /// Output projection `[hidden, vocab]` (the transposed embedding when tied).
     pub output: Linear<B>,
+    /// `c` of `tanh(z / c)·c` on the logits (Gemma 2's `final_logit_softcapping`).
+    #[module(skip)]
+    pub final_softcap: Option<f64>,
 }
 
 impl<B: Backend> Transformer<B> {
@@ -59,7 +62,21 @@ impl<B: Backend> Transformer<B> {
             Logits::Last => x.narrow(0, t - 1, 1),
             Logits::All => x,
         };
-        self.output.forward(self.norm.forward(x))
+        self.logits(x)
+    }
+
+    /// The logits of the last block's output rows: final norm, output projection, and the
+    /// architecture's soft-cap.
+    ///
+    /// # Shapes
+    /// - x: `[t, hidden]` → `[t, vocab]`
+    pub fn logits(&self, x: Tensor<B, 2>) -> Tensor<B, 2> {
+        let z = self.output.forward(self.norm.forward(x));
+        match self.final_softcap {
+            // As transformers: `z / c`, `tanh`, `· c` in f32.
+            Some(c) => z.div_scalar(c as f32).tanh().mul_scalar(c as f32),
+            None => z,
+        }
     }
 
     /// One new token in each of several sequences: `ids[i]` after `caches[i]` under `ctxs[i]`
@@ -87,14 +104,14 @@ impl<B: Backend> Transformer<B> {
             }
             x = block.forward_many(x, ctxs, &mut layers, obs);
         }
-        self.output.forward(self.norm.forward(x))
+        self.logits(x)
     }
 
     /// The rows of `ids`, scaled by [`Self::embed_scale`].
     ///
     /// # Shapes
     /// - returns `[ids.len(), hidden]`
-    fn embedded(&self, ids: &[u32]) -> Tensor<B, 2> {
+    pub fn embedded(&self, ids: &[u32]) -> Tensor<B, 2> {
         let x = self.embed.forward(ids, &self.device());
         if self.embed_scale == 1.0 {
             return x;

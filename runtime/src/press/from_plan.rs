@@ -112,17 +112,33 @@ impl<'a> FromPlan<'a> {
     }
 }
 
-/// PoD's press and its training run their own attention forward pass over the model's own
-/// projection (`Attention::project`: Q/K/V biases and Q/K norms included) and a pre-norm block:
-/// `llama` and `qwen2`. Gemma 3's post-norms, embedding scale and sliding-window layers are not
-/// applied there, so that architecture (and any other) is refused.
+/// PoD's press and its training run their own attention pass inside the model's own block
+/// ([`crate::model::block::Block::around`]: pre- and post-norms, the embedding scale and the
+/// final soft-cap as the model has them) over the model's own projection
+/// (`Attention::project`: Q/K/V biases and Q/K norms included) and RoPE tables (scaling and
+/// NoPE layers included). Their attention has no sliding window and no score soft-cap, so the
+/// architectures with windowed layers or capped scores (Gemma 2 and 3) are refused, and so is a
+/// file of another architecture that sets a window ([`refuse_pod_on_windows`]).
 pub fn refuse_pod_on(architecture: &str) -> Result<()> {
-    if matches!(architecture, "llama" | "qwen2") {
+    if !matches!(architecture, "gemma2" | "gemma3") {
         return Ok(());
     }
     Err(Error::Request(format!(
-        "pod: its shared-attention forward pass supports general.architecture = \"llama\" or \
-         \"qwen2\", not {architecture:?} (post-norms, embedding scale and sliding-window layers \
-         are not applied there)"
+        "pod: its shared-attention forward pass has no sliding-window layers or score soft-cap, \
+         which general.architecture = {architecture:?} needs; it runs llama, qwen2, qwen3, \
+         olmo2, phi3 and smollm3 files without a sliding window"
     )))
+}
+
+/// [`refuse_pod_on`] for a model whose file windows some layers (a Mistral or Phi-3 file).
+pub fn refuse_pod_on_windows(config: &ModelConfig) -> Result<()> {
+    refuse_pod_on(&config.architecture)?;
+    match config.layer_windows.iter().flatten().next() {
+        Some(w) => Err(Error::Request(format!(
+            "pod: {} sets a sliding window of {w} positions ({}.attention.sliding_window), which \
+             its shared-attention forward pass does not apply",
+            config.name, config.architecture
+        ))),
+        None => Ok(()),
+    }
 }

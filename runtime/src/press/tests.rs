@@ -97,6 +97,17 @@ pub(super) fn registry_presses(
     alloc: &Allocation,
     n: usize,
 ) -> Vec<(&'static str, Box<dyn Press<B>>)> {
+    registry_presses_except(plan, model, alloc, n, &[])
+}
+
+/// [`registry_presses`] without the methods named in `skip`.
+pub(super) fn registry_presses_except(
+    plan: &Plan,
+    model: &Model<B>,
+    alloc: &Allocation,
+    n: usize,
+    skip: &[&str],
+) -> Vec<(&'static str, Box<dyn Press<B>>)> {
     let build = |method: Method| -> Box<dyn Press<B>> {
         if !method.has_section() {
             return Box::new(FullPress);
@@ -114,7 +125,11 @@ pub(super) fn registry_presses(
         };
         press_from(&from).unwrap_or_else(|e| panic!("{method}: {e}"))
     };
-    METHODS.iter().map(|m| (m.name, build(m.method))).collect()
+    METHODS
+        .iter()
+        .filter(|m| !skip.contains(&m.name))
+        .map(|m| (m.name, build(m.method)))
+        .collect()
 }
 
 /// Methods the budget matrix leaves out, each with tests of its own: FullKV keeps everything,

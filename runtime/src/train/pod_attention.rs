@@ -153,14 +153,13 @@ pub fn forward<B: Backend>(
         positions: Tensor::<B, 1, Int>::arange(0..t as i64, &device),
         masks: Masks::new(layout, n_heads, t, &device),
     };
-    let mut x = tr.embed.forward(ids, &device); // [t, hidden]
+    let mut x = tr.embedded(ids); // [t, hidden]
     let mut lent: Vec<Option<Tensor<B, 3>>> = vec![None; tr.blocks.len()];
     for (l, block) in tr.blocks.iter().enumerate() {
-        let out = pass.attention(l, block, x.clone(), &mut lent);
-        let h = x + out;
-        x = h.clone() + block.ffn.forward(block.ffn_norm.forward(h));
+        // The model's own block (norms, residuals, feed-forward) around PoD's attention.
+        x = block.around(x, |normed| pass.attention(l, block, normed, &mut lent));
     }
-    Ok(tr.output.forward(tr.norm.forward(x)))
+    Ok(tr.logits(x))
 }
 
 /// One clear error for a request the model cannot run.
@@ -219,7 +218,7 @@ impl<B: Backend> Pass<'_, B> {
         let (nh, nkv, d) = (a.n_heads, a.n_kv_heads, a.head_dim);
         let [t, _] = x.dims();
         // The model's own projection: biases (Qwen2) included.
-        let qkv = a.project(block.attn_norm.forward(x)); // [t, (nh+2nkv)·d]
+        let qkv = a.project(x); // [t, (nh+2nkv)·d], x normed by the block
         let split = |start: usize, heads: usize| {
             qkv.clone()
                 .narrow(1, start * d, heads * d)

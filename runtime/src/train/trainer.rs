@@ -58,8 +58,15 @@ pub fn select_trainable<B: AutodiffBackend>(
             on(&mut b.ffn.w_gate);
             on(&mut b.ffn.w_up);
             on(&mut b.ffn.w_down);
-            b.attn_norm.gamma = on1(b.attn_norm.gamma.clone());
-            b.ffn_norm.gamma = on1(b.ffn_norm.gamma.clone());
+            let norms = [
+                &mut b.attn_norm,
+                &mut b.ffn_norm,
+                &mut b.post_attn_norm,
+                &mut b.post_ffn_norm,
+            ];
+            for n in norms.into_iter().flatten() {
+                n.gamma = on1(n.gamma.clone());
+            }
         }
     }
     if which == Trainable::All {

@@ -347,6 +347,14 @@ impl Span {
     }
 }
 
+/// `s ← tanh(s / c)·c` for a cap `c` (Gemma 2's attention soft-cap; transformers divides,
+/// takes the tanh and multiplies, in f32, as here).
+fn soft_cap(s: &mut [f32], cap: Option<f32>) {
+    if let Some(c) = cap {
+        s.iter_mut().for_each(|x| *x = (*x / c).tanh() * c);
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn run_task(
     task: &Task,
@@ -362,6 +370,7 @@ fn run_task(
         keys: l,
         head_dim: d,
         window,
+        softcap,
         ..
     } = dims;
     let span = Span::of(task, dims);
@@ -396,6 +405,7 @@ fn run_task(
             let (head, i) = (r / m, r % m);
             let (first, visible) = span.row(task, r, window);
             let (a, b) = (first - lo, visible - lo);
+            soft_cap(&mut row[a..b], softcap);
             softmax_in_place(&mut row[a..b]);
             row[..a].fill(0.0);
             row[b..].fill(0.0);
@@ -448,6 +458,7 @@ fn run_task_blocked(
     let Dims {
         head_dim: d,
         window,
+        softcap,
         ..
     } = dims;
     let Span {
@@ -489,6 +500,7 @@ fn run_task_blocked(
                     new_scale[r] = 0.0;
                     continue;
                 }
+                soft_cap(&mut row[a - b0..b - b0], softcap);
                 let (m_b, z_b) = exp_in_place(&mut row[a - b0..b - b0]);
                 row[..a - b0].fill(0.0);
                 row[b - b0..].fill(0.0);
@@ -538,6 +550,43 @@ mod tests {
     /// Every (head, row) is in exactly one task; a head's tasks come in row order; a decode
     /// step of one cache head is split so both threads get work.
     #[test]
+    fn soft_capped_scores_by_hand() {
+        // d = 1, one query row (the last of three), q = 1, keys 0, 1, 3, values 1, 2, 3, cap 1:
+        // scores tanh(0), tanh(1), tanh(3), then softmax and the weighted values.
+        let dims = Dims {
+            kv_heads: 1,
+            group: 1,
+            t: 1,
+            keys: 3,
+            head_dim: 1,
+            window: None,
+            softcap: Some(1.0),
+        };
+        let (k, v) = ([0f32, 1.0, 3.0], [1f32, 2.0, 3.0]);
+        let out = attend_heads(&[1.0], &[&k], &[&v], dims, 0..0, false, Blocking::DEFAULT);
+        let e: Vec<f64> = [0f64, 1.0, 3.0].iter().map(|s| s.tanh().exp()).collect();
+        let want = (e[0] + 2.0 * e[1] + 3.0 * e[2]) / e.iter().sum::<f64>();
+        assert!(
+            (out.out[0] as f64 - want).abs() < 1e-6,
+            "{} vs {want}",
+            out.out[0]
+        );
+        let uncapped = attend_heads(
+            &[1.0],
+            &[&k],
+            &[&v],
+            Dims {
+                softcap: None,
+                ..dims
+            },
+            0..0,
+            false,
+            Blocking::DEFAULT,
+        );
+        assert!((uncapped.out[0] - out.out[0]).abs() > 0.1);
+    }
+
+    #[test]
     fn tasks_cover_each_head_row_once_in_order() {
         for (kv, group, t) in [(3, 3, 300), (2, 7, 1), (1, 4, 1), (2, 1, 129), (1, 4, 600)] {
             let dims = Dims {
@@ -547,6 +596,7 @@ mod tests {
                 keys: t,
                 head_dim: 4,
                 window: None,
+                softcap: None,
             };
             let mut seen = vec![vec![0usize; t]; kv * group];
             let mut next = vec![0usize; kv * group];
@@ -572,6 +622,7 @@ mod tests {
             keys: 9,
             head_dim: 4,
             window: None,
+            softcap: None,
         };
         assert!(rayon::current_num_threads() < 2 || tasks(decode).len() >= 2);
     }

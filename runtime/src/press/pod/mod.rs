@@ -29,7 +29,7 @@ use burn::tensor::backend::Backend;
 use burn::tensor::{Tensor, TensorData};
 use kvplan_planner::{Geometry, Method, PodSection};
 
-use super::from_plan::{refuse_pod_on, FromPlan, MethodPress};
+use super::from_plan::{refuse_pod_on_windows, FromPlan, MethodPress};
 use super::{Capabilities, Press, PressKind};
 use crate::cache::{host_vec, KvCache};
 use crate::error::{Error, Result};
@@ -115,10 +115,10 @@ impl MethodPress for PodPress {
         adopts_shared_prefill: false,
     };
 
-    /// The section's blocks and gate τ, the plan's proximal split; Llama and Qwen2 models only
-    /// ([`refuse_pod_on`]).
+    /// The section's blocks and gate τ, the plan's proximal split; models without windowed
+    /// layers or capped scores only ([`refuse_pod_on_windows`]).
     fn from_plan<B: Backend>(p: &FromPlan<'_>) -> Result<Box<dyn Press<B>>> {
-        refuse_pod_on(&p.config.architecture)?;
+        refuse_pod_on_windows(p.config)?;
         let s: &PodSection = p.section_as()?;
         let proximal = Proximal {
             sinks: p.budgets.sinks,
@@ -406,30 +406,34 @@ impl<B: Backend> Press<B> for PodPress {
         let (t, p0) = (ids.len(), self.len);
         let tr = &model.transformer;
         let device = model.device();
-        let mut x = tr.embed.forward(ids, device);
+        let mut x = tr.embedded(ids);
         let mut saved: Vec<Option<Saved>> = (0..c.geometry.layers).map(|_| None).collect();
         for (l, block) in tr.blocks.iter().enumerate() {
             let a = &block.attention;
-            // The model's own projection: biases (Qwen2) included.
-            let qkv = host_vec(a.project(block.attn_norm.forward(x.clone())));
-            let shape = Shape {
-                tokens: t,
-                first_position: p0,
-                q_heads: nh,
-                kv_heads: nkv,
-                head_dim: d,
-                query_scale: a.query_scale as f32,
-                decode,
-            };
-            let o = self.layer(l, &qkv, shape, &mut saved);
-            let o = Tensor::<B, 2>::from_data(TensorData::new(o, [t, nh * d]), device);
-            let h = x + a.wo.forward(o);
-            x = h.clone() + block.ffn.forward(block.ffn_norm.forward(h));
+            // The model's own block around PoD's attention: its norms, and its projection
+            // (biases, Q/K norms) inside.
+            x = block.around(x, |normed| {
+                let qkv = host_vec(a.project(normed));
+                let shape = Shape {
+                    tokens: t,
+                    first_position: p0,
+                    q_heads: nh,
+                    kv_heads: nkv,
+                    head_dim: d,
+                    query_scale: a.query_scale as f32,
+                    decode,
+                };
+                let o = self.layer(l, &qkv, shape, &mut saved);
+                a.wo.forward(Tensor::<B, 2>::from_data(
+                    TensorData::new(o, [t, nh * d]),
+                    device,
+                ))
+            });
         }
         self.len += t;
         cache.next_position = self.len;
         let x = x.narrow(0, t - 1, 1);
-        Ok(tr.output.forward(tr.norm.forward(x)))
+        Ok(tr.logits(x))
     }
 }
 

@@ -10,7 +10,7 @@ use super::super::full::FullPress;
 use super::super::snapkv::SnapKvScorer;
 use super::super::streaming::StreamingScorer;
 use super::super::tests::{
-    prompt, registry_presses, rope, spindle, tiny_model, tiny_plan, B, D, L, NKV, THETA,
+    prompt, registry_presses_except, rope, spindle, tiny_model, tiny_plan, B, D, L, NKV, THETA,
 };
 use super::super::*;
 use crate::cache::window_span;
@@ -46,11 +46,10 @@ fn max_diff(a: &[f32], b: &[f32]) -> f32 {
 }
 
 /// Every method of the registry, configured from the tiny plan for a 30-token prompt with
-/// budgets `alloc`, except PoD (refused on architectures with windows: its blocks share
-/// attention across layers).
+/// budgets `alloc`, except PoD (refused on models with windows: its own attention pass has
+/// none, [`crate::press::from_plan::refuse_pod_on_windows`]).
 fn presses(model: &Model<B>, alloc: &Allocation) -> Vec<(&'static str, Box<dyn Press<B>>)> {
-    let all = registry_presses(&tiny_plan(), model, alloc, 30);
-    all.into_iter().filter(|(name, _)| *name != "pod").collect()
+    registry_presses_except(&tiny_plan(), model, alloc, 30, &["pod"])
 }
 
 /// Whether the global layer of `press` holds its budget as K/V tensors (as the budget matrix
