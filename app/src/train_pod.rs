@@ -157,7 +157,8 @@ fn train_loop(
 ) -> anyhow::Result<TrainOutcome<TrainBackend>> {
     let cfg = &req.train;
     let (c, device) = (&model.config, backend::device());
-    let rope = Rope::<TrainBackend>::new(c.geometry.head_dim, c.rope_theta, cfg.seq_len, &device);
+    // The model's own frequencies (scaling, per-layer bases, NoPE layers) at the trained length.
+    let rope = Rope::<TrainBackend>::from_set(&c.rope_for(cfg.seq_len), cfg.seq_len, &device);
     let outcome = train::train(
         model.transformer,
         &rope,
@@ -185,12 +186,7 @@ struct Heldout<'a> {
 impl<'a> Heldout<'a> {
     fn new(req: &TrainPodRequest, c: &ModelConfig, held: &'a [u32]) -> Self {
         let seq_len = req.train.seq_len;
-        let rope = Rope::new(
-            c.geometry.head_dim,
-            c.rope_theta,
-            seq_len,
-            &backend::device(),
-        );
+        let rope = Rope::from_set(&c.rope_for(seq_len), seq_len, &backend::device());
         Heldout {
             rope,
             held,

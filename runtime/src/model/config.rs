@@ -166,8 +166,16 @@ impl ModelConfig {
     }
 
     /// The RoPE frequencies of every layer (Gemma 3: its own base on the sliding-window layers;
-    /// scaled as the file says; the identity on a layer without RoPE).
+    /// scaled as the file says; the identity on a layer without RoPE), for sequences within the
+    /// original context ([`Self::rope_for`]).
     pub fn rope(&self) -> RopeSet {
+        self.rope_for(0)
+    }
+
+    /// [`Self::rope`] for a forward call, or a sequence, ending at position `end` (exclusive):
+    /// LongRoPE's long factors past its original context (transformers chooses them per call by
+    /// the call's last position; a press takes the set of its prompt's length).
+    pub fn rope_for(&self, end: usize) -> RopeSet {
         let d = self.geometry.head_dim;
         RopeSet::new(
             self.rope_bases
@@ -175,7 +183,7 @@ impl ModelConfig {
                 .enumerate()
                 .map(|(l, &base)| match self.rope_layers.get(l) {
                     Some(false) => Frequencies::none(d),
-                    _ => Frequencies::scaled(d, base, &self.rope_scaling),
+                    _ => Frequencies::scaled_at(d, base, &self.rope_scaling, end),
                 })
                 .collect(),
         )
@@ -281,6 +289,11 @@ fn rope_scaling(gguf: &GgufFile, arch: Architecture, head_dim: usize) -> Result<
         Ok(_) => Some(factor("rope.scale_linear")?),
         Err(_) => None,
     };
+    if arch.global_tensors().contains(&"rope_factors_long.weight") {
+        if let Some(long_rope) = long_rope(gguf, arch, head_dim)? {
+            return Ok(long_rope);
+        }
+    }
     let freqs = gguf.tensor_info("rope_freqs.weight").is_some();
     let scaled = kind != "none" || linear_legacy.is_some() || freqs;
     if scaled && !arch.rope_scaling() {
@@ -343,6 +356,61 @@ fn rope_scaling(gguf: &GgufFile, arch: Architecture, head_dim: usize) -> Result<
         )));
     }
     Ok(RopeScaling::FreqFactors { factors })
+}
+
+/// Phi-3's LongRoPE from `rope_factors_short.weight` / `rope_factors_long.weight` (both or
+/// neither), `rope.scaling.original_context_length` and `rope.scaling.attn_factor` (else
+/// transformers' `√(1 + ln(context / original) / ln(original))`); `None` without the tensors.
+fn long_rope(gguf: &GgufFile, arch: Architecture, head_dim: usize) -> Result<Option<RopeScaling>> {
+    let key = |k: &str| format!("{}.{k}", arch.name());
+    let names = ["rope_factors_short.weight", "rope_factors_long.weight"];
+    let present: Vec<bool> = names
+        .iter()
+        .map(|n| gguf.tensor_info(n).is_some())
+        .collect();
+    match present[..] {
+        [false, false] => return Ok(None),
+        [true, true] => {}
+        _ => {
+            let missing = names[present.iter().position(|p| !p).unwrap_or(0)];
+            return Err(Error::Model(format!(
+                "tensor {missing} is missing: LongRoPE needs both rope_factors_short.weight and \
+                 rope_factors_long.weight"
+            )));
+        }
+    }
+    let read = |name: &str| -> Result<Vec<f32>> {
+        let info = gguf.tensor_info(name).expect("present");
+        if info.shape() != [head_dim / 2] {
+            return Err(Error::Model(format!(
+                "tensor {name}: expected shape [{}], found {:?}",
+                head_dim / 2,
+                info.shape()
+            )));
+        }
+        let v = gguf.tensor_f32(name)?.0;
+        match v.iter().find(|f| !(f.is_finite() && **f > 0.0)) {
+            Some(bad) => Err(Error::Model(format!(
+                "tensor {name}: expected positive factors, found {bad}"
+            ))),
+            None => Ok(v),
+        }
+    };
+    let original = gguf.meta_u64(&key("rope.scaling.original_context_length"))? as usize;
+    let context = gguf.meta_u64(&key("context_length"))? as f64;
+    let attn_factor = match gguf.meta(&key("rope.scaling.attn_factor")) {
+        Ok(_) => gguf.meta_f64(&key("rope.scaling.attn_factor"))?,
+        Err(_) if context > original as f64 && original > 1 => {
+            (1.0 + (context / original as f64).ln() / (original as f64).ln()).sqrt()
+        }
+        Err(_) => 1.0,
+    };
+    Ok(Some(RopeScaling::LongRope {
+        short: read(names[0])?,
+        long: read(names[1])?,
+        original_context: original,
+        attn_factor,
+    }))
 }
 
 /// Whether each layer applies RoPE: all, but every `no_rope_layer_step`-th on SmolLM3.

@@ -47,6 +47,8 @@ pub struct Model<B: Backend> {
     pub transformer: Transformer<B>,
     rope: Rope<B>,
     rope_set: RopeSet,
+    /// LongRoPE's tables past its original context: `(original context, tables, frequencies)`.
+    long_rope: Option<(usize, Rope<B>, RopeSet)>,
     order: QueryOrder,
     device: B::Device,
     host_kernel: bool,
@@ -125,12 +127,17 @@ impl<B: Backend> Model<B> {
     ) -> Self {
         let rope_set = config.rope();
         let rope = Rope::from_set(&rope_set, config.context_len, device);
+        let long_rope = config.rope_scaling.switches_after().map(|from| {
+            let set = config.rope_for(from + 1);
+            (from, Rope::from_set(&set, config.context_len, device), set)
+        });
         let order = QueryOrder::new(&config.geometry);
         Self {
             config,
             transformer,
             rope,
             rope_set,
+            long_rope,
             order,
             device: device.clone(),
             host_kernel: host_kernel_for::<B>(),
@@ -143,9 +150,26 @@ impl<B: Backend> Model<B> {
         self.host_kernel = !generic && host_kernel_for::<B>();
     }
 
-    /// The RoPE frequencies of every layer, for presses that rotate cached keys.
+    /// The RoPE frequencies of every layer, for presses that rotate cached keys (of sequences
+    /// within LongRoPE's original context: [`Self::rope_set_for`]).
     pub fn rope_set(&self) -> &RopeSet {
         &self.rope_set
+    }
+
+    /// The RoPE frequencies a forward call ending at position `end` (exclusive) rotates with.
+    pub fn rope_set_for(&self, end: usize) -> &RopeSet {
+        match &self.long_rope {
+            Some((from, _, set)) if end > *from => set,
+            _ => &self.rope_set,
+        }
+    }
+
+    /// The RoPE tables of a forward call ending at position `end` (exclusive).
+    fn rope_for(&self, end: usize) -> &Rope<B> {
+        match &self.long_rope {
+            Some((from, rope, _)) if end > *from => rope,
+            _ => &self.rope,
+        }
     }
 
     /// The device the weights live on.
@@ -190,7 +214,9 @@ impl<B: Backend> Model<B> {
         positions: &'c [usize],
         observer: Option<&Observer>,
     ) -> ForwardCtx<'c, B> {
-        let mut ctx = ForwardCtx::new(&self.rope, &self.order, positions, &self.device);
+        let end = positions.last().map_or(0, |p| p + 1);
+        let rope = self.rope_for(end);
+        let mut ctx = ForwardCtx::new(rope, &self.order, positions, &self.device);
         ctx.host_kernel = self.host_kernel;
         if let Some(o) = observer {
             ctx.obs_rows = o.config.attn_rows;

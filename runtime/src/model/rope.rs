@@ -68,6 +68,33 @@ pub enum RopeScaling {
         /// `rope.scaling.yarn_attn_factor` (1 by default), times `0.1·ln(factor) + 1`.
         attn_factor: f64,
     },
+    /// Phi-3's LongRoPE (`rope_factors_short.weight`, `rope_factors_long.weight`): frequency `j`
+    /// divided by `short[j]` while a forward call ends at or before `original_context`, by
+    /// `long[j]` when it ends past it (transformers' `longrope_frequency_update`); cos and sin
+    /// carry `attn_factor` either way.
+    LongRope {
+        /// One factor per rotated pair, for sequences within the original context.
+        short: Vec<f32>,
+        /// One factor per rotated pair, past it.
+        long: Vec<f32>,
+        /// `rope.scaling.original_context_length`.
+        original_context: usize,
+        /// `rope.scaling.attn_factor`, or `√(1 + ln(context / original) / ln(original))`.
+        attn_factor: f64,
+    },
+}
+
+impl RopeScaling {
+    /// The length past which the frequencies change (LongRoPE's original context), `None`
+    /// where they do not depend on the length.
+    pub fn switches_after(&self) -> Option<usize> {
+        match self {
+            Self::LongRope {
+                original_context, ..
+            } => Some(*original_context),
+            _ => None,
+        }
+    }
 }
 
 /// Inverse frequencies `base^(−2j/d)`, `j < d/2`, of one RoPE base, as scaled.
@@ -133,8 +160,15 @@ impl Frequencies {
         }
     }
 
-    /// The frequencies of `base` scaled as `scaling` says.
+    /// The frequencies of `base` scaled as `scaling` says, for calls ending within the original
+    /// context ([`Self::scaled_at`]).
     pub fn scaled(head_dim: usize, base: f64, scaling: &RopeScaling) -> Self {
+        Self::scaled_at(head_dim, base, scaling, 0)
+    }
+
+    /// The frequencies of `base` scaled as `scaling` says for a forward call whose positions end
+    /// at `end` (exclusive): only LongRoPE depends on it.
+    pub fn scaled_at(head_dim: usize, base: f64, scaling: &RopeScaling, end: usize) -> Self {
         let plain = Self::new(head_dim, base);
         let d = head_dim as f64;
         let (inv_freq, attn_factor) = match scaling {
@@ -145,15 +179,16 @@ impl Frequencies {
                     .collect(),
                 1.0,
             ),
-            RopeScaling::FreqFactors { factors } => (
-                plain
-                    .inv_freq
-                    .iter()
-                    .zip(factors)
-                    .map(|(f, s)| f / s)
-                    .collect(),
-                1.0,
-            ),
+            RopeScaling::FreqFactors { factors } => (divided(&plain.inv_freq, factors), 1.0),
+            RopeScaling::LongRope {
+                short,
+                long,
+                original_context,
+                attn_factor,
+            } => {
+                let factors = if end > *original_context { long } else { short };
+                (divided(&plain.inv_freq, factors), *attn_factor as f32)
+            }
             RopeScaling::Yarn {
                 factor,
                 original_context,
@@ -339,6 +374,11 @@ impl Frequencies {
         }
         (cos, sin)
     }
+}
+
+/// `inv_freq[j] / factors[j]` in f32 (llama.cpp's `theta / freq_factors[i]`).
+fn divided(inv_freq: &[f32], factors: &[f32]) -> Vec<f32> {
+    inv_freq.iter().zip(factors).map(|(f, s)| f / s).collect()
 }
 
 /// Turns each pair `(row[j], row[j + d/2])` of one head vector by the angle whose cosine and sine

@@ -129,7 +129,8 @@ impl<'a, B: Backend> Session<'a, B> {
     ) -> Result<T> {
         let parked = windowed::park(&mut self.cache);
         let out = hook(&mut *self.press, &mut self.cache);
-        windowed::unpark(&mut self.cache, parked, self.model.rope_set());
+        let rope = self.model.rope_set_for(self.cache.next_position);
+        windowed::unpark(&mut self.cache, parked, rope);
         out
     }
 
@@ -249,7 +250,7 @@ impl<'a, B: Backend> Session<'a, B> {
         let context = self.model.config.context_len;
         if self.cache.next_position >= context {
             let model = self.model;
-            let rope = model.rope_set();
+            let rope = model.rope_set_for(self.cache.next_position);
             self.parked(|press, cache| press.reassign_positions(cache, rope))?;
             if self.cache.next_position >= context {
                 return Err(Error::Request(format!(

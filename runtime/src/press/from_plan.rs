@@ -106,7 +106,9 @@ impl<'a> FromPlan<'a> {
     pub fn selection<B: Backend>(&self, scorer: impl Scorer + 'static) -> Box<dyn Press<B>> {
         let press = SelectionPress::new(self.method, Box::new(scorer), self.allocation());
         Box::new(match self.options.positions {
-            Some(PositionPolicy::Reassign) => press.reassigning(self.config.rope()),
+            Some(PositionPolicy::Reassign) => {
+                press.reassigning(self.config.rope_for(self.budgets.context_len))
+            }
             _ => press,
         })
     }

@@ -101,7 +101,7 @@ impl MethodPress for TreeKvPress {
     fn from_plan<B: Backend>(p: &FromPlan<'_>) -> Result<Box<dyn Press<B>>> {
         let s: &TreeKvSection = p.section_as()?;
         let b = p.budgets;
-        let rope = p.config.rope();
+        let rope = p.config.rope_for(p.budgets.context_len);
         let mut press = Self::new(p.allocation(), b.sinks, b.recent, s.block_size, rope);
         press.reassign_positions = p.options.positions != Some(PositionPolicy::Keep);
         Ok(Box::new(press))

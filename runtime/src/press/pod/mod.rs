@@ -124,7 +124,7 @@ impl MethodPress for PodPress {
             sinks: p.budgets.sinks,
             recent: p.budgets.recent,
         };
-        let rope = p.config.rope();
+        let rope = p.config.rope_for(p.budgets.context_len);
         let press = Self::new(s.blocks.clone(), p.geometry(), proximal, s.tau, rope);
         Ok(Box::new(press))
     }

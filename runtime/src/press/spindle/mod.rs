@@ -209,8 +209,13 @@ impl MethodPress for SpindlePress {
         };
         let o = p.options;
         let scorer = SpindleScorer::new(p.budgets.window, o.spindle_denominator, o.gqa);
-        let press =
-            Self::new(p.allocation(), p.budgets.window, books, p.config.rope()).with_scorer(scorer);
+        let press = Self::new(
+            p.allocation(),
+            p.budgets.window,
+            books,
+            p.config.rope_for(p.budgets.context_len),
+        )
+        .with_scorer(scorer);
         let h_n = p.geometry().group_size();
         Ok(Box::new(match o.spindle_gqa {
             SpindleGqa::Repeat if h_n > 1 => press.with_repeat(h_n),
