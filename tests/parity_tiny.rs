@@ -44,6 +44,22 @@ fn f32_parity(name: &str, architecture: &str) {
     let model = load(name, "model-f32.gguf");
     assert_eq!(model.config.architecture, architecture);
     check_f32(name, &model);
+    tokenizes_as_the_reference(name);
+}
+
+/// The fixture's texts tokenize to its ids (Hugging Face `tokenizers` made them; the
+/// converter wrote the vocabulary into the file).
+fn tokenizes_as_the_reference(name: &str) {
+    let path = model_path(name, "model-f32.gguf");
+    let gguf = kvplan_runtime::gguf::GgufFile::open(&path).expect("tiny model");
+    let tok = kvplan_runtime::tokenizer::Tokenizer::from_gguf(&gguf)
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    let fx = parity_common::fixture(&fixture_dir(name), "logits.json");
+    for case in ["prompt", "long"] {
+        let text = fx[case]["text"].as_str().expect("text");
+        let want = parity_common::ids(&fx[case]["ids"]);
+        assert_eq!(tok.encode(text).expect("encode"), want, "{name} {case}");
+    }
 }
 
 /// [`f32_parity`]'s checks on a loaded model.

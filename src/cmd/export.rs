@@ -110,7 +110,14 @@ pub fn run(args: ExportArgs) -> anyhow::Result<()> {
         }
     }
     if built.is_empty() {
-        bail!("nothing to export: every format was refused");
+        let why: Vec<String> = skipped
+            .iter()
+            .map(|(name, why)| format!("  {name}: {why}"))
+            .collect();
+        bail!(
+            "nothing to export from {from}: every format was refused\n{}",
+            why.join("\n")
+        );
     }
     for (dir, export) in &built {
         write_export(dir, export)?;

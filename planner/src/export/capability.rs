@@ -22,21 +22,34 @@ pub enum Arch {
     Llama,
     Qwen2,
     Gemma3,
+    Qwen3,
+    Olmo2,
+    Phi3,
+    Gemma2,
+    Smollm3,
 }
 
 impl Arch {
     /// Every architecture, in the order the help lists them.
-    pub const ALL: [Arch; 3] = [Arch::Llama, Arch::Qwen2, Arch::Gemma3];
+    pub const ALL: [Arch; 8] = [
+        Arch::Llama,
+        Arch::Qwen2,
+        Arch::Gemma3,
+        Arch::Qwen3,
+        Arch::Olmo2,
+        Arch::Phi3,
+        Arch::Gemma2,
+        Arch::Smollm3,
+    ];
 
     /// The architecture named `name` in a plan's `model.architecture`.
     pub fn of(name: &str) -> Result<Arch> {
-        match name {
-            "llama" => Ok(Arch::Llama),
-            "qwen2" => Ok(Arch::Qwen2),
-            "gemma3" => Ok(Arch::Gemma3),
-            _ => Err(Error::invalid(
+        match Self::ALL.into_iter().find(|a| a.name() == name) {
+            Some(a) => Ok(a),
+            None => Err(Error::invalid(
                 "model.architecture",
-                "llama, qwen2 or gemma3 (the capability table's architectures)",
+                "llama, qwen2, gemma3, qwen3, olmo2, phi3, gemma2 or smollm3 (the capability \
+                 table's architectures)",
                 name,
             )),
         }
@@ -48,7 +61,19 @@ impl Arch {
             Arch::Llama => "llama",
             Arch::Qwen2 => "qwen2",
             Arch::Gemma3 => "gemma3",
+            Arch::Qwen3 => "qwen3",
+            Arch::Olmo2 => "olmo2",
+            Arch::Phi3 => "phi3",
+            Arch::Gemma2 => "gemma2",
+            Arch::Smollm3 => "smollm3",
         }
+    }
+
+    /// Whether the engines' entries for this architecture have been read from their sources
+    /// (llama, qwen2, gemma3); the others are refused by every engine whose behaviour depends
+    /// on the architecture ([`Refusal::unread`]) until someone reads them.
+    pub fn engines_read(self) -> bool {
+        matches!(self, Arch::Llama | Arch::Qwen2 | Arch::Gemma3)
     }
 }
 
@@ -224,17 +249,17 @@ impl fmt::Display for Refusal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{} cannot run a {} plan: {} Instead: {} (source: {})",
+            "{} cannot run a {} plan: {} Instead: {}",
             self.engine.name(),
             self.arch.name(),
             self.why,
             self.instead,
-            self.sources
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join("; ")
-        )
+        )?;
+        if self.sources.is_empty() {
+            return Ok(());
+        }
+        let sources: Vec<String> = self.sources.iter().map(ToString::to_string).collect();
+        write!(f, " (source: {})", sources.join("; "))
     }
 }
 
@@ -292,6 +317,20 @@ impl Capability {
 }
 
 impl Refusal {
+    /// `engine` refuses an architecture whose entry nobody has read from the engine's source
+    /// yet ([`Arch::engines_read`]): refused rather than written unread.
+    pub(crate) const fn unread(engine: Engine, arch: Arch) -> Refusal {
+        Refusal::new(
+            engine,
+            arch,
+            "kvplan's capability table has no entry read from this engine's source for this \
+             architecture yet, and writes nothing it has not read.",
+            "--to kvpress (kvpress presses run every architecture transformers runs) or kvplan \
+             generate --method M to run the plan in kvplan.",
+            &[],
+        )
+    }
+
     /// `engine` refuses `arch`: `why`, what to do `instead`, and the `sources` that say so.
     pub(crate) const fn new(
         engine: Engine,

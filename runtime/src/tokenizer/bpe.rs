@@ -36,7 +36,7 @@ const QWEN2_SPLIT: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}
 const LLAMA3_SPLIT: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
 
 /// The pre-tokenizer names this module knows (for the error message).
-const KNOWN: &str = "smollm, gpt2, default, qwen2, llama-bpe";
+const KNOWN: &str = "smollm, gpt-2 (or gpt2), default, qwen2, llama-bpe";
 
 /// How one `tokenizer.ggml.pre` value tokenizes.
 struct PreTokenizer {
@@ -105,7 +105,8 @@ fn pre_tokenizer(name: &str) -> Result<PreTokenizer> {
             false,
             false,
         ),
-        "gpt2" | "default" => (byte_level.into(), false, false),
+        // llama.cpp names GPT-2's own pre-tokenizer "gpt-2" (`LLAMA_VOCAB_PRE_TYPE_GPT2`).
+        "gpt-2" | "gpt2" | "default" => (byte_level.into(), false, false),
         "qwen2" => (regex_then_bytes(QWEN2_SPLIT)?, true, false),
         "llama-bpe" => (regex_then_bytes(LLAMA3_SPLIT)?, false, true),
         other => {

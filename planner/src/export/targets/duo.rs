@@ -76,7 +76,7 @@ impl ExportTarget for Duo {
             Arch::Llama => {
                 "duo_attn's runner (Llama, Mistral) and kvpress DuoAttentionPress read the pattern"
             }
-            Arch::Qwen2 | Arch::Gemma3 => {
+            _ => {
                 "duo_attn's own runner patches Llama and Mistral only: load the pattern with \
                  kvpress DuoAttentionPress"
             }

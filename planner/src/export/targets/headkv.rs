@@ -62,7 +62,7 @@ impl ExportTarget for HeadKv {
                  chosen by the model path)",
                 HEADKV,
             )),
-            Arch::Qwen2 | Arch::Gemma3 => Err(Refusal::new(
+            _ => Err(Refusal::new(
                 Engine::HeadKv,
                 arch,
                 "HeadKV picks its score file by 'llama' or 'mistral' in the model name (ValueError \

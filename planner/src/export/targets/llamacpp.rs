@@ -55,7 +55,8 @@ impl ExportTarget for LlamaCpp {
                 BlockRule::Entries,
                 LLAMACPP,
             )),
-            Arch::Llama | Arch::Qwen2 => Err(Refusal::new(
+            a if !a.engines_read() => Err(Refusal::unread(Engine::LlamaCpp, a)),
+            _ => Err(Refusal::new(
                 Engine::LlamaCpp,
                 arch,
                 "llama.cpp windows only the layers its architecture code marks sliding (a fixed \

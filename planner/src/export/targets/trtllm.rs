@@ -84,6 +84,9 @@ const TRT_ENGINE: &[Source] = &[
 /// What the legacy TensorRT engine honours for `arch` (module header): the files of
 /// [`Trtllm`] serve it too; `kvplan eval --methods trtllm-engine:<method>` simulates it.
 pub fn engine_capability(arch: Arch) -> std::result::Result<Capability, Refusal> {
+    if !arch.engines_read() {
+        return Err(Refusal::unread(Engine::TrtllmEngine, arch));
+    }
     Ok(Capability::windows(
         Engine::TrtllmEngine,
         arch,
@@ -120,6 +123,7 @@ impl ExportTarget for Trtllm {
         let sources = match arch {
             Arch::Llama | Arch::Qwen2 => TRT_TORCH,
             Arch::Gemma3 => TRT_GEMMA3,
+            _ => return Err(Refusal::unread(Engine::Trtllm, arch)),
         };
         Ok(Capability::windows(
             Engine::Trtllm,

@@ -106,6 +106,7 @@ impl ExportTarget for Vllm {
             )
         };
         match arch {
+            a if !a.engines_read() => Err(Refusal::unread(Engine::Vllm, a)),
             Arch::Llama => Ok(windows(Layers::TwoClasses, VLLM_LLAMA)),
             Arch::Qwen2 => Ok(windows(Layers::OneWindow, VLLM_QWEN2)),
             Arch::Gemma3 => Err(Refusal::new(
@@ -119,6 +120,7 @@ impl ExportTarget for Vllm {
                  RoPE) or --to llamacpp (the local layers' window).",
                 VLLM_GEMMA3,
             )),
+            _ => Err(Refusal::unread(Engine::Vllm, arch)),
         }
     }
 

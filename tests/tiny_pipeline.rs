@@ -1,0 +1,219 @@
+//! The whole path on every architecture kvplan runs beyond the catalog's, on the tiny
+//! converter-made models of `tests/fixtures/<name>-tiny/` (one per architecture): `profile
+//! --quick` → the plan it writes → `generate` under every method at a budget below the prompt →
+//! `eval niah` on two prompts → `export --to all`. Each step must succeed and say what it did;
+//! the numbers are random-weight models' and mean nothing beyond "it ran as designed".
+//!
+//! The tiny files declare a 256-token context (their RoPE-scaling boundaries sit at 64), shorter
+//! than the quick profile's 512-token needle prompts, so each runs here from a copy whose
+//! `<arch>.context_length` says 1,024: kvplan's RoPE reads no context length (YaRN and LongRoPE
+//! take `rope.scaling.original_context_length`, and LongRoPE its stored attention factor), so the
+//! copy computes what the file computes.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{kvplan, read_json};
+use kvplan_runtime::gguf::{GgufFile, GgufWriter, MetaValue};
+
+/// The methods `generate` runs (the method table's).
+const METHODS: [&str; 12] = [
+    "full",
+    "snapkv",
+    "h2o",
+    "streaming",
+    "pyramid",
+    "headkv",
+    "headkv-r",
+    "spindle",
+    "pod",
+    "treekv",
+    "tova",
+    "knorm",
+];
+
+/// The tiny model `name` with its context set to `context`, written into `dir`.
+fn with_context(name: &str, context: u32, dir: &Path) -> PathBuf {
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(format!("{name}-tiny"))
+        .join("model-f32.gguf");
+    let g = GgufFile::open(&src).unwrap_or_else(|e| panic!("{}: {e}", src.display()));
+    let arch = g
+        .meta_str("general.architecture")
+        .expect("architecture")
+        .to_string();
+    let key = format!("{arch}.context_length");
+    let mut w = GgufWriter::new();
+    for (k, v) in &g.metadata {
+        let v = if *k == key {
+            MetaValue::U32(context)
+        } else {
+            v.clone()
+        };
+        w = w.meta(k, v);
+    }
+    for t in &g.tensors {
+        let (data, shape) = g.tensor_f32(&t.name).expect("f32 tensor");
+        w = w.tensor_f32(&t.name, &shape, &data);
+    }
+    let out = dir.join(format!("{name}-tiny.gguf"));
+    std::fs::write(&out, w.to_bytes()).expect("write the copy");
+    out
+}
+
+/// Runs kvplan with `args`, failing with its stderr; returns its stderr.
+fn ok(args: &[&str]) -> String {
+    let o = kvplan(args);
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(o.status.success(), "kvplan {}: {err}", args.join(" "));
+    err
+}
+
+fn pipeline(name: &str, architecture: &str, pod: bool) {
+    let dir = common::scratch("tiny", name);
+    std::fs::create_dir_all(&dir).expect("scratch folder");
+    let model = with_context(name, 1024, &dir);
+    let m = model.to_string_lossy();
+    let profile = dir.join("p.profile.json");
+    let plan = dir.join("p.plan.json");
+    let (profile_s, plan_s) = (profile.to_string_lossy(), plan.to_string_lossy());
+    ok(&[
+        "profile",
+        "--model",
+        &m,
+        "--quick",
+        "--out",
+        &profile_s,
+        "--plan-out",
+        &plan_s,
+        "--no-figures",
+    ]);
+    let written = read_json(&plan);
+    assert_eq!(written["model"]["architecture"], architecture);
+    // A prompt past the budget (16 entries per head), so every press evicts.
+    let prompt = "Mary went to the kitchen. John picked up the apple and walked to the garden. \
+                  The secret passkey is 71432. Remember it. What is the secret passkey?";
+    for method in METHODS {
+        let args = [
+            "generate",
+            "--model",
+            &m,
+            "--plan",
+            &plan_s,
+            "--prompt",
+            prompt,
+            "--method",
+            method,
+            "--budget",
+            "16",
+            "--max-new-tokens",
+            "4",
+        ];
+        if method == "pod" && !pod {
+            let o = kvplan(&args);
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert!(
+                !o.status.success() && err.contains("pod:"),
+                "{name} pod: {err}"
+            );
+            continue;
+        }
+        let err = ok(&args);
+        assert!(err.contains("KV held"), "{name} {method}: {err}");
+        // Phi-3's file windows every layer at 32 entries, which FullKV holds too.
+        if !matches!(method, "full" | "pod") && name != "phi3" {
+            assert!(
+                !err.contains("ratio 1.0000"),
+                "{name} {method} kept all: {err}"
+            );
+        }
+    }
+    let methods = if pod {
+        METHODS.join(",")
+    } else {
+        METHODS
+            .iter()
+            .filter(|&&m| m != "pod")
+            .copied()
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let niah = dir.join("niah");
+    ok(&[
+        "eval",
+        "niah",
+        "--model",
+        &m,
+        "--plan",
+        &plan_s,
+        "--lengths",
+        "512",
+        "--depths",
+        "0.25,0.75",
+        "--examples",
+        "1",
+        "--budgets",
+        "64",
+        "--methods",
+        &methods,
+        "--out",
+        &niah.to_string_lossy(),
+        "--no-figures",
+    ]);
+    let records = std::fs::read_dir(&niah)
+        .expect("niah folder")
+        .filter_map(Result::ok)
+        .find(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .ends_with(".niah.records.json")
+        })
+        .expect("a records file");
+    let records = read_json(&records.path());
+    let n = records["records"].as_array().expect("records").len();
+    let presses = methods.split(',').count() - 1;
+    assert_eq!(
+        n,
+        2 * (1 + presses),
+        "{name}: two prompts, FullKV once and each press at 64"
+    );
+    let exports = dir.join("exports");
+    let err = ok(&[
+        "export",
+        &plan_s,
+        "--to",
+        "all",
+        "--context-len",
+        "512",
+        "--out",
+        &exports.to_string_lossy(),
+    ]);
+    assert!(
+        exports.join("kvpress/compression_ratios.json").is_file(),
+        "{name}: {err}"
+    );
+}
+
+macro_rules! tiny_pipeline {
+    ($($test:ident: $name:literal, $arch:literal, $pod:literal;)*) => {
+        $(
+            #[test]
+            fn $test() {
+                pipeline($name, $arch, $pod);
+            }
+        )*
+    };
+}
+
+tiny_pipeline! {
+    llama3_runs_the_whole_path: "llama3", "llama", true;
+    mistral_runs_the_whole_path: "mistral", "llama", true;
+    qwen2_yarn_runs_the_whole_path: "qwen2-yarn", "qwen2", true;
+    qwen3_runs_the_whole_path: "qwen3", "qwen3", true;
+    phi3_runs_the_whole_path: "phi3", "phi3", false;
+    gemma2_runs_the_whole_path: "gemma2", "gemma2", false;
+    olmo2_runs_the_whole_path: "olmo2", "olmo2", true;
+    smollm3_runs_the_whole_path: "smollm3", "smollm3", true;
+}
