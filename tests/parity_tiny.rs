@@ -77,9 +77,10 @@ fn check_f32(name: &str, model: &Model<B>) {
 /// The tiny Mistral file with `llama.attention.sliding_window` set to `window`: llama.cpp's
 /// converter (convert-hf-to-gguf 0.1.1) writes no window for `MistralForCausalLM`, so the file
 /// as converted runs every layer global (in llama.cpp too); a file that sets one is windowed.
-fn mistral_with_window(window: u32) -> Model<B> {
+/// (The Q8_0 file's weights are copied dequantised, as f32.)
+fn mistral_with_window(window: u32, file: &str) -> Model<B> {
     use kvplan_runtime::gguf::{GgufFile, GgufWriter, MetaValue};
-    let g = GgufFile::open(model_path("mistral", "model-f32.gguf")).expect("mistral-tiny");
+    let g = GgufFile::open(model_path("mistral", file)).expect("mistral-tiny");
     let mut w = GgufWriter::new();
     for (k, v) in &g.metadata {
         w = w.meta(k, v.clone());
@@ -96,9 +97,15 @@ fn mistral_with_window(window: u32) -> Model<B> {
 
 #[test]
 fn mistral_with_its_window_set_matches_transformers() {
-    let m = mistral_with_window(32);
+    let m = mistral_with_window(32, "model-f32.gguf");
     assert!(m.config.layer_windows.iter().all(|w| *w == Some(32)));
     check_f32("mistral", &m);
+    let q = mistral_with_window(32, "model-q8_0.gguf");
+    let fx = parity_common::fixture(&fixture_dir("mistral"), "logits-q8_0.json");
+    for case in ["prompt", "long"] {
+        let label = format!("mistral q8_0 {case}");
+        parity_common::check_logits_case_within(&q, &label, &fx[case], F32_LOGITS_TOL);
+    }
 }
 
 #[test]
@@ -117,25 +124,44 @@ fn mistral_as_converted_runs_global_and_matches_within_the_window() {
     assert!(diff < F32_LOGITS_TOL, "{diff}");
 }
 
+/// The Q8_0 file, held as its blocks (the CPU backend's default), against transformers on the
+/// same weights dequantised to f32 (`logits-q8_0.json`): kvplan's quantised products dequantise
+/// and compute in f32, so the f32 bar holds.
+fn q8_0_parity(name: &str) {
+    let model = load(name, "model-q8_0.gguf");
+    let fx = parity_common::fixture(&fixture_dir(name), "logits-q8_0.json");
+    for case in ["prompt", "long"] {
+        let label = format!("{name} q8_0 {case}");
+        parity_common::check_logits_case_within(&model, &label, &fx[case], F32_LOGITS_TOL);
+    }
+}
+
 macro_rules! tiny_parity {
     ($($test:ident: $name:literal, $arch:literal;)*) => {
         $(
-            #[test]
-            fn $test() {
-                f32_parity($name, $arch);
+            mod $test {
+                #[test]
+                fn f32_matches_transformers() {
+                    super::f32_parity($name, $arch);
+                }
+
+                #[test]
+                fn q8_0_matches_transformers_on_its_dequantised_weights() {
+                    super::q8_0_parity($name);
+                }
             }
         )*
     };
 }
 
 tiny_parity! {
-    llama3_rope_freqs_matches_transformers: "llama3", "llama";
-    llama_linear_scaling_matches_transformers: "llama-linear", "llama";
-    llama_yarn_matches_transformers: "llama-yarn", "llama";
-    qwen2_yarn_matches_transformers: "qwen2-yarn", "qwen2";
-    qwen3_matches_transformers: "qwen3", "qwen3";
-    phi3_matches_transformers: "phi3", "phi3";
-    gemma2_matches_transformers: "gemma2", "gemma2";
-    olmo2_matches_transformers: "olmo2", "olmo2";
-    smollm3_matches_transformers: "smollm3", "smollm3";
+    llama3_rope_freqs: "llama3", "llama";
+    llama_linear_scaling: "llama-linear", "llama";
+    llama_yarn: "llama-yarn", "llama";
+    qwen2_yarn: "qwen2-yarn", "qwen2";
+    qwen3: "qwen3", "qwen3";
+    phi3: "phi3", "phi3";
+    gemma2: "gemma2", "gemma2";
+    olmo2: "olmo2", "olmo2";
+    smollm3: "smollm3", "smollm3";
 }

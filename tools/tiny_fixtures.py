@@ -11,6 +11,8 @@ llama.cpp's ``convert_hf_to_gguf.py`` to GGUF f32 and q8_0, and records referenc
                         and ``long`` (~80 tokens: past the sliding window 32 and past
                         original_max_position_embeddings 64), same format as the real-model
                         fixtures (text, ids, last_logits, top10 per position, 16 greedy ids).
+* ``logits-q8_0.json``  the same, computed by transformers on the q8_0 file's weights dequantized
+                        to float32 (float32 activations).
 * ``kv_attention.json`` the ``long`` case: keys (after RoPE, HF rotate-half order) and values
                         of every layer from the DynamicCache, and the softmax attention
                         probabilities of the last 8 query positions.
@@ -41,7 +43,9 @@ Usage::
 
 Determinism: tokenizers are trained single-threaded on the fixed text below; weights are drawn
 with ``torch.manual_seed(seed)``; the first seed (from ``--seed-base``) whose smallest top-2 gap
-over every position of both cases (prompt + greedy continuation) is >= 1e-2 is kept. Re-running
+over every position of both cases (prompt + greedy continuation) is >= 1e-2 (>= 1e-3 for the
+q8_0-dequantized reference ``logits-q8_0.json``) and whose greedy continuations avoid bos/eos
+is kept. Re-running
 with the same package versions reproduces byte-identical GGUF files (sha256 in meta.json).
 """
 
@@ -52,7 +56,6 @@ import hashlib
 import importlib.metadata as im
 import io
 import json
-import math
 import os
 import shutil
 import subprocess
@@ -62,7 +65,8 @@ from pathlib import Path
 
 import numpy as np
 
-MIN_GAP = 1e-2
+MIN_GAP = 1e-2       # smallest top-1 minus top-2 logit allowed in the float32 reference
+Q8_MIN_GAP = 1e-3    # the same for the reference on q8_0-dequantized weights
 N_GREEDY = 16
 DECIMALS = 6
 PROMPT_TARGET = 24
@@ -197,7 +201,9 @@ def make_tokenizer(kind: str, d: Path) -> dict:
         ids = dict(pad_id=0, eos_id=1, bos_id=2, unk_id=3, pad_piece="<pad>", eos_piece="<eos>",
                    bos_piece="<bos>", unk_piece="<unk>") if gemma else \
             dict(unk_id=0, bos_id=1, eos_id=2, pad_id=-1, unk_piece="<unk>", bos_piece="<s>", eos_piece="</s>")
-        user = ["<|im_start|>", "<|im_end|>"] + (["<mask>"] if gemma else [])
+        # "<|endoftext|>" is needed by llama.cpp: its vocab loader sets attributes on "<|endoftext|>" (and
+        # throws unordered_map::at without it) whenever general.name contains "phi3"/"phi-3".
+        user = ["<|im_start|>", "<|im_end|>"] + (["<mask>"] if gemma else ["<|endoftext|>"])
         buf = io.BytesIO()
         spm.SentencePieceTrainer.train(
             sentence_iterator=iter(train_lines()), model_writer=buf, model_type="bpe", vocab_size=VOCAB,
@@ -390,7 +396,7 @@ def convert(model_dir: Path, out: Path, outtype: str, model_name: str, pre: str 
             info["pre_patched"] = line.split(" ", 1)[1]
         elif line.startswith("TINY_FIXTURES_PRE_KNOWN "):
             info["pre_known"] = line.split(" ", 1)[1]
-        elif "WARNING" in line and "**" not in line:
+        elif "WARNING" in line and "**" not in line and line.split(":", 2)[-1].strip():
             info["warnings"].append(line.strip())
     return info
 
@@ -439,9 +445,17 @@ def llamacpp_worker(gguf_path: str, cases_path: str, out_path: str) -> None:
     result = {"llama_cpp_python": llama_cpp.__version__, "cases": {}}
     arrays = {}
     for cname, c in cases.items():
+        ids = c["ids"]
+        # llama.cpp's default KV cache is f16, which alone moves these logits by ~1e-2; the comparison
+        # uses an f32 cache (type_k = type_v = GGML_TYPE_F32) and reports the f16-cache difference beside it
         llm = llama_cpp.Llama(model_path=gguf_path, n_ctx=256, n_batch=256, n_ubatch=256, logits_all=True,
                               n_threads=1, n_threads_batch=1, verbose=False, seed=0)
-        ids = c["ids"]
+        llm.eval(ids)
+        arrays[cname + "_f16kv_last"] = np.array(llm.scores[len(ids) - 1], dtype=np.float32)
+        del llm
+        llm = llama_cpp.Llama(model_path=gguf_path, n_ctx=256, n_batch=256, n_ubatch=256, logits_all=True,
+                              n_threads=1, n_threads_batch=1, verbose=False, seed=0,
+                              type_k=llama_cpp.GGML_TYPE_F32, type_v=llama_cpp.GGML_TYPE_F32)
         llm.eval(ids)
         scores = np.array(llm.scores[:len(ids)], dtype=np.float32)
         greedy = []
@@ -458,7 +472,8 @@ def llamacpp_worker(gguf_path: str, cases_path: str, out_path: str) -> None:
     Path(out_path).write_text(json.dumps(result))
 
 
-def run_llamacpp(gguf_path: Path, cases: dict, tf_logits: dict, tf_greedy: dict, work: Path) -> dict:
+def run_llamacpp(gguf_path: Path, cases: dict, tf_logits: dict, tf_greedy: dict, work: Path,
+                 alt: dict | None = None) -> dict:
     cases_path = work / "cases.json"
     cases_path.write_text(json.dumps({k: {"text": v["text"], "ids": v["ids"]} for k, v in cases.items()}))
     out = work / f"llamacpp-{gguf_path.name}.json"
@@ -483,11 +498,22 @@ def run_llamacpp(gguf_path: Path, cases: dict, tf_logits: dict, tf_greedy: dict,
             "greedy_ids": r["greedy_ids"],
             "max_abs_diff_last_logits_vs_transformers": float(np.abs(lc[-1] - tf[-1]).max()),
             "max_abs_diff_all_positions_vs_transformers": float(np.abs(lc - tf).max()),
+            "max_abs_diff_last_logits_vs_transformers_default_f16_kv_cache":
+                float(np.abs(arrs[cname + "_f16kv_last"] - tf[-1]).max()),
             "argmax_equal_transformers_all_positions": lc_am == tf_am,
             "argmax_mismatch_positions": [i for i, (a, b) in enumerate(zip(lc_am, tf_am)) if a != b],
             "greedy_equal_transformers": r["greedy_ids"] == tf_greedy[cname],
             "tokenize_text_equals_ids": r["tokenize_text"] == c["ids"],
         }
+        if alt is not None:
+            al, ag = alt["logits"][cname], alt["greedy"][cname]
+            rep["cases"][cname]["vs_transformers_with_llamacpp_semantics"] = {
+                "what": alt["what"],
+                "max_abs_diff_last_logits": float(np.abs(lc[-1] - al[-1]).max()),
+                "max_abs_diff_all_positions": float(np.abs(lc - al).max()),
+                "argmax_equal_all_positions": lc_am == al.argmax(-1).tolist(),
+                "greedy_equal": r["greedy_ids"] == ag,
+            }
     return rep
 
 
@@ -501,7 +527,6 @@ def rnd(a) -> list:
 
 def semantics(name: str, model, cases: dict) -> dict:
     """What transformers does for this architecture, recorded for readers of the fixture."""
-    import torch
     cfg = model.config
     s = {}
     rot = getattr(model.model, "rotary_emb", None)
@@ -579,12 +604,24 @@ def build_one(name: str, spec: dict, out_root: Path, work_root: Path, seed_base:
         # end-of-sequence still sees exactly 16 tokens
         stop = {tokinfo["ids"]["bos"], tokinfo["ids"]["eos"]}
         ok = gap >= MIN_GAP and all(v["consistent"] and not (set(v["greedy"]) & stop) for v in an.values())
-        tried.append({"seed": seed, "min_gap": gap})
+        entry = {"seed": seed, "min_gap": round(gap, 6)}
+        if ok:
+            # the q8_0 reference (logits-q8_0.json) must be usable too: gap >= Q8_MIN_GAP, no bos/eos
+            import copy
+            q8m = copy.deepcopy(model)
+            q8_0_roundtrip(q8m)
+            an_q = analyse(q8m, cases, tokinfo["ids"]["pad"])
+            gap_q = min(v["min_gap"] for v in an_q.values())
+            entry["q8_0_min_gap"] = round(gap_q, 6)
+            ok = gap_q >= Q8_MIN_GAP and all(v["consistent"] and not (set(v["greedy"]) & stop) for v in an_q.values())
+            del q8m
+        tried.append(entry)
         if ok:
             chosen = seed
             break
     if chosen is None:
-        raise RuntimeError(f"{name}: no seed in {seed_base}..{seed_base + max_seeds - 1} gives a top-2 gap >= {MIN_GAP}")
+        raise RuntimeError(f"{name}: no seed in {seed_base}..{seed_base + max_seeds - 1} gives a top-2 gap >= {MIN_GAP} "
+                           f"(q8_0 reference >= {Q8_MIN_GAP}) without bos/eos in the greedy continuations")
     log(f"[{name}] seed {chosen} (tried {len(tried)}), min top-2 gap {gap:.4f}")
     model.save_pretrained(str(model_dir))
     # the reference comes from the checkpoint as saved, reloaded in float32 with eager attention
@@ -620,11 +657,14 @@ def build_one(name: str, spec: dict, out_root: Path, work_root: Path, seed_base:
         kv = {"text": cases["long"]["text"], "ids": ids, "layers": list(range(cfg.num_hidden_layers)),
               "layout": {
                   "keys": "[kv_head][position][head_dim], after RoPE (HF rotate_half convention: dims i and i+head_dim/2 rotate together); "
-                          "for Qwen3/OLMo2 after the q/k RMSNorm; taken from the DynamicCache after one forward with use_cache=True",
+                          "for Qwen3/OLMo2 after the q/k RMSNorm; on NoPE layers (SmolLM3 layer 3) without any rotation; "
+                          "taken from the DynamicCache after one forward with use_cache=True",
                   "values": "[kv_head][position][head_dim]",
                   "attention": "[query_head][query_position][key_position], softmax probabilities (eager, after any softcap and "
                                "the causal / sliding-window mask), last 8 query rows only: query positions "
                                f"{len(ids) - 8}..{len(ids) - 1}",
+                  "cache": "a plain DynamicCache(): every layer keeps every position, also sliding-window layers "
+                           "(a cache built from the config would keep only the last sliding_window positions there)",
               }}
         for l in range(cfg.num_hidden_layers):
             layer = cache.layers[l]
@@ -657,10 +697,42 @@ def build_one(name: str, spec: dict, out_root: Path, work_root: Path, seed_base:
         conv[outtype] = convert(model_dir, target, outtype, f"{name}-tiny", pre)
     summaries = {f"model-{t}.gguf": gguf_summary(out_dir / f"model-{t}.gguf") for t in ("f32", "q8_0")}
 
-    # llama.cpp
+    # logits-q8_0.json: transformers on the q8_0 file's weights (dequantized to float32)
+    q8model = model_cls.from_pretrained(str(model_dir), dtype=torch.float32, attn_implementation="eager").eval()
+    n_q8 = q8_0_roundtrip(q8model)
+    n_q8_gguf = check_q8_matches_gguf(q8model, out_dir / "model-q8_0.gguf")
+    assert n_q8 == n_q8_gguf, (n_q8, n_q8_gguf)
+    an_q8 = analyse(q8model, cases, tokinfo["ids"]["pad"])
+    logits_q8_json, q8_full = {}, {}
+    with torch.no_grad():
+        for cname, c in cases.items():
+            lg = q8model(torch.tensor([c["ids"]])).logits[0].float()
+            q8_full[cname] = lg.numpy()
+            top = torch.topk(lg, 10, dim=-1)
+            logits_q8_json[cname] = {
+                "text": c["text"], "ids": c["ids"], "last_logits": rnd(lg[-1].numpy()),
+                "top10_ids_per_position": top.indices.tolist(),
+                "top10_logits_per_position": rnd(top.values.numpy()),
+                "greedy_ids": an_q8[cname]["greedy"], "greedy_text": tok.decode(an_q8[cname]["greedy"]),
+            }
+    q8_gap = min(v["min_gap"] for v in an_q8.values())
+    del q8model
+
+    # llama.cpp; for the architectures where llama.cpp knowingly computes something else, transformers is
+    # also run with llama.cpp's semantics (same weights) to show that the GGUF itself is right
+    alt = llamacpp_semantics_reference(name, model_cls, model_dir, cfg, cases, tokinfo["ids"]["pad"])
     lcpp = {}
     for t in ("f32", "q8_0"):
-        lcpp[f"model-{t}.gguf"] = run_llamacpp(out_dir / f"model-{t}.gguf", cases, tf_logits, tf_greedy, work_root)
+        lcpp[f"model-{t}.gguf"] = run_llamacpp(out_dir / f"model-{t}.gguf", cases, tf_logits, tf_greedy, work_root, alt)
+    q8 = lcpp["model-q8_0.gguf"]
+    for cname in cases if "cases" in q8 else ():
+        r = q8["cases"][cname]
+        r["vs_transformers_q8_0_weights"] = {
+            "what": "logits-q8_0.json (transformers on the dequantized q8_0 weights, float32 activations)",
+            "max_abs_diff_last_logits": float(np.abs(np.array(r["last_logits"]) - q8_full[cname][-1]).max()),
+            "argmax_equal_all_positions": r["argmax_per_position"] == q8_full[cname].argmax(-1).tolist(),
+            "greedy_equal": r["greedy_ids"] == an_q8[cname]["greedy"],
+        }
 
     hf_cfg = json.loads((model_dir / "config.json").read_text())
     f32meta = summaries["model-f32.gguf"]["metadata"]
@@ -676,6 +748,14 @@ def build_one(name: str, spec: dict, out_root: Path, work_root: Path, seed_base:
         "min_top2_gap": round(float(where[1]), 6),
         "min_top2_gap_at": {"case": where[0], "position_in_ids_plus_greedy": where[2]},
         "min_top2_gap_scope": "top-1 minus top-2 transformers logit at every position of ids + 16 greedy ids, both cases",
+        "q8_0_reference": {
+            "file": "logits-q8_0.json",
+            "what": ("transformers on the weights of model-q8_0.gguf dequantized to float32 (every matrix through gguf-py's "
+                     "Q8_0 quantize/dequantize, checked equal to the file's token_embd); activations stay float32, unlike "
+                     "llama.cpp, which also quantizes matmul inputs to Q8_0 on the CPU"),
+            "min_top2_gap": round(float(q8_gap), 6),
+            "min_top2_gap_note": f"seeds are also refused when this is below {Q8_MIN_GAP}",
+        },
         "versions": versions(),
         "tokenizer": {
             "description": tokinfo["desc"],
@@ -697,8 +777,10 @@ def build_one(name: str, spec: dict, out_root: Path, work_root: Path, seed_base:
 
     out_dir.joinpath("logits.json").write_text(json.dumps(logits_json, separators=(",", ":")))
     out_dir.joinpath("kv_attention.json").write_text(json.dumps(kv, separators=(",", ":")))
+    out_dir.joinpath("logits-q8_0.json").write_text(json.dumps(logits_q8_json, separators=(",", ":")))
     out_dir.joinpath("llamacpp.json").write_text(json.dumps({
         "source": "llama-cpp-python (llama.cpp) on the GGUF files of this folder; n_ctx=256, logits_all=True, "
+                  "f32 KV cache (type_k=type_v=F32; the default f16 cache is reported separately), 1 thread, "
                   "llm.eval(ids) then llm.scores; greedy = 16 x (argmax of the last row, then llm.eval([token])), "
                   "i.e. temperature 0 / top_k 1 with no end-of-sequence stop",
         "files": lcpp}, separators=(",", ":")))
@@ -709,6 +791,60 @@ def build_one(name: str, spec: dict, out_root: Path, work_root: Path, seed_base:
             "max_abs_diff_last_logits_vs_transformers", "argmax_equal_transformers_all_positions",
             "greedy_equal_transformers")} for c, v2 in v["cases"].items()} if "cases" in v else v)
         for k, v in lcpp.items()}}
+
+
+def llamacpp_semantics_reference(name, model_cls, model_dir, cfg, cases, pad_id):
+    """llama.cpp (this version) runs Mistral (GGUF arch llama) without a sliding window, and Phi-3 without a
+    sliding window ("Phi SWA is currently disabled") and with the long RoPE factors whenever its context
+    (n_ctx, padded to a multiple of 256) exceeds original_context_length 64, i.e. always here."""
+    import copy
+    import torch
+    if name not in ("mistral", "phi3"):
+        return None
+    c2 = copy.deepcopy(cfg)
+    c2.sliding_window = None
+    what = "transformers, same weights, sliding_window=None"
+    if name == "phi3":
+        rp = dict(c2.rope_parameters)
+        rp["short_factor"] = list(rp["long_factor"])
+        c2.rope_parameters = rp
+        what += ", short_factor := long_factor (long RoPE factors at every length)"
+    m = model_cls.from_pretrained(str(model_dir), config=c2, dtype=torch.float32, attn_implementation="eager").eval()
+    logits, greedy = {}, {}
+    with torch.no_grad():
+        for cname, c in cases.items():
+            logits[cname] = m(torch.tensor([c["ids"]])).logits[0].float().numpy()
+            greedy[cname] = greedy_generate(m, c["ids"], pad_id)
+    return {"what": what, "logits": logits, "greedy": greedy}
+
+
+def q8_0_roundtrip(model) -> int:
+    """Replaces every matrix by dequantize(quantize(w, Q8_0)) with gguf-py's own Q8_0 code, which is what the
+    converter writes for every 2-D tensor of these models (1-D norms, biases and RoPE factors stay F32).
+    Q8_0 blocks run along the input dimension, so the converter's Q/K row permutation does not change them."""
+    import torch
+    from gguf import GGMLQuantizationType
+    from gguf.quants import dequantize, quantize
+    n = 0
+    with torch.no_grad():
+        for _, p in model.named_parameters():
+            if p.ndim == 2:
+                w = p.detach().numpy().astype(np.float32)
+                p.copy_(torch.from_numpy(dequantize(quantize(w, GGMLQuantizationType.Q8_0), GGMLQuantizationType.Q8_0)))
+                n += 1
+    return n
+
+
+def check_q8_matches_gguf(model, gguf_path: Path) -> int:
+    """The embedding of the roundtripped model must equal the q8_0 GGUF's token_embd, dequantized."""
+    from gguf import GGUFReader
+    from gguf.quants import dequantize
+    r = GGUFReader(str(gguf_path))
+    t = next(t for t in r.tensors if t.name == "token_embd.weight")
+    assert t.tensor_type.name == "Q8_0", t.tensor_type.name
+    deq = dequantize(t.data, t.tensor_type).reshape(model.get_input_embeddings().weight.shape)
+    assert np.array_equal(deq, model.get_input_embeddings().weight.detach().numpy()), "q8_0 roundtrip != GGUF"
+    return sum(1 for t in r.tensors if t.tensor_type.name == "Q8_0")
 
 
 def semantics_note(name: str) -> dict:

@@ -125,12 +125,14 @@ mod tests {
             "{help}"
         );
         assert!(
-            help.contains("qwen2 (one window on every layer); refuses gemma3"),
+            help.contains("qwen2 (one window on every layer); refuses gemma3, qwen3"),
             "{help}"
         );
         // HeadKV: Llama only.
         assert!(
-            help.contains("Honours llama; refuses qwen2, gemma3."),
+            help.contains(
+                "Honours llama; refuses qwen2, gemma3, qwen3, olmo2, phi3, gemma2, smollm3."
+            ),
             "{help}"
         );
     }
