@@ -217,3 +217,109 @@ tiny_pipeline! {
     olmo2_runs_the_whole_path: "olmo2", "olmo2", true;
     smollm3_runs_the_whole_path: "smollm3", "smollm3", true;
 }
+
+/// Records of `file` without their timings, sorted: what two runs of the same cells must share.
+fn cells(file: &Path) -> Vec<String> {
+    let mut out: Vec<String> = read_json(file)["records"]
+        .as_array()
+        .expect("records")
+        .iter()
+        .map(|r| {
+            let mut r = r.clone();
+            r.as_object_mut().expect("a record").remove("seconds");
+            r.to_string()
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn three_auto_shards_as_three_processes_merge_to_the_unsharded_run() {
+    // A Kubernetes Indexed Job of 3 completions: each process reads its JOB_COMPLETION_INDEX
+    // through `--shard auto/3`; `eval merge` joins their records into the whole run's.
+    let dir = common::scratch("tiny", "shards");
+    std::fs::create_dir_all(&dir).expect("scratch folder");
+    let model = with_context("qwen3", 1024, &dir);
+    let m = model.to_string_lossy().into_owned();
+    let plan = dir.join("p.plan.json").to_string_lossy().into_owned();
+    let profile = dir.join("p.profile.json").to_string_lossy().into_owned();
+    ok(&[
+        "profile",
+        "--model",
+        &m,
+        "--quick",
+        "--out",
+        &profile,
+        "--plan-out",
+        &plan,
+        "--no-figures",
+    ]);
+    let eval = |out: &Path, shard: &str| -> Vec<String> {
+        let out = out.to_string_lossy().into_owned();
+        [
+            "eval",
+            "niah",
+            "--model",
+            &m,
+            "--plan",
+            &plan,
+            "--lengths",
+            "512",
+            "--depths",
+            "0,0.5,1",
+            "--examples",
+            "2",
+            "--budgets",
+            "64",
+            "--methods",
+            "full,snapkv,streaming,headkv-r",
+            "--out",
+            &out,
+            "--no-figures",
+            "--shard",
+            shard,
+        ]
+        .map(str::to_string)
+        .to_vec()
+    };
+    let whole = dir.join("whole");
+    let args = eval(&whole, "1/1");
+    ok(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let sharded = dir.join("sharded");
+    let children: Vec<_> = (0..3)
+        .map(|i| {
+            std::process::Command::new(env!("CARGO_BIN_EXE_kvplan"))
+                .args(eval(&sharded, "auto/3"))
+                .current_dir(env!("CARGO_MANIFEST_DIR"))
+                .env("KVPLAN_PLANS", common::no_user_plans())
+                .env("JOB_COMPLETION_INDEX", i.to_string())
+                .env_remove("SLURM_ARRAY_TASK_ID")
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("start a shard")
+        })
+        .collect();
+    for (i, child) in children.into_iter().enumerate() {
+        let o = child.wait_with_output().expect("a shard");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "shard {i}: {err}");
+    }
+    let name = "qwen3-tiny.niah";
+    let shard_files: Vec<String> = (1..=3)
+        .map(|i| {
+            let f = sharded.join(format!("{name}.shard-{i}-of-3.records.json"));
+            assert!(f.is_file(), "{}", f.display());
+            f.to_string_lossy().into_owned()
+        })
+        .collect();
+    let merged = dir.join("merged");
+    let mut args = vec!["eval", "merge"];
+    args.extend(shard_files.iter().map(String::as_str));
+    let merged_s = merged.to_string_lossy().into_owned();
+    args.extend(["--out", &merged_s]);
+    ok(&args);
+    let want = cells(&whole.join(format!("{name}.records.json")));
+    assert_eq!(want.len(), 6 * 4, "6 prompts × (FullKV + 3 presses at 64)");
+    assert_eq!(cells(&merged.join(format!("{name}.records.json"))), want);
+}

@@ -8,6 +8,12 @@
 //! under the same settings as the whole run: shards can run side by side in one folder or on
 //! different machines.
 //!
+//! `--shard auto` takes `i/n` from the scheduler that started the process ([`Shard::from_env`]):
+//! a SLURM job array (`SLURM_ARRAY_TASK_ID` − `SLURM_ARRAY_TASK_MIN` + 1 of
+//! `SLURM_ARRAY_TASK_COUNT`) or a Kubernetes Indexed Job (`JOB_COMPLETION_INDEX` + 1, 0-based,
+//! of the count given as `--shard auto/N`, since the Job's completions are not in its pods'
+//! environment). docs/commands.md has a job file for each.
+//!
 //! [`merge`] joins records files by cell key into one: their settings must be equal (a
 //! difference is refused, naming the files and the setting); a cell in two files must have the
 //! same response and score (a second identical copy is dropped). The merged file is named as the
@@ -37,9 +43,34 @@ impl Shard {
     /// The whole run.
     pub const WHOLE: Shard = Shard { index: 1, count: 1 };
 
-    /// `i/n`, 1 ≤ i ≤ n.
+    /// `i/n`, 1 ≤ i ≤ n; `auto` or `auto/N` from the process's environment
+    /// ([`Self::from_env`]).
     pub fn parse(text: &str) -> std::result::Result<Self, String> {
-        let bad = || format!("--shard `{text}`: expected i/n with 1 ≤ i ≤ n, e.g. 1/4");
+        Self::parse_with(text, |k| std::env::var(k).ok())
+    }
+
+    /// [`Self::parse`] with the environment read through `env`.
+    pub fn parse_with(
+        text: &str,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> std::result::Result<Self, String> {
+        let text = text.trim();
+        if text == "auto" {
+            return Self::from_env(None, env);
+        }
+        if let Some(n) = text.strip_prefix("auto/") {
+            let count = n
+                .trim()
+                .parse::<usize>()
+                .ok()
+                .filter(|&n| n >= 1)
+                .ok_or_else(|| {
+                    format!("--shard `{text}`: expected auto/N with N ≥ 1 shards, e.g. auto/8")
+                })?;
+            return Self::from_env(Some(count), env);
+        }
+        let bad =
+            || format!("--shard `{text}`: expected i/n with 1 ≤ i ≤ n (e.g. 1/4), auto or auto/N");
         let (i, n) = text.split_once('/').ok_or_else(bad)?;
         let index: usize = i.trim().parse().map_err(|_| bad())?;
         let count: usize = n.trim().parse().map_err(|_| bad())?;
@@ -47,6 +78,72 @@ impl Shard {
             return Err(bad());
         }
         Ok(Self { index, count })
+    }
+
+    /// The shard a scheduler started this process as: a SLURM job array's task
+    /// (`SLURM_ARRAY_TASK_ID`, `SLURM_ARRAY_TASK_MIN` (0 when unset), `SLURM_ARRAY_TASK_COUNT`)
+    /// or a Kubernetes Indexed Job's pod (`JOB_COMPLETION_INDEX`, 0-based); `count` (from
+    /// `auto/N`) is required for Kubernetes and, for SLURM, must equal the array's count.
+    pub fn from_env(
+        count: Option<usize>,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> std::result::Result<Self, String> {
+        let number = |key: &str| -> std::result::Result<Option<usize>, String> {
+            match env(key) {
+                None => Ok(None),
+                Some(v) => v.trim().parse::<usize>().map(Some).map_err(|_| {
+                    format!("--shard auto: {key} = {v:?} is not a non-negative integer")
+                }),
+            }
+        };
+        let (index0, found) = if let Some(id) = number("SLURM_ARRAY_TASK_ID")? {
+            let min = number("SLURM_ARRAY_TASK_MIN")?.unwrap_or(0);
+            let Some(i) = id.checked_sub(min) else {
+                return Err(format!(
+                    "--shard auto: SLURM_ARRAY_TASK_ID {id} is below SLURM_ARRAY_TASK_MIN {min}"
+                ));
+            };
+            let slurm = number("SLURM_ARRAY_TASK_COUNT")?;
+            let n = match (slurm, count) {
+                (Some(a), Some(b)) if a != b => {
+                    return Err(format!(
+                        "--shard auto/{b}: the SLURM array has SLURM_ARRAY_TASK_COUNT = {a} tasks"
+                    ))
+                }
+                (Some(a), _) => a,
+                (None, Some(b)) => b,
+                (None, None) => {
+                    return Err("--shard auto: SLURM_ARRAY_TASK_ID is set but not \
+                                SLURM_ARRAY_TASK_COUNT; give the count as --shard auto/N"
+                        .to_string())
+                }
+            };
+            (i, n)
+        } else if let Some(i) = number("JOB_COMPLETION_INDEX")? {
+            let Some(n) = count else {
+                return Err(format!(
+                    "--shard auto: JOB_COMPLETION_INDEX = {i} (a Kubernetes Indexed Job), but \
+                     its pods are not told the Job's completions; give them as --shard auto/N"
+                ));
+            };
+            (i, n)
+        } else {
+            return Err(
+                "--shard auto: neither SLURM_ARRAY_TASK_ID (a SLURM job array) nor \
+                        JOB_COMPLETION_INDEX (a Kubernetes Indexed Job) is set; give --shard i/n"
+                    .to_string(),
+            );
+        };
+        if index0 >= found {
+            return Err(format!(
+                "--shard auto: task {} of {found} shards (0-based index {index0}) is out of range",
+                index0 + 1
+            ));
+        }
+        Ok(Self {
+            index: index0 + 1,
+            count: found,
+        })
     }
 
     /// The whole run (one shard).
@@ -170,6 +267,53 @@ mod tests {
     use super::*;
     use crate::records::test_record;
     use std::collections::BTreeMap;
+
+    fn env_of<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |k| {
+            pairs
+                .iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        }
+    }
+
+    #[test]
+    fn auto_reads_a_slurm_array_or_a_kubernetes_indexed_job() {
+        let parse = |text: &str, env: &[(&str, &str)]| Shard::parse_with(text, env_of(env));
+        // SLURM `--array=0-3`: task 2 is shard 3 of 4; `--array=5-7` counts from 5.
+        let slurm = [
+            ("SLURM_ARRAY_TASK_ID", "2"),
+            ("SLURM_ARRAY_TASK_COUNT", "4"),
+        ];
+        assert_eq!(parse("auto", &slurm), Ok(Shard { index: 3, count: 4 }));
+        let offset = [
+            ("SLURM_ARRAY_TASK_ID", "7"),
+            ("SLURM_ARRAY_TASK_MIN", "5"),
+            ("SLURM_ARRAY_TASK_COUNT", "3"),
+        ];
+        assert_eq!(parse("auto", &offset), Ok(Shard { index: 3, count: 3 }));
+        assert_eq!(parse("auto/4", &slurm), Ok(Shard { index: 3, count: 4 }));
+        assert!(parse("auto/5", &slurm)
+            .unwrap_err()
+            .contains("SLURM_ARRAY_TASK_COUNT = 4"));
+        // Kubernetes: the index is 0-based and the count must be given.
+        let k8s = [("JOB_COMPLETION_INDEX", "0")];
+        assert_eq!(parse("auto/3", &k8s), Ok(Shard { index: 1, count: 3 }));
+        assert!(parse("auto", &k8s).unwrap_err().contains("auto/N"));
+        assert!(parse("auto/3", &[("JOB_COMPLETION_INDEX", "3")])
+            .unwrap_err()
+            .contains("out of range"));
+        // Nothing set, or garbage: one error naming the variables.
+        assert!(parse("auto", &[])
+            .unwrap_err()
+            .contains("SLURM_ARRAY_TASK_ID"));
+        assert!(parse("auto/2", &[("JOB_COMPLETION_INDEX", "x")])
+            .unwrap_err()
+            .contains("JOB_COMPLETION_INDEX = \"x\""));
+        assert!(parse("auto/0", &k8s).is_err());
+        // Explicit shards are as before.
+        assert_eq!(parse("2/5", &slurm), Ok(Shard { index: 2, count: 5 }));
+    }
 
     fn file(seed: &str, records: Vec<Record>) -> RecordsFile<Record> {
         RecordsFile {

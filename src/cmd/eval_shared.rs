@@ -39,7 +39,9 @@ pub struct EvalCommon {
     pub spindle_bytes: SpindleBytes,
     /// Run shard i of n (1 ≤ i ≤ n): the run's prompts in run order, every n-th from the i-th,
     /// each with all its cells, into `<model>.<task>.shard-i-of-n.records.json` (table and
-    /// results named alike); `kvplan eval merge` joins the shards' records.
+    /// results named alike); `kvplan eval merge` joins the shards' records. `auto`: i/n from a
+    /// SLURM job array (SLURM_ARRAY_TASK_ID, _MIN, _COUNT); `auto/N`: from a Kubernetes Indexed
+    /// Job (JOB_COMPLETION_INDEX, 0-based) of N completions, or a SLURM array of N tasks.
     #[arg(long, value_name = "I/N", default_value = "1/1")]
     pub shard: Shard,
 }
