@@ -17,6 +17,14 @@ use kvplan_profiler::Progress;
 
 use super::model_args::ModelArgs;
 
+/// `--preset`'s values.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum PresetName {
+    Quick,
+    Default,
+    Paper,
+}
+
 /// Arguments of `kvplan profile`.
 #[derive(clap::Args, Debug)]
 #[command(after_help = "\
@@ -24,8 +32,9 @@ Examples:
   kvplan profile                       # default: 5 lengths up to 2K, 10 depths, 8 text samples
   kvplan profile --model gemma-3-270m  # writes gemma-3-270m.{profile,plan}.json in ./plans/
                                        # (or the per-user plans folder when there is no ./plans/)
-  kvplan profile --quick --out /tmp/p.json
-  kvplan profile --full                # up to the model's context (8K for SmolLM2)")]
+  kvplan profile --preset quick --out /tmp/p.json
+  kvplan profile --preset paper        # up to the model's context (8K for SmolLM2)
+  kvplan profile --model ./Llama-3.1-8B-Instruct-Q4_K_M.gguf   # any supported GGUF by path")]
 pub struct ProfileArgs {
     /// Profile file to write [default: <slug>.profile.json, the slug being the catalog name, in
     /// ./plans/ when that folder exists, else in the per-user plans folder ($KVPLAN_PLANS, else
@@ -35,11 +44,15 @@ pub struct ProfileArgs {
     /// Plan file to write [default: <model>.plan.json beside the profile].
     #[arg(long, value_name = "FILE")]
     plan_out: Option<PathBuf>,
-    /// A small profile (2 lengths, 2 depths, 2 samples) for tests.
+    /// How much to measure: quick (2 lengths, 2 depths, 2 text samples: a smoke test), default
+    /// (5 lengths up to 2K, 10 depths, 8 samples), paper (lengths up to the model's context less
+    /// the 50 decode steps of a retrieval-reasoning trial, 16 samples of 4K tokens).
+    #[arg(long, value_name = "PRESET", conflicts_with_all = ["quick", "full"])]
+    preset: Option<PresetName>,
+    /// Short for --preset quick.
     #[arg(long, conflicts_with = "full")]
     quick: bool,
-    /// Needle lengths up to the model's context (less the 50 decode steps of a retrieval-reasoning
-    /// trial), 16 samples of 4K tokens.
+    /// Short for --preset paper.
     #[arg(long)]
     full: bool,
     /// Needle prompt lengths in tokens (overrides the preset).
@@ -136,10 +149,10 @@ impl ProfileArgs {
         ProfileRequest {
             out: self.out.clone(),
             plan_out: self.plan_out.clone(),
-            preset: match (self.quick, self.full) {
-                (true, _) => Preset::Quick,
-                (false, true) => Preset::Full,
-                (false, false) => Preset::Standard,
+            preset: match (self.preset, self.quick, self.full) {
+                (Some(PresetName::Quick), ..) | (None, true, _) => Preset::Quick,
+                (Some(PresetName::Paper), ..) | (None, false, true) => Preset::Full,
+                (Some(PresetName::Default), ..) | (None, false, false) => Preset::Standard,
             },
             lengths: self.lengths.clone(),
             depths: self.depths.clone(),

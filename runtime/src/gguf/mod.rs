@@ -19,13 +19,14 @@ use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 pub(crate) use dequant::f16_table;
 pub use dequant::GgmlType;
 use reader::{ByteReader, LIMITS};
 pub use value::MetaValue;
 pub use writer::GgufWriter;
+// `TensorData` is defined below.
 
 use crate::error::{Error, Result};
 
@@ -82,6 +83,88 @@ pub struct GgufFile {
     pub tensors: Vec<TensorInfo>,
     data_offset: u64,
     source: Source,
+    /// The whole file mapped, made on the first [`GgufFile::tensor_data`] of a file.
+    mapped: OnceLock<Arc<memmap2::Mmap>>,
+}
+
+/// The bytes of one tensor where they lie: in the mapped file, in a file held in memory, or in
+/// a buffer of their own; shared by clones and by [`TensorData::slice`]s without a copy.
+#[derive(Clone)]
+pub struct TensorData {
+    backing: Backing,
+    start: usize,
+    len: usize,
+}
+
+#[derive(Clone)]
+enum Backing {
+    Mapped(Arc<memmap2::Mmap>),
+    Shared(Arc<[u8]>),
+    Owned(Arc<Vec<u8>>),
+}
+
+impl TensorData {
+    /// Bytes of their own.
+    pub fn owned(bytes: Vec<u8>) -> Self {
+        let len = bytes.len();
+        Self {
+            backing: Backing::Owned(Arc::new(bytes)),
+            start: 0,
+            len,
+        }
+    }
+
+    /// Bytes `from..from + len` of these, sharing them.
+    ///
+    /// # Panics
+    /// When the range is not inside (a caller's bug: callers slice whole rows they counted).
+    pub fn slice(&self, from: usize, len: usize) -> Self {
+        assert!(
+            from + len <= self.len,
+            "slice {from}+{len} of {} bytes",
+            self.len
+        );
+        Self {
+            backing: self.backing.clone(),
+            start: self.start + from,
+            len,
+        }
+    }
+
+    /// Whether the bytes are read from the mapped file in place.
+    pub fn is_mapped(&self) -> bool {
+        matches!(self.backing, Backing::Mapped(_))
+    }
+}
+
+impl From<Vec<u8>> for TensorData {
+    fn from(bytes: Vec<u8>) -> Self {
+        Self::owned(bytes)
+    }
+}
+
+impl std::ops::Deref for TensorData {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        let all: &[u8] = match &self.backing {
+            Backing::Mapped(m) => m,
+            Backing::Shared(b) => b,
+            Backing::Owned(v) => v,
+        };
+        &all[self.start..self.start + self.len]
+    }
+}
+
+impl std::fmt::Debug for TensorData {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "TensorData({} bytes, mapped {})",
+            self.len,
+            self.is_mapped()
+        )
+    }
 }
 
 impl GgufFile {
@@ -159,6 +242,7 @@ impl GgufFile {
             tensors,
             data_offset,
             source,
+            mapped: OnceLock::new(),
         };
         file.check_tensor_ranges(reader.len(), alignment, reader)?;
         Ok(file)
@@ -228,6 +312,60 @@ impl GgufFile {
                 Ok(buf)
             }
         }
+    }
+
+    /// The stored bytes of tensor `name` without a copy: a file's are memory-mapped (the whole
+    /// file once, on the first call; pages are read as the weights are first used and stay
+    /// shared with the page cache), a file held in memory's are shared.
+    ///
+    /// The mapping assumes the file is not changed while the model is loaded (as llama.cpp's
+    /// `llama_mmap` does); a file replaced by a rename keeps the old bytes mapped.
+    pub fn tensor_data(&self, name: &str) -> Result<TensorData> {
+        let info = self.tensor_info(name).ok_or_else(|| Error::Gguf {
+            context: self.context(),
+            message: format!("no tensor named {name:?}"),
+        })?;
+        let start = (self.data_offset + info.offset) as usize;
+        let len = info.n_bytes() as usize;
+        let backing = match &self.source {
+            Source::Memory(bytes) => Backing::Shared(bytes.clone()),
+            Source::File(path) => {
+                let map = match self.mapped.get() {
+                    Some(m) => m.clone(),
+                    None => {
+                        let io_err = |source| Error::Io {
+                            path: path.clone(),
+                            source,
+                        };
+                        let file = File::open(path).map_err(io_err)?;
+                        // SAFETY: the map is read-only; kvplan never writes the file, and a
+                        // concurrent writer is outside what the loader supports (see above).
+                        let m = unsafe { memmap2::Mmap::map(&file) }.map_err(io_err)?;
+                        self.mapped.get_or_init(|| Arc::new(m)).clone()
+                    }
+                };
+                Backing::Mapped(map)
+            }
+        };
+        let have = match &backing {
+            Backing::Mapped(m) => m.len(),
+            Backing::Shared(b) => b.len(),
+            Backing::Owned(v) => v.len(),
+        };
+        if start + len > have {
+            return Err(Error::Gguf {
+                context: self.context(),
+                message: format!(
+                    "tensor {name:?}: bytes {start}..{} lie past the file's end ({have} bytes)",
+                    start + len
+                ),
+            });
+        }
+        Ok(TensorData {
+            backing,
+            start,
+            len,
+        })
     }
 
     /// Reads tensor `name` and dequantises it to `f32`, in GGUF order (innermost dimension

@@ -289,7 +289,7 @@ fn quantised(
                 info.shape()
             )));
         }
-        let bytes = gguf.tensor_bytes(&p.name)?;
+        let bytes = gguf.tensor_data(&p.name)?;
         let Ok(rows) = QuantRows::new(info.ggml_type, shape[0], cols, bytes) else {
             return Ok(None);
         };

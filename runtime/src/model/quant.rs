@@ -29,7 +29,7 @@
 
 use std::fmt;
 
-use crate::gguf::GgmlType;
+use crate::gguf::{GgmlType, TensorData};
 
 #[cfg(all(feature = "flex", target_arch = "x86_64"))]
 mod dot_avx2;
@@ -78,7 +78,7 @@ pub struct QuantRows {
     ty: GgmlType,
     rows: usize,
     cols: usize,
-    bytes: Vec<u8>,
+    bytes: TensorData,
 }
 
 impl fmt::Debug for QuantRows {
@@ -90,7 +90,13 @@ impl fmt::Debug for QuantRows {
 impl QuantRows {
     /// `rows` rows of `cols` weights stored as `ty` in `bytes` (row-major, as in the file).
     /// Refuses a row length that is not a whole number of steps, or the wrong byte count.
-    pub fn new(ty: GgmlType, rows: usize, cols: usize, bytes: Vec<u8>) -> Result<Self, String> {
+    pub fn new(
+        ty: GgmlType,
+        rows: usize,
+        cols: usize,
+        bytes: impl Into<TensorData>,
+    ) -> Result<Self, String> {
+        let bytes = bytes.into();
         let step = step_of(ty);
         if cols == 0 || !cols.is_multiple_of(step) {
             return Err(format!(
@@ -128,18 +134,19 @@ impl QuantRows {
 
     /// The same rows reordered: row `j` of the result is row `from[j]` (a permutation).
     pub fn permuted(&self, from: &[usize]) -> Self {
-        let bytes = from.iter().flat_map(|&r| self.row(r)).copied().collect();
+        let bytes: Vec<u8> = from.iter().flat_map(|&r| self.row(r)).copied().collect();
         Self {
-            bytes,
+            bytes: bytes.into(),
             ..self.clone()
         }
     }
 
-    /// Rows `from..from + n` alone (one half of a fused tensor, e.g. Phi-3's gate ‖ up).
+    /// Rows `from..from + n` alone (one half of a fused tensor, e.g. Phi-3's gate ‖ up), sharing
+    /// the bytes.
     pub fn rows_range(&self, from: usize, n: usize) -> Self {
         let b = self.row_bytes();
         Self {
-            bytes: self.bytes[from * b..(from + n) * b].to_vec(),
+            bytes: self.bytes.slice(from * b, n * b),
             rows: n,
             ..self.clone()
         }

@@ -31,7 +31,7 @@
 //! `src/transformers/modeling_rope_utils.py`, `_compute_default_rope_parameters`); the angle is
 //! `pos as f32 · inv_freq` in f32.
 
-use std::sync::{PoisonError, RwLock, RwLockReadGuard};
+use std::sync::{OnceLock, PoisonError, RwLock, RwLockReadGuard};
 
 /// RoPE base where a layer has none to speak of (a NoPE layer's placeholder).
 const DEFAULT_BASE: f64 = 10_000.0;
@@ -436,31 +436,44 @@ impl RopeSet {
     }
 }
 
-/// cos/sin tables of one base, on the device and on the host.
+/// cos/sin tables of one frequency set, on the host, and on the device once a burn-ops path asks
+/// for them (the CPU backend's host kernel never does: at a 128K context and `head_dim` 128 the
+/// device copy would be another 128 MiB).
 #[derive(Debug, Clone)]
 struct Tables<B: Backend> {
     freqs: Frequencies,
-    /// `[max_positions, head_dim]`.
-    cos: Tensor<B, 2>,
-    /// `[max_positions, head_dim]`.
-    sin: Tensor<B, 2>,
+    /// `[max_positions, head_dim]` each (cos, sin), made from the host tables on first use.
+    device: OnceLock<(Tensor<B, 2>, Tensor<B, 2>)>,
+    device_at: B::Device,
     /// `[max_positions][head_dim]`.
     cos_host: Vec<f32>,
     /// `[max_positions][head_dim]`.
     sin_host: Vec<f32>,
+    head_dim: usize,
 }
 
 impl<B: Backend> Tables<B> {
     fn new(freqs: &Frequencies, max_positions: usize, device: &B::Device) -> Self {
         let (cos, sin) = freqs.tables(max_positions);
-        let shape = [max_positions, freqs.head_dim()];
         Self {
             freqs: freqs.clone(),
-            cos: Tensor::from_data(TensorData::new(cos.clone(), shape), device),
-            sin: Tensor::from_data(TensorData::new(sin.clone(), shape), device),
+            device: OnceLock::new(),
+            device_at: device.clone(),
             cos_host: cos,
             sin_host: sin,
+            head_dim: freqs.head_dim(),
         }
+    }
+
+    /// The tables on the device.
+    fn on_device(&self) -> &(Tensor<B, 2>, Tensor<B, 2>) {
+        self.device.get_or_init(|| {
+            let shape = [self.cos_host.len() / self.head_dim.max(1), self.head_dim];
+            let up = |v: &Vec<f32>| {
+                Tensor::from_data(TensorData::new(v.clone(), shape), &self.device_at)
+            };
+            (up(&self.cos_host), up(&self.sin_host))
+        })
     }
 }
 
@@ -543,13 +556,9 @@ impl<B: Backend> Rope<B> {
         positions: Tensor<B, 1, Int>,
     ) -> Tensor<B, 3> {
         let half = self.head_dim / 2;
-        let table = self.table(layer);
-        let cos = table
-            .cos
-            .clone()
-            .select(0, positions.clone())
-            .unsqueeze_dim(0); // [1, t, d]
-        let sin = table.sin.clone().select(0, positions).unsqueeze_dim(0); // [1, t, d]
+        let (cos, sin) = self.table(layer).on_device();
+        let cos = cos.clone().select(0, positions.clone()).unsqueeze_dim(0); // [1, t, d]
+        let sin = sin.clone().select(0, positions).unsqueeze_dim(0); // [1, t, d]
         let x1 = x.clone().narrow(2, 0, half); // [heads, t, d/2]
         let x2 = x.clone().narrow(2, half, half); // [heads, t, d/2]
         let rotated = Tensor::cat(vec![x2.neg(), x1], 2);
