@@ -71,25 +71,32 @@ fn ok(args: &[&str]) -> String {
     err
 }
 
-fn pipeline(name: &str, architecture: &str, pod: bool) {
-    let dir = common::scratch("tiny", name);
+/// A scratch folder `label` holding the tiny model `name` at a 1,024-token context and the plan
+/// `profile --quick` wrote for it: `(folder, model path, plan path)`.
+fn quick_plan(name: &str, label: &str) -> (PathBuf, String, String) {
+    let dir = common::scratch("tiny", label);
     std::fs::create_dir_all(&dir).expect("scratch folder");
     let model = with_context(name, 1024, &dir);
-    let m = model.to_string_lossy();
-    let profile = dir.join("p.profile.json");
-    let plan = dir.join("p.plan.json");
-    let (profile_s, plan_s) = (profile.to_string_lossy(), plan.to_string_lossy());
-    ok(&[
+    let m = model.to_string_lossy().into_owned();
+    let plan = dir.join("p.plan.json").to_string_lossy().into_owned();
+    let profile = dir.join("p.profile.json").to_string_lossy().into_owned();
+    let args = [
         "profile",
         "--model",
         &m,
         "--quick",
         "--out",
-        &profile_s,
+        &profile,
         "--plan-out",
-        &plan_s,
-        "--no-figures",
-    ]);
+        &plan,
+    ];
+    ok(&[&args[..], &["--no-figures"]].concat());
+    (dir, m, plan)
+}
+
+fn pipeline(name: &str, architecture: &str, pod: bool) {
+    let (dir, m, plan_s) = quick_plan(name, name);
+    let plan = PathBuf::from(&plan_s);
     let written = read_json(&plan);
     assert_eq!(written["model"]["architecture"], architecture);
     // A prompt past the budget (16 entries per head), so every press evicts.
@@ -238,23 +245,7 @@ fn cells(file: &Path) -> Vec<String> {
 fn three_auto_shards_as_three_processes_merge_to_the_unsharded_run() {
     // A Kubernetes Indexed Job of 3 completions: each process reads its JOB_COMPLETION_INDEX
     // through `--shard auto/3`; `eval merge` joins their records into the whole run's.
-    let dir = common::scratch("tiny", "shards");
-    std::fs::create_dir_all(&dir).expect("scratch folder");
-    let model = with_context("qwen3", 1024, &dir);
-    let m = model.to_string_lossy().into_owned();
-    let plan = dir.join("p.plan.json").to_string_lossy().into_owned();
-    let profile = dir.join("p.profile.json").to_string_lossy().into_owned();
-    ok(&[
-        "profile",
-        "--model",
-        &m,
-        "--quick",
-        "--out",
-        &profile,
-        "--plan-out",
-        &plan,
-        "--no-figures",
-    ]);
+    let (dir, m, plan) = quick_plan("qwen3", "shards");
     let eval = |out: &Path, shard: &str| -> Vec<String> {
         let out = out.to_string_lossy().into_owned();
         [
