@@ -314,3 +314,77 @@ fn three_auto_shards_as_three_processes_merge_to_the_unsharded_run() {
     assert_eq!(want.len(), 6 * 4, "6 prompts × (FullKV + 3 presses at 64)");
     assert_eq!(cells(&merged.join(format!("{name}.records.json"))), want);
 }
+
+#[test]
+fn three_profile_shards_merge_to_the_unsharded_profile_byte_for_byte() {
+    // Three SLURM array tasks (ids 4–6) each run their third of the trials and samples; the
+    // command without --shard merges their files and writes the profile and plan an unsharded
+    // run writes, byte for byte, and removes the shards' files.
+    let (dir, m, _) = quick_plan("qwen3", "profile-shards");
+    let profile_args = |sub: &str| -> Vec<String> {
+        let out = dir.join(sub);
+        [
+            "profile".to_string(),
+            "--model".into(),
+            m.clone(),
+            "--quick".into(),
+            "--no-figures".into(),
+            "--date".into(),
+            "2026-11-29".into(),
+            "--out".into(),
+            out.join("p.profile.json").to_string_lossy().into_owned(),
+            "--plan-out".into(),
+            out.join("p.plan.json").to_string_lossy().into_owned(),
+        ]
+        .to_vec()
+    };
+    let whole = profile_args("whole");
+    ok(&whole.iter().map(String::as_str).collect::<Vec<_>>());
+    let mut sharded = profile_args("sharded");
+    sharded.extend(["--shard".to_string(), "auto".to_string()]);
+    let children: Vec<_> = (4..=6)
+        .map(|id| {
+            std::process::Command::new(env!("CARGO_BIN_EXE_kvplan"))
+                .args(&sharded)
+                .current_dir(env!("CARGO_MANIFEST_DIR"))
+                .env("KVPLAN_PLANS", common::no_user_plans())
+                .env("SLURM_ARRAY_TASK_ID", id.to_string())
+                .env("SLURM_ARRAY_TASK_MIN", "4")
+                .env("SLURM_ARRAY_TASK_COUNT", "3")
+                .env_remove("JOB_COMPLETION_INDEX")
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("start a shard")
+        })
+        .collect();
+    for child in children {
+        let o = child.wait_with_output().expect("a shard");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            o.status.success() && err.contains("without --shard to merge"),
+            "{err}"
+        );
+    }
+    let out = dir.join("sharded");
+    assert!(
+        !out.join("p.profile.json").exists(),
+        "a shard wrote a profile"
+    );
+    let merge = profile_args("sharded");
+    let err = ok(&merge.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(err.matches(": merged ").count(), 3, "{err}");
+    for f in ["p.profile.json", "p.plan.json"] {
+        let (a, b) = (dir.join("whole").join(f), out.join(f));
+        assert_eq!(
+            std::fs::read(&a).unwrap(),
+            std::fs::read(&b).unwrap(),
+            "{f}"
+        );
+    }
+    let left: Vec<_> = std::fs::read_dir(&out)
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().contains(".shard-"))
+        .collect();
+    assert!(left.is_empty(), "shard files left: {left:?}");
+}

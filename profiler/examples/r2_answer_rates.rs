@@ -55,6 +55,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             config,
             date: String::from("1970-01-01"),
             partial_path: None,
+            shard: (1, 1),
         };
         let (trials, chance) = reasoning_trials(&inputs, &mut NoProgress)?;
         let empty = trials.iter().filter(|t| t.response.is_empty()).count();

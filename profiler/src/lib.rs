@@ -20,7 +20,7 @@ mod samples;
 
 pub use config::{reasoning_style_for, ProfileConfig};
 pub use progress::{NoProgress, Progress};
-pub use run::{profile, ProfileInputs, StageTiming};
+pub use run::{profile, profile_shard, ProfileInputs, StageTiming};
 
 use std::path::PathBuf;
 

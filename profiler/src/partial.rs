@@ -97,6 +97,84 @@ impl Partial {
         }
     }
 
+    /// The file shard `i` of `n` keeps beside `path` (`p.partial.json` →
+    /// `p.shard-i-of-n.partial.json`).
+    pub fn shard_path(path: &Path, i: usize, n: usize) -> std::path::PathBuf {
+        let name = path
+            .file_name()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let stem = name.strip_suffix(".partial.json").unwrap_or(&name);
+        path.with_file_name(format!("{stem}.shard-{i}-of-{n}.partial.json"))
+    }
+
+    /// The shard files beside `path` ([`Self::shard_path`]'s names), in name order.
+    pub fn shard_files(path: &Path) -> Vec<std::path::PathBuf> {
+        let name = path
+            .file_name()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let prefix = format!(
+            "{}.shard-",
+            name.strip_suffix(".partial.json").unwrap_or(&name)
+        );
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+            _ => std::path::PathBuf::from("."),
+        };
+        let mut out: Vec<std::path::PathBuf> = std::fs::read_dir(&dir)
+            .map(|entries| {
+                entries
+                    .filter_map(|e| e.ok())
+                    .map(|e| e.path())
+                    .filter(|p| {
+                        let n = p.file_name().map(|s| s.to_string_lossy().into_owned());
+                        n.is_some_and(|n| n.starts_with(&prefix) && n.ends_with(".partial.json"))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        out.sort();
+        out
+    }
+
+    /// Adds the units of every shard file beside `path` that belongs to this record's
+    /// fingerprint and that this record lacks (by index: a unit's outcome does not depend on
+    /// the process that ran it); returns each file with what became of it.
+    pub fn absorb_shards(&mut self, path: &Path) -> Vec<(std::path::PathBuf, String)> {
+        let mut notes = Vec::new();
+        for file in Self::shard_files(path) {
+            let (other, why) = Partial::load_or_new(&file, &self.fingerprint);
+            if let Some(why) = why {
+                notes.push((file, format!("not merged: {why}")));
+                continue;
+            }
+            let before = self.units();
+            for (mine, theirs) in [
+                (&mut self.retrieval, other.retrieval),
+                (&mut self.reasoning, other.reasoning),
+            ] {
+                for o in theirs {
+                    if !mine.iter().any(|m| m.index == o.index) {
+                        mine.push(o);
+                    }
+                }
+            }
+            for o in other.samples {
+                if !self.samples.iter().any(|m| m.index == o.index) {
+                    self.samples.push(o);
+                }
+            }
+            notes.push((file, format!("merged {} units", self.units() - before)));
+        }
+        notes
+    }
+
+    /// Trials and samples held.
+    fn units(&self) -> usize {
+        self.retrieval.len() + self.reasoning.len() + self.samples.len()
+    }
+
     /// Writes the record atomically.
     pub fn save(&self, path: &Path) -> Result<()> {
         let text = serde_json::to_string(self)

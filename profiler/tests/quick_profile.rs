@@ -47,6 +47,7 @@ fn quick_profile_of_the_shipped_model_measures_every_figure() {
         config: ProfileConfig::quick(0),
         date: "2026-01-01".into(),
         partial_path: None,
+        shard: (1, 1),
     };
     let (p, timings) = profile(&inputs, &mut NoProgress).unwrap_or_else(|e| panic!("{e}"));
     p.validate().unwrap_or_else(|e| panic!("{e}"));

@@ -118,6 +118,13 @@ pub struct ProfileArgs {
     data_dir: Option<PathBuf>,
     #[command(flatten)]
     model: ModelArgs,
+    /// Run shard i of n of the needle trials and text samples (every n-th from the i-th) into
+    /// `<profile>.shard-i-of-n.partial.json`, resumable; `auto`: i/n from a SLURM job array,
+    /// `auto/N`: from a Kubernetes Indexed Job of N completions (docs/commands.md). Once every
+    /// shard has finished, the same command without --shard merges them and writes the profile
+    /// and plan.
+    #[arg(long, value_name = "I/N", default_value = "1/1")]
+    shard: kvplan_eval::shard::Shard,
 }
 
 /// `--prompt-style` values.
@@ -177,6 +184,7 @@ impl ProfileArgs {
             draw_figures: !self.no_figures,
             data_dir: self.data_dir.clone(),
             model: self.model.source(),
+            shard: self.shard,
         }
     }
 }
@@ -191,8 +199,17 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<()> {
         started: Instant::now(),
         plain: !std::io::stderr().is_terminal(),
     };
-    profile::run(&args.request(), &mut bars)?;
-    Ok(())
+    match profile::run(&args.request(), &mut bars) {
+        Ok(_) => Ok(()),
+        Err(e) => match e.downcast_ref::<profile::ShardDone>() {
+            // A shard ends without a profile: say how to merge, and succeed.
+            Some(done) => {
+                eprintln!("kvplan: {done}");
+                Ok(())
+            }
+            None => Err(e),
+        },
+    }
 }
 
 /// Indicatif bars, or plain lines when stderr is not a terminal.

@@ -30,6 +30,7 @@ use kvplan_runtime::identity::model_identity;
 use crate::dates;
 use crate::model::{open_model, ModelSource};
 use crate::plans::Places;
+use kvplan_eval::shard::Shard;
 
 /// The measurement's size before the request's own overrides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,6 +88,9 @@ pub struct ProfileRequest {
     pub data_dir: Option<PathBuf>,
     /// The model.
     pub model: ModelSource,
+    /// Run one shard of the trials and samples (`--shard i/n|auto`); the whole profile when
+    /// [`Shard::is_whole`].
+    pub shard: Shard,
 }
 
 /// What the caller shows of a profile run: the profiler's progress, and the run's summary once
@@ -95,6 +99,35 @@ pub trait ProfileView: Progress {
     /// The profile and plan are in place.
     fn profiled(&mut self, done: &Profiled);
 }
+
+/// A shard of a profile finished (`--shard`): not an error, but the run ends without a profile;
+/// the caller tells the user how to merge.
+#[derive(Debug)]
+pub struct ShardDone {
+    /// The shard.
+    pub shard: Shard,
+    /// Its partial results.
+    pub file: PathBuf,
+    /// Trials and samples it holds.
+    pub units: usize,
+}
+
+impl std::fmt::Display for ShardDone {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "shard {} of {}: {} trials and samples in {}; once every shard has finished, run \
+             the same `kvplan profile` command without --shard to merge them and write the \
+             profile and plan",
+            self.shard.index,
+            self.shard.count,
+            self.units,
+            self.file.display()
+        )
+    }
+}
+
+impl std::error::Error for ShardDone {}
 
 /// A finished profile run.
 #[derive(Debug, Clone)]
@@ -124,8 +157,13 @@ pub fn run(req: &ProfileRequest, view: &mut dyn ProfileView) -> anyhow::Result<P
     let identity = model_identity(&path, cfg)?;
     let name = identity.name.clone();
     let files = Outputs::of(req, &slug(&name))?;
-    // One run per profile: a second one would write the same partial results from its own copy.
-    let _lock = Lock::acquire(&files.profile, &mut |l| eprintln!("kvplan: {l}"))?;
+    // One run per profile (per shard): a second one would write the same partial results from
+    // its own copy.
+    let lock_on = match req.shard.is_whole() {
+        true => files.profile.clone(),
+        false => files.shard_partial(req.shard),
+    };
+    let _lock = Lock::acquire(&lock_on, &mut |l| eprintln!("kvplan: {l}"))?;
     let data_dir = paths::data_dir(req.data_dir.as_deref());
     let (essays, plays) = data::corpora(&data_dir, &Pip::default(), &mut |l| {
         eprintln!("kvplan: {l}")
@@ -133,7 +171,10 @@ pub fn run(req: &ProfileRequest, view: &mut dyn ProfileView) -> anyhow::Result<P
     .with_context(|| format!("preparing the text in {}", data_dir.display()))?;
     let config = config_of(req, &name, cfg.context_len, tok.has_chat_template());
     if req.restart {
-        let _ = std::fs::remove_file(&files.partial);
+        let _ = std::fs::remove_file(match req.shard.is_whole() {
+            true => files.partial.clone(),
+            false => files.shard_partial(req.shard),
+        });
     }
     let load_s = t_all.elapsed().as_secs_f64();
     announce(&name, &config);
@@ -146,7 +187,20 @@ pub fn run(req: &ProfileRequest, view: &mut dyn ProfileView) -> anyhow::Result<P
         config,
         date: date(req),
         partial_path: Some(files.partial.clone()),
+        shard: (req.shard.index, req.shard.count),
     };
+    if !req.shard.is_whole() {
+        let inputs = ProfileInputs {
+            partial_path: Some(files.shard_partial(req.shard)),
+            ..inputs
+        };
+        let timings = kvplan_profiler::profile_shard(&inputs, view)?;
+        bail!(ShardDone {
+            shard: req.shard,
+            file: files.shard_partial(req.shard),
+            units: timings.iter().map(|t| t.run + t.restored).sum(),
+        });
+    }
     let (profile, timings) = profile(&inputs, view)?;
     let (profile, plan_s) = settle_and_plan(req, profile, &files)?;
     let done = Profiled {
@@ -299,6 +353,11 @@ impl Outputs {
             figures,
         })
     }
+
+    /// The partial results of one shard (`<stem>.shard-i-of-n.partial.json`).
+    pub fn shard_partial(&self, shard: Shard) -> PathBuf {
+        kvplan_profiler::partial::Partial::shard_path(&self.partial, shard.index, shard.count)
+    }
 }
 
 /// The plan of every method at the request's budget, from the profile in place (just written,
@@ -314,6 +373,10 @@ fn write_plan(req: &ProfileRequest, profile: &Profile, files: &Outputs) -> anyho
         .with_context(|| format!("planning from {}", files.profile.display()))?;
     keep::settle_plan(&plan, &files.plan, &mut |l| eprintln!("kvplan: {l}"))?;
     let _ = std::fs::remove_file(&files.partial);
+    // The shards' files were merged into the profile just saved.
+    for f in kvplan_profiler::partial::Partial::shard_files(&files.partial) {
+        let _ = std::fs::remove_file(f);
+    }
     Ok(())
 }
 

@@ -42,6 +42,9 @@ pub struct ProfileInputs<'a, B: Backend> {
     pub date: String,
     /// Where partial results are kept (`None`: not kept).
     pub partial_path: Option<PathBuf>,
+    /// `(i, n)`: run only the trials and samples whose index is `i − 1` modulo `n` into
+    /// `partial_path` ([`profile_shard`]); `(1, 1)`: every unit.
+    pub shard: (usize, usize),
 }
 
 /// Wall-clock time of one stage.
@@ -125,6 +128,27 @@ pub fn profile<B: Backend>(
     inp: &ProfileInputs<'_, B>,
     progress: &mut dyn Progress,
 ) -> Result<(Profile, Vec<StageTiming>)> {
+    check(inp)?;
+    let fingerprint = fingerprint(inp)?;
+    let mut partial = load_partial(inp, &fingerprint, progress);
+    if let Some(path) = &inp.partial_path {
+        // Shards run beside this file (`--shard i/n`) are merged by unit index.
+        for (file, note) in partial.absorb_shards(path) {
+            progress.note(&format!("{}: {note}", file.display()));
+        }
+    }
+    let mut timings = Vec::new();
+    let all = |_: usize| true;
+    for kind in [Kind::Retrieval, Kind::Reasoning] {
+        timings.push(run_trials(inp, kind, &mut partial, progress, &all)?);
+    }
+    timings.push(run_samples(inp, &mut partial, progress, &all)?);
+    let profile = aggregate::build(inp, &partial)?;
+    Ok((profile, timings))
+}
+
+/// The settings checked against the model and the corpora, before anything runs.
+fn check<B: Backend>(inp: &ProfileInputs<'_, B>) -> Result<()> {
     let c = &inp.config;
     c.validate(inp.model.config.context_len)?;
     for kind in [Kind::Retrieval, Kind::Reasoning] {
@@ -133,26 +157,57 @@ pub fn profile<B: Backend>(
     if inp.texts.is_empty() {
         return Err(Error::Settings("no corpus for the text samples".into()));
     }
-    let sources: Vec<&str> = inp.texts.iter().map(|t| t.source.as_str()).collect();
-    let fingerprint = serde_json::to_string(&(c, &inp.identity, &inp.haystack.source, &sources))
-        .map_err(|e| Error::Settings(e.to_string()))?;
-    let mut partial = match &inp.partial_path {
+    Ok(())
+}
+
+/// The partial results at `inp.partial_path` that belong to `fingerprint`, else none.
+fn load_partial<B: Backend>(
+    inp: &ProfileInputs<'_, B>,
+    fingerprint: &str,
+    progress: &mut dyn Progress,
+) -> Partial {
+    match &inp.partial_path {
         Some(path) => {
-            let (p, why) = Partial::load_or_new(path, &fingerprint);
+            let (p, why) = Partial::load_or_new(path, fingerprint);
             if let Some(why) = why {
                 progress.note(&why);
             }
             p
         }
-        None => Partial::new(fingerprint),
-    };
+        None => Partial::new(fingerprint.to_string()),
+    }
+}
+
+/// One shard of a profile (`inp.shard = (i, n)`): the needle trials and text samples whose index
+/// is `i − 1` modulo `n`, each saved to `inp.partial_path` as it finishes (resumable as a whole
+/// profile is). No profile is built: a run without a shard, with the same settings and output,
+/// merges every shard's file beside its own and builds it.
+pub fn profile_shard<B: Backend>(
+    inp: &ProfileInputs<'_, B>,
+    progress: &mut dyn Progress,
+) -> Result<Vec<StageTiming>> {
+    let (i, n) = inp.shard;
+    if i == 0 || i > n {
+        return Err(Error::Settings(format!("shard {i} of {n}")));
+    }
+    check(inp)?;
+    let fingerprint = fingerprint(inp)?;
+    let mut partial = load_partial(inp, &fingerprint, progress);
+    let mine = move |unit: usize| unit % n == i - 1;
     let mut timings = Vec::new();
     for kind in [Kind::Retrieval, Kind::Reasoning] {
-        timings.push(run_trials(inp, kind, &mut partial, progress)?);
+        timings.push(run_trials(inp, kind, &mut partial, progress, &mine)?);
     }
-    timings.push(run_samples(inp, &mut partial, progress)?);
-    let profile = aggregate::build(inp, &partial)?;
-    Ok((profile, timings))
+    timings.push(run_samples(inp, &mut partial, progress, &mine)?);
+    save(&partial, &inp.partial_path)?;
+    Ok(timings)
+}
+
+/// What partial results must match to be reused: settings, model and corpora.
+fn fingerprint<B: Backend>(inp: &ProfileInputs<'_, B>) -> Result<String> {
+    let sources: Vec<&str> = inp.texts.iter().map(|t| t.source.as_str()).collect();
+    serde_json::to_string(&(&inp.config, &inp.identity, &inp.haystack.source, &sources))
+        .map_err(|e| Error::Settings(e.to_string()))
 }
 
 /// The retrieval-reasoning trials alone, with their test against chance: how often the model
@@ -177,7 +232,7 @@ pub fn reasoning_trials<B: Backend>(
         date: inp.date.clone(),
         ..*inp
     };
-    run_trials(&probe, Kind::Reasoning, &mut partial, progress)?;
+    run_trials(&probe, Kind::Reasoning, &mut partial, progress, &|_| true)?;
     let chance = aggregate::reasoning_chance(&inp.config, &partial.reasoning);
     let trials = partial.reasoning.into_iter().map(|o| o.trial).collect();
     Ok((trials, chance))
@@ -195,8 +250,12 @@ fn run_trials<B: Backend>(
     kind: Kind,
     partial: &mut Partial,
     progress: &mut dyn Progress,
+    mine: &dyn Fn(usize) -> bool,
 ) -> Result<StageTiming> {
-    let specs = trial_specs(&inp.config, kind);
+    let specs: Vec<_> = trial_specs(&inp.config, kind)
+        .into_iter()
+        .filter(|s| mine(s.index))
+        .collect();
     let done: HashSet<usize> = outcomes_mut(partial, kind)
         .iter()
         .map(|o| o.index)
@@ -237,14 +296,16 @@ fn run_samples<B: Backend>(
     inp: &ProfileInputs<'_, B>,
     partial: &mut Partial,
     progress: &mut dyn Progress,
+    mine: &dyn Fn(usize) -> bool,
 ) -> Result<StageTiming> {
     let c = &inp.config;
     let done: HashSet<usize> = partial.samples.iter().map(|s| s.index).collect();
-    let restored = (0..c.samples).filter(|i| done.contains(i)).count();
-    progress.start("text samples", c.samples as u64, restored as u64);
+    let units: Vec<usize> = (0..c.samples).filter(|&i| mine(i)).collect();
+    let restored = units.iter().filter(|i| done.contains(i)).count();
+    progress.start("text samples", units.len() as u64, restored as u64);
     let start = Instant::now();
     let mut run = 0;
-    for index in (0..c.samples).filter(|i| !done.contains(i)) {
+    for index in units.into_iter().filter(|i| !done.contains(i)) {
         let seed = sub_seed(c.seed, SAMPLE_SALT, index);
         let outcome = sample::run_sample(inp, index, seed)?;
         partial.samples.push(outcome);
