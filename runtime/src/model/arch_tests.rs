@@ -376,6 +376,19 @@ fn rope_scaling_is_read_as_llama_cpp_writes_it() {
             attn_factor: 1.0
         }
     );
+    let zero = [
+        ("llama.rope.scaling.type", s("yarn")),
+        ("llama.rope.scaling.factor", MetaValue::F32(4.0)),
+        (
+            "llama.rope.scaling.original_context_length",
+            MetaValue::U32(0),
+        ),
+    ];
+    let err = load_err(&rewrite(&tiny_gguf(&spec(1)), "llama", &zero, &[]));
+    assert!(
+        err.contains("llama.rope.scaling.original_context_length"),
+        "{err}"
+    );
     // Llama 3.x: the factors come from the file's `rope_freqs.weight`, as stored.
     let stored = vec![1.0f32, 1.5, 4.0, 8.0];
     let mut w = GgufWriter::new();

@@ -317,10 +317,18 @@ fn rope_scaling(gguf: &GgufFile, arch: Architecture, head_dim: usize) -> Result<
             factor: factor("rope.scaling.factor")?,
         },
         "yarn" => {
+            let yarn_factor = factor("rope.scaling.factor")?;
             let ctx = key("rope.scaling.original_context_length");
+            let original_context = gguf.meta_u64(&ctx)? as usize;
+            if original_context == 0 {
+                return refuse(
+                    ctx,
+                    "expected the original context in tokens, found 0".into(),
+                );
+            }
             RopeScaling::Yarn {
-                factor: factor("rope.scaling.factor")?,
-                original_context: gguf.meta_u64(&ctx)? as usize,
+                factor: yarn_factor,
+                original_context,
                 beta_fast: f64_or("rope.scaling.yarn_beta_fast", 32.0)?,
                 beta_slow: f64_or("rope.scaling.yarn_beta_slow", 1.0)?,
                 attn_factor: f64_or("rope.scaling.yarn_attn_factor", 1.0)?,
@@ -397,6 +405,12 @@ fn long_rope(gguf: &GgufFile, arch: Architecture, head_dim: usize) -> Result<Opt
         }
     };
     let original = gguf.meta_u64(&key("rope.scaling.original_context_length"))? as usize;
+    if original == 0 {
+        return Err(Error::Metadata(format!(
+            "{}: expected the original context in tokens, found 0",
+            key("rope.scaling.original_context_length")
+        )));
+    }
     let context = gguf.meta_u64(&key("context_length"))? as f64;
     let attn_factor = match gguf.meta(&key("rope.scaling.attn_factor")) {
         Ok(_) => gguf.meta_f64(&key("rope.scaling.attn_factor"))?,
