@@ -164,4 +164,12 @@ tiny_parity! {
     gemma2: "gemma2", "gemma2";
     olmo2: "olmo2", "olmo2";
     smollm3: "smollm3", "smollm3";
+    // Other shapes: head_dim × heads ≠ hidden, MHA and 4:1 groups, more layers, tied
+    // embeddings, a Phi-3 without LongRoPE, other windows and bases.
+    gemma2_wide: "gemma2-wide", "gemma2";
+    qwen3_wide: "qwen3-wide", "qwen3";
+    phi3_4k: "phi3-4k", "phi3";
+    olmo2_mha: "olmo2-mha", "olmo2";
+    smollm3_8l: "smollm3-8l", "smollm3";
+    llama3_tied: "llama3-tied", "llama";
 }

@@ -166,6 +166,31 @@ ARCHS: dict[str, dict] = {
     "smollm3": dict(cls="SmolLM3ForCausalLM", tok=BPE_GPT2, init=0.2, cfg=dict(
         head_dim=16, tie_word_embeddings=False, no_rope_layer_interval=4,
         rope_parameters={"rope_type": "default", "rope_theta": ROPE_THETA})),
+    # Other shapes, the way the released models differ from the tiny ones above: heads whose
+    # head_dim × heads is not the hidden size (Gemma 2, Qwen3), no GQA or a 4:1 group, more layers,
+    # tied embeddings, a Phi-3 without LongRoPE (Phi-3-mini-4k), another window.
+    "gemma2-wide": dict(cls="Gemma2ForCausalLM", tok=SPM_GEMMA, init=0.2, cfg=dict(
+        head_dim=24, num_attention_heads=4, num_key_value_heads=1, num_hidden_layers=6,
+        tie_word_embeddings=True, sliding_window=24, attn_logit_softcapping=20.0,
+        final_logit_softcapping=15.0, query_pre_attn_scalar=24, hidden_activation="gelu_pytorch_tanh",
+        rope_parameters={"rope_type": "default", "rope_theta": ROPE_THETA})),
+    "qwen3-wide": dict(cls="Qwen3ForCausalLM", tok=BPE_QWEN2, init=0.2, cfg=dict(
+        head_dim=32, num_attention_heads=4, num_key_value_heads=1, num_hidden_layers=5,
+        tie_word_embeddings=True, attention_bias=False,
+        rope_parameters={"rope_type": "default", "rope_theta": 1e6})),
+    "phi3-4k": dict(cls="Phi3ForCausalLM", tok=SPM_LLAMA, init=0.2, cfg=dict(
+        num_key_value_heads=4, tie_word_embeddings=False, sliding_window=48,
+        rope_parameters={"rope_type": "default", "rope_theta": ROPE_THETA})),
+    "olmo2-mha": dict(cls="Olmo2ForCausalLM", tok=BPE_GPT2, init=0.2, cfg=dict(
+        num_key_value_heads=4, num_hidden_layers=6, tie_word_embeddings=False,
+        rope_parameters={"rope_type": "default", "rope_theta": 5e5})),
+    "smollm3-8l": dict(cls="SmolLM3ForCausalLM", tok=BPE_GPT2, init=0.2, cfg=dict(
+        head_dim=16, num_hidden_layers=8, num_key_value_heads=1, tie_word_embeddings=True,
+        no_rope_layer_interval=4, rope_parameters={"rope_type": "default", "rope_theta": 2e6})),
+    "llama3-tied": dict(cls="LlamaForCausalLM", tok=SPM_LLAMA, init=0.2, cfg=dict(
+        head_dim=16, num_key_value_heads=1, num_hidden_layers=5, tie_word_embeddings=True,
+        rope_parameters={"rope_type": "llama3", "rope_theta": 5e5, "factor": 32.0, "low_freq_factor": 1.0,
+                         "high_freq_factor": 4.0, "original_max_position_embeddings": 48})),
 }
 
 
@@ -536,7 +561,7 @@ def semantics(name: str, model, cases: dict) -> dict:
         s["rope_attention_scaling"] = float(rot.attention_scaling)
         s["rope_type"] = rot.rope_type
     s["layer_types"] = list(getattr(cfg, "layer_types", None) or [])
-    if name == "smollm3":
+    if name.startswith("smollm3"):
         s["no_rope_layers"] = list(cfg.no_rope_layers)
         s["nope_layer_indices"] = [i for i, u in enumerate(cfg.no_rope_layers) if not u]
         s["nope_rule"] = "no_rope_layers[i] = int((i + 1) % no_rope_layer_interval != 0); use_rope = no_rope_layers[i]"
@@ -544,7 +569,7 @@ def semantics(name: str, model, cases: dict) -> dict:
         s["sliding_window"] = cfg.sliding_window
         s["sliding_window_rule"] = ("query q attends key k iff q - sliding_window < k <= q "
                                     "(the current token and the 31 before it)")
-        if name == "gemma2":
+        if name.startswith("gemma2"):
             s["sliding_layers"] = [i for i, t in enumerate(cfg.layer_types) if t == "sliding_attention"]
         else:
             s["sliding_layers"] = list(range(cfg.num_hidden_layers))
