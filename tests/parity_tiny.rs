@@ -79,18 +79,10 @@ fn check_f32(name: &str, model: &Model<B>) {
 /// as converted runs every layer global (in llama.cpp too); a file that sets one is windowed.
 /// (The Q8_0 file's weights are copied dequantised, as f32.)
 fn mistral_with_window(window: u32, file: &str) -> Model<B> {
-    use kvplan_runtime::gguf::{GgufFile, GgufWriter, MetaValue};
-    let g = GgufFile::open(model_path("mistral", file)).expect("mistral-tiny");
-    let mut w = GgufWriter::new();
-    for (k, v) in &g.metadata {
-        w = w.meta(k, v.clone());
-    }
-    w = w.meta("llama.attention.sliding_window", MetaValue::U32(window));
-    for t in &g.tensors {
-        let (data, shape) = g.tensor_f32(&t.name).expect("f32 tensor");
-        w = w.tensor_f32(&t.name, &shape, &data);
-    }
-    let g = GgufFile::from_bytes(w.to_bytes()).expect("rewritten file");
+    use kvplan_runtime::gguf::{GgufFile, MetaValue};
+    let key = "llama.attention.sliding_window";
+    let bytes = common::gguf_with_key(&model_path("mistral", file), key, MetaValue::U32(window));
+    let g = GgufFile::from_bytes(bytes).expect("rewritten file");
     common::backend_setup();
     Model::from_gguf(&g, &kvplan_runtime::backend::device()).expect("windowed mistral")
 }

@@ -15,7 +15,7 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::{kvplan, read_json};
-use kvplan_runtime::gguf::{GgufFile, GgufWriter, MetaValue};
+use kvplan_runtime::gguf::{GgufFile, MetaValue};
 
 /// The methods `generate` runs (the method table's).
 const METHODS: [&str; 12] = [
@@ -40,26 +40,11 @@ fn with_context(name: &str, context: u32, dir: &Path) -> PathBuf {
         .join(format!("{name}-tiny"))
         .join("model-f32.gguf");
     let g = GgufFile::open(&src).unwrap_or_else(|e| panic!("{}: {e}", src.display()));
-    let arch = g
-        .meta_str("general.architecture")
-        .expect("architecture")
-        .to_string();
+    let arch = g.meta_str("general.architecture").expect("architecture");
     let key = format!("{arch}.context_length");
-    let mut w = GgufWriter::new();
-    for (k, v) in &g.metadata {
-        let v = if *k == key {
-            MetaValue::U32(context)
-        } else {
-            v.clone()
-        };
-        w = w.meta(k, v);
-    }
-    for t in &g.tensors {
-        let (data, shape) = g.tensor_f32(&t.name).expect("f32 tensor");
-        w = w.tensor_f32(&t.name, &shape, &data);
-    }
     let out = dir.join(format!("{name}-tiny.gguf"));
-    std::fs::write(&out, w.to_bytes()).expect("write the copy");
+    let bytes = common::gguf_with_key(&src, &key, MetaValue::U32(context));
+    std::fs::write(&out, bytes).expect("write the copy");
     out
 }
 

@@ -100,24 +100,13 @@ impl Partial {
     /// The file shard `i` of `n` keeps beside `path` (`p.partial.json` →
     /// `p.shard-i-of-n.partial.json`).
     pub fn shard_path(path: &Path, i: usize, n: usize) -> std::path::PathBuf {
-        let name = path
-            .file_name()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let stem = name.strip_suffix(".partial.json").unwrap_or(&name);
+        let stem = partial_stem(path);
         path.with_file_name(format!("{stem}.shard-{i}-of-{n}.partial.json"))
     }
 
     /// The shard files beside `path` ([`Self::shard_path`]'s names), in name order.
     pub fn shard_files(path: &Path) -> Vec<std::path::PathBuf> {
-        let name = path
-            .file_name()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let prefix = format!(
-            "{}.shard-",
-            name.strip_suffix(".partial.json").unwrap_or(&name)
-        );
+        let prefix = format!("{}.shard-", partial_stem(path));
         let dir = match path.parent() {
             Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
             _ => std::path::PathBuf::from("."),
@@ -182,6 +171,17 @@ impl Partial {
         io::write_atomic(path, &text)?;
         Ok(())
     }
+}
+
+/// `path`'s file name without `.partial.json` (`p.profile.partial.json` → `p.profile`).
+fn partial_stem(path: &Path) -> String {
+    let name = path
+        .file_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    name.strip_suffix(".partial.json")
+        .unwrap_or(&name)
+        .to_string()
 }
 
 #[cfg(test)]

@@ -199,17 +199,11 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<()> {
         started: Instant::now(),
         plain: !std::io::stderr().is_terminal(),
     };
-    match profile::run(&args.request(), &mut bars) {
-        Ok(_) => Ok(()),
-        Err(e) => match e.downcast_ref::<profile::ShardDone>() {
-            // A shard ends without a profile: say how to merge, and succeed.
-            Some(done) => {
-                eprintln!("kvplan: {done}");
-                Ok(())
-            }
-            None => Err(e),
-        },
+    if let profile::ProfileRun::Shard(done) = profile::run(&args.request(), &mut bars)? {
+        // A shard ends without a profile: say how to merge.
+        eprintln!("kvplan: {done}");
     }
+    Ok(())
 }
 
 /// Indicatif bars, or plain lines when stderr is not a terminal.

@@ -79,3 +79,24 @@ pub fn read_json(path: &std::path::Path) -> serde_json::Value {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
+
+/// The GGUF at `src` with metadata `key` set to `value` (replaced or added) and every tensor
+/// copied as f32 (quantised ones dequantised), as file bytes.
+pub fn gguf_with_key(
+    src: &std::path::Path,
+    key: &str,
+    value: kvplan_runtime::gguf::MetaValue,
+) -> Vec<u8> {
+    use kvplan_runtime::gguf::{GgufFile, GgufWriter};
+    let g = GgufFile::open(src).unwrap_or_else(|e| panic!("{}: {e}", src.display()));
+    let mut w = GgufWriter::new();
+    for (k, v) in g.metadata.iter().filter(|(k, _)| *k != key) {
+        w = w.meta(k, v.clone());
+    }
+    w = w.meta(key, value);
+    for t in &g.tensors {
+        let (data, shape) = g.tensor_f32(&t.name).expect("a tensor");
+        w = w.tensor_f32(&t.name, &shape, &data);
+    }
+    w.to_bytes()
+}

@@ -100,8 +100,17 @@ pub trait ProfileView: Progress {
     fn profiled(&mut self, done: &Profiled);
 }
 
-/// A shard of a profile finished (`--shard`): not an error, but the run ends without a profile;
-/// the caller tells the user how to merge.
+/// What a profile run ends with: the profile and plan, or, for one shard (`--shard`), the
+/// shard's partial results (the caller tells the user how to merge them).
+#[derive(Debug)]
+pub enum ProfileRun {
+    /// The profile and plan are in place.
+    Profiled(Box<Profiled>),
+    /// A shard's trials and samples are in its partial file.
+    Shard(ShardDone),
+}
+
+/// A shard of a profile that finished.
 #[derive(Debug)]
 pub struct ShardDone {
     /// The shard.
@@ -127,8 +136,6 @@ impl std::fmt::Display for ShardDone {
     }
 }
 
-impl std::error::Error for ShardDone {}
-
 /// A finished profile run.
 #[derive(Debug, Clone)]
 pub struct Profiled {
@@ -149,7 +156,7 @@ pub struct Profiled {
 }
 
 /// Profiles, plans and draws as `req` asks, showing progress and the summary on `view`.
-pub fn run(req: &ProfileRequest, view: &mut dyn ProfileView) -> anyhow::Result<Profiled> {
+pub fn run(req: &ProfileRequest, view: &mut dyn ProfileView) -> anyhow::Result<ProfileRun> {
     let t_all = Instant::now();
     let path = req.model.resolve()?;
     let (tok, model) = open_model(&path)?;
@@ -157,12 +164,16 @@ pub fn run(req: &ProfileRequest, view: &mut dyn ProfileView) -> anyhow::Result<P
     let identity = model_identity(&path, cfg)?;
     let name = identity.name.clone();
     let files = Outputs::of(req, &slug(&name))?;
+    // The partial results this run keeps: the profile's, or its shard's.
+    let (partial, lock_on) = match req.shard.is_whole() {
+        true => (files.partial.clone(), files.profile.clone()),
+        false => {
+            let shard = files.shard_partial(req.shard);
+            (shard.clone(), shard)
+        }
+    };
     // One run per profile (per shard): a second one would write the same partial results from
     // its own copy.
-    let lock_on = match req.shard.is_whole() {
-        true => files.profile.clone(),
-        false => files.shard_partial(req.shard),
-    };
     let _lock = Lock::acquire(&lock_on, &mut |l| eprintln!("kvplan: {l}"))?;
     let data_dir = paths::data_dir(req.data_dir.as_deref());
     let (essays, plays) = data::corpora(&data_dir, &Pip::default(), &mut |l| {
@@ -171,10 +182,7 @@ pub fn run(req: &ProfileRequest, view: &mut dyn ProfileView) -> anyhow::Result<P
     .with_context(|| format!("preparing the text in {}", data_dir.display()))?;
     let config = config_of(req, &name, cfg.context_len, tok.has_chat_template());
     if req.restart {
-        let _ = std::fs::remove_file(match req.shard.is_whole() {
-            true => files.partial.clone(),
-            false => files.shard_partial(req.shard),
-        });
+        let _ = std::fs::remove_file(&partial);
     }
     let load_s = t_all.elapsed().as_secs_f64();
     announce(&name, &config);
@@ -186,20 +194,16 @@ pub fn run(req: &ProfileRequest, view: &mut dyn ProfileView) -> anyhow::Result<P
         texts: vec![&essays, &plays],
         config,
         date: date(req),
-        partial_path: Some(files.partial.clone()),
+        partial_path: Some(partial.clone()),
         shard: (req.shard.index, req.shard.count),
     };
     if !req.shard.is_whole() {
-        let inputs = ProfileInputs {
-            partial_path: Some(files.shard_partial(req.shard)),
-            ..inputs
-        };
         let timings = kvplan_profiler::profile_shard(&inputs, view)?;
-        bail!(ShardDone {
+        return Ok(ProfileRun::Shard(ShardDone {
             shard: req.shard,
-            file: files.shard_partial(req.shard),
+            file: partial,
             units: timings.iter().map(|t| t.run + t.restored).sum(),
-        });
+        }));
     }
     let (profile, timings) = profile(&inputs, view)?;
     let (profile, plan_s) = settle_and_plan(req, profile, &files)?;
@@ -216,7 +220,7 @@ pub fn run(req: &ProfileRequest, view: &mut dyn ProfileView) -> anyhow::Result<P
     if req.draw_figures {
         draw_figures(&done.files)?;
     }
-    Ok(done)
+    Ok(ProfileRun::Profiled(Box::new(done)))
 }
 
 /// What is about to be measured, on stderr.

@@ -17,7 +17,7 @@ mod writer;
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::{BufReader, Read, Seek, SeekFrom};
+use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
@@ -26,7 +26,6 @@ pub use dequant::GgmlType;
 use reader::{ByteReader, LIMITS};
 pub use value::MetaValue;
 pub use writer::GgufWriter;
-// `TensorData` is defined below.
 
 use crate::error::{Error, Result};
 
@@ -103,6 +102,17 @@ enum Backing {
     Owned(Arc<Vec<u8>>),
 }
 
+impl Backing {
+    /// Every byte held.
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Backing::Mapped(m) => m,
+            Backing::Shared(b) => b,
+            Backing::Owned(v) => v,
+        }
+    }
+}
+
 impl TensorData {
     /// Bytes of their own.
     pub fn owned(bytes: Vec<u8>) -> Self {
@@ -147,12 +157,7 @@ impl std::ops::Deref for TensorData {
     type Target = [u8];
 
     fn deref(&self) -> &[u8] {
-        let all: &[u8] = match &self.backing {
-            Backing::Mapped(m) => m,
-            Backing::Shared(b) => b,
-            Backing::Owned(v) => v,
-        };
-        &all[self.start..self.start + self.len]
+        &self.backing.bytes()[self.start..self.start + self.len]
     }
 }
 
@@ -290,28 +295,10 @@ impl GgufFile {
         self.tensors.iter().find(|t| t.name == name)
     }
 
-    /// Reads the raw bytes of tensor `name`.
+    /// Reads the raw bytes of tensor `name` into a buffer of their own (through
+    /// [`Self::tensor_data`]: one lookup and one way in to the file).
     pub fn tensor_bytes(&self, name: &str) -> Result<Vec<u8>> {
-        let info = self.tensor_info(name).ok_or_else(|| Error::Gguf {
-            context: self.context(),
-            message: format!("no tensor named {name:?}"),
-        })?;
-        let start = self.data_offset + info.offset;
-        let len = info.n_bytes() as usize;
-        match &self.source {
-            Source::Memory(bytes) => Ok(bytes[start as usize..start as usize + len].to_vec()),
-            Source::File(path) => {
-                let io_err = |source| Error::Io {
-                    path: path.clone(),
-                    source,
-                };
-                let mut file = File::open(path).map_err(io_err)?;
-                file.seek(SeekFrom::Start(start)).map_err(io_err)?;
-                let mut buf = vec![0u8; len];
-                file.read_exact(&mut buf).map_err(io_err)?;
-                Ok(buf)
-            }
-        }
+        Ok(self.tensor_data(name)?.to_vec())
     }
 
     /// The stored bytes of tensor `name` without a copy: a file's are memory-mapped (the whole
@@ -347,11 +334,7 @@ impl GgufFile {
                 Backing::Mapped(map)
             }
         };
-        let have = match &backing {
-            Backing::Mapped(m) => m.len(),
-            Backing::Shared(b) => b.len(),
-            Backing::Owned(v) => v.len(),
-        };
+        let have = backing.bytes().len();
         if start + len > have {
             return Err(Error::Gguf {
                 context: self.context(),

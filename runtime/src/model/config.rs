@@ -182,7 +182,7 @@ impl ModelConfig {
                 .iter()
                 .enumerate()
                 .map(|(l, &base)| match self.rope_layers.get(l) {
-                    Some(false) => Frequencies::none(d),
+                    Some(false) => Frequencies::none(d, base),
                     _ => Frequencies::scaled_at(d, base, &self.rope_scaling, end),
                 })
                 .collect(),
@@ -318,17 +318,9 @@ fn rope_scaling(gguf: &GgufFile, arch: Architecture, head_dim: usize) -> Result<
         },
         "yarn" => {
             let yarn_factor = factor("rope.scaling.factor")?;
-            let ctx = key("rope.scaling.original_context_length");
-            let original_context = gguf.meta_u64(&ctx)? as usize;
-            if original_context == 0 {
-                return refuse(
-                    ctx,
-                    "expected the original context in tokens, found 0".into(),
-                );
-            }
             RopeScaling::Yarn {
                 factor: yarn_factor,
-                original_context,
+                original_context: original_context(gguf, arch)?,
                 beta_fast: f64_or("rope.scaling.yarn_beta_fast", 32.0)?,
                 beta_slow: f64_or("rope.scaling.yarn_beta_slow", 1.0)?,
                 attn_factor: f64_or("rope.scaling.yarn_attn_factor", 1.0)?,
@@ -349,21 +341,41 @@ fn rope_scaling(gguf: &GgufFile, arch: Architecture, head_dim: usize) -> Result<
             "tensor rope_freqs.weight with {tk} = {kind:?}: kvplan applies one scaling, not both"
         )));
     }
-    let info = gguf.tensor_info("rope_freqs.weight").expect("present");
+    Ok(RopeScaling::FreqFactors {
+        factors: factor_tensor(gguf, "rope_freqs.weight", head_dim)?,
+    })
+}
+
+/// Tensor `name` of per-pair RoPE factors: `[head_dim / 2]`, each positive and finite.
+fn factor_tensor(gguf: &GgufFile, name: &str, head_dim: usize) -> Result<Vec<f32>> {
+    let info = gguf
+        .tensor_info(name)
+        .ok_or_else(|| Error::Model(format!("missing tensor {name}")))?;
     if info.shape() != [head_dim / 2] {
         return Err(Error::Model(format!(
-            "tensor rope_freqs.weight: expected shape [{}], found {:?}",
+            "tensor {name}: expected shape [{}], found {:?}",
             head_dim / 2,
             info.shape()
         )));
     }
-    let factors = gguf.tensor_f32("rope_freqs.weight")?.0;
-    if let Some(bad) = factors.iter().find(|f| !(f.is_finite() && **f > 0.0)) {
-        return Err(Error::Model(format!(
-            "tensor rope_freqs.weight: expected positive factors, found {bad}"
-        )));
+    let factors = gguf.tensor_f32(name)?.0;
+    match factors.iter().find(|f| !(f.is_finite() && **f > 0.0)) {
+        Some(bad) => Err(Error::Model(format!(
+            "tensor {name}: expected positive factors, found {bad}"
+        ))),
+        None => Ok(factors),
     }
-    Ok(RopeScaling::FreqFactors { factors })
+}
+
+/// `rope.scaling.original_context_length` (YaRN, LongRoPE), at least one token.
+fn original_context(gguf: &GgufFile, arch: Architecture) -> Result<usize> {
+    let k = format!("{}.rope.scaling.original_context_length", arch.name());
+    match gguf.meta_u64(&k)? as usize {
+        0 => Err(Error::Metadata(format!(
+            "{k}: expected the original context in tokens, found 0"
+        ))),
+        n => Ok(n),
+    }
 }
 
 /// Phi-3's LongRoPE from `rope_factors_short.weight` / `rope_factors_long.weight` (both or
@@ -387,30 +399,7 @@ fn long_rope(gguf: &GgufFile, arch: Architecture, head_dim: usize) -> Result<Opt
             )));
         }
     }
-    let read = |name: &str| -> Result<Vec<f32>> {
-        let info = gguf.tensor_info(name).expect("present");
-        if info.shape() != [head_dim / 2] {
-            return Err(Error::Model(format!(
-                "tensor {name}: expected shape [{}], found {:?}",
-                head_dim / 2,
-                info.shape()
-            )));
-        }
-        let v = gguf.tensor_f32(name)?.0;
-        match v.iter().find(|f| !(f.is_finite() && **f > 0.0)) {
-            Some(bad) => Err(Error::Model(format!(
-                "tensor {name}: expected positive factors, found {bad}"
-            ))),
-            None => Ok(v),
-        }
-    };
-    let original = gguf.meta_u64(&key("rope.scaling.original_context_length"))? as usize;
-    if original == 0 {
-        return Err(Error::Metadata(format!(
-            "{}: expected the original context in tokens, found 0",
-            key("rope.scaling.original_context_length")
-        )));
-    }
+    let original = original_context(gguf, arch)?;
     let context = gguf.meta_u64(&key("context_length"))? as f64;
     let attn_factor = match gguf.meta(&key("rope.scaling.attn_factor")) {
         Ok(_) => gguf.meta_f64(&key("rope.scaling.attn_factor"))?,
@@ -420,8 +409,8 @@ fn long_rope(gguf: &GgufFile, arch: Architecture, head_dim: usize) -> Result<Opt
         Err(_) => 1.0,
     };
     Ok(Some(RopeScaling::LongRope {
-        short: read(names[0])?,
-        long: read(names[1])?,
+        short: factor_tensor(gguf, names[0], head_dim)?,
+        long: factor_tensor(gguf, names[1], head_dim)?,
         original_context: original,
         attn_factor,
     }))

@@ -33,9 +33,6 @@
 
 use std::sync::{OnceLock, PoisonError, RwLock, RwLockReadGuard};
 
-/// RoPE base where a layer has none to speak of (a NoPE layer's placeholder).
-const DEFAULT_BASE: f64 = 10_000.0;
-
 use burn::tensor::backend::Backend;
 use burn::tensor::{Int, Tensor, TensorData};
 
@@ -229,11 +226,12 @@ impl Frequencies {
         }
     }
 
-    /// A layer without RoPE: every rotation is the identity.
-    pub fn none(head_dim: usize) -> Self {
+    /// A layer without RoPE (its file's `base` recorded, never used): every rotation is the
+    /// identity.
+    pub fn none(head_dim: usize, base: f64) -> Self {
         Self {
             rotates: false,
-            ..Self::new(head_dim, DEFAULT_BASE)
+            ..Self::new(head_dim, base)
         }
     }
 
@@ -449,7 +447,6 @@ struct Tables<B: Backend> {
     cos_host: Vec<f32>,
     /// `[max_positions][head_dim]`.
     sin_host: Vec<f32>,
-    head_dim: usize,
 }
 
 impl<B: Backend> Tables<B> {
@@ -461,14 +458,14 @@ impl<B: Backend> Tables<B> {
             device_at: device.clone(),
             cos_host: cos,
             sin_host: sin,
-            head_dim: freqs.head_dim(),
         }
     }
 
     /// The tables on the device.
     fn on_device(&self) -> &(Tensor<B, 2>, Tensor<B, 2>) {
         self.device.get_or_init(|| {
-            let shape = [self.cos_host.len() / self.head_dim.max(1), self.head_dim];
+            let d = self.freqs.head_dim();
+            let shape = [self.cos_host.len() / d.max(1), d];
             let up = |v: &Vec<f32>| {
                 Tensor::from_data(TensorData::new(v.clone(), shape), &self.device_at)
             };
@@ -643,7 +640,7 @@ mod tests {
 
     #[test]
     fn a_layer_without_rope_turns_nothing() {
-        let f = Frequencies::none(4);
+        let f = Frequencies::none(4, 1e4);
         let mut row = vec![0.3, -1.2, 0.5, 2.0];
         let orig = row.clone();
         f.rotate_rows(&mut row, &[17], 1.0);
@@ -652,7 +649,7 @@ mod tests {
         let (cos, sin) = f.tables(3);
         assert!(cos.iter().all(|&c| c == 1.0) && sin.iter().all(|&s| s == 0.0));
         // Its tables are its own, apart from a plain layer's.
-        let set = RopeSet::new(vec![Frequencies::new(4, 1e4), Frequencies::none(4)]);
+        let set = RopeSet::new(vec![Frequencies::new(4, 1e4), Frequencies::none(4, 1e4)]);
         let rope = Rope::<Flex>::from_set(&set, 4, &Default::default());
         assert_eq!(rope.tables.len(), 2);
     }

@@ -72,11 +72,7 @@ impl<B: Backend> Transformer<B> {
     /// - x: `[t, hidden]` → `[t, vocab]`
     pub fn logits(&self, x: Tensor<B, 2>) -> Tensor<B, 2> {
         let z = self.output.forward(self.norm.forward(x));
-        match self.final_softcap {
-            // As transformers: `z / c`, `tanh`, `· c` in f32.
-            Some(c) => z.div_scalar(c as f32).tanh().mul_scalar(c as f32),
-            None => z,
-        }
+        super::attention::soft_cap(z, self.final_softcap)
     }
 
     /// One new token in each of several sequences: `ids[i]` after `caches[i]` under `ctxs[i]`
