@@ -69,6 +69,8 @@ pub struct Machine {
     pub weight_bytes: usize,
     /// Threads available.
     pub threads: usize,
+    /// The CPU prefill kernels (`kvplan_runtime::model::quant::kernels_in_use`).
+    pub kernels: String,
 }
 
 /// A prefill measurement.
@@ -186,7 +188,8 @@ impl BenchReport {
         results.push(decode_json(&self.decode));
         results.extend(self.methods.iter().map(method_json));
         json!({"model": m.model, "backend": m.backend, "weights": m.weights,
-            "weight_bytes": m.weight_bytes, "results": results})
+            "weight_bytes": m.weight_bytes, "kernels": m.kernels, "threads": m.threads,
+            "results": results})
     }
 }
 
@@ -276,9 +279,14 @@ fn machine_of(model: &Model<Selected>) -> Machine {
         backend: backend::name(),
         weights: format!("{:?}", WeightStorage::default_for::<Selected>()),
         weight_bytes: model.transformer.weight_bytes(),
-        threads: std::thread::available_parallelism()
-            .map(|n| n.get())
+        // rayon's pool size: RAYON_NUM_THREADS when set, else the CPUs.
+        threads: std::env::var("RAYON_NUM_THREADS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .filter(|&n: &usize| n > 0)
+            .or_else(|| std::thread::available_parallelism().map(|n| n.get()).ok())
             .unwrap_or(1),
+        kernels: kvplan_runtime::model::quant::kernels_in_use(),
     }
 }
 
@@ -465,12 +473,13 @@ impl std::fmt::Display for Row<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let line = match self {
             Row::Machine(m) => format!(
-                "model: {} | backend: {} | weights: {}, {:.0} MiB | threads: {}",
+                "model: {} | backend: {} | weights: {}, {:.0} MiB | threads: {} | kernels: {}",
                 m.model,
                 m.backend,
                 m.weights,
                 m.weight_bytes as f64 / MIB,
-                m.threads
+                m.threads,
+                m.kernels
             ),
             Row::Prefill(r) => format!(
                 "prefill {:>5} tokens: {:>7.3} s  {:>8.1} tokens/s  peak RSS {:.0} MiB",
@@ -527,6 +536,7 @@ mod tests {
                 weights: "Dense".into(),
                 weight_bytes: 10,
                 threads: 2,
+                kernels: "f32".into(),
             },
             prefill: vec![PrefillRow {
                 tokens: 512,

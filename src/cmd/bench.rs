@@ -19,6 +19,7 @@ use kvplan_app::bench::{bench, BenchReport, BenchRequest};
 use kvplan_app::model::retarget;
 
 use super::model_args::{ModelArgs, PressArgs};
+use kvplan_runtime::model::quant::Kernels;
 
 /// Arguments of `kvplan bench`.
 #[derive(clap::Args, Debug)]
@@ -76,6 +77,7 @@ impl BenchArgs {
 
 /// Runs `kvplan bench`: each row on stdout as it is measured, the whole as JSON with `--json`.
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
+    args.model.use_kernels(Kernels::Int8);
     let report = bench(&args.request(), &mut |row| println!("{row}"))?;
     if let Some(out) = &args.json {
         write_json(&report, out)?;

@@ -49,6 +49,8 @@ pub struct EvalCommon {
 impl EvalCommon {
     /// The application layer's settings.
     pub fn settings(&self) -> EvalSettings {
+        self.model
+            .use_kernels(kvplan_runtime::model::quant::Kernels::F32);
         EvalSettings {
             plan: self.plan.clone(),
             out: self.out.clone(),

@@ -19,6 +19,7 @@ use kvplan_runtime::generate::Sampling;
 use kvplan_runtime::press::MemoryReport;
 
 use super::model_args::{ModelArgs, PressArgs, WeightsArg};
+use kvplan_runtime::model::quant::Kernels;
 
 /// Arguments of `kvplan generate`.
 #[derive(clap::Args, Debug)]
@@ -101,6 +102,7 @@ impl GenerateArgs {
 /// Runs `kvplan generate`: the continuation to stdout as it grows, the counts and memory to
 /// stderr.
 pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
+    args.model.use_kernels(Kernels::Int8);
     let mut stdout = |text: &str| {
         let mut out = std::io::stdout().lock();
         out.write_all(text.as_bytes()).and_then(|()| out.flush())

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use kvplan_app::model::ModelSource;
+use kvplan_runtime::model::quant::{self, Kernels};
 use kvplan_runtime::press::options::PressOptions;
 use kvplan_runtime::press::options::{Denominator, SpindleGqa};
 use kvplan_runtime::press::GqaAggregation;
@@ -18,9 +19,24 @@ pub struct ModelArgs {
     /// Folder of fetched models [env: KVPLAN_MODELS; default: ~/.cache/kvplan/models].
     #[arg(long, value_name = "DIR", global = true)]
     pub models_dir: Option<PathBuf>,
+    /// CPU prefill kernels for quantised weights: `int8` (activations quantised to 8 bits per
+    /// block of 32, integer dot products — AVX-512 VNNI or AVX2; faster, logits within about 1%
+    /// of f32's, docs/speed.md) or `f32` (the exact dequantised weights) [env: KVPLAN_KERNELS;
+    /// default: int8 for generate and bench, f32 for profile and eval, whose numbers are the
+    /// project's measurements].
+    #[arg(long, value_name = "f32|int8", global = true)]
+    pub kernels: Option<Kernels>,
 }
 
 impl ModelArgs {
+    /// Sets this process's prefill kernels: `--kernels`, else `KVPLAN_KERNELS`, else `default`.
+    pub fn use_kernels(&self, default: Kernels) {
+        let from_env = std::env::var(quant::KERNELS_ENV)
+            .ok()
+            .and_then(|v| v.parse().ok());
+        quant::set_kernels(self.kernels.or(from_env).unwrap_or(default));
+    }
+
     /// The application layer's model source.
     pub fn source(&self) -> ModelSource {
         ModelSource {

@@ -191,6 +191,8 @@ impl ProfileArgs {
 
 /// Runs `kvplan profile`.
 pub fn run(args: ProfileArgs) -> anyhow::Result<()> {
+    args.model
+        .use_kernels(kvplan_runtime::model::quant::Kernels::F32);
     let mut bars = Bars {
         bar: None,
         stage: String::new(),

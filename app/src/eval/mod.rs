@@ -102,7 +102,11 @@ impl EvalSettings {
             model: model_id.name.clone(),
             model_sha256: model_id.gguf_sha256.clone(),
             plan_sha256: plan.as_ref().map(|p| p.1.clone()),
-            backend: backend::name().to_string(),
+            // Records made on the integer prefill kernels are not the f32 ones' (`--kernels`).
+            backend: match kvplan_runtime::model::quant::kernels_in_use().as_str() {
+                k if k.starts_with("int8") => format!("{}+int8", backend::name()),
+                _ => backend::name().to_string(),
+            },
             weights_sha256: self.weights.as_deref().map(sha256_file).transpose()?,
         };
         let mut evaluator = Evaluator::new(&model, &tok, plan.as_ref().map(|p| &p.0));

@@ -35,6 +35,98 @@ use crate::gguf::{GgmlType, TensorData};
 mod dot_avx2;
 #[cfg(all(feature = "flex", target_arch = "x86_64"))]
 mod dot_avx512;
+#[cfg(all(feature = "flex", target_arch = "x86_64"))]
+mod int8;
+
+/// The environment variable that picks the prefill kernels (`f32` or `int8`) where no command
+/// line chose ([`set_kernels`]).
+pub const KERNELS_ENV: &str = "KVPLAN_KERNELS";
+
+/// How quantised weights multiply many activation rows (a prefill) on the CPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kernels {
+    /// Tiles dequantised to f32 and multiplied with `gemm`: the exact dequantised weights times
+    /// the f32 activations (the parity tests' numbers; the profiler's).
+    F32,
+    /// Activations quantised to 8 bits per block of 32 and integer dot products with the
+    /// weights' quants ([`int8`]'s equation (1)), where the CPU has AVX-512 VNNI or AVX2 and
+    /// every part of the matrix has integer quants; elsewhere the f32 tiles.
+    Int8,
+}
+
+impl std::str::FromStr for Kernels {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim() {
+            "f32" => Ok(Self::F32),
+            "int8" => Ok(Self::Int8),
+            other => Err(format!("kernels `{other}`: expected `f32` or `int8`")),
+        }
+    }
+}
+
+impl fmt::Display for Kernels {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::F32 => "f32",
+            Self::Int8 => "int8",
+        })
+    }
+}
+
+/// 0: not decided (read [`KERNELS_ENV`]), 1: f32, 2: int8.
+static KERNELS: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+
+/// Chooses the prefill kernels for this process, over the environment.
+pub fn set_kernels(k: Kernels) {
+    let v = match k {
+        Kernels::F32 => 1,
+        Kernels::Int8 => 2,
+    };
+    KERNELS.store(v, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// The prefill kernels: [`set_kernels`]'s choice, else [`KERNELS_ENV`], else f32.
+pub fn kernels() -> Kernels {
+    match KERNELS.load(std::sync::atomic::Ordering::Relaxed) {
+        1 => Kernels::F32,
+        2 => Kernels::Int8,
+        _ => {
+            let k = std::env::var(KERNELS_ENV)
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(Kernels::F32);
+            set_kernels(k);
+            k
+        }
+    }
+}
+
+/// The prefill kernels in use, as reports name them: `f32`, `int8 (AVX-512 VNNI)`,
+/// `int8 (AVX2)`, or `f32 (int8 asked; this CPU has neither AVX-512 VNNI nor AVX2)`.
+pub fn kernels_in_use() -> String {
+    if !cfg!(feature = "flex") {
+        return "the backend's own (GPU or LibTorch)".into();
+    }
+    match kernels() {
+        Kernels::F32 => "f32".into(),
+        Kernels::Int8 => {
+            #[cfg(all(feature = "flex", target_arch = "x86_64"))]
+            if let Some(isa) = int8::isa() {
+                return format!("int8 ({})", isa.name());
+            }
+            "f32 (int8 asked; this CPU has neither AVX-512 VNNI nor AVX2)".into()
+        }
+    }
+}
+
+/// Whether [`Kernels::Int8`] has an integer kernel on this CPU (AVX-512 VNNI or AVX2).
+pub fn int8_available() -> bool {
+    #[cfg(all(feature = "flex", target_arch = "x86_64"))]
+    return int8::isa().is_some();
+    #[cfg(not(all(feature = "flex", target_arch = "x86_64")))]
+    false
+}
 
 /// Set to `0` to keep the one-row dot products on their AVX2 kernels on a CPU with AVX-512
 /// (an A/B switch for benchmarks; read once per process).
@@ -364,6 +456,12 @@ mod kernels {
                 "quantised matmul: x is not [t, cols]"
             );
             if t > FUSED_MAX_ROWS {
+                #[cfg(target_arch = "x86_64")]
+                if super::kernels() == super::Kernels::Int8 {
+                    if let Some(y) = self.int8(x, t) {
+                        return y;
+                    }
+                }
                 return self.tiled(x, t);
             }
             let by_row = self.fused(x, t);
@@ -510,7 +608,7 @@ mod kernels {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// A `Q8_0` block: scale `d` (f16 bits), then 32 signed quants.
@@ -572,7 +670,7 @@ mod tests {
 
     /// `rows` random rows of `cols` weights of type `ty`: random bytes, with every f16 scale
     /// (and minimum) set to a finite value, so each block decodes to finite weights.
-    fn random_rows(ty: GgmlType, rows: usize, cols: usize, seed: u64) -> QuantRows {
+    pub(crate) fn random_rows(ty: GgmlType, rows: usize, cols: usize, seed: u64) -> QuantRows {
         let mut rng = crate::generate::SplitMix64::new(seed);
         let n = rows * ty.row_bytes(cols as u64) as usize;
         let mut bytes: Vec<u8> = (0..n).map(|_| (rng.next_u64() >> 24) as u8).collect();
