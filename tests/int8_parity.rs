@@ -117,3 +117,52 @@ fn int8_prefill_matches_llama_cpp_on_every_q8_0_file() {
         "only {identical} of {cases} cases agree with llama.cpp"
     );
 }
+
+/// The integer path's cost on the catalog's real models (their GGUFs, fetched: `kvplan fetch
+/// --model M`), against transformers' float32 logits (`tests/fixtures/<model>/logits.json`) and
+/// beside the f32 path: every position's argmax and the last position's logits. For scale,
+/// llama.cpp's own integer path on the same files is 0.78 / 1.98 from transformers on SmolLM2's
+/// two cases and 0.45 / 0.36 on Qwen 0.5B's, with its argmax off at 0 / 1 and 0 / 2 positions
+/// (`tools/int8_llamacpp.py`, llama-cpp-python 0.3.36). Ignored in CI (models); run with
+/// `cargo test --release --test int8_parity -- --ignored --nocapture`.
+#[test]
+#[ignore = "needs the catalog models (kvplan fetch)"]
+fn int8_cost_on_the_catalog_models() {
+    if !quant::int8_available() {
+        return;
+    }
+    for (model, fixture_dir) in [
+        ("smollm2-135m-instruct", "smollm2"),
+        ("qwen2.5-coder-0.5b-instruct", "qwen2.5-coder-0.5b-instruct"),
+        ("gemma-3-270m", "gemma-3-270m"),
+        ("qwen2.5-coder-1.5b-instruct", "qwen2.5-coder-1.5b-instruct"),
+    ] {
+        let m = load(&common::catalog_model(model));
+        let fx = fixture(fixture_dir, "logits.json");
+        let vocab = m.config.vocab;
+        for case in ["prompt", "chat"] {
+            let prompt = ids(&fx[case]["ids"]);
+            let want_last = floats(&fx[case]["last_logits"]);
+            let top = fx[case]["top10_ids_per_position"].as_array().expect("top10");
+            let want: Vec<u32> = top.iter().map(|r| r[0].as_u64().unwrap() as u32).collect();
+            let mut line = format!("{model} {case} ({} tokens):", prompt.len());
+            for k in [Kernels::F32, Kernels::Int8] {
+                quant::set_kernels(k);
+                let flat = all_logits(&m, &prompt);
+                let last = &flat[(prompt.len() - 1) * vocab..];
+                let d = max_diff(last, &want_last);
+                let got: Vec<u32> = flat.chunks_exact(vocab).map(argmax).collect();
+                let off = got.iter().zip(&want).filter(|(a, b)| a != b).count();
+                line += &format!(" {k}: last logits {d:.3}, argmax off at {off}");
+                if k == Kernels::Int8 {
+                    // Measured at most 2.10 and 1 position (SmolLM2's chat case; llama.cpp: 1.98
+                    // and 1): a kernel that breaks lands far outside.
+                    assert!(d < 3.0 && off <= 3, "{line}");
+                } else {
+                    assert!(d < 1e-2 && off == 0, "{line}");
+                }
+            }
+            eprintln!("{line}");
+        }
+    }
+}

