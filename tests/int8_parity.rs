@@ -143,7 +143,9 @@ fn int8_cost_on_the_catalog_models() {
         for case in ["prompt", "chat"] {
             let prompt = ids(&fx[case]["ids"]);
             let want_last = floats(&fx[case]["last_logits"]);
-            let top = fx[case]["top10_ids_per_position"].as_array().expect("top10");
+            let top = fx[case]["top10_ids_per_position"]
+                .as_array()
+                .expect("top10");
             let want: Vec<u32> = top.iter().map(|r| r[0].as_u64().unwrap() as u32).collect();
             let mut line = format!("{model} {case} ({} tokens):", prompt.len());
             for k in [Kernels::F32, Kernels::Int8] {

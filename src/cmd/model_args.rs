@@ -23,17 +23,24 @@ pub struct ModelArgs {
     /// block of 32, integer dot products — AVX-512 VNNI or AVX2; faster, logits within about 1%
     /// of f32's, docs/speed.md) or `f32` (the exact dequantised weights) [env: KVPLAN_KERNELS;
     /// default: int8 for generate and bench, f32 for profile and eval, whose numbers are the
-    /// project's measurements].
+    /// project's measurements; int8 only on a CPU with AVX-512 VNNI, where it was measured
+    /// faster].
     #[arg(long, value_name = "f32|int8", global = true)]
     pub kernels: Option<Kernels>,
 }
 
 impl ModelArgs {
-    /// Sets this process's prefill kernels: `--kernels`, else `KVPLAN_KERNELS`, else `default`.
+    /// Sets this process's prefill kernels: `--kernels`, else `KVPLAN_KERNELS`, else `default` —
+    /// where `default` is int8, only on a CPU whose integer kernel was measured faster
+    /// (`quant::int8_preferred`: AVX-512 VNNI), else f32.
     pub fn use_kernels(&self, default: Kernels) {
         let from_env = std::env::var(quant::KERNELS_ENV)
             .ok()
             .and_then(|v| v.parse().ok());
+        let default = match default {
+            Kernels::Int8 if !quant::int8_preferred() => Kernels::F32,
+            k => k,
+        };
         quant::set_kernels(self.kernels.or(from_env).unwrap_or(default));
     }
 

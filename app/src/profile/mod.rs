@@ -233,6 +233,13 @@ fn announce(name: &str, config: &ProfileConfig) {
         config.samples,
         config.sample_tokens
     );
+    let kernels = kvplan_runtime::model::quant::kernels_in_use();
+    if kernels.starts_with("int8") {
+        eprintln!(
+            "prefill kernels: {kernels} — 8-bit activations move the logits (docs/speed.md); \
+             the committed profiles were measured on f32 (the default)"
+        );
+    }
 }
 
 /// The profile kept or written ([`keep::settle_profile`]) and the plan from it; the seconds

@@ -19,7 +19,10 @@
 //! **How (many rows, prefill).** Tiles of weight rows are dequantised into f32 and multiplied
 //! with the `gemm` crate (the kernel burn-flex's matmul uses), one tile per thread at a time, so
 //! at most [`TILE_BYTES`] of f32 weights per thread exist at once; each tile's product is written
-//! straight into its band of output columns.
+//! straight into its band of output columns. With [`Kernels::Int8`] ([`set_kernels`],
+//! `--kernels int8`) a prefill instead quantises its activations to 8 bits per block of 32, as
+//! llama.cpp does, and multiplies them with the weights' integer quants ([`int8`]): faster, and no
+//! longer the f32 product of the dequantised weights (docs/speed.md measures what it moves).
 //!
 //! A [`QuantMatrix`] stacks one or more GGUF tensors along the output dimension (the fused
 //! Q/K/V projection is three tensors, possibly of three storage types).
@@ -118,6 +121,16 @@ pub fn kernels_in_use() -> String {
             "f32 (int8 asked; this CPU has neither AVX-512 VNNI nor AVX2)".into()
         }
     }
+}
+
+/// Whether this CPU's integer kernel is the one measured faster than the f32 tiles: AVX-512
+/// VNNI. (The AVX2 kernel, forced on the AVX-512 machine of docs/speed.md, ran at 0.8× its f32
+/// gemm; on an AVX2-only CPU it was not measured, so the f32 tiles stay the default there.)
+pub fn int8_preferred() -> bool {
+    #[cfg(all(feature = "flex", target_arch = "x86_64"))]
+    return int8::isa() == Some(int8::Isa::Vnni);
+    #[cfg(not(all(feature = "flex", target_arch = "x86_64")))]
+    false
 }
 
 /// Whether [`Kernels::Int8`] has an integer kernel on this CPU (AVX-512 VNNI or AVX2).
