@@ -52,8 +52,9 @@ pub enum Kernels {
     /// the f32 activations (the parity tests' numbers; the profiler's).
     F32,
     /// Activations quantised to 8 bits per block of 32 and integer dot products with the
-    /// weights' quants ([`int8`]'s equation (1)), where the CPU has AVX-512 VNNI or AVX2 and
-    /// every part of the matrix has integer quants; elsewhere the f32 tiles.
+    /// weights' quants ([`int8`]'s equation (1)): a prefill where the CPU has AVX-512 VNNI or
+    /// AVX2 and every part of the matrix has integer quants (elsewhere the f32 tiles); decode's
+    /// `Q4_K` and `Q6_K` rows where it has AVX-512 VNNI and VL (other rows: the f32 kernels).
     Int8,
 }
 
@@ -438,7 +439,12 @@ mod kernels {
     use std::cell::RefCell;
 
     #[cfg(target_arch = "x86_64")]
+    use super::int8::{self, Activations};
+    #[cfg(target_arch = "x86_64")]
     use super::{dot_avx2, dot_avx512};
+    /// Stands in for the integer kernels' activations where they are not built.
+    #[cfg(not(target_arch = "x86_64"))]
+    enum Activations {}
     use super::{QuantMatrix, FUSED_MAX_ROWS, TILE_BYTES, WEIGHTS_PER_TASK};
     use crate::model::gemm::{gemm_into, Gemm};
 
@@ -497,22 +503,47 @@ mod kernels {
                 .min(self.rows.div_ceil(2 * rayon::current_num_threads().max(1)))
                 .max(1);
             let mut by_row = vec![0f32; self.rows * t];
+            let act = self.one_row_activations(x);
             by_row
                 .par_chunks_mut(rows_per_task * t)
                 .enumerate()
-                .for_each(|(c, chunk)| self.fused_task(c * rows_per_task, x, chunk));
+                .for_each(|(c, chunk)| self.fused_task(c * rows_per_task, x, act.as_ref(), chunk));
             by_row
         }
 
+        /// With [`super::Kernels::Int8`] on a CPU with AVX-512 VNNI and VL, and a part that
+        /// [`int8::dot_rows`] multiplies, the activations quantised for it (sub-blocks of 16).
+        #[cfg(target_arch = "x86_64")]
+        fn one_row_activations(&self, x: &[f32]) -> Option<int8::Activations> {
+            let on = super::kernels() == super::Kernels::Int8
+                && int8::isa() == Some(int8::Isa::Vnni)
+                && std::arch::is_x86_feature_detected!("avx512vl")
+                && self.cols.is_multiple_of(32)
+                && self.parts.iter().any(|p| int8::one_row_supports(p.ty));
+            on.then(|| int8::Activations::quantize(x, self.cols, 16))
+        }
+
+        #[cfg(not(target_arch = "x86_64"))]
+        fn one_row_activations(&self, _x: &[f32]) -> Option<Activations> {
+            None
+        }
+
         /// Rows `first..` into `chunk` (`[n][t]`), with AVX2 and FMA where the CPU has them.
-        fn fused_task(&self, first: usize, x: &[f32], chunk: &mut [f32]) {
+        fn fused_task(
+            &self,
+            first: usize,
+            x: &[f32],
+            act: Option<&Activations>,
+            chunk: &mut [f32],
+        ) {
             #[cfg(target_arch = "x86_64")]
             if std::arch::is_x86_feature_detected!("avx2")
                 && std::arch::is_x86_feature_detected!("fma")
             {
                 // SAFETY: the CPU has the features the function is compiled for.
-                return unsafe { self.fused_rows_avx2(first, x, chunk) };
+                return unsafe { self.fused_rows_avx2(first, x, act, chunk) };
             }
+            let _ = act;
             self.fused_rows(first, x, chunk)
         }
 
@@ -524,12 +555,24 @@ mod kernels {
         /// types take [`Self::fused_rows`] compiled for AVX2 and FMA.
         #[cfg(target_arch = "x86_64")]
         #[target_feature(enable = "avx2,fma")]
-        unsafe fn fused_rows_avx2(&self, first: usize, x: &[f32], chunk: &mut [f32]) {
+        unsafe fn fused_rows_avx2(
+            &self,
+            first: usize,
+            x: &[f32],
+            act: Option<&Activations>,
+            chunk: &mut [f32],
+        ) {
             let t = x.len() / self.cols;
             if !self.cols.is_multiple_of(dot_avx2::BLOCK) {
                 return self.fused_rows(first, x, chunk);
             }
-            let sums = dot_avx2::block_sums(x);
+            // The f32 kernels' block sums, unless the integer one-row kernels take every part.
+            let all_int8 = act.is_some() && self.parts.iter().all(|p| int8::one_row_supports(p.ty));
+            let sums = if all_int8 {
+                vec![0f32; x.len() / dot_avx2::BLOCK]
+            } else {
+                dot_avx2::block_sums(x)
+            };
             let (cols, per) = (self.cols, self.cols / dot_avx2::BLOCK);
             let mut i = 0;
             while i < t {
@@ -538,10 +581,10 @@ mod kernels {
                 // SAFETY: the CPU has AVX2 and FMA (this function's own features).
                 unsafe {
                     match n {
-                        8 => self.group_rows::<8>(first, xs, ss, chunk, (i, t)),
-                        4 => self.group_rows::<4>(first, xs, ss, chunk, (i, t)),
-                        2 => self.group_rows::<2>(first, xs, ss, chunk, (i, t)),
-                        _ => self.group_rows::<1>(first, xs, ss, chunk, (i, t)),
+                        8 => self.group_rows::<8>(first, xs, ss, act, chunk, (i, t)),
+                        4 => self.group_rows::<4>(first, xs, ss, act, chunk, (i, t)),
+                        2 => self.group_rows::<2>(first, xs, ss, act, chunk, (i, t)),
+                        _ => self.group_rows::<1>(first, xs, ss, act, chunk, (i, t)),
                     }
                 }
                 i += n;
@@ -557,6 +600,7 @@ mod kernels {
             first: usize,
             xs: &[f32],
             sums: &[f32],
+            act: Option<&Activations>,
             chunk: &mut [f32],
             (i, t): (usize, usize),
         ) {
@@ -565,7 +609,11 @@ mod kernels {
             for (k, out) in chunk.chunks_exact_mut(t).enumerate() {
                 let (part, r) = self.locate(first + k);
                 let out = &mut out[i..i + R];
-                if wide && dot_avx512::supports(part.ty) {
+                if let Some(act) = act.filter(|_| int8::one_row_supports(part.ty)) {
+                    // SAFETY: `one_row_activations` made `act` (sub-blocks of 16) only on a CPU
+                    // with AVX-512F, VL and VNNI; AVX2 and FMA are this function's own.
+                    unsafe { int8::dot_rows::<R>(part.ty, part.row(r), act, i, out) };
+                } else if wide && dot_avx512::supports(part.ty) {
                     // SAFETY: `wide_dots` found AVX-512F on this CPU.
                     unsafe { dot_avx512::dot_rows::<R>(part.ty, part.row(r), xs, sums, f16, out) };
                 } else if dot_avx2::supports(part.ty) {
