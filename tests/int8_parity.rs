@@ -47,8 +47,12 @@ const BEYOND_LLAMACPP: f32 = 0.05;
 /// (measured 0.18–0.71).
 const PHI3_TOL: f32 = 1.0;
 
+/// The kernel choice is per process: the tests of this binary take it in turn.
+static KERNELS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn int8_prefill_matches_llama_cpp_on_every_q8_0_file() {
+    let _turn = KERNELS.lock().unwrap_or_else(|e| e.into_inner());
     if !quant::int8_available() {
         eprintln!("no AVX2 or AVX-512 VNNI on this CPU: the integer kernels are not built to run");
         return;
@@ -128,6 +132,7 @@ fn int8_prefill_matches_llama_cpp_on_every_q8_0_file() {
 #[test]
 #[ignore = "needs the catalog models (kvplan fetch)"]
 fn int8_cost_on_the_catalog_models() {
+    let _turn = KERNELS.lock().unwrap_or_else(|e| e.into_inner());
     if !quant::int8_available() {
         return;
     }
