@@ -152,6 +152,16 @@ impl Activations {
     fn subs(&self) -> usize {
         self.cols / self.sub
     }
+
+    /// Row `i`'s quants, scales and sums (the kernels read rows `i..` from there).
+    fn row_at(&self, i: usize) -> (*const i8, *const f32, *const f32) {
+        let subs = self.subs();
+        (
+            self.q[i * self.cols..].as_ptr(),
+            self.d[i * subs..].as_ptr(),
+            self.s[i * subs..].as_ptr(),
+        )
+    }
 }
 
 /// A block's scale and inverse scale from its largest magnitude, as `quantize_row_q8_0`: `d =
@@ -484,8 +494,7 @@ impl Group<'_> {
         dst: &Out,
     ) -> usize {
         let (cols, subs) = (act.cols, act.subs());
-        let xq = act.q.as_ptr().add(i * cols);
-        let (xd, xs) = (act.d.as_ptr().add(i * subs), act.s.as_ptr().add(i * subs));
+        let (xq, xd, xs) = act.row_at(i);
         let w: [*const u8; G] = std::array::from_fn(|g| self.q.as_ptr().add(g * GROUP * cols));
         let sc: [usize; G] = std::array::from_fn(|g| g * subs * GROUP);
         let mut f = [[_mm512_setzero_ps(); T]; G];
@@ -533,8 +542,7 @@ impl Group<'_> {
         dst: &Out,
     ) -> usize {
         let (cols, subs) = (act.cols, act.subs());
-        let xq = act.q.as_ptr().add(i * cols);
-        let (xd, xs) = (act.d.as_ptr().add(i * subs), act.s.as_ptr().add(i * subs));
+        let (xq, xd, xs) = act.row_at(i);
         let ones = _mm256_set1_epi16(1);
         for half in 0..2 * self.span {
             let lanes = dst.lanes.saturating_sub(half * 8).min(8);
