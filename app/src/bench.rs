@@ -279,13 +279,7 @@ fn machine_of(model: &Model<Selected>) -> Machine {
         backend: backend::name(),
         weights: format!("{:?}", WeightStorage::default_for::<Selected>()),
         weight_bytes: model.transformer.weight_bytes(),
-        // rayon's pool size: RAYON_NUM_THREADS when set, else the CPUs.
-        threads: std::env::var("RAYON_NUM_THREADS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .filter(|&n: &usize| n > 0)
-            .or_else(|| std::thread::available_parallelism().map(|n| n.get()).ok())
-            .unwrap_or(1),
+        threads: backend::threads(),
         kernels: kvplan_runtime::model::quant::kernels_in_use(),
     }
 }

@@ -41,6 +41,15 @@ pub fn name() -> &'static str {
     }
 }
 
+/// Threads the CPU kernels run on: rayon's pool (`RAYON_NUM_THREADS`, else the CPUs) on the CPU
+/// backend, the CPUs elsewhere.
+pub fn threads() -> usize {
+    #[cfg(feature = "flex")]
+    return rayon::current_num_threads();
+    #[cfg(not(feature = "flex"))]
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
 /// The environment variable naming the folder of cubecl's kernel and autotune caches.
 pub const CUBECL_CACHE_ENV: &str = "KVPLAN_CUBECL_CACHE";
 

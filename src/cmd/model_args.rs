@@ -35,9 +35,7 @@ impl ModelArgs {
     /// where `default` is int8, only on a CPU whose integer kernel was measured faster
     /// (`quant::int8_preferred`: AVX-512 VNNI), else f32.
     pub fn use_kernels(&self, default: Kernels) {
-        let from_env = std::env::var(quant::KERNELS_ENV)
-            .ok()
-            .and_then(|v| v.parse().ok());
+        let from_env = quant::kernels_from_env();
         let default = match default {
             Kernels::Int8 if !quant::int8_preferred() => Kernels::F32,
             k => k,

@@ -103,9 +103,10 @@ impl EvalSettings {
             model_sha256: model_id.gguf_sha256.clone(),
             plan_sha256: plan.as_ref().map(|p| p.1.clone()),
             // Records made on the integer prefill kernels are not the f32 ones' (`--kernels`).
-            backend: match kvplan_runtime::model::quant::kernels_in_use().as_str() {
-                k if k.starts_with("int8") => format!("{}+int8", backend::name()),
-                _ => backend::name().to_string(),
+            backend: if kvplan_runtime::model::quant::int8_in_use() {
+                format!("{}+int8", backend::name())
+            } else {
+                backend::name().to_string()
             },
             weights_sha256: self.weights.as_deref().map(sha256_file).transpose()?,
         };

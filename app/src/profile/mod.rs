@@ -233,11 +233,11 @@ fn announce(name: &str, config: &ProfileConfig) {
         config.samples,
         config.sample_tokens
     );
-    let kernels = kvplan_runtime::model::quant::kernels_in_use();
-    if kernels.starts_with("int8") {
+    if kvplan_runtime::model::quant::int8_in_use() {
         eprintln!(
-            "prefill kernels: {kernels} — 8-bit activations move the logits (docs/speed.md); \
-             the committed profiles were measured on f32 (the default)"
+            "prefill kernels: {} — 8-bit activations move the logits (docs/speed.md); \
+             the committed profiles were measured on f32 (the default)",
+            kvplan_runtime::model::quant::kernels_in_use()
         );
     }
 }

@@ -173,7 +173,7 @@ fn q4_1(b: &[u8], y: &mut [f32]) {
 /// The 5-bit quants of a `Q5_0`/`Q5_1` block: `qh` (`u32`, bit `i` = fifth bit of element `i`),
 /// then 16 bytes of nibbles (element `j` low, `j + 16` high). Values `0..=31`.
 #[inline(always)]
-fn q5_quants(qh: &[u8], qs: &[u8]) -> [u8; 32] {
+pub(crate) fn q5_quants(qh: &[u8], qs: &[u8]) -> [u8; 32] {
     let high = u32::from_le_bytes([qh[0], qh[1], qh[2], qh[3]]);
     let mut q = [0u8; 32];
     for (j, &byte) in qs.iter().enumerate() {

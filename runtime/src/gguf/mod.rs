@@ -21,8 +21,8 @@ use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-pub(crate) use dequant::f16_table;
 pub use dequant::GgmlType;
+pub(crate) use dequant::{f16_table, q5_quants};
 use reader::{ByteReader, LIMITS};
 pub use value::MetaValue;
 pub use writer::GgufWriter;

@@ -90,20 +90,28 @@ pub fn set_kernels(k: Kernels) {
     KERNELS.store(v, std::sync::atomic::Ordering::Relaxed);
 }
 
+/// The kernels [`KERNELS_ENV`] names, if it is set to `f32` or `int8`.
+pub fn kernels_from_env() -> Option<Kernels> {
+    std::env::var(KERNELS_ENV).ok().and_then(|v| v.parse().ok())
+}
+
 /// The prefill kernels: [`set_kernels`]'s choice, else [`KERNELS_ENV`], else f32.
 pub fn kernels() -> Kernels {
     match KERNELS.load(std::sync::atomic::Ordering::Relaxed) {
         1 => Kernels::F32,
         2 => Kernels::Int8,
         _ => {
-            let k = std::env::var(KERNELS_ENV)
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(Kernels::F32);
+            let k = kernels_from_env().unwrap_or(Kernels::F32);
             set_kernels(k);
             k
         }
     }
+}
+
+/// Whether the integer kernels run in this process: [`Kernels::Int8`] chosen, on the CPU
+/// backend, on a CPU that has one of them.
+pub fn int8_in_use() -> bool {
+    cfg!(feature = "flex") && kernels() == Kernels::Int8 && int8_available()
 }
 
 /// The prefill kernels in use, as reports name them: `f32`, `int8 (AVX-512 VNNI)`,
@@ -112,15 +120,13 @@ pub fn kernels_in_use() -> String {
     if !cfg!(feature = "flex") {
         return "the backend's own (GPU or LibTorch)".into();
     }
+    #[cfg(all(feature = "flex", target_arch = "x86_64"))]
+    if let (true, Some(isa)) = (int8_in_use(), int8::isa()) {
+        return format!("int8 ({})", isa.name());
+    }
     match kernels() {
         Kernels::F32 => "f32".into(),
-        Kernels::Int8 => {
-            #[cfg(all(feature = "flex", target_arch = "x86_64"))]
-            if let Some(isa) = int8::isa() {
-                return format!("int8 ({})", isa.name());
-            }
-            "f32 (int8 asked; this CPU has neither AVX-512 VNNI nor AVX2)".into()
-        }
+        Kernels::Int8 => "f32 (int8 asked; this CPU has neither AVX-512 VNNI nor AVX2)".into(),
     }
 }
 

@@ -244,12 +244,7 @@ fn unpack_row(ty: GgmlType, row: &[u8], q: &mut [u8], dd: &mut [f32], mm: &mut [
                 } else {
                     (half(b, 2), 4)
                 };
-                let high = u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);
-                for (j, &v) in b[at + 4..at + 20].iter().enumerate() {
-                    let bit = |i: usize| (((high >> i) & 1) as u8) << 4;
-                    q[j] = (v & 0x0F) | bit(j);
-                    q[j + 16] = (v >> 4) | bit(j + 16);
-                }
+                q.copy_from_slice(&crate::gguf::q5_quants(&b[at..at + 4], &b[at + 4..at + 20]));
                 dd[..2].fill(d);
                 mm[..2].fill(m);
             }
@@ -675,8 +670,15 @@ pub(crate) unsafe fn dot_rows<const R: usize>(
                 let (sc, mn) = scales_mins_k4(&b[4..16]);
                 let sc = _mm256_mul_ps(_mm256_set1_ps(d), bytes_as_f32(sc));
                 let mn = _mm256_mul_ps(_mm256_set1_ps(dmin), bytes_as_f32(mn));
-                let qs: [__m256i; 4] = std::array::from_fn(|c| {
-                    _mm256_loadu_si256(b.as_ptr().add(16 + 32 * c) as *const __m256i)
+                // Sub-block j's 32 quants: the low (even j) or high (odd j) nibbles of chunk j/2.
+                let quants: [__m256i; 8] = std::array::from_fn(|j| {
+                    let q = _mm256_loadu_si256(b.as_ptr().add(16 + 32 * (j / 2)) as *const __m256i);
+                    let q = if j % 2 == 0 {
+                        q
+                    } else {
+                        _mm256_srli_epi16(q, 4)
+                    };
+                    _mm256_and_si256(q, nib)
                 });
                 for r in 0..R {
                     // This row's 16 per-16 scales and sums of the super-block, paired to 8
@@ -690,14 +692,9 @@ pub(crate) unsafe fn dot_rows<const R: usize>(
                     _mm256_storeu_ps(scale.as_mut_ptr(), _mm256_mul_ps(sc, dx));
                     // The minimums' term joins the lanes the end sums (`− Σ dmin·m·s`).
                     acc[r] = _mm256_fnmadd_ps(mn, sx, acc[r]);
-                    for (c, &q) in qs.iter().enumerate() {
-                        let lo = _mm256_and_si256(q, nib);
-                        let hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), nib);
-                        let col = n * 256 + 64 * c;
-                        let (pl, _) = dot(lo, r, col);
-                        let (ph, _) = dot(hi, r, col + 32);
-                        acc[r] = _mm256_fmadd_ps(pl, _mm256_set1_ps(scale[2 * c]), acc[r]);
-                        acc[r] = _mm256_fmadd_ps(ph, _mm256_set1_ps(scale[2 * c + 1]), acc[r]);
+                    for (j, &q) in quants.iter().enumerate() {
+                        let (p, _) = dot(q, r, n * 256 + 32 * j);
+                        acc[r] = _mm256_fmadd_ps(p, _mm256_set1_ps(scale[j]), acc[r]);
                     }
                 }
             }
