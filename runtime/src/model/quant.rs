@@ -40,6 +40,8 @@ mod dot_avx2;
 mod dot_avx512;
 #[cfg(all(feature = "flex", target_arch = "x86_64"))]
 mod int8;
+#[cfg(all(feature = "flex", target_arch = "x86_64"))]
+mod int8_rows;
 
 /// The environment variable that picks the prefill kernels (`f32` or `int8`) where no command
 /// line chose ([`set_kernels`]).
@@ -445,7 +447,7 @@ mod kernels {
     use std::cell::RefCell;
 
     #[cfg(target_arch = "x86_64")]
-    use super::int8::{self, Activations};
+    use super::int8_rows::{self, RowActivations as Activations};
     #[cfg(target_arch = "x86_64")]
     use super::{dot_avx2, dot_avx512};
     /// Stands in for the integer kernels' activations where they are not built.
@@ -517,16 +519,15 @@ mod kernels {
             by_row
         }
 
-        /// With [`super::Kernels::Int8`] on a CPU with AVX-512 VNNI and VL, and a part that
-        /// [`int8::dot_rows`] multiplies, the activations quantised for it (sub-blocks of 16).
+        /// With [`super::Kernels::Int8`] on a CPU that runs [`int8_rows::dot_rows`] and a part it
+        /// multiplies, the activations quantised for it (blocks of 256, llama.cpp's `Q8_K`).
         #[cfg(target_arch = "x86_64")]
-        fn one_row_activations(&self, x: &[f32]) -> Option<int8::Activations> {
+        fn one_row_activations(&self, x: &[f32]) -> Option<Activations> {
             let on = super::kernels() == super::Kernels::Int8
-                && int8::isa() == Some(int8::Isa::Vnni)
-                && std::arch::is_x86_feature_detected!("avx512vl")
-                && self.cols.is_multiple_of(32)
-                && self.parts.iter().any(|p| int8::one_row_supports(p.ty));
-            on.then(|| int8::Activations::quantize(x, self.cols, 16))
+                && int8_rows::available()
+                && self.cols.is_multiple_of(256)
+                && self.parts.iter().any(|p| int8_rows::supports(p.ty));
+            on.then(|| Activations::quantize(x, self.cols))
         }
 
         #[cfg(not(target_arch = "x86_64"))]
@@ -573,7 +574,7 @@ mod kernels {
                 return self.fused_rows(first, x, chunk);
             }
             // The f32 kernels' block sums, unless the integer one-row kernels take every part.
-            let all_int8 = act.is_some() && self.parts.iter().all(|p| int8::one_row_supports(p.ty));
+            let all_int8 = act.is_some() && self.parts.iter().all(|p| int8_rows::supports(p.ty));
             let sums = if all_int8 {
                 vec![0f32; x.len() / dot_avx2::BLOCK]
             } else {
@@ -615,10 +616,10 @@ mod kernels {
             for (k, out) in chunk.chunks_exact_mut(t).enumerate() {
                 let (part, r) = self.locate(first + k);
                 let out = &mut out[i..i + R];
-                if let Some(act) = act.filter(|_| int8::one_row_supports(part.ty)) {
-                    // SAFETY: `one_row_activations` made `act` (sub-blocks of 16) only on a CPU
-                    // with AVX-512F, VL and VNNI; AVX2 and FMA are this function's own.
-                    unsafe { int8::dot_rows::<R>(part.ty, part.row(r), act, i, out) };
+                if let Some(act) = act.filter(|_| int8_rows::supports(part.ty)) {
+                    // SAFETY: `one_row_activations` made `act` only where
+                    // `int8_rows::available()`.
+                    unsafe { int8_rows::dot_rows::<R>(part.ty, part.row(r), act, i, out) };
                 } else if wide && dot_avx512::supports(part.ty) {
                     // SAFETY: `wide_dots` found AVX-512F on this CPU.
                     unsafe { dot_avx512::dot_rows::<R>(part.ty, part.row(r), xs, sums, f16, out) };

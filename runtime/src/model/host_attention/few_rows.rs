@@ -66,6 +66,7 @@ unsafe fn weighted_values_avx2(out: &mut [f32], p: &[f32], v: &[f32], d: usize) 
 fn scores_body(s: &mut [f32], q: &[f32], k: &[f32], d: usize) {
     let cols = k.len() / d;
     for (j, key) in k.chunks_exact(d).enumerate() {
+        crate::model::prefetch::ahead(key.as_ptr(), 4 * d);
         for (i, q) in q.chunks_exact(d).enumerate() {
             s[i * cols + j] = dot(q, key);
         }
@@ -76,6 +77,7 @@ fn scores_body(s: &mut [f32], q: &[f32], k: &[f32], d: usize) {
 fn weighted_values_body(out: &mut [f32], p: &[f32], v: &[f32], d: usize) {
     let cols = v.len() / d;
     for (j, value) in v.chunks_exact(d).enumerate() {
+        crate::model::prefetch::ahead(value.as_ptr(), 4 * d);
         for (i, o) in out.chunks_exact_mut(d).enumerate() {
             let w = p[i * cols + j];
             if w != 0.0 {

@@ -64,7 +64,10 @@ pub(super) unsafe fn dot_rows<const R: usize>(
     let half = |b: &[u8], at: usize| f16[u16::from_le_bytes([b[at], b[at + 1]]) as usize];
     let mut acc = [_mm256_setzero_ps(); R];
     let mut mins = [0f32; R];
-    let blocks = row.chunks_exact(bb).enumerate();
+    let blocks = row
+        .chunks_exact(bb)
+        .inspect(|b| crate::model::prefetch::ahead(b.as_ptr(), b.len()))
+        .enumerate();
     // Each row: acc += d·(q·x) over the block of 32 at `at`.
     let scaled = |acc: &mut [__m256; R], d: f32, q: [__m256; 4], at: usize| {
         let d = _mm256_set1_ps(d);

@@ -54,7 +54,10 @@ pub(super) unsafe fn dot_rows<const R: usize>(
     let half = |b: &[u8], at: usize| f16[u16::from_le_bytes([b[at], b[at + 1]]) as usize];
     let mut acc = [_mm512_setzero_ps(); R];
     let mut mins = [0f32; R];
-    let blocks = row.chunks_exact(bb).enumerate();
+    let blocks = row
+        .chunks_exact(bb)
+        .inspect(|b| crate::model::prefetch::ahead(b.as_ptr(), b.len()))
+        .enumerate();
     match ty {
         GgmlType::Q8_0 => {
             for (n, b) in blocks {

@@ -29,12 +29,9 @@
 //! 255, over what `vpmaddubsw`'s 16-bit pair sums hold, so on AVX2 alone a matrix with a `Q8_0`
 //! part keeps the f32 path; `F32`/`F16`/`BF16` parts always do.
 //!
-//! **Decode** (≤ 16 rows, [`dot_rows`]): no tile is unpacked; a `Q4_K` or `Q6_K` row's blocks
-//! are unpacked in registers and multiplied with the quantised activation rows by `vpdpbusd` on
-//! 256-bit vectors (AVX-512 VL), the same equation (1) with sub-blocks of 16 on the activation
-//! side; a `Q4_K` super-block's eight scales and minimums are decoded at once and its minimums'
-//! term joins the summed lanes (llama.cpp's `ggml_vec_dot_q4_K_q8_K` factors the same way, with
-//! activation blocks of 256). Rows of other types keep the f32 one-row kernels.
+//! **Decode** (≤ 16 rows) takes no tile: `Q4_K`, `Q5_K` and `Q6_K` rows go through
+//! [`super::int8_rows`] (activations in blocks of 256 as llama.cpp's `Q8_K`), the other types
+//! through the f32 one-row kernels.
 
 #![cfg(target_arch = "x86_64")]
 
@@ -186,15 +183,29 @@ fn quantize_block(x: &[f32; 32], q: &mut [i8; 32]) -> (f32, [i32; 2]) {
 /// [`quantize_block`] in AVX2: the same values (`vcvtps2dq` rounds half to even).
 #[target_feature(enable = "avx2")]
 unsafe fn quantize_block_avx2(x: &[f32; 32], q: &mut [i8; 32]) -> (f32, [i32; 2]) {
-    let v = [0, 8, 16, 24].map(|i| _mm256_loadu_ps(x.as_ptr().add(i)));
+    let (d, id) = scales(amax_avx2(x));
+    (d, quantize_32_avx2(x, id, q))
+}
+
+/// The largest magnitude in `x` (a multiple of 8 long).
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn amax_avx2(x: &[f32]) -> f32 {
     let sign = _mm256_set1_ps(-0.0);
-    let abs = v.map(|v| _mm256_andnot_ps(sign, v));
-    let m = _mm256_max_ps(_mm256_max_ps(abs[0], abs[1]), _mm256_max_ps(abs[2], abs[3]));
+    let mut m = _mm256_setzero_ps();
+    for v in x.chunks_exact(8) {
+        m = _mm256_max_ps(m, _mm256_andnot_ps(sign, _mm256_loadu_ps(v.as_ptr())));
+    }
     let m = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
     let m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-    let (d, id) = scales(_mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m))));
+    _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)))
+}
+
+/// `q = x·id` rounded half to even (`|x·id| ≤ 127`); returns the sums of `q`'s two halves.
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn quantize_32_avx2(x: &[f32; 32], id: f32, q: &mut [i8; 32]) -> [i32; 2] {
     let id = _mm256_set1_ps(id);
-    let i = v.map(|v| _mm256_cvtps_epi32(_mm256_mul_ps(v, id)));
+    let i = [0, 8, 16, 24]
+        .map(|k| _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x.as_ptr().add(k)), id)));
     // Pack 4×8 i32 → 32 i8 (saturation never bites: |q| ≤ 127); the packs interleave lanes,
     // undone by the final permutation.
     let p = _mm256_packs_epi16(
@@ -209,7 +220,7 @@ unsafe fn quantize_block_avx2(x: &[f32; 32], q: &mut [i8; 32]) -> (f32, [i32; 2]
         let s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0b01_00_11_10));
         _mm_cvtsi128_si32(_mm_add_epi32(s, _mm_shuffle_epi32(s, 0b10_11_00_01)))
     };
-    (d, [sum(i[0], i[1]), sum(i[2], i[3])])
+    [sum(i[0], i[1]), sum(i[2], i[3])]
 }
 
 /// One row of a part as unsigned quants `q` (`cols`) and `(D, M)` per 16 columns (`cols/16`
@@ -583,177 +594,6 @@ impl Group<'_> {
     }
 }
 
-/// Whether [`dot_rows`] has a one-row kernel for `ty` (the types of a `Q4_K_M` file's
-/// projections; the others keep the f32 one-row kernels).
-pub(crate) fn one_row_supports(ty: GgmlType) -> bool {
-    matches!(ty, GgmlType::Q4K | GgmlType::Q6K)
-}
-
-/// The 8 six-bit scales and the 8 minimums of a `Q4_K` super-block's 12 packed bytes, as
-/// [`super::dot_avx2::scale_min_k4`] gives them for `j = 0..8` (ggml's packing: `j < 4` in the
-/// low six bits of bytes `j` and `j + 4`; `j ≥ 4` four bits from byte `j + 4` and two from the top
-/// of bytes `j − 4` and `j`).
-#[inline(always)]
-fn scales_mins_k4(q: &[u8]) -> ([u8; 8], [u8; 8]) {
-    let mut sc = [0u8; 8];
-    let mut mn = [0u8; 8];
-    for j in 0..4 {
-        sc[j] = q[j] & 63;
-        mn[j] = q[j + 4] & 63;
-        sc[j + 4] = (q[j + 8] & 0x0F) | ((q[j] >> 6) << 4);
-        mn[j + 4] = (q[j + 8] >> 4) | ((q[j + 4] >> 6) << 4);
-    }
-    (sc, mn)
-}
-
-/// Eight bytes as eight f32 lanes.
-#[inline(always)]
-unsafe fn bytes_as_f32(b: [u8; 8]) -> __m256 {
-    _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(
-        b.as_ptr() as *const __m128i
-    )))
-}
-
-/// Sixteen per-16 values at `p` as eight per-32 ones: the sum of each pair (`sum`), or the first
-/// of each (a 32-block's scale, equal in both halves).
-#[inline(always)]
-unsafe fn per_32(p: *const f32, sum: bool) -> __m256 {
-    let (a, b) = (_mm256_loadu_ps(p), _mm256_loadu_ps(p.add(8)));
-    // Within 128-bit lanes: (a0, a2, b0, b2 | a4, a6, b4, b6) and the odd ones; then restore
-    // the order 0..8 across lanes.
-    let even = _mm256_shuffle_ps(a, b, 0b10_00_10_00);
-    let v = if sum {
-        _mm256_add_ps(even, _mm256_shuffle_ps(a, b, 0b11_01_11_01))
-    } else {
-        even
-    };
-    _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(v), 0b11_01_10_00))
-}
-
-/// Decode's products by equation (1) without unpacking a tile: `out[r] = Σ_j w[j]·x_{i+r}[j]` for
-/// the weight row `row` (its bytes, type `ty`, one of [`one_row_supports`]) and the `R`
-/// activation rows `i..i + R` of `act` (quantised with sub-blocks of 16). A block's quants are
-/// unpacked in registers once for the `R` rows; each row's sums are its own, so a row's result
-/// does not depend on `R` or the other rows.
-///
-/// # Safety
-/// The CPU must have AVX-512F, AVX-512VL, AVX-512 VNNI, AVX2 and FMA; `act.sub` must be 16 and
-/// `row` a whole row of `act.cols` weights; `out.len() == R`.
-#[target_feature(enable = "avx512f,avx512vl,avx512vnni,avx2,fma")]
-#[allow(clippy::needless_range_loop)] // r indexes the sums and names the activation row
-pub(crate) unsafe fn dot_rows<const R: usize>(
-    ty: GgmlType,
-    row: &[u8],
-    act: &Activations,
-    i: usize,
-    out: &mut [f32],
-) {
-    debug_assert!(act.sub == 16 && out.len() == R);
-    let (cols, subs) = (act.cols, act.subs());
-    let f16 = crate::gguf::f16_table();
-    let half = |b: &[u8], at: usize| f16[u16::from_le_bytes([b[at], b[at + 1]]) as usize];
-    let nib = _mm256_set1_epi8(0x0F);
-    let mut acc = [_mm256_setzero_ps(); R];
-    let mut off = [0f32; R];
-    // The integer dot product of 32 quants with row `i + r`'s activations at column `col`, and
-    // that row's per-16 index of `col`.
-    let dot = |q: __m256i, r: usize, col: usize| {
-        let x = act.q.as_ptr().add((i + r) * cols + col) as *const __m256i;
-        let p = _mm256_dpbusd_epi32(_mm256_setzero_si256(), q, _mm256_loadu_si256(x));
-        (_mm256_cvtepi32_ps(p), (i + r) * subs + col / 16)
-    };
-    match ty {
-        GgmlType::Q4K => {
-            for (n, b) in row.chunks_exact(ty.block_bytes()).enumerate() {
-                let (d, dmin) = (half(b, 0), half(b, 2));
-                // The 8 six-bit scales and minimums at once (ggml's `get_scale_min_k4`, all j).
-                let (sc, mn) = scales_mins_k4(&b[4..16]);
-                let sc = _mm256_mul_ps(_mm256_set1_ps(d), bytes_as_f32(sc));
-                let mn = _mm256_mul_ps(_mm256_set1_ps(dmin), bytes_as_f32(mn));
-                // Sub-block j's 32 quants: the low (even j) or high (odd j) nibbles of chunk j/2.
-                let quants: [__m256i; 8] = std::array::from_fn(|j| {
-                    let q = _mm256_loadu_si256(b.as_ptr().add(16 + 32 * (j / 2)) as *const __m256i);
-                    let q = if j % 2 == 0 {
-                        q
-                    } else {
-                        _mm256_srli_epi16(q, 4)
-                    };
-                    _mm256_and_si256(q, nib)
-                });
-                for r in 0..R {
-                    // This row's 16 per-16 scales and sums of the super-block, paired to 8
-                    // per-32 ones (a 32-block's two halves share its scale).
-                    let k0 = (i + r) * subs + n * 16;
-                    let (dx, sx) = (
-                        per_32(act.d.as_ptr().add(k0), false),
-                        per_32(act.s.as_ptr().add(k0), true),
-                    );
-                    let mut scale = [0f32; 8];
-                    _mm256_storeu_ps(scale.as_mut_ptr(), _mm256_mul_ps(sc, dx));
-                    // The minimums' term joins the lanes the end sums (`− Σ dmin·m·s`).
-                    acc[r] = _mm256_fnmadd_ps(mn, sx, acc[r]);
-                    for (j, &q) in quants.iter().enumerate() {
-                        let (p, _) = dot(q, r, n * 256 + 32 * j);
-                        acc[r] = _mm256_fmadd_ps(p, _mm256_set1_ps(scale[j]), acc[r]);
-                    }
-                }
-            }
-        }
-        GgmlType::Q6K => {
-            let three = _mm256_set1_epi8(3);
-            for (n, b) in row.chunks_exact(ty.block_bytes()).enumerate() {
-                let d = half(b, 208);
-                for h in 0..2 {
-                    let ld = |at: usize| _mm256_loadu_si256(b.as_ptr().add(at) as *const __m256i);
-                    let (a, c, qh) = (ld(h * 64), ld(h * 64 + 32), ld(128 + h * 32));
-                    let high = |shift: i32| {
-                        let bits = match shift {
-                            0 => qh,
-                            2 => _mm256_srli_epi16(qh, 2),
-                            4 => _mm256_srli_epi16(qh, 4),
-                            _ => _mm256_srli_epi16(qh, 6),
-                        };
-                        _mm256_slli_epi16(_mm256_and_si256(bits, three), 4)
-                    };
-                    let low = |v: __m256i, up: bool| {
-                        let v = if up { _mm256_srli_epi16(v, 4) } else { v };
-                        _mm256_and_si256(v, nib)
-                    };
-                    // Elements l, l + 32, l + 64, l + 96 of the half (ggml's layout).
-                    let groups = [
-                        _mm256_or_si256(low(a, false), high(0)),
-                        _mm256_or_si256(low(c, false), high(2)),
-                        _mm256_or_si256(low(a, true), high(4)),
-                        _mm256_or_si256(low(c, true), high(6)),
-                    ];
-                    let sc = &b[192 + h * 8..200 + h * 8];
-                    for (g, &q) in groups.iter().enumerate() {
-                        let (e1, e2) = (d * sc[2 * g] as i8 as f32, d * sc[2 * g + 1] as i8 as f32);
-                        let col = n * 256 + h * 128 + 32 * g;
-                        for r in 0..R {
-                            let (p, k) = dot(q, r, col);
-                            // Lanes 0–3 sum columns 0–15 (scale e1), lanes 4–7 16–31 (e2).
-                            let (xd, xs) = (act.d.as_ptr().add(k), act.s.as_ptr().add(k));
-                            let scale = _mm256_set_m128(
-                                _mm_set1_ps(e2 * *xd.add(1)),
-                                _mm_set1_ps(e1 * *xd),
-                            );
-                            acc[r] = _mm256_fmadd_ps(p, scale, acc[r]);
-                            off[r] -= 32.0 * (e1 * *xs + e2 * *xs.add(1));
-                        }
-                    }
-                }
-            }
-        }
-        _ => unreachable!("one_row_supports: Q4_K and Q6_K"),
-    }
-    for ((o, a), m) in out.iter_mut().zip(&acc).zip(&off) {
-        let s = _mm_add_ps(_mm256_castps256_ps128(*a), _mm256_extractf128_ps(*a, 1));
-        let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-        *o = _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s))) + m;
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -953,57 +793,6 @@ mod tests {
                     (got - exact).abs() <= bound * 1.001 + magnitude * 1e-3 + 1e-5,
                     "[{i},{r}]: {got} vs {exact} (bound {bound})"
                 );
-            }
-        }
-    }
-
-    #[test]
-    fn the_one_row_kernels_compute_equation_one_row_by_row() {
-        // Q4_K and Q6_K rows against 1..=16 activation rows: each row's result is equation (1)
-        // (in f64 from the unpacked quants), and the same bits in any company.
-        use GgmlType::*;
-        if isa() != Some(Isa::Vnni) || !is_x86_feature_detected!("avx512vl") {
-            return;
-        }
-        let cols = 512;
-        let mut rng = crate::generate::SplitMix64::new(12);
-        let x: Vec<f32> = (0..16 * cols)
-            .map(|_| (rng.next_f64() - 0.5) as f32 * 3.0)
-            .collect();
-        let act = Activations::quantize(&x, cols, 16);
-        for (k, ty) in [Q4K, Q6K].into_iter().enumerate() {
-            let w = QuantMatrix::stack(vec![crate::model::quant::tests::random_rows(
-                ty,
-                5,
-                cols,
-                30 + k as u64,
-            )])
-            .unwrap();
-            let want = equation_one(&w, &act, 16);
-            let dense = w.dequantize();
-            for r in 0..5 {
-                let row = w.parts[0].row(r);
-                let mut alone = [0f32; 16];
-                for (i, a) in alone.iter_mut().enumerate() {
-                    // SAFETY: the features were checked above; act.sub is 16.
-                    unsafe { dot_rows::<1>(ty, row, &act, i, std::slice::from_mut(a)) };
-                    let scale: f64 = (0..cols)
-                        .map(|j| (dense[r * cols + j] * x[i * cols + j]).abs() as f64)
-                        .sum();
-                    let e = want[i * 5 + r];
-                    assert!(
-                        (*a as f64 - e).abs() <= 1e-5 * scale,
-                        "{ty:?} [{i},{r}]: {a} vs {e}"
-                    );
-                }
-                let mut eight = [0f32; 8];
-                // SAFETY: as above.
-                unsafe { dot_rows::<8>(ty, row, &act, 8, &mut eight) };
-                let same = eight
-                    .iter()
-                    .zip(&alone[8..])
-                    .all(|(a, b)| a.to_bits() == b.to_bits());
-                assert!(same, "{ty:?} row {r}: rows 8..16 differ in company");
             }
         }
     }
