@@ -19,9 +19,9 @@ pub struct ModelArgs {
     /// Folder of fetched models [env: KVPLAN_MODELS; default: ~/.cache/kvplan/models].
     #[arg(long, value_name = "DIR", global = true)]
     pub models_dir: Option<PathBuf>,
-    /// CPU kernels for quantised weights: `int8` (activations quantised to 8 bits per block of
-    /// 32, integer dot products — a prefill on AVX-512 VNNI or AVX2, decode's Q4_K and Q6_K rows
-    /// on AVX-512 VNNI; faster, logits moved about as much as llama.cpp's own integer path moves
+    /// CPU kernels for quantised weights: `int8` (activations quantised to 8 bits, integer dot
+    /// products — a prefill on AVX-512 VNNI or AVX2 in blocks of 32, decode's Q4_K, Q5_K and Q6_K
+    /// rows on AVX-512 VNNI in blocks of 256 as llama.cpp's; faster, logits moved about as much as llama.cpp's own integer path moves
     /// them, docs/speed.md) or `f32` (the exact dequantised weights) [env: KVPLAN_KERNELS;
     /// default: int8 for generate and bench, f32 for profile and eval, whose numbers are the
     /// project's measurements; int8 only on a CPU with AVX-512 VNNI, where it was measured
