@@ -48,15 +48,21 @@ fn qwen2_on_vllm_is_one_window_never_mixed_layer_types() {
     assert_eq!(types, vec!["sliding_attention".to_string(); 24]);
     assert_eq!(v["sliding_window"], 512);
     assert_eq!(e.manifest.honours.layers, "one-window");
-    // vLLM blocks of 16: a window of 512 reserves ⌈512/16⌉ + 1 = 33 blocks = 528 of the 1024
-    // tokens' 64 blocks: 24 · 528 = 12 672 slots against the plan's 24 · 512 = 12 288 (+3.125%).
+    // vLLM blocks of 16: in steady decode a window of 512 holds its 511 past tokens and the 2
+    // in flight (async scheduling), ⌈513/16⌉ + 1 = 34 blocks = 544 of the 1024 tokens' 64
+    // blocks: 24 · 544 = 13 056 slots against the plan's 24 · 512 = 12 288 (+6.25%). At
+    // admission ⌈min(511 + 2 · 2048, 1024)/16⌉ + 1 = 65 blocks: 24 · 1040 (+103.1%), more than
+    // FullKV's 24 · 1024 — at 1K vLLM's window saves nothing at admission.
     let r = e.manifest.reduction.expect("reduction");
-    assert_eq!((r.block_size, r.block_slots), (16, 24 * 528));
+    assert_eq!((r.block_size, r.block_slots), (16, 24 * 544));
     assert!(
-        (r.block_bytes_error - 0.03125).abs() < 1e-12,
+        (r.block_bytes_error - 0.0625).abs() < 1e-12,
         "{}",
         r.block_bytes_error
     );
+    assert_eq!((r.admission_slots, r.peak_slots), (24 * 1040, 24 * 1040));
+    // Bytes a sequence at 2 bytes a number: slots × 2 (K, V) × 2 KV heads × 64 × 2.
+    assert_eq!(r.bytes.admission, 24 * 1040 * 2 * 2 * 64 * 2);
     // A budget at the context: no window at all (use_sliding_window false).
     let e = export(&p, &request(Format::Vllm, 1024, 1024)).unwrap_or_else(|e| panic!("{e}"));
     let v = json_file(&e, "config_override.json");
@@ -180,46 +186,60 @@ fn headkv_is_refused_off_llama() {
 }
 
 #[test]
-fn memory_picks_the_largest_budget_that_fits_in_blocks() {
+fn memory_picks_the_largest_budget_whose_admission_fits() {
     // SmolLM2: 30 layers, 3 KV heads, head_dim 64, 2 bytes: a token slot is 2·3·64·2 = 768 bytes
-    // per layer. TensorRT-LLM at 4096 tokens, batch 2, 32-token blocks.
+    // per layer.
     let p = plan("smollm2-135m-instruct");
+    // TensorRT-LLM at 4096 tokens, batch 2: addSequence gives every layer the whole prompt, so
+    // FullKV's bytes, 2 · 30 · 4096 · 768, admit any budget, and less admits none.
     let mut req = request(Format::Trtllm, 4096, 128);
     req.target = None;
-    // Budget 4096 (every layer full) needs 2 · 30 · 4096 · 768 bytes; give exactly that.
     let full = 2 * 30 * 4096 * 768u64;
-    req.memory = Some(Memory {
-        bytes: full,
-        batch: 2,
-        bytes_per_element: 2,
-    });
+    let memory = |bytes, batch| {
+        Some(Memory {
+            bytes,
+            batch,
+            bytes_per_element: 2,
+        })
+    };
+    req.memory = memory(full, 2);
     let e = export(&p, &req).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(e.manifest.target, Target::Tokens(4096));
-    // An eighth of it: a smaller budget whose blocks fit, while the next budget's do not.
-    req.memory = Some(Memory {
-        bytes: full / 8,
-        batch: 2,
-        bytes_per_element: 2,
-    });
+    req.memory = memory(full / 8, 2);
+    let err = export(&p, &req).unwrap_err().to_string();
+    assert!(
+        err.starts_with("--memory") && err.contains(&full.to_string()),
+        "{err}"
+    );
+    // vLLM at 32K: a sliding layer is admitted with its window and 2 · 2048 tokens in flight,
+    // so a quarter of FullKV admits a budget below the context — the largest whose blocks fit.
+    let mut req = request(Format::Vllm, 32768, 128);
+    req.target = None;
+    let full = 30 * 32768 * 768u64;
+    req.memory = memory(full / 4, 1);
     let e = export(&p, &req).unwrap_or_else(|e| panic!("{e}"));
     let Target::Tokens(b) = e.manifest.target else {
         panic!("tokens")
     };
-    let slots = e
-        .manifest
-        .reduction
-        .as_ref()
-        .map(|r| r.block_slots)
-        .unwrap_or(0) as u64;
-    assert!(2 * slots * 768 <= full / 8, "budget {b}: {slots}");
+    let admitted = |e: &Export| {
+        e.manifest
+            .reduction
+            .as_ref()
+            .map_or(0, |r| r.admission_slots) as u64
+    };
+    assert!(
+        b < 32768 && admitted(&e) * 768 <= full / 4,
+        "budget {b}: {}",
+        admitted(&e)
+    );
     req.memory = None;
     req.target = Some(Target::Tokens(b + 1));
     let next = export(&p, &req).unwrap_or_else(|e| panic!("{e}"));
-    let next_slots = next.manifest.reduction.map(|r| r.block_slots).unwrap_or(0) as u64;
     assert!(
-        2 * next_slots * 768 > full / 8,
-        "budget {}: {next_slots}",
-        b + 1
+        admitted(&next) * 768 > full / 4,
+        "budget {}: {}",
+        b + 1,
+        admitted(&next)
     );
     assert!(
         e.manifest.notes[0].contains(&format!("budget {b} per KV head")),
@@ -228,11 +248,7 @@ fn memory_picks_the_largest_budget_that_fits_in_blocks() {
     );
     // Too little for budget 1: one error naming --memory.
     req.target = None;
-    req.memory = Some(Memory {
-        bytes: 1000,
-        batch: 1,
-        bytes_per_element: 2,
-    });
+    req.memory = memory(1000, 1);
     let err = export(&p, &req).unwrap_err().to_string();
     assert!(err.starts_with("--memory"), "{err}");
 }

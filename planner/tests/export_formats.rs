@@ -102,10 +102,22 @@ fn trtllm_gets_one_window_per_layer_from_the_layer_means() {
     // The plan holds 30 · 128 = 3840 entries per KV head over the layers.
     assert!((r.plan_entries - 3840.0).abs() < 1e-9, "{}", r.plan_entries);
     assert_eq!(r.reduced_entries as u64, want.iter().sum::<u64>());
-    // In 32-token blocks: ⌈w/32⌉·32 per layer (a window of 10 costs a block of 32).
-    let slots: u64 = want.iter().map(|w| w.div_ceil(32) * 32).sum();
+    // In steady decode, 32-token blocks: ⌈w/32⌉ + 1 per layer (kSWAExtraBlock: every window
+    // here is under the 8192 tokens), so a window of 10 costs two blocks, 64 slots.
+    let slots: u64 = want.iter().map(|w| (w.div_ceil(32) + 1) * 32).sum();
     assert_eq!(r.block_slots as u64, slots);
     assert!((r.block_bytes_error - (slots as f64 / 3840.0 - 1.0)).abs() < 1e-12);
+    // At admission every layer holds the whole prompt (addSequence): 30 · 8192.
+    assert_eq!((r.admission_slots, r.peak_slots), (30 * 8192, 30 * 8192));
+    // The pool's shares per distinct window: each window's layers' share of the admission bytes,
+    // ascending windows — 10 (how many layers) first.
+    let tens = want.iter().filter(|&&w| w == 10).count();
+    let env = text_file(&e, "trtllm_env.sh");
+    let first = format!("{:.4}", tens as f64 / 30.0);
+    assert!(
+        env.starts_with(&format!("export TRTLLM_WINDOW_SIZE_SHARES={first},")),
+        "{env}"
+    );
 }
 
 #[test]

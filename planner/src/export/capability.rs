@@ -177,11 +177,14 @@ pub enum Prefill {
 /// How an engine rounds a layer's cache to its blocks ([`super::blocks`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BlockRule {
-    /// vLLM: `⌈n/B⌉` blocks for a full layer, `min(⌈n/B⌉, ⌈W/B⌉ + 1)` for a sliding one.
+    /// vLLM: `⌈n/B⌉` blocks for a full layer; a sliding one admitted with its tokens in
+    /// flight, `⌈min(W − 1 + c·T, n)/B⌉ + 1`.
     Vllm,
     /// TensorRT-LLM: `⌈min(n, W)/B⌉` blocks.
     Trtllm,
-    /// One cell per entry (llama.cpp's cells, the Python packages' tensors).
+    /// llama.cpp: cells made with the context, a sliding layer `pad₂₅₆(min(n_ctx, W + n_ubatch))`.
+    LlamaCpp,
+    /// One cell per entry (the Python packages' tensors).
     Entries,
 }
 
@@ -191,7 +194,7 @@ impl BlockRule {
         match self {
             BlockRule::Vllm => 16,
             BlockRule::Trtllm => 32,
-            BlockRule::Entries => 1,
+            BlockRule::LlamaCpp | BlockRule::Entries => 1,
         }
     }
 }

@@ -3,9 +3,10 @@
 //! whose cache, as the target allocates it, fits in `BYTES` for `N` sequences of `L` tokens.
 //!
 //! Bytes at budget `b` = `N · slots(b) · KV heads · head_dim · 2 (K and V) · bytes per element`,
-//! where `slots(b)` is the token slots over the layers per KV head: the engine's blocks for a
-//! window format ([`super::blocks`] over the reduction the capability table names), the plan's
-//! entries for the others. `slots` grows with `b`, so the largest fitting `b` is found by
+//! where `slots(b)` is the token slots over the layers per KV head: for a window format the
+//! engine's blocks **at admission** ([`super::blocks`] over the reduction the capability table
+//! names: what the engine needs free to take a request, at least what it holds later), the
+//! plan's entries for the others. `slots` grows with `b`, so the largest fitting `b` is found by
 //! bisection over `1..=L`.
 
 use super::blocks;
@@ -29,7 +30,8 @@ fn slots(cx: &Context<'_>, cap: &Capability, b: usize) -> Result<usize> {
         Some(layers) => {
             let r = classes::reduce(layers, &budgets)?;
             let block = cx.block_size.unwrap_or(cap.block_size);
-            Ok(blocks::total_slots(cap.blocks, &r.layers, cx.n, block))
+            let serving = blocks::Serving::default();
+            Ok(blocks::total_slots(cap.blocks, &r.layers, cx.n, block, &serving).admission)
         }
         None => Ok(budgets.budgets.iter().sum::<f64>().ceil() as usize),
     }
@@ -84,7 +86,7 @@ pub fn fit(cx: &Context<'_>, cap: &Capability, m: &Memory) -> Result<(Target, St
     let used = bytes(cx, cap, m, lo)?;
     let note = format!(
         "--memory {} for {} × {} tokens: budget {lo} per KV head, the largest whose cache fits \
-         ({used} bytes, {:.1}% of it, {} bytes per number, {}-token blocks)",
+         at admission ({used} bytes, {:.1}% of it, {} bytes per number, {}-token blocks)",
         m.bytes,
         m.batch,
         cx.n,

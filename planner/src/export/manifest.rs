@@ -89,10 +89,27 @@ pub struct ReductionSummary {
     pub bytes_error: f64,
     /// Tokens per block of the engine.
     pub block_size: usize,
-    /// Token slots the engine reserves over the layers, per KV head ([`super::blocks`]).
+    /// Token slots the engine holds over the layers in steady decode at `context_len`, per KV
+    /// head and sequence ([`super::blocks`]).
     pub block_slots: usize,
-    /// `block_slots / plan − 1`: the bytes the engine allocates against the plan's.
+    /// `block_slots / plan − 1`: the bytes the engine holds against the plan's.
     pub block_bytes_error: f64,
+    /// The same when the engine admits the request (what its admission check needs free).
+    pub admission_slots: usize,
+    /// The most the request holds while it runs, prefill included.
+    pub peak_slots: usize,
+    /// Bytes per sequence (2 bytes a number) at admission, at peak and in steady decode.
+    pub bytes: SlotBytes,
+    /// The serving settings these figures assume (the export's notes say how to set them).
+    pub serving: super::blocks::Serving,
+}
+
+/// A reduction's slots in bytes per sequence, 2 bytes a number (fp16/bf16).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SlotBytes {
+    pub admission: u64,
+    pub peak: u64,
+    pub steady: u64,
 }
 
 /// The manifest's bytes (`kvplan-export.json`).

@@ -18,12 +18,22 @@ use crate::export::manifest::file;
 use crate::export::target::{Context, ExportTarget, Written};
 use crate::{Error, Result};
 
-const LLAMACPP: &[Source] = &[Source {
-    repo: "ggml-org/llama.cpp",
-    commit: "a5410f046c01d01330c8a42f13b64a211fedf2c3",
-    file: "src/llama-model.cpp: LLM_ARCH_GEMMA3, set_swa_pattern(6), n_swa from \
-           gemma3.attention.sliding_window",
-}];
+const LLAMACPP: &[Source] = &[
+    Source {
+        repo: "ggml-org/llama.cpp",
+        commit: "a5410f046c01d01330c8a42f13b64a211fedf2c3",
+        file: "src/llama-model.cpp: LLM_ARCH_GEMMA3, set_swa_pattern(6), n_swa from \
+               gemma3.attention.sliding_window",
+    },
+    Source {
+        repo: "llama-cpp-python",
+        commit: "0.3.36 (its vendored llama.cpp)",
+        file: "src/llama-kv-cache-iswa.cpp: size_swa = GGML_PAD(min(size_base, n_swa·(unified ? \
+               n_seq_max : 1) + n_ubatch), 256), size_base when swa_full; src/llama-context.cpp: \
+               n_ctx padded to 256, swa_full true in llama_context_default_params; \
+               common/common.h: swa_full = false, n_ubatch = 512",
+    },
+];
 
 /// The `llamacpp` target.
 pub struct LlamaCpp;
@@ -52,7 +62,7 @@ impl ExportTarget for LlamaCpp {
                 arch,
                 Layers::NativeWindowOnly,
                 Prefill::Windowed,
-                BlockRule::Entries,
+                BlockRule::LlamaCpp,
                 LLAMACPP,
             )),
             a if !a.engines_read() => Err(Refusal::unread(Engine::LlamaCpp, a)),
@@ -82,7 +92,18 @@ impl ExportTarget for LlamaCpp {
                 bytes_note(&summary, cx.n)
             ),
             prefill_note(cap),
-            "serve: llama-server -m MODEL.gguf $(cat override_kv.txt)".to_string(),
+            format!(
+                "serve: llama-server -m MODEL.gguf -c {n} -ub {ub} -np 1 $(cat override_kv.txt) \
+                 (the bytes above assume these: a sliding layer holds pad256(min(n_ctx, W + \
+                 n_ubatch)) cells, made with the context)",
+                n = cx.n,
+                ub = summary.serving.n_ubatch
+            ),
+            "llama-cpp-python and other callers of the library: pass swa_full=False \
+             (Llama(..., swa_full=False)); the library's default (llama_context_default_params) \
+             is a full-size cache in every layer, which keeps none of these bytes. llama-server \
+             and llama-cli default to swa_full off (without --swa-full)"
+                .to_string(),
         ];
         Ok(Written {
             files: vec![file("override_kv.txt", line.into_bytes())],

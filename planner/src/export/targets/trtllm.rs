@@ -13,16 +13,25 @@
 //!   dense over the whole prompt and only the stored cache is windowed (PR #12597 fixed this for
 //!   Mistral/Mixtral only; issue #11244 shows it on Llama 3.1). `Gemma3Attention` passes the
 //!   model's `sliding_window` for its local layers only. Blocks of 32 tokens
-//!   (`KvCacheConfig.tokens_per_block`), `⌈min(n, W)/32⌉` per layer
-//!   (`calculateMaxBlockRequirementsPerBeam`, no sinks). RoPE untouched.
+//!   (`tokens_per_block`: not a `KvCacheConfig` field at `fcd3f316`; a later `KvCacheConfig`
+//!   has it with default 32, and `py_executor_creator.py` at `bab0f2e6` reads
+//!   `kv_cache_config.tokens_per_block`). The block manager (`kvCacheManager.cpp` at
+//!   `b35ac1b6`, [`crate::export::blocks`]) gives a request the whole prompt in every layer at
+//!   admission, and in decode detaches a windowed layer's front blocks once `W` + a block are
+//!   held, back to the free pool: `⌈min(n, W)/32⌉ + 1` blocks in steady decode
+//!   (`kSWAExtraBlock`). The pool is split in equal shares per distinct window unless
+//!   `TRTLLM_WINDOW_SIZE_SHARES` is set (`calculateMaxNumBlocks`); the export writes it
+//!   (`trtllm_env.sh`). RoPE untouched.
 //! - **Legacy TensorRT engine** (`trtllm-build`, [`engine_capability`]): the same
 //!   `max_attention_window` list drives the GPT attention plugin's cyclic KV cache in context
 //!   and generation, so prefill is windowed as well. Same blocks.
 
 use super::windows::{bytes_note, prefill_note, reduce};
+use crate::export::blocks::{slots, Serving};
 use crate::export::capability::{
     Arch, BlockRule, Capability, Engine, Layers, Prefill, Refusal, Source,
 };
+use crate::export::classes::LayerClass;
 use crate::export::manifest::{file, json};
 use crate::export::target::{Context, ExportTarget, Written};
 use crate::Result;
@@ -43,12 +52,20 @@ const TRT_TORCH: &[Source] = &[
     Source {
         repo: TRT,
         commit: "fcd3f31682808ae56118ae43c1d7864a3a945e6f",
-        file: "tensorrt_llm/llmapi/llm_args.py: KvCacheConfig.max_attention_window, tokens_per_block = 32",
+        file: "tensorrt_llm/llmapi/llm_args.py: KvCacheConfig.max_attention_window",
+    },
+    Source {
+        repo: TRT,
+        commit: "bab0f2e6 (py_executor_creator.py); KvCacheConfig.tokens_per_block default 32 in a later llm_args.py",
+        file: "tensorrt_llm/_torch/pyexecutor/py_executor_creator.py: tokens_per_block = kv_cache_config.tokens_per_block",
     },
     Source {
         repo: TRT,
         commit: "b35ac1b64368513d215c57d2ed01d62d910df8da",
-        file: "cpp/tensorrt_llm/batch_manager/kvCacheManager.cpp: calculateMaxBlockRequirementsPerBeam",
+        file: "cpp/tensorrt_llm/batch_manager/kvCacheManager.cpp: addSequence (whole prompt), \
+               WindowBlockManager::adjustBlocksIfNeeded (detach at W + B), \
+               calculateMaxBlockRequirementsPerBeam (+ kSWAExtraBlock), calculateMaxNumBlocks \
+               (equal shares per window, TRTLLM_WINDOW_SIZE_SHARES)",
     },
 ];
 
@@ -56,13 +73,16 @@ const TRT_GEMMA3: &[Source] = &[
     Source {
         repo: TRT,
         commit: "b35ac1b64368513d215c57d2ed01d62d910df8da",
-        file: "tensorrt_llm/_torch/models/modeling_gemma3.py: Gemma3Attention, attention_window_size \
+        file:
+            "tensorrt_llm/_torch/models/modeling_gemma3.py: Gemma3Attention, attention_window_size \
                = sliding_window on local layers only",
     },
     Source {
         repo: TRT,
         commit: "fcd3f31682808ae56118ae43c1d7864a3a945e6f",
-        file: "tensorrt_llm/llmapi/llm_args.py: KvCacheConfig.max_attention_window, tokens_per_block = 32",
+        file:
+            "tensorrt_llm/llmapi/llm_args.py: KvCacheConfig.max_attention_window (tokens_per_block \
+               is read from a later KvCacheConfig, default 32)",
     },
 ];
 
@@ -106,7 +126,11 @@ impl ExportTarget for Trtllm {
     }
 
     fn files(&self) -> &'static [&'static str] {
-        &["kv_cache_config.json", "extra_llm_api_options.yaml"]
+        &[
+            "kv_cache_config.json",
+            "extra_llm_api_options.yaml",
+            "trtllm_env.sh",
+        ]
     }
 
     fn holds(&self) -> &'static str {
@@ -153,11 +177,20 @@ impl ExportTarget for Trtllm {
              tokens_per_block: {block}\n",
             list.join(", ")
         );
+        let shares = window_shares(&r.layers, &windows, cx.n, block, &summary.serving);
+        let env = format!("export TRTLLM_WINDOW_SIZE_SHARES={shares}\n");
         let mut notes = vec![
             format!(
                 "{} distinct windows (TensorRT-LLM keeps one pool per window); {}",
                 distinct.len(),
                 bytes_note(&summary, cx.n)
+            ),
+            format!(
+                "TensorRT-LLM splits its KV pool in equal shares per distinct window unless \
+                 TRTLLM_WINDOW_SIZE_SHARES is set (BaseKVCacheManager::calculateMaxNumBlocks); \
+                 trtllm_env.sh sets it to {shares} (ascending windows), each window's share of \
+                 the bytes a request takes at admission — every layer holds the whole prompt \
+                 then (addSequence), windows free blocks only once decode passes W + a block"
             ),
             prefill_note(cap),
         ];
@@ -165,18 +198,42 @@ impl ExportTarget for Trtllm {
             notes.push(prefill_note(&legacy));
         }
         notes.push(
-            "serve: trtllm-serve MODEL --extra_llm_api_options extra_llm_api_options.yaml; \
-             LLM API: KvCacheConfig(**json.load(open('kv_cache_config.json')))"
+            "serve: source trtllm_env.sh; trtllm-serve MODEL --extra_llm_api_options \
+             extra_llm_api_options.yaml; LLM API: KvCacheConfig(**json.load(open('kv_cache_config.json')))"
                 .to_string(),
         );
         Ok(Written {
             files: vec![
                 file("kv_cache_config.json", json(&body)?),
                 file("extra_llm_api_options.yaml", yaml.into_bytes()),
+                file("trtllm_env.sh", env.into_bytes()),
             ],
             notes,
             reduction: Some(summary),
             scores: None,
         })
     }
+}
+
+/// `TRTLLM_WINDOW_SIZE_SHARES`: per distinct window (ascending, as
+/// `BaseKVCacheManager::calculateMaxNumBlocks` assigns them) the share of a request's bytes at
+/// admission its layers take, to 4 decimals (the engine normalises them to sum 1).
+fn window_shares(
+    layers: &[LayerClass],
+    windows: &[usize],
+    n: usize,
+    block: usize,
+    serving: &Serving,
+) -> String {
+    let mut by_window = std::collections::BTreeMap::<usize, usize>::new();
+    for (&class, &w) in layers.iter().zip(windows) {
+        *by_window.entry(w).or_default() +=
+            slots(BlockRule::Trtllm, class, n, block, serving).admission;
+    }
+    let total: usize = by_window.values().sum();
+    let shares: Vec<String> = by_window
+        .values()
+        .map(|&x| format!("{:.4}", x as f64 / total.max(1) as f64))
+        .collect();
+    shares.join(",")
 }

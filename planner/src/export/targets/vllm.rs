@@ -11,8 +11,11 @@
 //! - **Llama**: `LlamaAttention` passes `per_layer_sliding_window = config.sliding_window`
 //!   to the layers `layer_types` marks `sliding_attention`: full layers and ONE window. The
 //!   kernel windows prefill as well. No sinks. Blocks of 16 tokens (`CacheConfig.DEFAULT_BLOCK_SIZE`);
-//!   a sliding layer reserves `⌈W/16⌉ + 1` blocks per request in decode
-//!   (`SlidingWindowSpec.max_admission_blocks_per_request`).
+//!   a sliding layer is admitted with `⌈min(W − 1 + c·T, n)/16⌉ + 1` blocks — the window and
+//!   the tokens in flight, `T` = `max_num_batched_tokens`, `c` = 2 batches with async scheduling
+//!   (`SlidingWindowSpec.max_admission_blocks_per_request`, [`crate::export::blocks`]) — so at
+//!   4K with the default `T` a sliding layer costs as much as a full one at admission; the
+//!   window saves at long contexts and in steady decode.
 //! - **Qwen2**: `Qwen2Model` asserts `max_window_layers == num_hidden_layers` when
 //!   `layer_types` mixes kinds, and `Qwen2Attention` passes no per-layer window; the model-wide
 //!   window (`CacheConfig.sliding_window`) is set only when every layer is sliding
@@ -153,9 +156,16 @@ impl ExportTarget for Vllm {
                 bytes_note(&summary, cx.n)
             ),
             prefill_note(cap),
-            "serve: vllm serve MODEL --hf-overrides \"$(cat hf_overrides.txt)\", or merge \
-             config_override.json into the model's config.json"
-                .to_string(),
+            format!(
+                "serve: vllm serve MODEL --max-model-len {n} --max-num-batched-tokens {t} \
+                 --hf-overrides \"$(cat hf_overrides.txt)\" (or merge config_override.json into \
+                 the model's config.json); the bytes above assume these two settings and async \
+                 scheduling (vLLM's default: {c} batches in flight). A smaller \
+                 --max-num-batched-tokens lowers what a sliding layer needs at admission",
+                n = cx.n,
+                t = summary.serving.max_num_batched_tokens,
+                c = summary.serving.concurrent_batches,
+            ),
         ];
         if cap.layers == Some(Layers::OneWindow) {
             notes.push(format!(

@@ -5,7 +5,7 @@
 use crate::export::blocks;
 use crate::export::capability::{Capability, Prefill};
 use crate::export::classes::{self, LayerClass, Reduction};
-use crate::export::manifest::ReductionSummary;
+use crate::export::manifest::{ReductionSummary, SlotBytes};
 use crate::export::target::Context;
 use crate::{Error, Result};
 
@@ -26,7 +26,10 @@ pub fn reduce(cx: &Context<'_>, cap: &Capability) -> Result<(Reduction, Reductio
 /// A reduction in `kvplan-export.json`: classes, entries, and the engine's blocks.
 pub fn summarise(r: &Reduction, cx: &Context<'_>, cap: &Capability) -> ReductionSummary {
     let block = cx.block_size.unwrap_or(cap.block_size);
-    let slots = blocks::total_slots(cap.blocks, &r.layers, cx.n, block);
+    let serving = blocks::Serving::default();
+    let slots = blocks::total_slots(cap.blocks, &r.layers, cx.n, block, &serving);
+    let g = &cx.plan.model.geometry;
+    let per_slot = (2 * g.kv_heads * g.head_dim * 2) as u64;
     ReductionSummary {
         layers: r
             .layers
@@ -40,8 +43,16 @@ pub fn summarise(r: &Reduction, cx: &Context<'_>, cap: &Capability) -> Reduction
         reduced_entries: r.reduced_entries,
         bytes_error: r.bytes_error(),
         block_size: block,
-        block_slots: slots,
-        block_bytes_error: ratio_error(slots as f64, r.plan_entries),
+        block_slots: slots.steady,
+        block_bytes_error: ratio_error(slots.steady as f64, r.plan_entries),
+        admission_slots: slots.admission,
+        peak_slots: slots.peak,
+        bytes: SlotBytes {
+            admission: slots.admission as u64 * per_slot,
+            peak: slots.peak as u64 * per_slot,
+            steady: slots.steady as u64 * per_slot,
+        },
+        serving,
     }
 }
 
@@ -54,13 +65,23 @@ fn ratio_error(x: f64, plan: f64) -> f64 {
     }
 }
 
-/// The note every window export carries: classes, entries and blocks against the plan.
+/// The note every window export carries: classes, entries and blocks against the plan, and
+/// what the engine admits and holds at peak.
 pub fn bytes_note(s: &ReductionSummary, n: usize) -> String {
+    let vs_plan =
+        |slots: usize| 100.0 * (slots as f64 / s.plan_entries.max(f64::MIN_POSITIVE) - 1.0);
     format!(
-        "{:+.2}% of the plan's entries at {n} tokens; {:+.2}% in {}-token blocks",
+        "{:+.2}% of the plan's entries at {n} tokens; {:+.2}% in {}-token blocks in steady \
+         decode, {:+.2}% at admission, {:+.2}% at peak ({} / {} / {} bytes a sequence at 2 bytes \
+         a number)",
         100.0 * s.bytes_error,
         100.0 * s.block_bytes_error,
-        s.block_size
+        s.block_size,
+        vs_plan(s.admission_slots),
+        vs_plan(s.peak_slots),
+        s.bytes.steady,
+        s.bytes.admission,
+        s.bytes.peak,
     )
 }
 
