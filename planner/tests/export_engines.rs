@@ -252,3 +252,50 @@ fn memory_picks_the_largest_budget_whose_admission_fits() {
     let err = export(&p, &req).unwrap_err().to_string();
     assert!(err.starts_with("--memory"), "{err}");
 }
+
+#[test]
+fn duo_on_gemma3_streams_global_heads_only() {
+    // Gemma 3 270M: 18 layers, one KV head, every 6th layer global (5, 11, 17). Both of
+    // DuoAttention's readers apply the pattern to every row, so the 15 windowed layers must stay
+    // full (keeping their own 512-token window), and the quantile must fall among the global
+    // heads: gate 1 for windowed rows, the global gates halved below it.
+    let p = plan(GEMMA);
+    let mut req = request(Format::Duo, 1024, 512);
+    req.method = None;
+    let e = export(&p, &req).unwrap_or_else(|e| panic!("{e}"));
+    let text = String::from_utf8(
+        e.files
+            .iter()
+            .find(|f| f.name == "full_attention_heads.tsv")
+            .expect("pattern")
+            .bytes
+            .clone(),
+    )
+    .unwrap();
+    let gates: Vec<f64> = text.lines().map(|l| l.trim().parse().unwrap()).collect();
+    assert_eq!(gates.len(), 18);
+    let global = [5, 11, 17];
+    for (l, g) in gates.iter().enumerate() {
+        if global.contains(&l) {
+            assert!((0.0..=0.5).contains(g), "layer {l}: {g}");
+        } else {
+            assert_eq!(*g, 1.0, "layer {l}");
+        }
+    }
+    // Budget 512 at 1024 tokens over the 3 global heads, streaming 4 + 252: (1536 − 768)/768 = 1
+    // full global head; with the 15 windowed heads 16 of 18 full: sparsity (18 − 16 − ½)/17,
+    // head_compression_ratio 2/18.
+    let c = json_file(&e, "config.json");
+    assert_eq!(c["sparsity"].as_f64(), Some(1.5 / 17.0));
+    assert_eq!(
+        c["head_compression_ratio"].as_f64(),
+        Some(1.0 - 16.0 / 18.0)
+    );
+    // np.quantile(gates, sparsity) with linear interpolation keeps exactly the 16 largest.
+    let mut sorted = gates.clone();
+    sorted.sort_by(f64::total_cmp);
+    let pos: f64 = 1.5 / 17.0 * 17.0;
+    let (i, f) = (pos.floor() as usize, pos.fract());
+    let q = sorted[i] + f * (sorted[i + 1] - sorted[i]);
+    assert_eq!(gates.iter().filter(|&&x| x >= q).count(), 16);
+}

@@ -52,6 +52,24 @@ pub fn sparsity(k: usize, heads: usize) -> f64 {
     }
 }
 
+/// Gives every head of a windowed layer gate 1 and halves the global layers' gates, so that any
+/// quantile keeps the windowed heads first; returns how many heads that is.
+fn local_rows_full(gates: &mut [Vec<f64>], g: &crate::Geometry) -> usize {
+    let mut local = 0;
+    if g.global_layers().len() == g.layers {
+        return 0;
+    }
+    for (l, row) in gates.iter_mut().enumerate() {
+        if g.is_windowed(l) {
+            row.fill(1.0);
+            local += row.len();
+        } else {
+            row.iter_mut().for_each(|x| *x *= 0.5);
+        }
+    }
+    local
+}
+
 impl ExportTarget for Duo {
     fn name(&self) -> &'static str {
         "duo"
@@ -91,7 +109,7 @@ impl ExportTarget for Duo {
     fn write(&self, cx: &Context<'_>, cap: &Capability) -> Result<Written> {
         let g = &cx.plan.model.geometry;
         let section = scores(cx.plan, cx.scores)?;
-        let gates = tsv::kv_head_gates(&section.scores, g, section.temperature);
+        let mut gates = tsv::kv_head_gates(&section.scores, g, section.temperature);
         let sinks = cx
             .plan
             .sections
@@ -102,12 +120,17 @@ impl ExportTarget for Duo {
         let global = g.global_layers();
         let heads = global.len() * g.kv_heads;
         let k = full_heads((per_head * heads) as f64, heads, cx.n, sinks + recent);
-        let s = sparsity(k, heads);
+        // Both readers apply the pattern to every row: a windowed layer's heads are kept full
+        // (gate 1, above every global gate, halved), so their own window stays theirs.
+        let local = local_rows_full(&mut gates, g);
+        let (all, kept) = (g.layers * g.kv_heads, k + local);
+        let s = sparsity(kept, all);
+        let ratio = 1.0 - kept as f64 / all.max(1) as f64;
         let config = serde_json::json!({
             "sink_size": sinks,
             "recent_size": recent,
             "sparsity": s,
-            "head_compression_ratio": 1.0 - k as f64 / heads.max(1) as f64,
+            "head_compression_ratio": ratio,
         });
         let notes = vec![
             format!(
@@ -119,11 +142,19 @@ impl ExportTarget for Duo {
             ),
             format!(
                 "duo_attn: sparsify_attention_heads(gates, sparsity={s}); kvpress: \
-                 DuoAttentionPress(head_compression_ratio={}); {}",
-                1.0 - k as f64 / heads.max(1) as f64,
+                 DuoAttentionPress(head_compression_ratio={ratio}); {}",
                 cap.note
             ),
         ];
+        let mut notes = notes;
+        if local > 0 {
+            notes.push(format!(
+                "the {} windowed layers' {local} KV heads have gate 1 and stay full, so each \
+                 keeps the model's own window; the {heads} heads of the global layers carry \
+                 their gates halved (below 1), so the pattern streams global heads only",
+                g.layers - g.global_layers().len()
+            ));
+        }
         Ok(Written {
             files: vec![
                 file("config.json", json(&config)?),
