@@ -10,6 +10,10 @@ Run from a venv OUTSIDE the repository (never CI; offline):
     /work/venv-engines/bin/python tools/engine_configs_check.py plans/exports/*/ \
         [--duo-src DIR] [--kvcache-factory-src DIR]
 
+(Where `pip install vllm` would pull CUDA wheels a CPU machine has no use for, the wheel's Python
+files unpacked — `unzip vllm-0.33.0-*.whl 'vllm/*'` — on `PYTHONPATH`, with its pure-Python
+requirements installed, serve as well: the checks below import no compiled part of vLLM.)
+
 For each export folder (one per model, with `<format>/kvplan-export.json` inside):
 
 - vllm: a Hugging Face config of the model's architecture and geometry (no weights) is written to
@@ -20,6 +24,8 @@ For each export folder (one per model, with `<format>/kvplan-export.json` inside
   (the assert is evaluated on the built config exactly as written there), `Gemma3Attention`
   takes a sliding layer's RoPE from the local base (no global layer may be sliding), and the
   model-wide window (`CacheConfig.sliding_window`) is the config's only when every layer slides.
+  Then the manifest's `admission_slots` against vLLM's own `max_memory_usage_bytes` of each
+  layer's spec (`FullAttentionSpec`, `SlidingWindowSpec`) under the export's serving settings.
 - kvpress: `PerLayerCompressionPress(SnapKVPress(), compression_ratios)` for every
   `compression_ratios*.json` (one ratio per layer, each in [0, 1)).
 - lukv: the curve's shape and range, as `LUKVPress` checks it ([99, layers, KV heads]).
@@ -151,6 +157,53 @@ def check_vllm(folder, manifest, plan):
             f"vLLM ModelConfig with hf_overrides: {len(types)} layers, "
             f"{sum(t == 'full_attention' for t in types)} full, window {window}",
         )
+        check_vllm_admission(folder, manifest, types, overrides["sliding_window"])
+
+
+def check_vllm_admission(folder, manifest, types, window):
+    """The manifest's `admission_slots` against vLLM's own sizing: each layer's KV-cache spec
+    (`FullAttentionSpec`, `SlidingWindowSpec`) asked for `max_memory_usage_bytes` — the startup
+    pool sizing and admission cap — under a config with the export's serving settings, its
+    batches in flight taken from `VllmConfig.max_concurrent_batches` (async scheduling on, vLLM's
+    default), in slots per KV head (one head of size 1, so a page is 2 · 16 · 2 bytes)."""
+    from types import SimpleNamespace as NS
+
+    import torch
+    from vllm.config.vllm import VllmConfig
+    from vllm.v1.kv_cache_interface import FullAttentionSpec, SlidingWindowSpec
+
+    r, n = manifest["reduction"], manifest["context_len"]
+    serving = r["serving"]
+    config = NS(
+        scheduler_config=NS(
+            async_scheduling=True, max_num_batched_tokens=serving["max_num_batched_tokens"]
+        ),
+        parallel_config=NS(
+            pipeline_parallel_size=1, decode_context_parallel_size=1, prefill_context_parallel_size=1
+        ),
+        use_v2_model_runner=False,
+        model_config=NS(max_model_len=n),
+    )
+    config.max_concurrent_batches = VllmConfig.max_concurrent_batches.fget(config)
+    config.max_in_flight_tokens = VllmConfig.max_in_flight_tokens.fget(config)
+    block = r["block_size"]
+    common = dict(block_size=block, num_kv_heads=1, head_size=1, dtype=torch.float16)
+    slots = 0
+    for t in types:
+        if t == "sliding_attention":
+            spec = SlidingWindowSpec(sliding_window=window, **common)
+        else:
+            spec = FullAttentionSpec(**common)
+        slots += spec.max_memory_usage_bytes(config) // spec.page_size_bytes * block
+    if slots != r["admission_slots"]:
+        report("FAIL", folder, f"vLLM sizes admission at {slots} slots, the manifest {r['admission_slots']}")
+        return
+    report(
+        "ok",
+        folder,
+        f"admission {slots} slots per KV head = vLLM's max_memory_usage_bytes "
+        f"({config.max_concurrent_batches} batches × {serving['max_num_batched_tokens']} in flight)",
+    )
 
 
 def check_kvpress(folder, manifest, plan):
