@@ -492,10 +492,11 @@ fn published_exports_match_the_committed_plans() {
         ]);
         assert!(o.status.success(), "{slug}: {}", stderr(&o));
         if slug == "gemma-3-270m" {
-            // vLLM cannot window Gemma 3's global layers without their RoPE changing.
+            // vLLM can shrink only Gemma 3's local window, and at 4096 tokens the full global
+            // layers alone hold more than the plan.
             let e = stderr(&o);
             assert!(
-                e.contains("skipped vllm: vllm cannot run a gemma3 plan"),
+                e.contains("skipped vllm: budgets: expected room beside the 3 full global layers"),
                 "{e}"
             );
         }

@@ -73,17 +73,14 @@ fn qwen2_on_vllm_is_one_window_never_mixed_layer_types() {
 }
 
 #[test]
-fn gemma_on_vllm_is_refused_and_trtllm_keeps_the_local_windows() {
+fn gemma_on_vllm_needs_room_beside_the_globals_and_trtllm_keeps_the_local_windows() {
     let p = plan(GEMMA);
+    // vLLM can shrink only the local window: at 4096 tokens and budget 128 the 3 full global
+    // layers alone (12 288 entries) exceed the plan's 8 064 — refused, naming the way out.
     let err = export(&p, &request(Format::Vllm, 4096, 128))
         .unwrap_err()
         .to_string();
-    assert!(
-        err.contains("vllm cannot run a gemma3 plan")
-            && err.contains("RoPE")
-            && err.contains("--to trtllm"),
-        "{err}"
-    );
+    assert!(err.contains("--budget") && err.contains("12288"), "{err}");
     // TensorRT-LLM: the 15 local layers keep Gemma's 512, the 3 global ones the plan's budget.
     let e = export(&p, &request(Format::Trtllm, 4096, 128)).unwrap_or_else(|e| panic!("{e}"));
     let windows: Vec<usize> = serde_json::from_value(
@@ -298,4 +295,35 @@ fn duo_on_gemma3_streams_global_heads_only() {
     let (i, f) = (pos.floor() as usize, pos.fract());
     let q = sorted[i] + f * (sorted[i + 1] - sorted[i]);
     assert_eq!(gates.iter().filter(|&&x| x >= q).count(), 16);
+}
+
+#[test]
+fn gemma3_on_vllm_shrinks_the_local_window_only() {
+    // vLLM 0.33.0's Gemma3Attention windows the layers layer_types marks sliding with
+    // config.sliding_window and keeps each type's RoPE: the export writes the model's own
+    // layer_types (every 6th layer global) and one local window. At 1024 tokens and budget 512:
+    // 18 · 512 = 9216 entries, the 3 globals hold 3 · 1024, (9216 − 3072)/15 = 409.6 → 410.
+    let p = plan(GEMMA);
+    let e = export(&p, &request(Format::Vllm, 1024, 512)).unwrap_or_else(|e| panic!("{e}"));
+    let v = json_file(&e, "config_override.json");
+    let types: Vec<String> = serde_json::from_value(v["layer_types"].clone()).unwrap();
+    let want: Vec<String> = (0..18)
+        .map(|l| {
+            if l % 6 == 5 {
+                "full_attention"
+            } else {
+                "sliding_attention"
+            }
+            .to_string()
+        })
+        .collect();
+    assert_eq!(types, want);
+    assert_eq!(v["sliding_window"], 410);
+    assert!(v.get("use_sliding_window").is_none(), "{v}");
+    assert_eq!(e.manifest.honours.layers, "native-window-only");
+    // Where the globals alone hold more than the plan: refused with the reason.
+    let err = export(&p, &request(Format::Vllm, 4096, 128))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("full global layers"), "{err}");
 }

@@ -119,13 +119,14 @@ mod tests {
         for f in Format::ALL {
             assert!(help.contains(&format!(" {} ", f.name())), "{help}");
         }
-        // vLLM: Llama two classes, Qwen2 one window, Gemma 3 refused (the capability table).
+        // vLLM: Llama two classes, Qwen2 one window, Gemma 3 its local window (the capability
+        // table).
         assert!(
             help.contains("llama (full layers and one window)"),
             "{help}"
         );
         assert!(
-            help.contains("qwen2 (one window on every layer); refuses gemma3, qwen3"),
+            help.contains("qwen2 (one window on every layer), gemma3 (the model's windowed layers at one window); refuses qwen3"),
             "{help}"
         );
         // HeadKV: Llama only.

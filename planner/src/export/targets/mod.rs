@@ -160,12 +160,19 @@ mod tests {
             (c.layers, c.prefill),
             (Some(Layers::OneWindow), Prefill::Windowed)
         );
-        // Gemma 3 on vLLM: refused, the RoPE coupling named and an alternative given.
-        let e = capability(Engine::Vllm, Arch::Gemma3)
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("RoPE") && e.contains("--to trtllm"), "{e}");
-        assert!(e.contains("gemma3.py") && e.contains("4ba787ec9"), "{e}");
+        // Gemma 3 on vLLM: only the local layers' window (a global layer marked sliding would
+        // take the local RoPE base), read from gemma3.py at the pinned commit.
+        let g = capability(Engine::Vllm, Arch::Gemma3).unwrap();
+        assert_eq!(g.layers, Some(Layers::NativeWindowOnly));
+        let cited = g
+            .sources
+            .iter()
+            .map(ToString::to_string)
+            .collect::<String>();
+        assert!(
+            cited.contains("gemma3.py") && cited.contains("4ba787ec9"),
+            "{cited}"
+        );
         // TensorRT-LLM's PyTorch backend: dense prefill; the legacy engine: windowed.
         let t = capability(Engine::Trtllm, Arch::Llama).unwrap();
         let l = capability(Engine::TrtllmEngine, Arch::Llama).unwrap();

@@ -21,10 +21,12 @@
 //!   window (`CacheConfig.sliding_window`) is set only when every layer is sliding
 //!   (`EngineArgs.create_engine_config`). So Qwen2 runs ONE window on every layer, or none.
 //! - **Gemma 3**: `Gemma3Attention` takes the RoPE parameters of its layer type
-//!   (`config.rope_parameters[layer_type]`): a global layer marked `sliding_attention` would
-//!   rotate with the local base (10 000, not 1 000 000) — another model. The global layers must
-//!   stay `full_attention` and the local ones already hold the model's window: nothing of a plan
-//!   can be expressed. Refused.
+//!   (`config.rope_parameters[layer_type]`) and `per_layer_sliding_window = config.sliding_window`
+//!   on the layers `layer_types` marks sliding: a global layer marked sliding would rotate with
+//!   the local base (10 000, not 1 000 000) — another model — so the global layers stay
+//!   `full_attention`, and what a plan can change is the local layers' one window: `sliding_window`
+//!   alone, the model's own `layer_types` written back unchanged (as the llama.cpp target does;
+//!   refused where the full global layers alone hold more than the plan).
 
 use super::windows::{bytes_note, prefill_note, reduce};
 use crate::export::capability::{
@@ -73,7 +75,8 @@ const VLLM_QWEN2: &[Source] = &[
 const VLLM_GEMMA3: &[Source] = &[Source {
     repo: VLLM,
     commit: VLLM_AT,
-    file: "vllm/model_executor/models/gemma3.py: Gemma3Attention, rope_parameters[layer_type]",
+    file: "vllm/model_executor/models/gemma3.py: Gemma3Attention, rope_parameters[layer_type], \
+           sliding_window = config.sliding_window if is_sliding",
 }];
 
 /// The `vllm` target.
@@ -112,17 +115,7 @@ impl ExportTarget for Vllm {
             a if !a.engines_read() => Err(Refusal::unread(Engine::Vllm, a)),
             Arch::Llama => Ok(windows(Layers::TwoClasses, VLLM_LLAMA)),
             Arch::Qwen2 => Ok(windows(Layers::OneWindow, VLLM_QWEN2)),
-            Arch::Gemma3 => Err(Refusal::new(
-                Engine::Vllm,
-                arch,
-                "a layer marked sliding_attention takes the local RoPE base (10 000 instead of \
-                 1 000 000), so a windowed global layer is another model; the global layers stay \
-                 full_attention and the local ones already hold the model's window, which leaves \
-                 nothing of the plan to express.",
-                "--to trtllm (max_attention_window windows a layer's cache without touching its \
-                 RoPE) or --to llamacpp (the local layers' window).",
-                VLLM_GEMMA3,
-            )),
+            Arch::Gemma3 => Ok(windows(Layers::NativeWindowOnly, VLLM_GEMMA3)),
             _ => Err(Refusal::unread(Engine::Vllm, arch)),
         }
     }
@@ -138,11 +131,19 @@ impl ExportTarget for Vllm {
                 LayerClass::Full => "full_attention",
             })
             .collect();
-        let body = serde_json::json!({
-            "layer_types": layer_types,
-            "sliding_window": window,
-            "use_sliding_window": window.is_some(),
-        });
+        // `use_sliding_window`: transformers' `Qwen2Config` (5.24.0) drops `sliding_window`
+        // without it when config.json is read (vLLM itself never reads it, and `--hf-overrides`
+        // sets attributes after that step); kept for Llama files as before, left out of
+        // Gemma 3's, whose config has no such key.
+        let body = if cx.arch == Arch::Gemma3 {
+            serde_json::json!({ "layer_types": layer_types, "sliding_window": window })
+        } else {
+            serde_json::json!({
+                "layer_types": layer_types,
+                "sliding_window": window,
+                "use_sliding_window": window.is_some(),
+            })
+        };
         let compact = serde_json::to_string(&body).unwrap_or_default();
         let full = layer_types
             .iter()
