@@ -51,10 +51,19 @@ impl ExportTarget for Lukv {
                 }));
             }
         }
-        let notes = vec![format!(
-            "row r−1 holds the prune ratios at r% compression, from the plan's budgets at {n} \
-             tokens; the target is the row's, not --budget; model-windowed layers prune 0"
-        )];
+        let notes = vec![
+            format!(
+                "row r−1 holds the prune ratios at r% compression, from the plan's budgets at \
+                 {n} tokens; the target is the row's, not --budget; model-windowed layers prune 0"
+            ),
+            "load: kvpress 0.5.5's LUKVPress fetches curves only by URL from BUDGET_CURVE_URLS \
+             keyed by (model.config.name_or_path, scorer press name), and post_init_from_model \
+             skips the fetch when a curve is already set — so set it from this file before use: \
+             press = LUKVPress(ExpectedAttentionPress(epsilon=2e-2), compression_ratio=R); \
+             press._budget_curves = numpy.load('lukv_curve.npy') (shape [99, layers, KV heads], \
+             checked as LUKVPress checks a downloaded one)"
+                .to_string(),
+        ];
         Ok(Written {
             files: vec![file(
                 "lukv_curve.npy",
