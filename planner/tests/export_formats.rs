@@ -268,6 +268,27 @@ fn headkv_scores_and_an_all_zero_set_refused() {
             .unwrap();
     assert_eq!((cap.len(), cap[0].len()), (30, 9));
     assert_eq!((cap[14][4], cap[14][3], cap[0][0]), (3600, 3600, 2));
+    // KVCache-Factory's settings: compress prompts from the plan's per-head budget on (its default
+    // 2048 would leave shorter prompts whole), one cache per KV head (the default query_head
+    // layout holds 3× the bytes here). kv_head mode averages each group's row: exact, as a
+    // group's three query heads carry one budget.
+    let file = json_file(&e, "head_capacity.json");
+    assert_eq!(
+        (
+            file["window_size"].clone(),
+            file["max_capacity_prompt"].clone()
+        ),
+        (8.into(), 128.into())
+    );
+    assert_eq!(file["kv_cache_granularity"], "kv_head");
+    assert!(cap
+        .iter()
+        .all(|row| row.chunks(3).all(|g| g.iter().all(|&c| c == g[0]))));
+    assert!(
+        e.manifest.notes.iter().any(|n| n.contains("3× them")),
+        "{:?}",
+        e.manifest.notes
+    );
     let line = std::str::from_utf8(&e.files[0].bytes).unwrap();
     assert_eq!(line.matches('\n').count(), 1);
     let v: Value = serde_json::from_str(line).unwrap();
