@@ -94,11 +94,13 @@ pub enum Engine {
     DuoAttention,
     /// HeadKV and KVCache-Factory (`head_capacity`).
     HeadKv,
+    /// SGLang (`--json-model-override-args`).
+    Sglang,
 }
 
 impl Engine {
     /// Every engine the table has entries for.
-    pub const ALL: [Engine; 7] = [
+    pub const ALL: [Engine; 8] = [
         Engine::Vllm,
         Engine::Trtllm,
         Engine::TrtllmEngine,
@@ -106,6 +108,7 @@ impl Engine {
         Engine::Kvpress,
         Engine::DuoAttention,
         Engine::HeadKv,
+        Engine::Sglang,
     ];
 
     /// The name reductions use (`vllm:headkv-r`) and errors print.
@@ -118,6 +121,7 @@ impl Engine {
             Engine::Kvpress => "kvpress",
             Engine::DuoAttention => "duo",
             Engine::HeadKv => "headkv",
+            Engine::Sglang => "sglang",
         }
     }
 

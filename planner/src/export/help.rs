@@ -58,6 +58,9 @@ pub fn architectures(t: &dyn ExportTarget) -> String {
     if let (true, Some((_, Some(rule)))) = (same, honoured.first()) {
         text.push_str(&format!(" ({rule})"));
     }
+    if honoured.is_empty() {
+        return format!("Honours nothing yet; refuses {}.", refused.join(", "));
+    }
     if !refused.is_empty() {
         text.push_str(&format!("; refuses {}", refused.join(", ")));
     }
@@ -127,6 +130,11 @@ mod tests {
         );
         assert!(
             help.contains("qwen2 (one window on every layer), gemma3 (the model's windowed layers at one window); refuses qwen3"),
+            "{help}"
+        );
+        // SGLang: every architecture refused, said so.
+        assert!(
+            help.contains("Honours nothing yet; refuses llama, qwen2, gemma3"),
             "{help}"
         );
         // HeadKV: Llama only.

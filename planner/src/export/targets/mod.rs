@@ -15,6 +15,7 @@ mod headkv;
 mod kvpress;
 mod llamacpp;
 mod lukv;
+mod sglang;
 mod trtllm;
 mod vllm;
 mod windows;
@@ -66,6 +67,8 @@ target_table! {
     Duo => duo::Duo;
     /// HeadKV's scores and `head_capacity`.
     Headkv => headkv::HeadKv;
+    /// SGLang: refused with what it honours (nothing a plan can change yet).
+    Sglang => sglang::Sglang;
 }
 
 impl Format {
@@ -111,6 +114,7 @@ pub fn capability(engine: Engine, arch: Arch) -> std::result::Result<Capability,
         Engine::Kvpress => kvpress::Kvpress.capability(arch),
         Engine::DuoAttention => duo::Duo.capability(arch),
         Engine::HeadKv => headkv::HeadKv.capability(arch),
+        Engine::Sglang => sglang::Sglang.capability(arch),
     }
 }
 
