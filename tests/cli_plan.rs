@@ -528,9 +528,59 @@ fn published_exports_match_the_committed_plans() {
                 assert!(
                     a == b,
                     "{slug}/{format}/{f} differs from plans/exports (regenerate: kvplan export \
-                     plans/{slug}.plan.json --to all --context-len 4096 --out plans/exports/{slug})"
+                     plans/{slug}.plan.json --to all --context-len 4096 --out plans/exports/{slug} \
+                     --force)"
                 );
             }
         }
     }
+}
+
+/// An export into a folder an earlier export filled stops before writing anything when a file
+/// would change, naming it; the same bytes again pass; `--force` replaces.
+#[test]
+fn export_never_replaces_an_earlier_export_silently() {
+    let out = scratch("replace");
+    let plan = committed_copy(
+        "plans/smollm2-135m-instruct.plan.json",
+        &scratch("replace-plan"),
+    );
+    let plan = plan.to_str().unwrap_or_default();
+    let dir = out.to_str().unwrap_or_default();
+    let run = |n: &str, force: bool| {
+        let mut args = vec![
+            "export",
+            plan,
+            "--to",
+            "vllm",
+            "--context-len",
+            n,
+            "--out",
+            dir,
+        ];
+        if force {
+            args.push("--force");
+        }
+        kvplan(&args)
+    };
+    assert!(run("2048", false).status.success());
+    let first = std::fs::read(out.join("config_override.json")).unwrap_or_default();
+    assert!(run("2048", false).status.success(), "the same bytes again");
+    let o = run("1024", false);
+    assert!(!o.status.success());
+    let e = stderr(&o);
+    assert!(
+        e.contains("kvplan-export.json")
+            && e.contains("--force")
+            && e.contains("nothing was written"),
+        "{e}"
+    );
+    assert_eq!(
+        std::fs::read(out.join("config_override.json")).unwrap_or_default(),
+        first
+    );
+    let o = run("1024", true);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let manifest = std::fs::read_to_string(out.join("kvplan-export.json")).unwrap_or_default();
+    assert!(manifest.contains("\"context_len\": 1024"), "{manifest}");
 }

@@ -59,6 +59,10 @@ pub struct ExportArgs {
     /// Output folder (created); with several formats, one sub-folder per format.
     #[arg(long, value_name = "DIR")]
     out: PathBuf,
+    /// Replace files an earlier export left in --out with different contents (without it such
+    /// a file stops the export before anything is written).
+    #[arg(long)]
+    force: bool,
 }
 
 /// The formats (`--to`), from the target table, and examples.
@@ -119,6 +123,9 @@ pub fn run(args: ExportArgs) -> anyhow::Result<()> {
             why.join("\n")
         );
     }
+    if !args.force {
+        refuse_to_replace(&built)?;
+    }
     for (dir, export) in &built {
         write_export(dir, export)?;
     }
@@ -174,6 +181,35 @@ fn requests(args: &ExportArgs, formats: &[Format]) -> anyhow::Result<Vec<Request
             memory,
         })
         .collect())
+}
+
+/// Fails, naming them, if files the exports would write already exist with other contents (an
+/// earlier export into the same folder): nothing is replaced without `--force`. The same bytes
+/// again are no loss and pass.
+fn refuse_to_replace(built: &[(PathBuf, Export)]) -> anyhow::Result<()> {
+    let mut differ = Vec::new();
+    for (dir, export) in built {
+        let manifest = manifest_json(&export.manifest)?;
+        let files = export
+            .files
+            .iter()
+            .map(|f| (f.name.as_str(), f.bytes.as_slice()));
+        for (name, bytes) in files.chain([("kvplan-export.json", manifest.as_slice())]) {
+            let path = dir.join(name);
+            if std::fs::read(&path).is_ok_and(|old| old != bytes) {
+                differ.push(path.display().to_string());
+            }
+        }
+    }
+    if !differ.is_empty() {
+        bail!(
+            "{} already exist{} with other contents (an earlier export); nothing was written — \
+             --force replaces them, or choose another --out",
+            differ.join(", "),
+            if differ.len() == 1 { "s" } else { "" }
+        );
+    }
+    Ok(())
 }
 
 /// Writes an export's files and its manifest into `dir`, and says what was written.
