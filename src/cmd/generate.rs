@@ -111,13 +111,19 @@ pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
     if let Some(e) = run.sink_error {
         return Err(e).context("writing to stdout");
     }
+    // The first new token comes from the prefill's logits: with one new token there is no
+    // decode step to time.
+    let decode = match run.decode_steps {
+        0 => "no decode step (the first token comes from the prefill)".to_string(),
+        _ => format!(
+            "decode {:.2}s ({:.1} tokens/s)",
+            run.decode_secs,
+            run.tokens_per_s()
+        ),
+    };
     eprintln!(
-        "\nkvplan: {} prompt tokens, {} new tokens; prefill {:.2}s, decode {:.2}s ({:.1} tokens/s)",
-        run.prompt_tokens,
-        run.new_tokens,
-        run.prefill_secs,
-        run.decode_secs,
-        run.tokens_per_s()
+        "\nkvplan: {} prompt tokens, {} new tokens; prefill {:.2}s, {decode}",
+        run.prompt_tokens, run.new_tokens, run.prefill_secs,
     );
     let method = &args.method;
     report(
