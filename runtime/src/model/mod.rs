@@ -14,6 +14,7 @@ pub mod host_attention;
 pub mod host_ffn;
 pub mod linear;
 pub mod loader;
+#[cfg(feature = "flex")]
 mod prefetch;
 pub mod quant;
 pub mod query_order;
