@@ -121,6 +121,24 @@ fn scales_mins(p: &[u8]) -> (u64, u64) {
     )
 }
 
+/// `Σ_j scale_j·(quants_j · x_j)` in i32 lanes over a super-block's 8 groups of 32 weight quants
+/// (unsigned, at most 63) and the activation quants at `x`: `vpmaddubsw` pair sums times the
+/// group's 16-bit scales by `vpdpwssd`, in two accumulators so each chain is half as long.
+#[inline(always)]
+unsafe fn scaled_sums(quants: &[__m256i; 8], scale: &[__m256i; 8], x: *const i8) -> __m256i {
+    let at = |j: usize| _mm256_loadu_si256(x.add(32 * j) as *const __m256i);
+    let (mut s0, mut s1) = (_mm256_setzero_si256(), _mm256_setzero_si256());
+    for j in (0..8).step_by(2) {
+        s0 = _mm256_dpwssd_epi32(s0, _mm256_maddubs_epi16(quants[j], at(j)), scale[j]);
+        s1 = _mm256_dpwssd_epi32(
+            s1,
+            _mm256_maddubs_epi16(quants[j + 1], at(j + 1)),
+            scale[j + 1],
+        );
+    }
+    _mm256_add_epi32(s0, s1)
+}
+
 /// `out[r] = Σ_j w[j]·x_{i+r}[j]` for the weight row `row` (its bytes, type `ty`, one of
 /// [`supports`]) and the `R` activation rows `i..i + R` of `act`, by equation (2).
 ///
@@ -143,9 +161,7 @@ pub(crate) unsafe fn dot_rows<const R: usize>(
     let nib = _mm256_set1_epi8(0x0F);
     let mut acc = [_mm256_setzero_ps(); R];
     // Row `r`'s quants at super-block `n`, and its `d_x` and 16 `bsums` there.
-    let xq = |r: usize, n: usize, at: usize| {
-        _mm256_loadu_si256(act.q.as_ptr().add((i + r) * cols + n * BLOCK + at) as *const __m256i)
-    };
+    let xq = |r: usize, n: usize| act.q.as_ptr().add((i + r) * cols + n * BLOCK);
     let block = |r: usize, n: usize| {
         let k = (i + r) * (cols / BLOCK) + n;
         let bsums = _mm256_loadu_si256(act.bsums.as_ptr().add(k * 16) as *const __m256i);
@@ -193,16 +209,10 @@ pub(crate) unsafe fn dot_rows<const R: usize>(
                     }
                 });
                 for r in 0..R {
-                    let (mut s0, mut s1) = (_mm256_setzero_si256(), _mm256_setzero_si256());
-                    for j in (0..8).step_by(2) {
-                        let p0 = _mm256_maddubs_epi16(quants[j], xq(r, n, 32 * j));
-                        let p1 = _mm256_maddubs_epi16(quants[j + 1], xq(r, n, 32 * j + 32));
-                        s0 = _mm256_dpwssd_epi32(s0, p0, scale[j]);
-                        s1 = _mm256_dpwssd_epi32(s1, p1, scale[j + 1]);
-                    }
+                    let sums = scaled_sums(&quants, &scale, xq(r, n));
                     let (dx, bsums) = block(r, n);
                     let mins = _mm256_madd_epi16(bsums, mn);
-                    let sums = _mm256_cvtepi32_ps(_mm256_add_epi32(s0, s1));
+                    let sums = _mm256_cvtepi32_ps(sums);
                     acc[r] = _mm256_fmadd_ps(sums, _mm256_set1_ps(d * dx), acc[r]);
                     acc[r] = _mm256_fnmadd_ps(
                         _mm256_cvtepi32_ps(mins),
@@ -247,17 +257,11 @@ pub(crate) unsafe fn dot_rows<const R: usize>(
                     );
                 }
                 for r in 0..R {
-                    let (mut s0, mut s1) = (_mm256_setzero_si256(), _mm256_setzero_si256());
-                    for g in (0..8).step_by(2) {
-                        let p0 = _mm256_maddubs_epi16(quants[g], xq(r, n, 32 * g));
-                        let p1 = _mm256_maddubs_epi16(quants[g + 1], xq(r, n, 32 * g + 32));
-                        s0 = _mm256_dpwssd_epi32(s0, p0, scale[g]);
-                        s1 = _mm256_dpwssd_epi32(s1, p1, scale[g + 1]);
-                    }
+                    let sums = scaled_sums(&quants, &scale, xq(r, n));
                     let (dx, bsums) = block(r, n);
                     // − 32·Σ_k sc_k·bsum_k, in the same integer lanes.
                     let offset = _mm256_slli_epi32(_mm256_madd_epi16(bsums, sc), 5);
-                    let sums = _mm256_sub_epi32(_mm256_add_epi32(s0, s1), offset);
+                    let sums = _mm256_sub_epi32(sums, offset);
                     acc[r] =
                         _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_set1_ps(d * dx), acc[r]);
                 }
