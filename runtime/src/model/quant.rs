@@ -56,7 +56,8 @@ pub enum Kernels {
     /// Activations quantised to 8 bits per block of 32 and integer dot products with the
     /// weights' quants ([`int8`]'s equation (1)): a prefill where the CPU has AVX-512 VNNI or
     /// AVX2 and every part of the matrix has integer quants (elsewhere the f32 tiles); decode's
-    /// `Q4_K` and `Q6_K` rows where it has AVX-512 VNNI and VL (other rows: the f32 kernels).
+    /// `Q4_K`, `Q5_K` and `Q6_K` rows, in activation blocks of 256, where it has AVX-512 VNNI
+    /// and VL ([`int8_rows`]; other rows: the f32 kernels).
     Int8,
 }
 
