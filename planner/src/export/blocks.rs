@@ -94,6 +94,11 @@ impl std::ops::Add for Slots {
     }
 }
 
+/// Bytes of one token slot of one layer: K and V over the KV heads (module header).
+pub fn slot_bytes(g: &crate::Geometry, bytes_per_element: usize) -> u64 {
+    (2 * g.kv_heads * g.head_dim * bytes_per_element) as u64
+}
+
 /// `x` rounded up to a multiple of `to`.
 fn pad(x: usize, to: usize) -> usize {
     x.div_ceil(to) * to

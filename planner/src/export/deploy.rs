@@ -39,9 +39,8 @@ fn slots(cx: &Context<'_>, cap: &Capability, b: usize) -> Result<usize> {
 
 /// Bytes of the cache at budget `b`.
 fn bytes(cx: &Context<'_>, cap: &Capability, m: &Memory, b: usize) -> Result<u64> {
-    let g = &cx.plan.model.geometry;
-    let per_slot = 2 * g.kv_heads * g.head_dim * m.bytes_per_element;
-    Ok((m.batch * slots(cx, cap, b)? * per_slot) as u64)
+    let per_slot = blocks::slot_bytes(&cx.plan.model.geometry, m.bytes_per_element);
+    Ok(m.batch as u64 * slots(cx, cap, b)? as u64 * per_slot)
 }
 
 /// The largest budget that fits `m`, and the note that says what was chosen.

@@ -55,10 +55,10 @@ pub fn sparsity(k: usize, heads: usize) -> f64 {
 /// Gives every head of a windowed layer gate 1 and halves the global layers' gates, so that any
 /// quantile keeps the windowed heads first; returns how many heads that is.
 fn local_rows_full(gates: &mut [Vec<f64>], g: &crate::Geometry) -> usize {
-    let mut local = 0;
     if g.global_layers().len() == g.layers {
         return 0;
     }
+    let mut local = 0;
     for (l, row) in gates.iter_mut().enumerate() {
         if g.is_windowed(l) {
             row.fill(1.0);
@@ -132,7 +132,7 @@ impl ExportTarget for Duo {
             "sparsity": s,
             "head_compression_ratio": ratio,
         });
-        let notes = vec![
+        let mut notes = vec![
             format!(
                 "gates: KV-head importance from the {} scores, the largest 1; {k} of {heads} \
                  KV heads full and the others {sinks} sinks + {recent} recent keep the plan's \
@@ -146,7 +146,6 @@ impl ExportTarget for Duo {
                 cap.note
             ),
         ];
-        let mut notes = notes;
         if local > 0 {
             notes.push(format!(
                 "the {} windowed layers' {local} KV heads have gate 1 and stay full, so each \

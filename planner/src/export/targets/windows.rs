@@ -28,8 +28,7 @@ pub fn summarise(r: &Reduction, cx: &Context<'_>, cap: &Capability) -> Reduction
     let block = cx.block_size.unwrap_or(cap.block_size);
     let serving = blocks::Serving::default();
     let slots = blocks::total_slots(cap.blocks, &r.layers, cx.n, block, &serving);
-    let g = &cx.plan.model.geometry;
-    let per_slot = (2 * g.kv_heads * g.head_dim * 2) as u64;
+    let per_slot = blocks::slot_bytes(&cx.plan.model.geometry, 2);
     ReductionSummary {
         layers: r
             .layers
@@ -68,8 +67,7 @@ fn ratio_error(x: f64, plan: f64) -> f64 {
 /// The note every window export carries: classes, entries and blocks against the plan, and
 /// what the engine admits and holds at peak.
 pub fn bytes_note(s: &ReductionSummary, n: usize) -> String {
-    let vs_plan =
-        |slots: usize| 100.0 * (slots as f64 / s.plan_entries.max(f64::MIN_POSITIVE) - 1.0);
+    let vs_plan = |slots: usize| 100.0 * ratio_error(slots as f64, s.plan_entries);
     format!(
         "{:+.2}% of the plan's entries at {n} tokens; {:+.2}% in {}-token blocks in steady \
          decode, {:+.2}% at admission, {:+.2}% at peak ({} / {} / {} bytes a sequence at 2 bytes \
