@@ -123,11 +123,15 @@ pub fn run(args: ExportArgs) -> anyhow::Result<()> {
             why.join("\n")
         );
     }
+    let files = built
+        .iter()
+        .map(|(dir, export)| files_of(dir, export))
+        .collect::<anyhow::Result<Vec<_>>>()?;
     if !args.force {
-        refuse_to_replace(&built)?;
+        refuse_to_replace(files.iter().flatten())?;
     }
-    for (dir, export) in &built {
-        write_export(dir, export)?;
+    for ((dir, export), files) in built.iter().zip(&files) {
+        write_export(dir, export, files)?;
     }
     for (name, why) in &skipped {
         eprintln!("kvplan: skipped {name}: {why}");
@@ -183,24 +187,28 @@ fn requests(args: &ExportArgs, formats: &[Format]) -> anyhow::Result<Vec<Request
         .collect())
 }
 
+/// Every file an export writes into `dir`, its manifest last, with its bytes.
+fn files_of(dir: &Path, export: &Export) -> anyhow::Result<Vec<(PathBuf, Vec<u8>)>> {
+    let manifest = manifest_json(&export.manifest)?;
+    let files = export
+        .files
+        .iter()
+        .map(|f| (dir.join(&f.name), f.bytes.clone()));
+    Ok(files
+        .chain([(dir.join("kvplan-export.json"), manifest)])
+        .collect())
+}
+
 /// Fails, naming them, if files the exports would write already exist with other contents (an
 /// earlier export into the same folder): nothing is replaced without `--force`. The same bytes
 /// again are no loss and pass.
-fn refuse_to_replace(built: &[(PathBuf, Export)]) -> anyhow::Result<()> {
-    let mut differ = Vec::new();
-    for (dir, export) in built {
-        let manifest = manifest_json(&export.manifest)?;
-        let files = export
-            .files
-            .iter()
-            .map(|f| (f.name.as_str(), f.bytes.as_slice()));
-        for (name, bytes) in files.chain([("kvplan-export.json", manifest.as_slice())]) {
-            let path = dir.join(name);
-            if std::fs::read(&path).is_ok_and(|old| old != bytes) {
-                differ.push(path.display().to_string());
-            }
-        }
-    }
+fn refuse_to_replace<'a>(
+    files: impl Iterator<Item = &'a (PathBuf, Vec<u8>)>,
+) -> anyhow::Result<()> {
+    let differ: Vec<String> = files
+        .filter(|(path, bytes)| std::fs::read(path).is_ok_and(|old| old != *bytes))
+        .map(|(path, _)| path.display().to_string())
+        .collect();
     if !differ.is_empty() {
         bail!(
             "{} already exist{} with other contents (an earlier export); nothing was written — \
@@ -212,15 +220,11 @@ fn refuse_to_replace(built: &[(PathBuf, Export)]) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Writes an export's files and its manifest into `dir`, and says what was written.
-fn write_export(dir: &Path, export: &Export) -> anyhow::Result<()> {
-    for f in &export.files {
-        write(&dir.join(&f.name), &f.bytes)?;
+/// Writes an export's `files` ([`files_of`]) into `dir`, and says what was written.
+fn write_export(dir: &Path, export: &Export, files: &[(PathBuf, Vec<u8>)]) -> anyhow::Result<()> {
+    for (path, bytes) in files {
+        write(path, bytes)?;
     }
-    write(
-        &dir.join("kvplan-export.json"),
-        &manifest_json(&export.manifest)?,
-    )?;
     let names: Vec<&str> = export.files.iter().map(|f| f.name.as_str()).collect();
     eprintln!(
         "kvplan: {} ({} at {} tokens): {} in {}",
