@@ -2,7 +2,6 @@
 //! and llama.cpp are given for Llama (SmolLM2), Qwen2 (Qwen2.5-Coder-0.5B) and Gemma 3 (270M),
 //! worked by hand from the plans' layer budgets; refusals by name; `--memory`.
 
-use kvplan_planner::export::classes::LayerBudgets;
 use kvplan_planner::export::deploy::Memory;
 use kvplan_planner::export::{export, Export, Format, Request, ScoreSet};
 use kvplan_planner::{Method, Plan, Target};
@@ -81,24 +80,17 @@ fn gemma_on_vllm_needs_room_beside_the_globals_and_trtllm_keeps_the_local_window
         .unwrap_err()
         .to_string();
     assert!(err.contains("--budget") && err.contains("12288"), "{err}");
-    // TensorRT-LLM: the 15 local layers keep Gemma's 512, the 3 global ones the plan's budget.
+    // TensorRT-LLM frees blocks at its smallest window only (one detached-block count per
+    // sequence): the 15 local layers keep Gemma's 512 and the 3 global ones share it — a global
+    // window below 512 would keep every local layer whole. At budget 128 the plan's 3 · 128
+    // global entries are nearest to 3 windows of 512 (1 536), not to a full layer (4 096).
     let e = export(&p, &request(Format::Trtllm, 4096, 128)).unwrap_or_else(|e| panic!("{e}"));
     let windows: Vec<usize> = serde_json::from_value(
         json_file(&e, "kv_cache_config.json")["max_attention_window"].clone(),
     )
     .unwrap();
+    assert!(windows.iter().all(|&w| w == 512), "{windows:?}");
     let own = &p.model.geometry.layer_windows;
-    let b = LayerBudgets::of(&p, Method::HeadKvR, 4096, Target::Tokens(128)).unwrap();
-    for (l, w) in windows.iter().enumerate() {
-        match own[l] {
-            Some(m) => assert_eq!(*w, m, "layer {l}"),
-            None => assert_eq!(
-                *w,
-                (b.budgets[l].round() as usize).clamp(1, 4096),
-                "layer {l}"
-            ),
-        }
-    }
     assert_eq!(own.iter().filter(|w| w.is_none()).count(), 3);
 }
 

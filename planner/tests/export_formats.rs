@@ -69,55 +69,46 @@ fn headkv_r_layer_means() -> Vec<f64> {
 }
 
 #[test]
-fn trtllm_gets_one_window_per_layer_from_the_layer_means() {
+fn trtllm_gets_full_layers_and_one_window() {
+    // TensorRT-LLM frees blocks at its smallest window only (blocks.rs): the export writes two
+    // classes. headkv-r at n = 8192: the plan's 3840 entries per KV head (30 · 128; the layer
+    // means range from 10 to 1209) cannot hold one full layer (8192), so every layer gets
+    // W = 3840 / 30 = 128 — not the per-layer means, of which only the smallest would free
+    // blocks.
+    let means = headkv_r_layer_means();
+    assert!((means.iter().sum::<f64>() - 3840.0).abs() < 1e-9);
+    assert_eq!(means[14].round(), 1209.0);
     let e = run(&plan(), &request(Format::Trtllm));
     let v = json_file(&e, "kv_cache_config.json");
     let windows: Vec<u64> = serde_json::from_value(v["max_attention_window"].clone()).unwrap();
-    let want: Vec<u64> = headkv_r_layer_means()
-        .iter()
-        .map(|m| m.round() as u64)
-        .collect();
-    // (10 + 3608 + 10) / 3 = 1209.3 → 1209; (2796 + 20) / 3 = 938.7 → 939; 10 elsewhere.
-    assert_eq!((windows[14], windows[16], windows[0]), (1209, 939, 10));
-    assert_eq!(windows, want);
+    assert_eq!(windows, vec![128; 30]);
     assert_eq!(v["sink_token_length"], 0);
     assert_eq!(v["tokens_per_block"], 32);
     // The same list nested under kv_cache_config: for trtllm-serve.
     let yaml = text_file(&e, "extra_llm_api_options.yaml");
     assert!(
-        yaml.starts_with("kv_cache_config:\n  max_attention_window: [10, 10, "),
-        "{yaml}"
-    );
-    assert!(
-        yaml.contains(", 1209, ") && yaml.ends_with("tokens_per_block: 32\n"),
+        yaml.starts_with("kv_cache_config:\n  max_attention_window: [128, 128, ")
+            && yaml.ends_with("tokens_per_block: 32\n"),
         "{yaml}"
     );
     assert_eq!(e.manifest.method, "headkv-r");
     assert_eq!(
         (e.manifest.honours.engine, e.manifest.honours.prefill),
-        ("trtllm", Some("dense"))
+        ("trtllm", Some("unwindowed"))
     );
     assert_eq!(e.manifest.context_len, 8192);
     let r = e.manifest.reduction.as_ref().expect("a reduction");
-    // The plan holds 30 · 128 = 3840 entries per KV head over the layers.
     assert!((r.plan_entries - 3840.0).abs() < 1e-9, "{}", r.plan_entries);
-    assert_eq!(r.reduced_entries as u64, want.iter().sum::<u64>());
-    // In steady decode, 32-token blocks: ⌈w/32⌉ + 1 per layer (kSWAExtraBlock: every window
-    // here is under the 8192 tokens), so a window of 10 costs two blocks, 64 slots.
-    let slots: u64 = want.iter().map(|w| (w.div_ceil(32) + 1) * 32).sum();
-    assert_eq!(r.block_slots as u64, slots);
-    assert!((r.block_bytes_error - (slots as f64 / 3840.0 - 1.0)).abs() < 1e-12);
+    assert_eq!(r.reduced_entries, 3840);
+    // In steady decode, 32-token blocks: ⌈128/32⌉ + 1 = 5 per layer (kSWAExtraBlock), 160
+    // slots, +25% against the plan.
+    assert_eq!(r.block_slots, 30 * 160);
+    assert!((r.block_bytes_error - 0.25).abs() < 1e-12);
     // At admission every layer holds the whole prompt (addSequence): 30 · 8192.
     assert_eq!((r.admission_slots, r.peak_slots), (30 * 8192, 30 * 8192));
-    // The pool's shares per distinct window: each window's layers' share of the admission bytes,
-    // ascending windows — 10 (how many layers) first.
-    let tens = want.iter().filter(|&&w| w == 10).count();
+    // One distinct window: the whole pool to it.
     let env = text_file(&e, "trtllm_env.sh");
-    let first = format!("{:.4}", tens as f64 / 30.0);
-    assert!(
-        env.starts_with(&format!("export TRTLLM_WINDOW_SIZE_SHARES={first},")),
-        "{env}"
-    );
+    assert_eq!(env, "export TRTLLM_WINDOW_SIZE_SHARES=1.0000\n");
 }
 
 #[test]

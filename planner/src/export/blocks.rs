@@ -25,7 +25,11 @@
 //!   and returns them to the free pool (their ids stay in the sequence's list, skipped on
 //!   release), so in steady decode a windowed layer holds `⌈min(n, W)/B⌉ + 1` blocks when
 //!   `n > W` — `calculateMaxBlockRequirementsPerBeam` with `kSWAExtraBlock` — and a full one
-//!   `⌈n/B⌉`.
+//!   `⌈n/B⌉`. The count of detached blocks is one per sequence (`getNumFrontBlocksRemoved()`,
+//!   no window), and `BlockManager::adjustBlocksIfNeeded` walks the windows in ascending order:
+//!   after the smallest window `W₀` has detached, `numTokens − removed·B < W₀ + B ≤ W + B` for
+//!   every larger `W`, so **only the layers at the smallest window detach**; a layer at a larger
+//!   window keeps its whole sequence, `⌈n/B⌉` blocks, as a full one ([`total_slots`]).
 //! - **llama.cpp** (the copy in llama-cpp-python 0.3.36, `src/llama-context.cpp`,
 //!   `src/llama-kv-cache-iswa.cpp`): cells are allocated when the context is made, so the three
 //!   are one number. `n_ctx` is padded to 256; a full layer holds `n_ctx` cells, a sliding
@@ -140,7 +144,8 @@ pub fn slots(rule: BlockRule, class: LayerClass, n: usize, block: usize, s: &Ser
     }
 }
 
-/// Slots of every layer together.
+/// Slots of every layer together. TensorRT-LLM frees blocks in the layers at the smallest
+/// window below `n` only (module header): its layers at a larger window count as full.
 pub fn total_slots(
     rule: BlockRule,
     layers: &[LayerClass],
@@ -148,9 +153,20 @@ pub fn total_slots(
     block: usize,
     s: &Serving,
 ) -> Slots {
+    let smallest = layers
+        .iter()
+        .filter_map(|c| match c {
+            LayerClass::Window(w) if *w < n => Some(*w),
+            _ => None,
+        })
+        .min();
     layers
         .iter()
-        .map(|&c| slots(rule, c, n, block, s))
+        .map(|&c| match (rule, c) {
+            (BlockRule::Trtllm, LayerClass::Window(w)) if Some(w) != smallest => LayerClass::Full,
+            _ => c,
+        })
+        .map(|c| slots(rule, c, n, block, s))
         .fold(Slots::default(), |a, x| a + x)
 }
 
@@ -188,7 +204,35 @@ mod tests {
             32,
             &Serving::default(),
         );
-        assert_eq!(all.steady, 128 + 64 + 96);
+        // Only the smallest window (13) detaches: the window of 40 keeps its 4 blocks.
+        assert_eq!(all.steady, 128 + 64 + 128);
+    }
+
+    #[test]
+    fn trtllm_frees_blocks_at_the_smallest_window_only() {
+        // One detached-block count per sequence, windows walked in ascending order
+        // (BlockManager::adjustBlocksIfNeeded): n = 1000, B = 32, windows 100 and 300. At the
+        // window of 100, blocks detach while 1000 − 32·r ≥ 132: r = 27, 136 tokens left, 5
+        // blocks held (⌈100/32⌉ + 1 = 5 at most). At 300: 1000 − 32·27 = 136 < 332, nothing more
+        // detaches: ⌈1000/32⌉ = 32 blocks, the full layer's.
+        let s = Serving::default();
+        let layers = [Window(100), Window(300), Full];
+        let all = total_slots(BlockRule::Trtllm, &layers, 1000, 32, &s);
+        assert_eq!(all.steady, (5 + 32 + 32) * 32);
+        assert_eq!(all.admission, 3 * 32 * 32);
+        // One window for every windowed layer: both detach.
+        let two = total_slots(
+            BlockRule::Trtllm,
+            &[Window(100), Window(100), Full],
+            1000,
+            32,
+            &s,
+        );
+        assert_eq!(two.steady, (5 + 5 + 32) * 32);
+        // vLLM frees every window's blocks.
+        let v = total_slots(BlockRule::Vllm, &layers, 1000, 16, &s);
+        let per = |w| slots(BlockRule::Vllm, w, 1000, 16, &s).steady;
+        assert_eq!(v.steady, per(Window(100)) + per(Window(300)) + per(Full));
     }
 
     #[test]

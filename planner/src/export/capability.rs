@@ -169,13 +169,18 @@ impl Layers {
     }
 }
 
-/// Whether a windowed layer attends over its window in prefill too.
+/// Whether the engine's attention kernel is given a layer's window.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Prefill {
-    /// Each prompt token sees the last `W` keys: the window applies from the first token.
+    /// Each query sees the last `W` keys, in prefill and decode: the window applies from the
+    /// first token.
     Windowed,
-    /// Prefill attends over the whole prompt; only the stored cache keeps the last `W` entries.
-    Dense,
+    /// The kernel gets no window: prefill and every decode step attend over every position the
+    /// sequence's block table lists. The window only decides which blocks the block manager
+    /// hands back to the pool in decode, and the kernel still reads them — their own keys and
+    /// values until another request takes them, that request's after (TensorRT-LLM's PyTorch
+    /// backend for Llama, Qwen2 and Gemma 3's global layers; [`super::targets::trtllm`]).
+    Unwindowed,
 }
 
 /// How an engine rounds a layer's cache to its blocks ([`super::blocks`]).
@@ -184,7 +189,8 @@ pub enum BlockRule {
     /// vLLM: `⌈n/B⌉` blocks for a full layer; a sliding one admitted with its tokens in
     /// flight, `⌈min(W − 1 + c·T, n)/B⌉ + 1`.
     Vllm,
-    /// TensorRT-LLM: `⌈min(n, W)/B⌉` blocks.
+    /// TensorRT-LLM: the whole prompt at admission; in decode the smallest window's layers keep
+    /// `⌈min(n, W)/B⌉ + 1` blocks, every other layer its whole sequence.
     Trtllm,
     /// llama.cpp: cells made with the context, a sliding layer `pad₂₅₆(min(n_ctx, W + n_ubatch))`.
     LlamaCpp,
@@ -312,7 +318,7 @@ impl Capability {
             engine,
             arch,
             layers: None,
-            prefill: Prefill::Dense,
+            prefill: Prefill::Unwindowed,
             sinks: false,
             block_size: 1,
             blocks: BlockRule::Entries,

@@ -69,7 +69,7 @@ impl Honours {
             layers: cap.layers.map_or("budgets", |l| l.name()),
             prefill: cap.layers.map(|_| match cap.prefill {
                 Prefill::Windowed => "windowed",
-                Prefill::Dense => "dense",
+                Prefill::Unwindowed => "unwindowed",
             }),
             sources: cap.sources.iter().map(ToString::to_string).collect(),
         }

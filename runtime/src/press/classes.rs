@@ -133,7 +133,7 @@ impl LayerClassesPress {
                 (LayerClass::Window(w), None) => Some(*w),
             })
             .collect();
-        Ok(Self::new(name, windows).with_dense_prefill(cap.prefill == Prefill::Dense))
+        Ok(Self::new(name, windows).with_dense_prefill(cap.prefill == Prefill::Unwindowed))
     }
 
     /// The window of each layer (`None`: full attention or the model's own window).

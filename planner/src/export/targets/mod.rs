@@ -180,7 +180,10 @@ mod tests {
         // TensorRT-LLM's PyTorch backend: dense prefill; the legacy engine: windowed.
         let t = capability(Engine::Trtllm, Arch::Llama).unwrap();
         let l = capability(Engine::TrtllmEngine, Arch::Llama).unwrap();
-        assert_eq!((t.prefill, l.prefill), (Prefill::Dense, Prefill::Windowed));
+        assert_eq!(
+            (t.prefill, l.prefill),
+            (Prefill::Unwindowed, Prefill::Windowed)
+        );
         assert_eq!((t.block_size, c.block_size), (32, 16));
     }
 

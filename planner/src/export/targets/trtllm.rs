@@ -8,23 +8,34 @@
 //! What TensorRT-LLM honours (the capability table's entries, at the commits each cites):
 //!
 //! - **PyTorch backend** (the default, [`Trtllm`]): `KvCacheConfig.max_attention_window` (one
-//!   entry per layer, repeated if shorter) bounds what each layer's cache keeps; `QwenAttention`
-//!   and `LlamaAttention` pass no `attention_window_size` to the attention kernel, so prefill is
-//!   dense over the whole prompt and only the stored cache is windowed (PR #12597 fixed this for
-//!   Mistral/Mixtral only; issue #11244 shows it on Llama 3.1). `Gemma3Attention` passes the
-//!   model's `sliding_window` for its local layers only. Blocks of 32 tokens
-//!   (`tokens_per_block`: not a `KvCacheConfig` field at `fcd3f316`; a later `KvCacheConfig`
-//!   has it with default 32, and `py_executor_creator.py` at `bab0f2e6` reads
-//!   `kv_cache_config.tokens_per_block`). The block manager (`kvCacheManager.cpp` at
-//!   `b35ac1b6`, [`crate::export::blocks`]) gives a request the whole prompt in every layer at
-//!   admission, and in decode detaches a windowed layer's front blocks once `W` + a block are
-//!   held, back to the free pool: `⌈min(n, W)/32⌉ + 1` blocks in steady decode
-//!   (`kSWAExtraBlock`). The pool is split in equal shares per distinct window unless
-//!   `TRTLLM_WINDOW_SIZE_SHARES` is set (`calculateMaxNumBlocks`); the export writes it
-//!   (`trtllm_env.sh`). RoPE untouched.
+//!   entry per layer, repeated if shorter) reaches the **block manager only**. `QwenAttention`
+//!   and `LlamaAttention` pass no `attention_window_size`, and `trtllm.py` then gives the kernel
+//!   `max_seq_len` (PR #12597 fixed this for Mistral/Mixtral only; issue #11244 shows it on
+//!   Llama 3.1); `Gemma3Attention` passes the model's `sliding_window` for its local layers only.
+//!   So prefill and every decode step attend over every position in the sequence's block
+//!   table. The block manager (`kvCacheManager.cpp` at `b35ac1b6`, [`crate::export::blocks`])
+//!   gives a request the whole prompt in every layer at admission; in decode `addToken` →
+//!   `adjustBlocksIfNeeded` detaches a windowed layer's front block while
+//!   `numTokens − removed·B ≥ W + B` and releases it to the free queue, but the block's id
+//!   stays in the sequence's list and in the offsets the kernel reads (only
+//!   `mNumFrontBlocksRemoved` moves): decode reads the detached blocks — their own keys and
+//!   values until the pool hands them to another request (FIFO), that request's after.
+//!   `Prefill::Unwindowed`; `kvplan eval --methods trtllm:<m>` runs the second case, the first
+//!   is FullKV's computation. **One counter per sequence**: `getNumFrontBlocksRemoved()` takes no
+//!   window, and `BlockManager::adjustBlocksIfNeeded` walks the window managers in ascending
+//!   window order, so once the smallest window has detached its blocks no larger window's test
+//!   passes: only the layers at the smallest window ever free a block. The export therefore
+//!   writes **two classes** (full layers and one window, [`Layers::TwoClasses`]; on Gemma 3 the
+//!   model's own 512), never one window per layer. Blocks of 32 tokens (`tokens_per_block`: not
+//!   a `KvCacheConfig` field at `fcd3f316`; a later `KvCacheConfig` has it with default 32, and
+//!   `py_executor_creator.py` at `bab0f2e6` reads `kv_cache_config.tokens_per_block`);
+//!   `⌈min(n, W)/32⌉ + 1` blocks for a windowed layer in steady decode (`kSWAExtraBlock`). The
+//!   pool is split in equal shares per distinct window unless `TRTLLM_WINDOW_SIZE_SHARES` is set
+//!   (`calculateMaxNumBlocks`); the export writes it (`trtllm_env.sh`). RoPE untouched.
 //! - **Legacy TensorRT engine** (`trtllm-build`, [`engine_capability`]): the same
-//!   `max_attention_window` list drives the GPT attention plugin's cyclic KV cache in context
-//!   and generation, so prefill is windowed as well. Same blocks.
+//!   `max_attention_window` list reaches the GPT attention plugin (`HOST_MAX_ATTENTION_WINDOW`),
+//!   which masks each layer to its window in context and generation, so prefill is windowed as
+//!   well. Same block manager, same files.
 
 use super::windows::{bytes_note, prefill_note, reduce};
 use crate::export::blocks::{slots, Serving};
@@ -63,7 +74,10 @@ const TRT_TORCH: &[Source] = &[
         repo: TRT,
         commit: "b35ac1b64368513d215c57d2ed01d62d910df8da",
         file: "cpp/tensorrt_llm/batch_manager/kvCacheManager.cpp: addSequence (whole prompt), \
-               WindowBlockManager::adjustBlocksIfNeeded (detach at W + B), \
+               BlockManager::adjustBlocksIfNeeded (window managers in ascending order), \
+               WindowBlockManager::adjustBlocksIfNeeded (detach at W + B, one \
+               getNumFrontBlocksRemoved() per sequence), detachFrontBlock (released, id kept in \
+               the block list), \
                calculateMaxBlockRequirementsPerBeam (+ kSWAExtraBlock), calculateMaxNumBlocks \
                (equal shares per window, TRTLLM_WINDOW_SIZE_SHARES)",
     },
@@ -110,7 +124,7 @@ pub fn engine_capability(arch: Arch) -> std::result::Result<Capability, Refusal>
     Ok(Capability::windows(
         Engine::TrtllmEngine,
         arch,
-        Layers::PerLayer,
+        Layers::TwoClasses,
         Prefill::Windowed,
         BlockRule::Trtllm,
         TRT_ENGINE,
@@ -134,8 +148,8 @@ impl ExportTarget for Trtllm {
     }
 
     fn holds(&self) -> &'static str {
-        "max_attention_window (one per layer), sink_token_length, tokens_per_block, for the \
-         PyTorch backend and the legacy engine"
+        "max_attention_window (one per layer: full layers and one window), sink_token_length, \
+         tokens_per_block, for the PyTorch backend and the legacy engine"
     }
 
     fn reader(&self) -> &'static str {
@@ -152,8 +166,8 @@ impl ExportTarget for Trtllm {
         Ok(Capability::windows(
             Engine::Trtllm,
             arch,
-            Layers::PerLayer,
-            Prefill::Dense,
+            Layers::TwoClasses,
+            Prefill::Unwindowed,
             BlockRule::Trtllm,
             sources,
         ))

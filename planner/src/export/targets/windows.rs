@@ -90,9 +90,13 @@ pub fn prefill_note(cap: &Capability) -> String {
             "{}: a windowed layer attends over its window in prefill as well; no sinks",
             cap.engine.name()
         ),
-        Prefill::Dense => format!(
-            "{}: prefill attends over the whole prompt; only the stored cache keeps each layer's \
-             window (no sinks)",
+        Prefill::Unwindowed => format!(
+            "{}: the attention kernel gets no window for this architecture: prefill and decode \
+             attend over every position; a window only hands a layer's front blocks back to the \
+             pool in decode, and the kernel still reads them — FullKV's answer while no other \
+             request takes them, that request's keys and values once one does (`kvplan eval \
+             --methods {}:<method>` measures that case)",
+            cap.engine.name(),
             cap.engine.name()
         ),
     }
