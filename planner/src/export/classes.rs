@@ -3,7 +3,9 @@
 //! No serving engine reads a per-head budget. What they read is one attention window per layer:
 //! vLLM (and transformers) two classes — a layer is `full_attention` or `sliding_attention`
 //! with ONE `sliding_window` for all sliding layers (HF `config.json` `layer_types`); TensorRT-LLM
-//! one window per layer (`KvCacheConfig.max_attention_window`, L entries). A layer's budget here
+//! takes one window per layer (`KvCacheConfig.max_attention_window`, L entries) but frees
+//! blocks at its smallest window only ([`super::blocks`]), so it is given two classes as well;
+//! the legacy engine's kernel honours each (the `trtllm-engine` capability). A layer's budget here
 //! is its plan budget averaged over its KV heads (the engines give every head of a layer the same
 //! window), at one context length `n`.
 //!

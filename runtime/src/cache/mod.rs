@@ -535,6 +535,47 @@ impl<B: Backend> LayerCache<B> {
         self.positions = new;
     }
 
+    /// A copy of the entries on the host (storage order, as [`Self::positions`]).
+    pub fn host_copy(&self) -> HostKv {
+        match (&self.held, self.store()) {
+            (Some(Held::Host { kv, .. }), _) => kv.clone(),
+            (_, Some(store)) => HostKv::of_store(store.clone()),
+            _ => HostKv {
+                keys: vec![Vec::new(); self.kv_heads()],
+                values: vec![Vec::new(); self.kv_heads()],
+            },
+        }
+    }
+
+    /// Overwrites every entry at a position below `end` with `other`'s row at the same position
+    /// (`other` holding positions `0..` in order, one row per position, as a FullKV prefill
+    /// leaves them); positions `other` does not reach keep their rows. Returns the rows
+    /// overwritten. The layer is then held on the host.
+    pub fn overwrite_below(&mut self, end: usize, other: &HostKv) -> usize {
+        let d = self.head_dim;
+        if end == 0 || self.is_empty() {
+            return 0;
+        }
+        let Some((mut kv, device)) = self.take_host() else {
+            return 0;
+        };
+        let mut rows = 0;
+        for (h, positions) in self.positions.iter().enumerate() {
+            let (Some(ok), Some(ov)) = (other.keys.get(h), other.values.get(h)) else {
+                continue;
+            };
+            for (i, &p) in positions.iter().enumerate() {
+                if p < end && (p + 1) * d <= ok.len() {
+                    kv.keys[h][i * d..(i + 1) * d].copy_from_slice(&ok[p * d..(p + 1) * d]);
+                    kv.values[h][i * d..(i + 1) * d].copy_from_slice(&ov[p * d..(p + 1) * d]);
+                    rows += 1;
+                }
+            }
+        }
+        self.held = Some(Held::Host { kv, device });
+        rows
+    }
+
     /// Head dimension.
     pub fn head_dim(&self) -> usize {
         self.head_dim

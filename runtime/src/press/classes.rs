@@ -12,20 +12,21 @@
 //! layer ([`kvplan_planner::export::classes::reduce`]). Layers the model already windows keep
 //! their own.
 //!
-//! **Prefill.** vLLM and TensorRT-LLM's legacy engine window prefill: a layer with window `W`
-//! attends as a sliding-window layer from the first token (each query sees the last `W` keys,
-//! itself included). TensorRT-LLM's PyTorch backend passes no window to the attention kernel for
-//! Llama and Qwen2: prefill attends over the whole prompt and only the stored cache keeps each
-//! layer's last `W` entries, so the first answer token has seen everything; `trtllm:` runs the
-//! prefill forward call with no window and slides each layer to its window after it. Either
-//! way a windowed layer then holds its last `W` entries — no sinks, no scores, original
-//! positions. The window is recorded in the layer's cache ([`LayerCache::slide`]); the model's
-//! attention reads a global layer's window from there, and the session keeps sliding it after
-//! every forward call ([`super::windowed::slide`]).
+//! **Attention.** vLLM and TensorRT-LLM's legacy engine give the kernel each layer's window: a
+//! layer with window `W` attends as a sliding-window layer from the first token (each query
+//! sees the last `W` keys, itself included) and holds its last `W` entries — no sinks, no
+//! scores, original positions; this press. The window is recorded in the layer's cache
+//! ([`LayerCache::slide`]); the model's attention reads a global layer's window from there, and
+//! the session keeps sliding it after every forward call ([`super::windowed::slide`]).
+//! TensorRT-LLM's PyTorch backend gives the kernel no window for Llama, Qwen2 or Gemma 3's
+//! global layers, and its decode reads the blocks the window frees: `trtllm:` runs as
+//! [`super::stale::StaleBlocksPress`] ([`build`]).
+//!
+//! [`LayerCache::slide`]: crate::cache::LayerCache::slide
 
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
-use kvplan_planner::export::capability::{Arch, Engine, Prefill};
+use kvplan_planner::export::capability::{Arch, Engine};
 use kvplan_planner::export::classes::{self, LayerBudgets, LayerClass};
 use kvplan_planner::export::targets;
 use kvplan_planner::Method;
@@ -71,14 +72,58 @@ fn parse(name: &str) -> Result<(Engine, Method)> {
     Ok((engine, method))
 }
 
+/// The press `name` (`<engine>:<method>`) as `request` asks, for the model `config` describes:
+/// the method's budgets at the request's length and target, reduced to the engine's layer
+/// classes, run as the engine's kernel runs them (module header).
+pub fn build<B: Backend>(
+    name: &str,
+    request: &PressRequest<'_>,
+    config: &ModelConfig,
+) -> Result<Box<dyn Press<B>>> {
+    let (engine, method) = parse(name)?;
+    let plan = request
+        .plan
+        .ok_or_else(|| Error::Request(format!("method `{name}` needs a plan (--plan FILE)")))?;
+    let arch = Arch::of(&plan.model.architecture)?;
+    let cap =
+        targets::capability(engine, arch).map_err(|r| Error::Request(format!("`{name}`: {r}")))?;
+    let layers = cap.layers.ok_or_else(|| {
+        Error::Request(format!(
+            "`{name}`: {} writes no layer windows",
+            engine.name()
+        ))
+    })?;
+    let n = request.context_len;
+    let target = request.target.unwrap_or(plan.target);
+    let budgets = LayerBudgets::of(plan, method, n, target)?;
+    let reduction = classes::reduce(layers, &budgets)?;
+    let windows: Vec<Option<usize>> = reduction
+        .layers
+        .iter()
+        .zip(&config.layer_windows)
+        .map(|(c, own)| match (c, own) {
+            // The model's own window is its attention's already.
+            (_, Some(_)) | (LayerClass::Full, None) => None,
+            (LayerClass::Window(w), None) => Some(*w),
+        })
+        .collect();
+    if super::stale::applies(cap.prefill) {
+        Ok(Box::new(super::stale::StaleBlocksPress::new(
+            name,
+            &windows,
+            cap.block_size,
+        )))
+    } else {
+        Ok(Box::new(LayerClassesPress::new(name, windows)))
+    }
+}
+
 /// Runs every layer with a window as a sliding-window layer (module header).
 #[derive(Debug, Clone)]
 pub struct LayerClassesPress {
     name: String,
     /// The window of each layer; `None`: full attention (or the model's own window).
     windows: Vec<Option<usize>>,
-    /// Whether the prefill forward call attends over the whole prompt (module header).
-    dense_prefill: bool,
 }
 
 impl LayerClassesPress {
@@ -88,52 +133,7 @@ impl LayerClassesPress {
         Self {
             name: name.into(),
             windows,
-            dense_prefill: false,
         }
-    }
-
-    /// The same press with a dense prefill: windows apply to the stored cache only.
-    pub fn with_dense_prefill(mut self, dense: bool) -> Self {
-        self.dense_prefill = dense;
-        self
-    }
-
-    /// The press `name` (`<engine>:<method>`) as `request` asks, for the model `config`
-    /// describes: the method's budgets at the request's length and target, reduced to the
-    /// engine's layer classes.
-    pub fn from_request(
-        name: &str,
-        request: &PressRequest<'_>,
-        config: &ModelConfig,
-    ) -> Result<Self> {
-        let (engine, method) = parse(name)?;
-        let plan = request
-            .plan
-            .ok_or_else(|| Error::Request(format!("method `{name}` needs a plan (--plan FILE)")))?;
-        let arch = Arch::of(&plan.model.architecture)?;
-        let cap = targets::capability(engine, arch)
-            .map_err(|r| Error::Request(format!("`{name}`: {r}")))?;
-        let layers = cap.layers.ok_or_else(|| {
-            Error::Request(format!(
-                "`{name}`: {} writes no layer windows",
-                engine.name()
-            ))
-        })?;
-        let n = request.context_len;
-        let target = request.target.unwrap_or(plan.target);
-        let budgets = LayerBudgets::of(plan, method, n, target)?;
-        let reduction = classes::reduce(layers, &budgets)?;
-        let windows = reduction
-            .layers
-            .iter()
-            .zip(&config.layer_windows)
-            .map(|(c, own)| match (c, own) {
-                // The model's own window is its attention's already.
-                (_, Some(_)) | (LayerClass::Full, None) => None,
-                (LayerClass::Window(w), None) => Some(*w),
-            })
-            .collect();
-        Ok(Self::new(name, windows).with_dense_prefill(cap.prefill == Prefill::Unwindowed))
     }
 
     /// The window of each layer (`None`: full attention or the model's own window).
@@ -168,25 +168,12 @@ impl<B: Backend> Press<B> for LayerClassesPress {
         cache: &mut KvCache<B>,
         obs: Option<&mut Observer>,
     ) -> Result<Tensor<B, 2>> {
-        // A dense prefill: the first forward call sees every key; the windows then apply to
-        // what the cache keeps (module header).
-        let dense_now = self.dense_prefill && cache.next_position == 0;
-        if !dense_now {
-            for (layer, w) in cache.layers.iter_mut().zip(&self.windows) {
-                if w.is_some() && layer.window() != *w {
-                    layer.slide(*w);
-                }
+        for (layer, w) in cache.layers.iter_mut().zip(&self.windows) {
+            if w.is_some() && layer.window() != *w {
+                layer.slide(*w);
             }
         }
-        let logits = model.forward(ids, cache, obs, Logits::Last)?;
-        if dense_now {
-            for (layer, w) in cache.layers.iter_mut().zip(&self.windows) {
-                if w.is_some() {
-                    layer.slide(*w);
-                }
-            }
-        }
-        Ok(logits)
+        model.forward(ids, cache, obs, Logits::Last)
     }
 }
 

@@ -30,6 +30,7 @@ pub mod pod;
 pub mod registry;
 pub mod snapkv;
 pub mod spindle;
+pub mod stale;
 pub mod streaming;
 pub mod tova;
 pub mod treekv;

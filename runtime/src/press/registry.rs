@@ -128,9 +128,8 @@ pub fn build_press_with<B: Backend>(
     config: &ModelConfig,
 ) -> Result<PressSpec<B>> {
     if super::classes::is_classes_name(name) {
-        let press = super::classes::LayerClassesPress::from_request(name, request, config)?;
         return Ok(PressSpec {
-            press: Box::new(press),
+            press: super::classes::build(name, request, config)?,
             method: None,
             budgets: None,
         });

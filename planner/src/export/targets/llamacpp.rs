@@ -71,7 +71,7 @@ impl ExportTarget for LlamaCpp {
                 arch,
                 "llama.cpp windows only the layers its architecture code marks sliding (a fixed \
                  pattern per architecture); this one has none, so --override-kv changes no window.",
-                "--to trtllm (one window per layer) or --to vllm.",
+                "--to trtllm (full layers and one window) or --to vllm.",
                 LLAMACPP,
             )),
         }

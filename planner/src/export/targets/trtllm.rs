@@ -1,9 +1,11 @@
-//! `trtllm`: TensorRT-LLM's `KvCacheConfig` — `max_attention_window` (one window per layer,
-//! all L), `sink_token_length` 0, `tokens_per_block` — as JSON (`kv_cache_config.json`, for
+//! `trtllm`: TensorRT-LLM's `KvCacheConfig` — `max_attention_window` (one entry per layer, all
+//! L: full layers at the context and one window for the others), `sink_token_length` 0,
+//! `tokens_per_block` — as JSON (`kv_cache_config.json`, for
 //! `LLM(kv_cache_config=KvCacheConfig(**json))`) and nested under `kv_cache_config:` for
 //! `trtllm-serve --extra_llm_api_options` (`extra_llm_api_options.yaml`). The same files serve
-//! the PyTorch backend (dense prefill, windowed cache: `trtllm:<method>` simulates it) and the
-//! legacy TensorRT engine (windowed prefill: `trtllm-engine:<method>`).
+//! the PyTorch backend (no window in the kernel, freed blocks still read: `trtllm:<method>`
+//! simulates the case where another request has taken them) and the legacy TensorRT engine
+//! (windowed kernel: `trtllm-engine:<method>`).
 //!
 //! What TensorRT-LLM honours (the capability table's entries, at the commits each cites):
 //!

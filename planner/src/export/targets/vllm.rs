@@ -171,7 +171,7 @@ impl ExportTarget for Vllm {
         if cap.layers == Some(Layers::OneWindow) {
             notes.push(format!(
                 "vLLM's {} runs one window on every layer (mixed layer_types are refused): the \
-                 plan's layer budgets are averaged; --to trtllm keeps one window per layer",
+                 plan's layer budgets are averaged; --to trtllm keeps full layers beside one window",
                 cx.arch.name()
             ));
         }

@@ -419,33 +419,74 @@ fn layer_classes_run_as_native_windows() {
     }
 }
 
-/// TensorRT-LLM's PyTorch backend (`trtllm:`): prefill attends over the whole prompt — its logits
-/// are FullKV's, not a windowed layer's — and only the stored cache is windowed: after prefill a
-/// layer of window `W` holds its last `W` entries, and from then on decodes over them (the step
-/// logits leave FullKV's).
+/// TensorRT-LLM's PyTorch backend (`trtllm:`, `press::stale`): the kernel reads every position,
+/// so while no block has been detached every step is FullKV's, bit for bit; once the block
+/// manager detaches (tokens ≥ W + B), the detached positions of the layer at the smallest window
+/// read the other request's rows — the logits leave FullKV's, the rows there are that request's
+/// own prefill rows, and the bytes held drop by the detached rows.
 #[test]
-fn dense_prefill_windows_only_the_stored_cache() {
-    use super::super::classes::LayerClassesPress;
+fn trtllm_reads_detached_blocks_as_another_requests() {
+    use super::super::stale::StaleBlocksPress;
     let plain = tiny_model();
     let ids = prompt(20);
-    let windows = [Some(W), None];
-    let mut full = FullPress;
-    let mut f = Session::new(&plain, &mut full);
-    let mut lf = host(f.prefill(&ids).expect("prefill"));
-    let mut dense =
-        LayerClassesPress::new("trtllm:snapkv", windows.to_vec()).with_dense_prefill(true);
-    let mut d = Session::new(&plain, &mut dense);
-    let mut ld = host(d.prefill(&ids).expect("prefill"));
-    assert!(max_diff(&ld, &lf) < 1e-6, "dense prefill is FullKV's");
-    assert_eq!(d.cache.layers[0].positions(0).len(), W);
-    assert_eq!(d.cache.layers[1].positions(0).len(), 20);
-    let mut differs = false;
-    for _ in 0..4 {
-        let id = argmax(&lf);
-        ld = host(d.step(id).expect("step"));
-        lf = host(f.step(id).expect("step"));
-        differs |= max_diff(&ld, &lf) > 1e-3;
-        assert_eq!(d.cache.layers[0].positions(0).len(), W);
+    let full_run = |steps: usize| {
+        let mut full = FullPress;
+        let mut f = Session::new(&plain, &mut full);
+        let mut out = vec![host(f.prefill(&ids).expect("prefill"))];
+        for _ in 0..steps {
+            let id = argmax(out.last().expect("logits"));
+            out.push(host(f.step(id).expect("step")));
+        }
+        out
+    };
+    let reference = full_run(6);
+    // W = 20, B = 8: 20 + 8 > 26 tokens, nothing detaches in 6 steps.
+    let mut intact = StaleBlocksPress::new("trtllm:snapkv", &[Some(20), None], 8);
+    let mut s = Session::new(&plain, &mut intact);
+    let mut l = host(s.prefill(&ids).expect("prefill"));
+    assert_eq!(l, reference[0]);
+    for step in 1..=6 {
+        l = host(s.step(argmax(&reference[step - 1])).expect("step"));
+        assert_eq!(l, reference[step], "step {step}");
     }
-    assert!(differs, "the windowed cache changes decoding");
+    // W = 6, B = 4: the first step counts 21 tokens, 21 − 4r ≥ 10 while r < 3: 12 positions.
+    let mut stale = StaleBlocksPress::new("trtllm:snapkv", &[Some(W), Some(9)], 4);
+    let mut s = Session::new(&plain, &mut stale);
+    let l0 = host(s.prefill(&ids).expect("prefill"));
+    assert_eq!(l0, reference[0], "prefill is FullKV's");
+    let full_bytes = s.memory().held_bytes;
+    let l1 = host(s.step(argmax(&l0)).expect("step"));
+    assert!(
+        max_diff(&l1, &reference[1]) > 1e-4,
+        "the detached rows change the step"
+    );
+    // Every position is still read: 21 entries a head in both layers.
+    assert_eq!(s.cache.layers[0].positions(0).len(), 21);
+    assert_eq!(s.cache.layers[1].positions(0).len(), 21);
+    // Only layer 0 (the smallest window) detached: 12 rows a head fewer held.
+    let row = D * 4 * 2;
+    assert_eq!(
+        s.memory().held_bytes as usize,
+        full_bytes as usize + 2 * NKV * row - 12 * NKV * row
+    );
+    let mut other_cache = plain.new_cache();
+    plain
+        .forward(
+            &StaleBlocksPress::other_request(&ids),
+            &mut other_cache,
+            None,
+            Logits::Last,
+        )
+        .expect("forward");
+    let other = other_cache.layers[0].host_copy();
+    let mine = s.cache.layers[0].host_copy();
+    for h in 0..NKV {
+        assert_eq!(mine.keys[h][..12 * D], other.keys[h][..12 * D], "head {h}");
+        assert_eq!(
+            mine.values[h][..12 * D],
+            other.values[h][..12 * D],
+            "head {h}"
+        );
+        assert_ne!(mine.keys[h][12 * D..20 * D], other.keys[h][12 * D..20 * D]);
+    }
 }
