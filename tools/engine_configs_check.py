@@ -286,7 +286,11 @@ def check_trtllm(folder, manifest, plan):
     ok = len(w) == layers and all(isinstance(x, int) and x > 0 for x in w)
     yaml = Path(folder, "extra_llm_api_options.yaml").read_text()
     ok = ok and yaml.startswith("kv_cache_config:\n")
-    report("ok" if ok else "FAIL", folder, "KvCacheConfig fields shaped as llm_args.py reads them (checked against source; TensorRT-LLM does not install on CPU)")
+    # The block manager frees blocks at its smallest window only (one detached-block count per
+    # sequence, kvCacheManager.cpp at b35ac1b6): every window below the context must be one size.
+    sliding = sorted({x for x in w if x < manifest["context_len"]})
+    ok = ok and len(sliding) <= 1
+    report("ok" if ok else "FAIL", folder, f"KvCacheConfig fields shaped as llm_args.py reads them, windows below the context {sliding} (one size: the block manager frees blocks at its smallest window only; checked against source; TensorRT-LLM does not install on CPU)")
 
 
 def check_llamacpp(folder, manifest, plan):

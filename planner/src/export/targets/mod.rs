@@ -177,7 +177,7 @@ mod tests {
             cited.contains("gemma3.py") && cited.contains("4ba787ec9"),
             "{cited}"
         );
-        // TensorRT-LLM's PyTorch backend: dense prefill; the legacy engine: windowed.
+        // TensorRT-LLM's PyTorch backend: no window in the kernel; the legacy engine: windowed.
         let t = capability(Engine::Trtllm, Arch::Llama).unwrap();
         let l = capability(Engine::TrtllmEngine, Arch::Llama).unwrap();
         assert_eq!(
