@@ -26,9 +26,14 @@
 //!   without `context`, in set order; here in that order) and then ours: `example`, `score`,
 //!   `effective_compression_ratio`, `budget`. `answer` is a Python list literal.
 //!
-//! Where kvpress differs: its `compression_ratio` is the press's nominal ratio; here it is the
-//! target, and the effective ratio measured per prompt ([`crate::ratio`]) is beside it. Records
-//! at a budget rather than a ratio are not written (the leaderboard has none).
+//! The ratio, as kvpress writes it: the folder name and `config.yaml`'s `compression_ratio` are
+//! the ratio asked for (kvpress's `EvaluationConfig`); `predictions.csv`'s `compression_ratio` is
+//! what the press reports after the prompt ran (`_run_inference` stores
+//! `self.press.compression_ratio` per row: the measured ratio for presses that measure it, e.g.
+//! DuoAttention's) — here the effective ratio measured on the prompt ([`crate::ratio`]), so a
+//! method that falls short of its target (untrained PoD, SpindleKV) is read at the ratio it
+//! reached; `effective_compression_ratio` repeats it to 6 decimals. Records at a budget rather
+//! than a ratio are not written (the leaderboard has none).
 //!
 //! kvpress's own presses join kvplan's methods ([`read`]): `tools/kvpress_side_by_side.py
 //! --ratios` runs them at kvpress's compression ratios on the token ids kvplan exported and
@@ -524,9 +529,13 @@ pub fn predictions_csv(g: &Group<'_>, cap: Option<usize>) -> String {
     for r in &g.records {
         let tokens = Task::from_name(&r.task).map_or(0, |t| t.tokens_to_generate());
         let tokens = cap.map_or(tokens, |c| c.min(tokens));
-        let (effective, budget) = match &r.ratio {
-            Some(c) => (format!("{:.6}", c.effective), c.budget.to_string()),
-            None => (String::from("0.0"), String::new()),
+        let (measured, effective, budget) = match &r.ratio {
+            Some(c) => (
+                format!("{:?}", c.effective),
+                format!("{:.6}", c.effective),
+                c.budget.to_string(),
+            ),
+            None => ("0.0".into(), "0.0".into(), String::new()),
         };
         let fields = [
             csv(r.question.as_deref().unwrap_or("")),
@@ -535,7 +544,7 @@ pub fn predictions_csv(g: &Group<'_>, cap: Option<usize>) -> String {
             csv(&r.task),
             tokens.to_string(),
             csv(&r.response),
-            format!("{:?}", g.ratio.unwrap_or(0.0)),
+            measured,
             r.example.to_string(),
             format!("{}", r.score),
             effective,
@@ -718,9 +727,19 @@ pub fn markdown(file: &RecordsFile<Record>, marks: &Marks, versus: &str) -> Stri
             .map_or("0 (FullKV)".to_string(), |(m, lo, hi)| {
                 format!("{m:.3} [{lo:.3}, {hi:.3}]")
             });
+        let label = if row.lands() {
+            row.label()
+        } else {
+            let m = row.effective_ratio().map_or(0.0, |(m, _, _)| m);
+            format!("{} (lands at {m:.2})", row.label())
+        };
+        let vs_versus = if row.comparable_at_target(&rows, versus) {
+            vs_versus
+        } else {
+            "– (not at the target)".to_string()
+        };
         out.push_str(&format!(
-            "| {} | {effective} | {} | {vs_full} | {vs_versus} | {n} | {} |\n",
-            row.label(),
+            "| {label} | {effective} | {} | {vs_full} | {vs_versus} | {n} | {} |\n",
             cell(s.score),
             s.score.map_or(0, |e| e.clusters),
         ));
@@ -733,7 +752,9 @@ pub fn markdown(file: &RecordsFile<Record>, marks: &Marks, versus: &str) -> Stri
          interval includes 0 or Holm's p ≥ 0.05; mdd: the smallest difference these prompts \
          could have detected, 80% power, two-sided 5%). Effective ratio: the mean over prompts of \
          1 − KV bytes held / FullKV bytes of the compressed tokens, [smallest, largest]; each \
-         prompt's budget the largest not below the target.\n",
+         prompt's budget the largest not below the target. A row whose mean effective ratio is \
+         more than 0.01 from its target (\"lands at\") is compared with FullKV only: the second Δ \
+         pairs two methods at a target only where both land within 0.01 of it.\n",
     );
     marks.apply(&out)
 }

@@ -45,6 +45,10 @@ pub const SNAPKV: &str = "snapkv";
 /// The reference method without compression.
 pub const FULL: &str = "full";
 
+/// How far a ratio row's mean effective ratio may land from its target and still be compared
+/// with another method at that target.
+pub const AT_TARGET: f64 = 0.01;
+
 /// The records of one (method, budget) or (method, target ratio), by column.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RecordRow<'a> {
@@ -91,6 +95,24 @@ impl<'a> RecordRow<'a> {
     /// The same budget or the same target ratio as `other`.
     pub fn same_target(&self, other: &RecordRow<'_>) -> bool {
         self.budget == other.budget && same_ratio(self.ratio, other.ratio)
+    }
+
+    /// Whether a ratio row's mean effective ratio lands within [`AT_TARGET`] of its target (rows
+    /// without a target ratio do).
+    pub fn lands(&self) -> bool {
+        match (self.ratio, self.effective_ratio()) {
+            (Some(t), Some((m, _, _))) => (m - t).abs() <= AT_TARGET + 1e-12,
+            _ => true,
+        }
+    }
+
+    /// Whether this row and `method`'s row at the same target both land on it ([`Self::lands`]):
+    /// two methods are compared at a target only then.
+    pub fn comparable_at_target(&self, rows: &[RecordRow<'_>], method: &str) -> bool {
+        let other = rows
+            .iter()
+            .find(|r| r.method == method && r.same_target(self));
+        self.lands() && other.is_none_or(RecordRow::lands)
     }
 
     /// Mean effective compression ratio of a ratio row's records with the smallest and largest
@@ -205,14 +227,16 @@ impl<'a> RecordRow<'a> {
     }
 
     /// This row paired with `method`'s row at its own budget or target ratio (none for FullKV's
-    /// row, which has neither).
+    /// row, which has neither, and none where either ratio row misses the target by more than
+    /// [`AT_TARGET`]: [`Self::comparable_at_target`]).
     pub fn paired_beside(
         &self,
         rows: &[RecordRow<'_>],
         method: &str,
         scope: Scope,
     ) -> Option<Paired> {
-        (self.budget.is_some() || self.ratio.is_some())
+        let at_target = self.budget.is_some() || self.ratio.is_some();
+        (at_target && self.comparable_at_target(rows, method))
             .then(|| self.paired_at(rows, method, self.budget, self.ratio, scope))
             .flatten()
     }

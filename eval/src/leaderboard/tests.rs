@@ -144,7 +144,7 @@ fn predictions_quote_what_needs_quoting() {
     assert_eq!(
         lines[1],
         "What is the special magic number for k0?,The special magic number for k is,\
-         ['1234567'],cwe,120,\"It is 1234567, 1\",0.5,0,1,0.499900,2000"
+         ['1234567'],cwe,120,\"It is 1234567, 1\",0.4999,0,1,0.499900,2000"
     );
     assert_eq!(lines.len(), 4);
     assert_eq!(csv_field("a\"b"), "\"a\"\"b\"");
@@ -536,4 +536,42 @@ fn every_press_the_side_by_side_script_runs_has_a_constructor_here() {
     for n in names {
         assert!(kvpress_press(n).is_some(), "{n}: no row in KVPRESS_PRESSES");
     }
+}
+
+#[test]
+fn a_row_short_of_its_target_is_shown_where_it_lands_and_compared_with_fullkv_only() {
+    // PoD asked for 0.5 holds 0.10 (as untrained PoD did on the board): it keeps its Δ vs FullKV
+    // (six losses, exact McNemar 2 · 2⁻⁶) but gets no Δ vs SnapKV; HeadKV at 0.505 is within
+    // 0.01 of the target and keeps both.
+    let mut f = six_prompts();
+    for r in &mut f.records {
+        match r.method.as_str() {
+            "pod" => r.ratio.as_mut().expect("ratio").effective = 0.10,
+            "headkv" => r.ratio.as_mut().expect("ratio").effective = 0.505,
+            _ => {}
+        }
+    }
+    let md = markdown(&f, &Marks::default(), "snapkv");
+    let pod = md
+        .lines()
+        .find(|l| l.starts_with("| pod @ 50% (lands at 0.10) |"))
+        .unwrap_or_else(|| panic!("{md}"));
+    assert!(pod.contains("| – (not at the target) |"), "{pod}");
+    assert!(pod.contains("-100.0"), "{pod}");
+    let headkv = md
+        .lines()
+        .find(|l| l.starts_with("| headkv @ 50% |"))
+        .unwrap_or_else(|| panic!("{md}"));
+    assert!(!headkv.contains("not at the target"), "{headkv}");
+    // The CSV gives each prompt's measured ratio, as kvpress's predictions do.
+    let g = groups(&f);
+    let pod_group = g.iter().find(|g| g.method == "pod").expect("pod folder");
+    let csv = predictions_csv(pod_group, None);
+    assert!(
+        csv.lines()
+            .nth(1)
+            .expect("a row")
+            .contains(",0.1,0,0,0.100000,2000"),
+        "{csv}"
+    );
 }
