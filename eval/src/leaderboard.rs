@@ -717,7 +717,11 @@ pub fn markdown(file: &RecordsFile<Record>, marks: &Marks, versus: &str) -> Stri
             } else {
                 row.paired_beside(&rows, versus, scope)
             };
-            ([s.vs_full, vs], s.score.map_or(0, |e| e.n))
+            (
+                [s.vs_full, vs],
+                s.score.map_or(0, |e| e.n),
+                row.method.as_str(),
+            )
         })
         .collect();
     for ((row, s), [vs_full, vs_versus]) in order.iter().zip(&summaries).zip(delta_cells(&pairs)) {
@@ -748,7 +752,10 @@ pub fn markdown(file: &RecordsFile<Record>, marks: &Marks, versus: &str) -> Stri
         "\nScore: the mean of the task means in percent (RULER's average), its 95% interval by \
          the cluster bootstrap within each task ([–]: none, where a task holds one example); \
          Δ paired over the prompts both rows scored (paired cluster bootstrap interval; p: the cluster sign test, or exact McNemar for pass \
-         rates of independent prompts; Holm: p adjusted over every Δ of this table; ≈: the \
+         rates of independent prompts; Holm: p adjusted within the row's family — the main \
+         comparison (kvplan's methods and kvpress's presses) apart from each diagnostic: \
+         engine reductions, the β sweep, permutation and placement controls, kvpress's \
+         versions of kvplan's methods; ≈: the \
          interval includes 0 or Holm's p ≥ 0.05; mdd: the smallest difference these prompts \
          could have detected, 80% power, two-sided 5%). Effective ratio: the mean over prompts of \
          1 − KV bytes held / FullKV bytes of the compressed tokens, [smallest, largest]; each \

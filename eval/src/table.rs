@@ -7,8 +7,11 @@
 //! `| method @ budget | KV % | <overall> [95% CI] | Δ vs snapkv [95% CI] | Δ vs full [95% CI] | n | clusters |`.
 //! Scores and differences are in percent (points); the intervals and paired differences are
 //! [`crate::stats`]'s (Wilson 1927 for pass rates of independent prompts, the cluster bootstrap
-//! otherwise). Every Δ carries its p-value and Holm's adjustment over all the table's Δ (one
-//! family, [`crate::stats::holm`]); a Δ that cannot be told from 0 carries the smallest
+//! otherwise). Every Δ carries its p-value and Holm's adjustment within its row's family
+//! ([`Family`], [`crate::stats::holm`]): the main comparison (each method against SnapKV and
+//! FullKV) apart from each diagnostic (engine reductions, β sweeps, permutation and placement
+//! controls, kvpress's versions of kvplan's methods), so diagnostics do not dilute the main
+//! question; a Δ that cannot be told from 0 carries the smallest
 //! difference the sample could have detected ([`crate::stats::detectable`]).
 //! With several columns (context lengths, RULER tasks) a second table gives each column's score
 //! with its interval; a legend closes the file. The rows and what they say are
@@ -103,6 +106,73 @@ pub fn cannot_tell_apart(p: &Paired, holm: Option<f64>) -> bool {
     p.interval.is_none_or(|i| i.contains(0.0)) || holm.or(p.p_value).is_some_and(|v| v >= 0.05)
 }
 
+/// The question a row's differences answer, within which Holm adjusts them (module header).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Family {
+    /// A method against SnapKV and FullKV (kvpress's own presses too).
+    Main,
+    /// An engine's layer classes (`vllm:m`, `trtllm:m`, `trtllm-engine:m`).
+    Engine,
+    /// HeadKV's β sweep (`headkv@beta1.2`).
+    Beta,
+    /// Scores permuted across heads (`headkv@perm3`).
+    Permutation,
+    /// Other placement controls (`m@…`).
+    Placement,
+    /// kvpress's version of a kvplan method (`kvpress-snapkv`).
+    KvpressCheck,
+}
+
+impl Family {
+    /// The family of `method`'s row.
+    pub fn of(method: &str) -> Family {
+        if method.contains(':') {
+            return Family::Engine;
+        }
+        if let Some((_, control)) = method.split_once('@') {
+            return if control.starts_with("beta") {
+                Family::Beta
+            } else if control.starts_with("perm") {
+                Family::Permutation
+            } else {
+                Family::Placement
+            };
+        }
+        match method.strip_prefix("kvpress-") {
+            Some(m) if m.parse::<kvplan_planner::Method>().is_ok() => Family::KvpressCheck,
+            _ => Family::Main,
+        }
+    }
+
+    /// The family's name in a legend.
+    pub fn name(self) -> &'static str {
+        match self {
+            Family::Main => "the main comparison",
+            Family::Engine => "engine reductions",
+            Family::Beta => "the β sweep",
+            Family::Permutation => "permutation controls",
+            Family::Placement => "placement controls",
+            Family::KvpressCheck => "kvpress's versions of kvplan's methods",
+        }
+    }
+}
+
+/// Holm within each family: `deltas[i]` of family `families[i]`.
+fn holm_by_family(deltas: &[Option<Paired>], families: &[Family]) -> Vec<Option<f64>> {
+    let mut out = vec![None; deltas.len()];
+    let mut seen: Vec<Family> = families.to_vec();
+    seen.sort_unstable();
+    seen.dedup();
+    for f in seen {
+        let idx: Vec<usize> = (0..deltas.len()).filter(|&i| families[i] == f).collect();
+        let subset: Vec<Option<Paired>> = idx.iter().map(|&i| deltas[i]).collect();
+        for (&i, h) in idx.iter().zip(holm_of(&subset)) {
+            out[i] = h;
+        }
+    }
+    out
+}
+
 /// Holm's adjustment of the p-values among `deltas` (one family), `None` where there is none.
 fn holm_of(deltas: &[Option<Paired>]) -> Vec<Option<f64>> {
     let present: Vec<f64> = deltas.iter().flatten().filter_map(|p| p.p_value).collect();
@@ -125,14 +195,18 @@ pub(crate) fn header(titles: &[&str]) -> String {
     out
 }
 
-/// Each row's two Δ cells (its pair of differences and its prompts `n`), rendered with [`delta`]
-/// and Holm-adjusted over every Δ of the rows together (one table, one family).
-pub(crate) fn delta_cells(rows: &[([Option<Paired>; 2], usize)]) -> Vec<[String; 2]> {
-    let deltas: Vec<Option<Paired>> = rows.iter().flat_map(|(d, _)| *d).collect();
-    let adjusted = holm_of(&deltas);
+/// Each row's two Δ cells (its pair of differences, its prompts `n` and its method), rendered
+/// with [`delta`] and Holm-adjusted within the method's [`Family`] over the rows together.
+pub(crate) fn delta_cells(rows: &[([Option<Paired>; 2], usize, &str)]) -> Vec<[String; 2]> {
+    let deltas: Vec<Option<Paired>> = rows.iter().flat_map(|(d, _, _)| *d).collect();
+    let families: Vec<Family> = rows
+        .iter()
+        .flat_map(|(_, _, m)| [Family::of(m); 2])
+        .collect();
+    let adjusted = holm_by_family(&deltas, &families);
     rows.iter()
         .zip(adjusted.chunks_exact(2))
-        .map(|(&([a, b], n), h)| [delta(a, h[0], n), delta(b, h[1], n)])
+        .map(|(&([a, b], n, _), h)| [delta(a, h[0], n), delta(b, h[1], n)])
         .collect()
 }
 
@@ -155,7 +229,11 @@ fn overall_table(overall: &str, how: Overall, rows: &[RecordRow<'_>]) -> String 
         .collect();
     let pairs: Vec<_> = summaries
         .iter()
-        .map(|s| ([s.vs_snapkv, s.vs_full], s.score.map_or(0, |e| e.n)))
+        .zip(&ordered)
+        .map(|(s, row)| {
+            let n = s.score.map_or(0, |e| e.n);
+            ([s.vs_snapkv, s.vs_full], n, row.method.as_str())
+        })
         .collect();
     for ((row, s), [vs_snapkv, vs_full]) in ordered.iter().zip(&summaries).zip(delta_cells(&pairs))
     {
@@ -207,7 +285,11 @@ fn counterpart_table(how: Overall, rows: &[RecordRow<'_>]) -> String {
         "n",
     ]);
     let deltas: Vec<Option<Paired>> = pairs.iter().map(|(_, _, d)| *d).collect();
-    for ((row, other, d), h) in pairs.iter().zip(holm_of(&deltas)) {
+    let families: Vec<Family> = pairs
+        .iter()
+        .map(|(r, _, _)| Family::of(&r.method))
+        .collect();
+    for ((row, other, d), h) in pairs.iter().zip(holm_by_family(&deltas, &families)) {
         let n = row.estimate(scope).map_or(0, |e| e.n);
         out.push_str(&format!(
             "| {} | {} | {} | {} | {} | {n} |\n",
@@ -257,7 +339,12 @@ fn legend(how: Overall) -> String {
          example, or prompts of one needle), which a resample would draw every time.{average} \
          Δ: the row's score minus snapkv's at the same budget / full's, in points, over the prompts both scored (paired cluster bootstrap \
          interval; p: exact McNemar test for pass rates of independent prompts, else the \
-         cluster sign test; Holm: p adjusted over every Δ of this table); ≈: the interval \
+         cluster sign test; Holm: p adjusted within the row's family — the main comparison \
+         (each method against snapkv and full, kvpress's own presses too) apart from each \
+         diagnostic: engine reductions (`vllm:m`, `trtllm:m`), the β sweep (`m@beta…`), \
+         permutation controls (`m@perm…`), other placement controls, kvpress's versions of \
+         kvplan's methods (`kvpress-snapkv`); the table below pairs each with its counterpart, \
+         families alike); ≈: the interval \
          includes 0 or Holm's p ≥ 0.05 — the two cannot be told apart on these prompts; mdd: \
          the smallest difference these prompts could have detected (80% power, two-sided 5%, \
          from the pairs' discordance by cluster); (n N): pairs, when fewer than the row's n \
@@ -317,6 +404,45 @@ pub fn markdown(task: &str, records: &[Record]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn families_by_hand_and_holm_within_each() {
+        assert_eq!(Family::of("headkv-r"), Family::Main);
+        assert_eq!(Family::of("kvpress-keydiff"), Family::Main);
+        assert_eq!(Family::of("kvpress-snapkv"), Family::KvpressCheck);
+        assert_eq!(Family::of("trtllm:headkv-r"), Family::Engine);
+        assert_eq!(Family::of("headkv@beta1.2"), Family::Beta);
+        assert_eq!(Family::of("headkv@perm3"), Family::Permutation);
+        assert_eq!(Family::of("headkv@uniform"), Family::Placement);
+        let p = |v: f64| {
+            Some(Paired {
+                n: 50,
+                clusters: 50,
+                mean: 0.1,
+                interval: None,
+                p_value: Some(v),
+                test: crate::stats::Test::McNemar,
+                detectable: None,
+                differing: 10,
+            })
+        };
+        // Main 0.01 and 0.02, engine 0.01 and 0.04. One family of four: Holm ×4, ×3, ×2, ×1 of
+        // the sorted 0.01, 0.01, 0.02, 0.04 → 0.04, 0.04, 0.04, 0.04. By family: main ×2, ×1 →
+        // 0.02, 0.02; engine → 0.02, 0.04.
+        let deltas = [p(0.01), p(0.02), p(0.01), p(0.04)];
+        let fam = [Family::Main, Family::Main, Family::Engine, Family::Engine];
+        let got: Vec<f64> = holm_by_family(&deltas, &fam)
+            .into_iter()
+            .flatten()
+            .collect();
+        let want = [0.02, 0.02, 0.02, 0.04];
+        assert!(
+            got.iter().zip(want).all(|(g, w)| (g - w).abs() < 1e-12),
+            "{got:?}"
+        );
+        let one: Vec<f64> = holm_of(&deltas).into_iter().flatten().collect();
+        assert!(one.iter().all(|g| (g - 0.04).abs() < 1e-12), "{one:?}");
+    }
 
     fn rec(method: &str, budget: Option<usize>, example: usize, score: f64, kv: f64) -> Record {
         Record {
