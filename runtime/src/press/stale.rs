@@ -1,6 +1,7 @@
 //! TensorRT-LLM's PyTorch backend under a `max_attention_window` list, as its source runs it
-//! (`trtllm:<method>`; the capability's [`Prefill::Unwindowed`]), in the case that costs the
-//! most: every block the window frees is taken by another request.
+//! (`trtllm:<method>`; the capability's [`Prefill::Unwindowed`]), in the case the freed blocks
+//! are there for: every block the window frees is taken by another request. (Not a bound: what
+//! another request writes there could cost more or less than these rows.)
 //!
 //! What the engine does (`NVIDIA/TensorRT-LLM` at `b35ac1b6`; module header of
 //! `kvplan_planner::export::targets::trtllm`): the attention kernel gets no window for Llama,
@@ -37,7 +38,7 @@ use crate::observe::{ObserveConfig, Observer};
 /// Tokens kept in place at the start of the other request (module header).
 const KEPT_PREFIX: usize = 4;
 
-/// The worst case of TensorRT-LLM's PyTorch backend (module header).
+/// TensorRT-LLM's PyTorch backend with its freed blocks taken by another request (module header).
 #[derive(Debug, Clone)]
 pub struct StaleBlocksPress {
     name: String,
