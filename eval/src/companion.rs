@@ -23,7 +23,7 @@ pub const COMPANION: &str = "kvpress";
 
 /// Settings that say how kvplan ran its own presses, not which prompts it ran them on: the
 /// backend, plan and weights, and the press options of [`crate::runner::Evaluator::settings`].
-pub const KVPLAN_ONLY: [&str; 10] = [
+pub const KVPLAN_ONLY: [&str; 11] = [
     "backend",
     "plan_sha256",
     "weights_sha256",
@@ -31,6 +31,7 @@ pub const KVPLAN_ONLY: [&str; 10] = [
     "spindle_gqa",
     "spindle_denominator",
     "spindle_bytes",
+    "per_head_bytes",
     "positions",
     "pod_trained_sinks",
     "pod_trained_recent",

@@ -1,7 +1,9 @@
 //! SpindleKV at equal memory: its codebooks hold fewer bytes than a plain selection at the same
 //! budget (and its GQA repeat can hold more), so a row of the results compares it with the others
 //! only once its budget is re-targeted until its held bytes match what SnapKV holds at the row's
-//! budget on the same prompt. Both are *measured* on copies of the shared prefill (the press
+//! budget on the same prompt. HeadKV and HeadKV-R the same under `--per-head-bytes equal`: their
+//! per-head budgets, each rounded up and floored at the window, hold 5–9% more than SnapKV at
+//! the same budget. Both are *measured* on copies of the shared prefill (the press
 //! applied, [`kvplan_runtime::press::Session::memory`]), never predicted.
 //!
 //! The search ([`retarget`]) finds the largest budget (from the smallest the plan accepts for

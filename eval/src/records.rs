@@ -66,8 +66,9 @@ pub struct Record {
     /// Seconds of prefill (shared prefills: its share is not counted) and decode (a decode step
     /// taken with other cells: its even share of it).
     pub seconds: f64,
-    /// SpindleKV at equal bytes: the budget it ran at and the bytes matched
-    /// ([`crate::equal_bytes`]); absent for every other cell.
+    /// SpindleKV at equal bytes (and HeadKV / HeadKV-R under `--per-head-bytes equal`): the
+    /// budget it ran at and the bytes matched ([`crate::equal_bytes`]); absent for every other
+    /// cell.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retarget: Option<crate::equal_bytes::Retarget>,
     /// A cell asked for a compression ratio of the context (`--ratios`, [`crate::ratio`]): the

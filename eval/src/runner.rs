@@ -184,8 +184,20 @@ pub struct Evaluator<'a, B: Backend> {
     pub options: PressOptions,
     /// How SpindleKV cells choose their budget.
     pub spindle_bytes: SpindleBytes,
+    /// How HeadKV and HeadKV-R cells choose their budget.
+    pub per_head_bytes: SpindleBytes,
     /// The proximal window PoD weights (`--weights`) were trained with, when given.
     pub pod_trained: Option<PodTrained>,
+}
+
+/// How `method`'s cells choose their budget: SpindleKV's by `spindle`, HeadKV's and
+/// HeadKV-R's by `per_head`, every other method's at the row's budget.
+fn bytes_mode(method: &str, spindle: SpindleBytes, per_head: SpindleBytes) -> SpindleBytes {
+    match method {
+        "spindle" => spindle,
+        "headkv" | "headkv-r" => per_head,
+        _ => SpindleBytes::Budget,
+    }
 }
 
 /// The budgets of `units`' PoD cells at which `plan` gives PoD another proximal window than
@@ -231,6 +243,7 @@ impl<'a, B: Backend> Evaluator<'a, B> {
             model_name: model.config.name.clone(),
             options: PressOptions::default(),
             spindle_bytes: SpindleBytes::default(),
+            per_head_bytes: SpindleBytes::Budget,
             pod_trained: None,
         }
     }
@@ -251,6 +264,10 @@ impl<'a, B: Backend> Evaluator<'a, B> {
         ];
         if let Some(p) = o.positions {
             s.push(("positions".into(), p.name().into()));
+        }
+        // Recorded only when set, so runs made before it existed still resume.
+        if self.per_head_bytes == SpindleBytes::Equal {
+            s.push(("per_head_bytes".into(), self.per_head_bytes.name().into()));
         }
         if let Some(t) = self.pod_trained {
             s.push(("pod_trained_sinks".into(), t.sinks.to_string()));
@@ -607,9 +624,9 @@ impl<'a, B: Backend> Evaluator<'a, B> {
         Ok(held)
     }
 
-    /// A SpindleKV cell at equal bytes (`spindle_bytes` is `equal`): its press at the budget
-    /// whose bytes match SnapKV's at `budget` on this prompt, and what the search found;
-    /// `None` for every other cell.
+    /// A SpindleKV cell at equal bytes (`spindle_bytes` is `equal`), or a HeadKV / HeadKV-R
+    /// cell (`per_head_bytes` is `equal`): its press at the budget whose bytes match SnapKV's at
+    /// `budget` on this prompt, and what the search found; `None` for every other cell.
     fn equal_bytes(
         &self,
         run: &Started<'_, B>,
@@ -618,7 +635,7 @@ impl<'a, B: Backend> Evaluator<'a, B> {
         budget: usize,
         prefill: &Prefill<B>,
     ) -> Result<Option<Retargeted<B>>> {
-        if method != "spindle" || self.spindle_bytes != SpindleBytes::Equal {
+        if bytes_mode(method, self.spindle_bytes, self.per_head_bytes) != SpindleBytes::Equal {
             return Ok(None);
         }
         let target = self.held_at(run, prefill, ("snapkv", n, budget))?;
@@ -813,6 +830,19 @@ impl<B: Backend> Running<'_, B> {
 mod tests {
     use super::*;
     use crate::records::CellKey;
+
+    #[test]
+    fn which_cells_are_re_targeted_to_snapkv_bytes() {
+        use SpindleBytes::{Budget, Equal};
+        assert_eq!(bytes_mode("spindle", Equal, Budget), Equal);
+        assert_eq!(bytes_mode("spindle", Budget, Equal), Budget);
+        assert_eq!(bytes_mode("headkv", Equal, Budget), Budget);
+        assert_eq!(bytes_mode("headkv", Budget, Equal), Equal);
+        assert_eq!(bytes_mode("headkv-r", Budget, Equal), Equal);
+        // Controls and every other method run at the row's budget.
+        assert_eq!(bytes_mode("headkv@perm1", Equal, Equal), Budget);
+        assert_eq!(bytes_mode("snapkv", Equal, Equal), Budget);
+    }
 
     #[test]
     fn held_bytes_are_the_peak_and_mean_of_the_shares() {

@@ -37,6 +37,12 @@ pub struct EvalCommon {
     /// row's budget on each prompt) or budget (the row's budget as given).
     #[arg(long, value_name = "MODE", default_value = "equal")]
     pub spindle_bytes: SpindleBytes,
+    /// HeadKV's and HeadKV-R's budget: budget (the row's budget as given: their per-head
+    /// rounding holds 5–9% more than SnapKV at the same budget) or equal (re-targeted, as
+    /// SpindleKV's, until their measured bytes are the most not above SnapKV's at the row's
+    /// budget on each prompt).
+    #[arg(long, value_name = "MODE", default_value = "budget")]
+    pub per_head_bytes: SpindleBytes,
     /// Run shard i of n (1 ≤ i ≤ n): the run's prompts in run order, every n-th from the i-th,
     /// each with all its cells, into `<model>.<task>.shard-i-of-n.records.json` (table and
     /// results named alike); `kvplan eval merge` joins the shards' records. `auto`: i/n from a
@@ -60,6 +66,7 @@ impl EvalCommon {
             weights: self.weights.weights.clone(),
             press: self.press.options(),
             spindle_bytes: self.spindle_bytes,
+            per_head_bytes: self.per_head_bytes,
             shard: self.shard,
         }
     }

@@ -49,6 +49,8 @@ pub struct EvalSettings {
     pub press: PressOptions,
     /// SpindleKV's budget: equal bytes to SnapKV's, or the row's budget.
     pub spindle_bytes: SpindleBytes,
+    /// HeadKV's and HeadKV-R's budget: equal bytes to SnapKV's, or the row's budget.
+    pub per_head_bytes: SpindleBytes,
     /// The shard of the run's prompts.
     pub shard: Shard,
 }
@@ -116,6 +118,7 @@ impl EvalSettings {
             ..self.press
         };
         evaluator.spindle_bytes = self.spindle_bytes;
+        evaluator.per_head_bytes = self.per_head_bytes;
         if let Some(w) = self.weights.as_deref() {
             let t = kvplan_runtime::train::load_window(w)?;
             evaluator.pod_trained = Some(PodTrained {
