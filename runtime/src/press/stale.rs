@@ -21,6 +21,8 @@
 //!   the same chat template starts, where attention sinks sit. Its FullKV prefill is run once
 //!   (a second prefill per prompt), and its rows replace this prompt's at every detached
 //!   position of the detaching layers, position for position (both RoPE-rotated there).
+//!   Generated positions that leave the window (a generation longer than `W + B`) keep their
+//!   own rows: the other request has none there, so this case is then the lighter one.
 //!
 //! **Bytes**: what the engine holds for this request — everything after prefill (admission and
 //! peak are FullKV's), then the detaching layers' positions from `r·B` on.

@@ -83,7 +83,7 @@ impl ExportTarget for Sglang {
                  attention (RadixAttention's sliding_window_size stays -1) and reads no \
                  layer_types or sliding_window, and its hybrid SWA memory pool is not enabled \
                  for it: no config override shrinks a layer's cache.",
-                "--to vllm or --to trtllm (per-layer windows), or --to kvpress.",
+                "--to vllm or --to trtllm (full layers and one window), or --to kvpress.",
                 SGLANG_DENSE,
             )),
             Arch::Gemma3 => Err(Refusal::new(
