@@ -16,7 +16,7 @@ pub fn methods_or_all(asked: Option<&[String]>) -> anyhow::Result<Vec<String>> {
         anyhow::bail!(
             "unknown method `{m}`; the registry has: {}, vllm:, trtllm: or trtllm-engine:<method> \
              for an engine's layer classes (kvplan export), and the controls headkv@perm<seed>, \
-             headkv@beta<β> (also on headkv-r)",
+             headkv@beta<β>, headkv@layer-uniform (also on headkv-r)",
             PRESS_NAMES.join(", ")
         );
     }

@@ -9,6 +9,9 @@
 //!   shape alone (a few large heads, many at the floor), they keep it.
 //! - `headkv@beta<X>` / `headkv-r@beta<X>`: β of eq. 4 (HeadKV §3.2; the authors' scripts use
 //!   1.01, the paper sweeps 1.005–1.5 in App. F) set to `X`.
+//! - `headkv@layer-uniform` / `headkv-r@layer-uniform`: each layer keeps the total HeadKV gives
+//!   its heads and splits it evenly over them — the per-layer shape without the per-head one. If
+//!   the method's advantage survives, it rests on how much each layer gets, not on which head.
 //!
 //! A control is applied to a copy of the plan ([`with_control`]); budgets then come from the
 //! plan's own rule, as for any method. Windowed layers (Gemma 3's local layers) take no part: they
@@ -26,6 +29,8 @@ pub enum Control {
     Permuted(u64),
     /// β of eq. 4.
     Beta(f64),
+    /// Each layer's total split evenly over its heads.
+    LayerUniform,
 }
 
 /// The methods a control applies to: those with per-head scores.
@@ -52,7 +57,9 @@ fn parse_parts(name: &str, method: &str, control: &str) -> Result<(Method, Contr
             CONTROLLED.map(|m| m.name()).join(", ")
         )));
     }
-    let control = if let Some(seed) = control.strip_prefix("perm") {
+    let control = if control == "layer-uniform" {
+        Control::LayerUniform
+    } else if let Some(seed) = control.strip_prefix("perm") {
         Control::Permuted(
             seed.parse()
                 .map_err(|_| bad("perm<seed>, seed an integer".into()))?,
@@ -66,7 +73,7 @@ fn parse_parts(name: &str, method: &str, control: &str) -> Result<(Method, Contr
         }
         Control::Beta(b)
     } else {
-        return Err(bad("perm<seed> or beta<β> after `@`".into()));
+        return Err(bad("perm<seed>, beta<β> or layer-uniform after `@`".into()));
     };
     Ok((method, control))
 }
@@ -84,6 +91,7 @@ pub fn with_control(plan: &Plan, method: Method, control: Control) -> Result<Pla
             changed.scores = permuted(&section.scores, &plan.model.geometry, seed);
         }
         Control::Beta(beta) => changed.beta = beta,
+        Control::LayerUniform => changed.layer_uniform = true,
     }
     out.sections.insert(match method {
         Method::HeadKvR => Section::HeadKvR(changed),
@@ -125,6 +133,8 @@ mod tests {
         assert_eq!((m, c), (Method::HeadKv, Control::Permuted(3)));
         let (m, c) = parse("headkv-r@beta1.2").unwrap().unwrap();
         assert_eq!((m, c), (Method::HeadKvR, Control::Beta(1.2)));
+        let (m, c) = parse("headkv@layer-uniform").unwrap().unwrap();
+        assert_eq!((m, c), (Method::HeadKv, Control::LayerUniform));
         for bad in [
             "snapkv@perm1",
             "headkv@perm",
@@ -135,6 +145,17 @@ mod tests {
             let e = parse(bad).unwrap().unwrap_err().to_string();
             assert!(e.contains(bad), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn spread_evenly_by_hand() {
+        use crate::methods::headkv::spread_evenly;
+        let mut row = [10, 3, 0];
+        spread_evenly(&mut row);
+        assert_eq!(row, [5, 4, 4]);
+        let mut one = [7];
+        spread_evenly(&mut one);
+        assert_eq!(one, [7]);
     }
 
     #[test]

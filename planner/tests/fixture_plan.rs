@@ -69,6 +69,30 @@ fn headkv_r_on_smollm2_by_hand() {
 }
 
 #[test]
+fn headkv_r_layer_uniform_control_by_hand() {
+    // The same plan under `headkv-r@layer-uniform`: each layer keeps HeadKV-R's total (above)
+    // split over its 3 KV heads. Layer 14: 10 + 3608 + 10 = 3628 → 1210, 1209, 1209; layer 16:
+    // 2796 + 10 + 10 = 2816 → 939, 939, 938; a layer of 10s stays 10s.
+    let p = plan(Target::Tokens(128));
+    let (m, c) = kvplan_planner::controls::parse("headkv-r@layer-uniform")
+        .expect("a control")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let controlled =
+        kvplan_planner::controls::with_control(&p, m, c).unwrap_or_else(|e| panic!("{e}"));
+    let b = controlled
+        .budgets_at(Method::HeadKvR, 8192)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let k = &b.per_layer_per_kv_head;
+    assert_eq!(k[14], vec![1210, 1209, 1209]);
+    assert_eq!(k[16], vec![939, 939, 938]);
+    assert_eq!(k[0], vec![10; 3]);
+    assert_eq!(b.total(), 30 * 3 * 128);
+    // The flag never enters a built plan's file.
+    let text = serde_json::to_string(&p).unwrap_or_else(|e| panic!("{e}"));
+    assert!(!text.contains("layer_uniform"));
+}
+
+#[test]
 fn headkv_r_with_its_own_beta_by_hand() {
     // β = 2 for headkv-r only. b = 120; pool per head ⌊120/2⌋ = 60, basic 60; pool 60 · 90 =
     // 5400 → per unit of raw score 5400/1.83 = 2950.8197: 0.62 → 1829.51; 0.48 → 1416.39;

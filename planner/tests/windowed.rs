@@ -47,6 +47,7 @@ fn sections() -> Sections {
         pooling: Pooling::Maxpool,
         trials_kept: 1,
         trials_total: 1,
+        layer_uniform: false,
         // The windowed layers' high scores must not count.
         scores: vec![
             vec![0.9, 0.9],

@@ -96,6 +96,10 @@ pub struct HeadKvSection {
     pub trials_total: usize,
     /// Raw scores per query head `[layer][q_head]`; the allocator below maps them onto KV heads.
     pub scores: Vec<Vec<f64>>,
+    /// A placement control (`<method>@layer-uniform`, [`crate::controls`]), never in a built
+    /// plan: each layer keeps the total its heads are given and splits it evenly over them.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub layer_uniform: bool,
 }
 
 impl MethodSection for HeadKvSection {
@@ -120,6 +124,7 @@ impl MethodSection for HeadKvSection {
             trials_kept: scores.trials_kept,
             trials_total: scores.trials_total,
             scores: scores.scores.clone(),
+            layer_uniform: false,
         })
     }
 
@@ -155,13 +160,26 @@ impl MethodSection for HeadKvSection {
             .collect();
         let kv = kv_head_scores(&global, g, self.temperature);
         out.window = self.window.min(b);
-        let grid = head_budgets(out.method, &kv, n, b, self.window, self.beta)?;
+        let mut grid = head_budgets(out.method, &kv, n, b, self.window, self.beta)?;
+        if self.layer_uniform {
+            grid.iter_mut().for_each(|row| spread_evenly(row));
+        }
         out.per_layer_per_kv_head = g.scatter_global(grid, n);
         Ok(())
     }
 
     fn parameters(&self) -> String {
         format!("β {}, α {}", self.beta, self.window)
+    }
+}
+
+/// `row`'s total split over its entries as evenly as integers allow (the first `total mod len`
+/// get one more).
+pub fn spread_evenly(row: &mut [usize]) {
+    let len = row.len().max(1);
+    let total: usize = row.iter().sum();
+    for (i, x) in row.iter_mut().enumerate() {
+        *x = total / len + usize::from(i < total % len);
     }
 }
 

@@ -75,8 +75,8 @@ pub struct PressSpec<B: Backend> {
 fn unknown(name: &str) -> Error {
     Error::Request(format!(
         "unknown method `{name}`; the registry has: {}, <engine>:<method> for an engine's \
-         layer classes ({}), and the controls headkv@perm<seed>, headkv@beta<β> (also on \
-         headkv-r)",
+         layer classes ({}), and the controls headkv@perm<seed>, headkv@beta<β>, \
+         headkv@layer-uniform (also on headkv-r)",
         PRESS_NAMES.join(", "),
         super::classes::ENGINES.join(", ")
     ))
