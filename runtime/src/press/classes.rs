@@ -97,35 +97,25 @@ pub fn build<B: Backend>(
     let target = request.target.unwrap_or(plan.target);
     let budgets = LayerBudgets::of(plan, method, n, target)?;
     let reduction = classes::reduce(layers, &budgets)?;
-    // A model's own sliding layers run at their own window here (the model's mask); a reduction
-    // that shrinks one (vLLM's Gemma 3 file) is not what this press would run.
-    let shrunk = reduction
-        .layers
-        .iter()
-        .zip(&config.layer_windows)
-        .find_map(|(c, own)| match (c, own) {
-            (LayerClass::Window(w), Some(own)) if w < own => Some((*w, *own)),
-            _ => None,
-        });
-    if let Some((w, own)) = shrunk {
-        return Err(Error::Request(format!(
-            "`{name}`: {} shrinks the model's own sliding window from {own} to {w} at {n} \
-             tokens; the runtime runs a model's sliding layers at their own window, so this \
-             reduction is not simulated (`kvplan export --to {}` writes it)",
-            engine.name(),
-            engine.name()
-        )));
-    }
-    let windows: Vec<Option<usize>> = reduction
+    // A model's own sliding layers run at their own window here (the model's mask): they take
+    // no press window, and a reduction that shrinks one (vLLM's Gemma 3 file) is not what this
+    // press would run.
+    let windows = reduction
         .layers
         .iter()
         .zip(&config.layer_windows)
         .map(|(c, own)| match (c, own) {
-            // The model's own window is its attention's already.
-            (_, Some(_)) | (LayerClass::Full, None) => None,
-            (LayerClass::Window(w), None) => Some(*w),
+            (LayerClass::Window(w), Some(own)) if w < own => Err(Error::Request(format!(
+                "`{name}`: {} shrinks the model's own sliding window from {own} to {w} at {n} \
+                 tokens; the runtime runs a model's sliding layers at their own window, so this \
+                 reduction is not simulated (`kvplan export --to {}` writes it)",
+                engine.name(),
+                engine.name()
+            ))),
+            (_, Some(_)) | (LayerClass::Full, None) => Ok(None),
+            (LayerClass::Window(w), None) => Ok(Some(*w)),
         })
-        .collect();
+        .collect::<Result<Vec<Option<usize>>>>()?;
     if super::stale::applies(cap.prefill) {
         Ok(Box::new(super::stale::StaleBlocksPress::new(
             name,
