@@ -7,6 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use kvplan_eval::aggregate::aggregate_niah;
+use kvplan_eval::marks::Marks;
 use kvplan_eval::records::{Record, RecordsFile};
 use kvplan_eval::results::{EvalResults, RESULTS_SCHEMA_VERSION};
 use kvplan_eval::table;
@@ -26,10 +27,13 @@ fn read(name: &str) -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-fn records<R: DeserializeOwned>(task: &str) -> Vec<R> {
+fn records_file<R: DeserializeOwned>(task: &str) -> RecordsFile<R> {
     let text = read(&format!("{MODEL}.{task}.records.json"));
-    let file: RecordsFile<R> = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}"));
-    file.records
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn records<R: DeserializeOwned>(task: &str) -> Vec<R> {
+    records_file(task).records
 }
 
 /// The positions of the committed perplexity table: those of the table below the streamed length.
@@ -42,7 +46,12 @@ fn ppl_positions(tokens: usize) -> Vec<usize> {
 
 #[test]
 fn committed_results_and_tables_are_what_the_records_imply() {
-    let niah: Vec<Record> = records("niah");
+    let niah_file: RecordsFile<Record> = records_file("niah");
+    // The rows' marks as `kvplan eval table` sets them from the records' settings: no plan with
+    // the settings' hash is committed (no † rows), and no PoD weights were given (‡ rows).
+    let marks = Marks::of(None, &niah_file.settings);
+    assert!(marks.pod_untrained, "the committed NIAH run used PoD untrained");
+    let niah = niah_file.records;
     let ruler: Vec<Record> = records("ruler");
     // The tasks the records hold, in RULER's order: a table has a column per recorded task, as
     // `kvplan eval table` renders it (eval/src/render.rs).
@@ -68,7 +77,7 @@ fn committed_results_and_tables_are_what_the_records_imply() {
         "results.json differs"
     );
     assert_eq!(
-        table::markdown("niah", &niah),
+        marks.apply(&table::markdown("niah", &niah)),
         read(&format!("{MODEL}.niah.md"))
     );
     assert_eq!(
