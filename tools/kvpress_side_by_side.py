@@ -40,7 +40,10 @@ DuoAttention (`duo`) runs on the fly: its calibration texts are the local Gutenb
 hub, and its `head_compression_ratio` is the one whose compression of the n context tokens is the
 target (streaming heads keep 128 + 256 of them). Its head scores (15 minutes of a CPU thread for
 SmolLM2) are kept in `<models>/duo-scores/` between runs, keyed by the model file, the texts, the
-device and the versions.
+device and the versions. `duo-board` is the same press set as the leaderboard's `evaluate.py`
+sets it (`press.head_compression_ratio = compression_ratio`: the share of KV heads made streaming
+is the target itself, so the context's measured compression lands below it, about
+0.5 x (1 - 384/4096) = 0.45 at 0.5 of 4K tokens).
 
 Devices and shards: `--device cuda` runs on an NVIDIA GPU in float32 with TF32 off (the
 settings name the GPU); `--shard i/n` takes every n-th prompt from the i-th (as kvplan's
@@ -84,7 +87,7 @@ from pathlib import Path
 
 PROMPTS_FORMAT = "kvplan-prompts/v1"
 PRESSES = ["full", "snapkv", "pyramid", "streaming", "tova", "knorm", "expected", "adakv-expected",
-           "adakv-expected-e2", "keydiff", "kvzip", "duo"]
+           "adakv-expected-e2", "keydiff", "kvzip", "duo", "duo-board"]
 # `adakv-expected-e2`'s epsilon: the one of kvpress's evaluation registry's `expected_attention`
 # (evaluation/evaluate_registry.py, v0.5.4 and after; the module docstring says more).
 EXPECTED_E2_EPSILON = 1e-2
@@ -408,6 +411,10 @@ def make_press(name, ratio, n=None):
 
     if name == "full":
         return None
+    if name == "duo-board":
+        # evaluation/evaluate.py, EvaluationRunner._setup_press: a DuoAttentionPress gets
+        # `head_compression_ratio = compression_ratio`, nothing per prompt.
+        return kp.DuoAttentionPress(head_compression_ratio=ratio, on_the_fly_scoring=True)
     if name == "duo":
         return kp.DuoAttentionPress(head_compression_ratio=duo_heads(ratio, n),
                                     on_the_fly_scoring=True)
@@ -819,7 +826,7 @@ def run(args):
     print(f"{len(todo)} cells to run ({MODES[args.mode]}); records {out}", flush=True)
     if not todo:
         return
-    if any(press == "duo" for _, press, _, _ in todo):  # before any cell, not at the first duo
+    if any(press.startswith("duo") for _, press, _, _ in todo):  # before any cell, not at the first duo
         duo_texts(Path(args.data) / "shakespeare")
     model, tok = load_model(gguf, args.threads, args.device, args.data)
     stops = stop_ids(model, tok)

@@ -127,8 +127,9 @@ const KVPRESS_PREFIX: &str = "kvpress-";
 /// ratio)`. ExpectedAttention at epsilon 0, alone or under AdaKV, has no entry there since
 /// October 2025: the registry's `expected_attention` is AdaKV over it at epsilon 1e-2
 /// (`adakv-expected-e2`). DuoAttention's `head_compression_ratio` is chosen per prompt so that
-/// the compression of its context is the target (the script's `duo_heads`).
-const KVPRESS_PRESSES: [(&str, Option<&str>, &str); 12] = [
+/// the compression of its context is the target (the script's `duo_heads`); `duo-board` sets it
+/// as `evaluate.py` does, to the ratio itself.
+const KVPRESS_PRESSES: [(&str, Option<&str>, &str); 13] = [
     (
         "snapkv",
         Some("snapkv"),
@@ -172,6 +173,12 @@ const KVPRESS_PRESSES: [(&str, Option<&str>, &str); 12] = [
         Some("duo_attention_on_the_fly"),
         "DuoAttentionPress(head_compression_ratio=h, on_the_fly_scoring=True), h per prompt so \
          that the compression of its context tokens is {r}",
+    ),
+    (
+        "duo-board",
+        Some("duo_attention_on_the_fly"),
+        "DuoAttentionPress(head_compression_ratio={r}, on_the_fly_scoring=True), as the \
+         registry's evaluate.py sets it (its compression of the context lands below {r})",
     ),
     ("full", Some(NO_PRESS), "no press"),
 ];
