@@ -8,7 +8,8 @@
 # last cell lands): `board/` with kvplan's methods and, where kvpress's records are there,
 # `board-with-kvpress/` with its presses too (DuoAttention when the file holds it; KVzip left out
 # while it covers fewer prompts than the rest: KVZIP=1 keeps it; VERSUS=METHOD sets its second Δ
-# column, SnapKV by default). kvpress's FullKV and SnapKV are the checks of issue 30 ("a press
+# column: DuoAttention where the file holds it, else SnapKV; ALSO_VERSUS=A,B: one more table
+# each, board-with-kvpress/leaderboard-vs-A.md, AdaKV-ExpectedAttention's by default). kvpress's FullKV and SnapKV are the checks of issue 30 ("a press
 # both have runs once in each as a check, then from one side"): the table shows them beside
 # kvplan's on the prompts both ran, the board has kvplan's alone (CHECKS=1 puts kvpress's SnapKV
 # on the board too, on the prompts it covers). AdaKV-ExpectedAttention is the registry's
@@ -25,6 +26,10 @@ dir="$repo/results/v3/$model/leaderboard-$len"
 source "$repo/tools/methods.sh"
 methods=$KVPLAN_METHODS
 presses="kvpress-expected,kvpress-adakv-expected-e2,kvpress-keydiff"
+# The kvpress board's second Δ column: DuoAttention when the file holds it (kvpress's strongest
+# press on both committed boards), else SnapKV; ALSO_VERSUS: further presses, one table each.
+versus=${VERSUS:-}
+ALSO_VERSUS=${ALSO_VERSUS-kvpress-adakv-expected-e2}
 [ -n "${CHECKS:-}" ] && presses="kvpress-snapkv,$presses"
 [ -n "${KVZIP:-}" ] && presses+=",kvpress-kvzip"
 shopt -s nullglob
@@ -48,10 +53,22 @@ rm -rf "$dir/board"
 kvpress=("$dir"/*.ruler.kvpress.records.json)
 if [ ${#kvpress[@]} -gt 0 ]; then
   # DuoAttention on the fly (the CPU run's, `--shared-prefill`) when the file holds it.
-  grep -q '"method": "kvpress-duo"' "${kvpress[0]}" && presses+=",kvpress-duo"
+  if grep -q '"method": "kvpress-duo"' "${kvpress[0]}"; then
+    presses+=",kvpress-duo"
+    versus=${versus:-kvpress-duo}
+  fi
+  versus=${versus:-snapkv}
   rm -rf "$dir/board-with-kvpress"
   "$kvplan" eval leaderboard "$merged" --methods "$methods,$presses" --common-prompts \
-    ${VERSUS:+--versus "$VERSUS"} --out "$dir/board-with-kvpress"
+    --versus "$versus" --out "$dir/board-with-kvpress"
+  # The same board's table against each other press of ALSO_VERSUS (its Δ column and Holm
+  # family change with the press; folders and figures are the board's own, not rewritten).
+  for v in ${ALSO_VERSUS//,/ }; do
+    grep -q "\"method\": \"$v\"" "${kvpress[0]}" || continue
+    "$kvplan" eval leaderboard "$merged" --methods "$methods,$presses" --common-prompts \
+      --versus "$v" --out "$tmp/vs-$v" > /dev/null
+    mv -f "$tmp/vs-$v/leaderboard.md" "$dir/board-with-kvpress/leaderboard-vs-$v.md"
+  done
 fi
 }
 main "$@"; exit
