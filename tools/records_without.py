@@ -5,7 +5,8 @@ while the table still pairs them with the plans' cells kept in the copy.
 
     python3 tools/records_without.py IN OUT METHOD[@BUDGET] ...
 
-`trtllm:headkv-r` drops that method at every budget, `vllm:pyramid@512` at budget 512 only.
+`trtllm:headkv-r` drops that method at every budget, `vllm:pyramid@512` at budget 512 only,
+`headkv@0.25` its cells at the target ratio 0.25 only (a RULER ratio run's cells).
 OUT must not exist (no silent overwrite); it is written whole or not at all.
 """
 
@@ -24,11 +25,18 @@ def main():
         records = json.load(f)
     rules = []
     for d in drops:
-        name, _, budget = d.partition("@")
-        rules.append((name, int(budget) if budget else None))
+        name, _, at = d.partition("@")
+        rules.append((name, at))
+
+    def at_cell(r, at):
+        if not at:
+            return True
+        if "." in at:  # a target ratio
+            return (r.get("ratio") or {}).get("target") == float(at)
+        return r.get("budget") == int(at)
 
     def dropped(r):
-        return any(r["method"] == m and (b is None or r.get("budget") == b) for m, b in rules)
+        return any(r["method"] == m and at_cell(r, at) for m, at in rules)
 
     kept = [r for r in records["records"] if not dropped(r)]
     print(f"{src}: {len(records['records']) - len(kept)} cells dropped, {len(kept)} kept")
