@@ -9,7 +9,8 @@
 # `board-with-kvpress/` with its presses too (DuoAttention when the file holds it; KVzip left out
 # while it covers fewer prompts than the rest: KVZIP=1 keeps it; VERSUS=METHOD sets its second Δ
 # column: DuoAttention where the file holds it, else SnapKV; ALSO_VERSUS=A,B: one more table
-# each, board-with-kvpress/leaderboard-vs-A.md, AdaKV-ExpectedAttention's by default). kvpress's FullKV and SnapKV are the checks of issue 30 ("a press
+# each, board-with-kvpress/leaderboard-vs-A.md, AdaKV-ExpectedAttention's by default);
+# `duo-settings/` where kvpress's file holds DuoAttention as evaluate.py sets it (`duo-board`). kvpress's FullKV and SnapKV are the checks of issue 30 ("a press
 # both have runs once in each as a check, then from one side"): the table shows them beside
 # kvplan's on the prompts both ran, the board has kvplan's alone (CHECKS=1 puts kvpress's SnapKV
 # on the board too, on the prompts it covers). AdaKV-ExpectedAttention is the registry's
@@ -69,6 +70,13 @@ if [ ${#kvpress[@]} -gt 0 ]; then
       --versus "$v" --out "$tmp/vs-$v" > /dev/null
     mv -f "$tmp/vs-$v/leaderboard.md" "$dir/board-with-kvpress/leaderboard-vs-$v.md"
   done
+  # DuoAttention as the leaderboard's evaluate.py sets it (`duo-board`: head_compression_ratio =
+  # the ratio), beside kvplan's per-prompt setting, on the prompts it was run on.
+  if grep -q '"method": "kvpress-duo-board"' "${kvpress[0]}"; then
+    rm -rf "$dir/duo-settings"
+    "$kvplan" eval leaderboard "$merged" --methods full,headkv,kvpress-duo,kvpress-duo-board \
+      --common-prompts --versus kvpress-duo --out "$dir/duo-settings"
+  fi
 fi
 }
 main "$@"; exit
