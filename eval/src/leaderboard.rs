@@ -455,7 +455,8 @@ pub fn config_yaml(g: &Group<'_>, settings: &BTreeMap<String, String>) -> String
             )
         }
         (Some(r), None) => format!(
-            "kvplan {} at the budget whose effective ratio lands on {r}, per prompt",
+            "kvplan {} at the largest budget whose effective ratio is not below {r}, per prompt \
+             (the measured ratio: kvplan.effective_compression_ratio)",
             g.method
         ),
         (None, _) => "kvplan full (no compression)".to_string(),
