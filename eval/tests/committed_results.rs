@@ -50,7 +50,10 @@ fn committed_results_and_tables_are_what_the_records_imply() {
     // The rows' marks as `kvplan eval table` sets them from the records' settings: no plan with
     // the settings' hash is committed (no † rows), and no PoD weights were given (‡ rows).
     let marks = Marks::of(None, &niah_file.settings);
-    assert!(marks.pod_untrained, "the committed NIAH run used PoD untrained");
+    assert!(
+        marks.pod_untrained,
+        "the committed NIAH run used PoD untrained"
+    );
     let niah = niah_file.records;
     let ruler: Vec<Record> = records("ruler");
     // The tasks the records hold, in RULER's order: a table has a column per recorded task, as

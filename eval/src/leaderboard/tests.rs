@@ -511,7 +511,13 @@ fn kvpress_presses_carry_the_registry_s_name_and_their_constructor() {
     // evaluation/evaluate.py, `_setup_press`: `press.head_compression_ratio = compression_ratio`.
     let board = kvpress_press("duo-board").expect("duo-board");
     assert_eq!(board.0, Some("duo_attention_on_the_fly"));
-    assert!(board.1.starts_with("DuoAttentionPress(head_compression_ratio={r},"), "{}", board.1);
+    assert!(
+        board
+            .1
+            .starts_with("DuoAttentionPress(head_compression_ratio={r},"),
+        "{}",
+        board.1
+    );
     assert_eq!(
         kvpress_press("streaming").expect("streaming").0,
         Some("streaming_llm")
