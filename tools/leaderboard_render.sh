@@ -9,8 +9,9 @@
 # `board-with-kvpress/` with its presses too (DuoAttention when the file holds it; KVzip left out
 # while it covers fewer prompts than the rest: KVZIP=1 keeps it; VERSUS=METHOD sets its second Δ
 # column: DuoAttention where the file holds it, else SnapKV; ALSO_VERSUS=A,B: one more table
-# each, board-with-kvpress/leaderboard-vs-A.md, AdaKV-ExpectedAttention's by default);
-# `duo-settings/` where kvpress's file holds DuoAttention as evaluate.py sets it (`duo-board`). kvpress's FullKV and SnapKV are the checks of issue 30 ("a press
+# each in board-with-kvpress/, named leaderboard-vs- and the press, AdaKV-ExpectedAttention's
+# by default); and `duo-settings/` where kvpress's file holds DuoAttention as evaluate.py sets
+# it (`duo-board`). kvpress's FullKV and SnapKV are the checks of issue 30 ("a press
 # both have runs once in each as a check, then from one side"): the table shows them beside
 # kvplan's on the prompts both ran, the board has kvplan's alone (CHECKS=1 puts kvpress's SnapKV
 # on the board too, on the prompts it covers). AdaKV-ExpectedAttention is the registry's
