@@ -29,7 +29,8 @@ source "$repo/tools/methods.sh"
 methods=$KVPLAN_METHODS
 presses="kvpress-expected,kvpress-adakv-expected-e2,kvpress-keydiff"
 # The kvpress board's second Δ column: DuoAttention when the file holds it (kvpress's strongest
-# press on both committed boards), else SnapKV; ALSO_VERSUS: further presses, one table each.
+# press on both committed boards), else `eval leaderboard`'s own (SnapKV); ALSO_VERSUS: further
+# presses, one table each.
 versus=${VERSUS:-}
 ALSO_VERSUS=${ALSO_VERSUS-kvpress-adakv-expected-e2}
 [ -n "${CHECKS:-}" ] && presses="kvpress-snapkv,$presses"
@@ -59,10 +60,9 @@ if [ ${#kvpress[@]} -gt 0 ]; then
     presses+=",kvpress-duo"
     versus=${versus:-kvpress-duo}
   fi
-  versus=${versus:-snapkv}
   rm -rf "$dir/board-with-kvpress"
   "$kvplan" eval leaderboard "$merged" --methods "$methods,$presses" --common-prompts \
-    --versus "$versus" --out "$dir/board-with-kvpress"
+    ${versus:+--versus "$versus"} --out "$dir/board-with-kvpress"
   # The same board's table against each other press of ALSO_VERSUS (its Δ column and Holm
   # family change with the press; folders and figures are the board's own, not rewritten).
   for v in ${ALSO_VERSUS//,/ }; do

@@ -176,7 +176,7 @@ impl MethodSection for HeadKvSection {
 /// `row`'s total split over its entries as evenly as integers allow (the first `total mod len`
 /// get one more).
 pub fn spread_evenly(row: &mut [usize]) {
-    let len = row.len().max(1);
+    let len = row.len();
     let total: usize = row.iter().sum();
     for (i, x) in row.iter_mut().enumerate() {
         *x = total / len + usize::from(i < total % len);
