@@ -72,6 +72,17 @@ docs/results.md) in about 60–70% of the time.
 `--check-shared N` first compares, on N prompts, each replayed cache with the one the press
 leaves during a prefill of its own, bit for bit (keys, values, AdaKV's masked keys), and stops at
 a difference. KVzip (its own passes) runs as before.
+
+KVzip's scores are made once per prompt: kvpress's KVzipPress prefills the context and runs its
+context-reconstruction passes (chunks of 2,048 tokens, "Repeat the previous context exactly.")
+as kvpress runs them, which fill its `score_val` (the highest attention each context entry gets
+while the model reconstructs the context); those scores do not depend on the compression ratio,
+which enters only in `compress_post` (the global bottom-k to mask). So a prompt's first KVzip
+cell keeps the scores and the context's cache, and each of its KVzip cells (the first included)
+applies kvpress's own `compress_post` at its ratio to a fresh cache of those entries, then
+answers: one prefill and one reconstruction a prompt instead of one a ratio (the settings say
+so). `--check-shared N` compares, on N prompts, each such cell's masked keys and cache with a
+live KVzipPress at that ratio, bit for bit.
 """
 
 import argparse
@@ -463,7 +474,8 @@ def held_entries(cache, model):
 
 
 # Presses whose cells can share one context prefill (`--shared-prefill`): those that act only
-# through kvpress's forward hook on each attention layer. KVzip runs passes of its own.
+# through kvpress's forward hook on each attention layer. KVzip runs passes of its own
+# (`KVzipScores`: its scores shared by a prompt's ratios instead).
 REPLAYABLE = [p for p in PRESSES if p != "kvzip"]
 
 
@@ -659,6 +671,97 @@ class SharedPrefill:
         return diffs
 
 
+class KVzipScores:
+    """KVzip's scores made once per prompt and applied at each ratio (the module docstring): the
+    first KVzip cell of a prompt runs kvpress's KVzipPress through its prefill and reconstruction
+    passes, keeping its `score_val` and the context's keys and values instead of compressing;
+    every KVzip cell of the prompt then runs the press's own `compress_post` at its ratio on a
+    copy of those scores and answers on a fresh cache of those entries. A cell's seconds are its
+    compression and answer plus its share of the prefill and reconstruction."""
+
+    def __init__(self, model, device, cells_per_prompt):
+        self.model, self.device, self.counts = model, device, cells_per_prompt
+        self.prompt, self.scores, self.kv, self.score_s = None, None, None, 0.0
+
+    def score(self, prompt):
+        """Prefill and reconstruction, once per prompt: `score_val` and the cache, kept."""
+        import torch
+        from transformers import DynamicCache
+
+        if self.prompt is prompt:
+            return
+        self.scores = self.kv = None  # the last prompt's tensors go before the next's come
+        started = time.perf_counter()
+        press = make_press("kvzip", 0.5)  # any ratio > 0 runs the reconstruction
+        kept = {}
+
+        def keep(_model):  # stands in for compress_post, called after the last pass
+            kept["scores"] = press.score_val.clone()
+
+        press.compress_post = keep
+        reset_masks(self.model)
+        cache = DynamicCache()
+        with torch.inference_mode():
+            ctx = torch.tensor([prompt["context_ids"]], device=self.device)
+            press_prefill(self.model, press, ctx, cache)
+        if "scores" not in kept:
+            raise RuntimeError("KVzipPress ran no reconstruction (no scores)")
+        self.scores = kept["scores"]
+        self.kv = [(layer.keys, layer.values) for layer in cache.layers]
+        self.score_s = time.perf_counter() - started
+        self.prompt = prompt
+
+    def compress(self, prompt, ratio):
+        """A fresh cache of the prompt's context entries, masked as KVzipPress(ratio) masks."""
+        from transformers import DynamicCache
+
+        self.score(prompt)
+        reset_masks(self.model)
+        press = make_press("kvzip", ratio)
+        press.score_val = self.scores.clone()  # compress_post writes the sinks' scores in place
+        press.compress_post(self.model)
+        cache = DynamicCache()
+        for i, (keys, values) in enumerate(self.kv):
+            cache.update(keys, values, i)
+        return cache
+
+    def run(self, prompt, ratio, stops):
+        import torch
+
+        self.score(prompt)
+        started = time.perf_counter()
+        with torch.inference_mode():
+            cache = self.compress(prompt, ratio)
+            new, fraction, effective = answer(self.model, prompt, cache,
+                                              len(prompt["context_ids"]), stops, self.device)
+        share = self.score_s / max(self.counts.get(id(prompt), 1), 1)
+        return new, fraction, effective, time.perf_counter() - started + share
+
+    def check(self, prompt, ratio):
+        """The masked keys and cache of `compress` against a live KVzipPress(ratio) prefill:
+        the differences found (empty when none)."""
+        import torch
+        from transformers import DynamicCache
+
+        with torch.inference_mode():
+            reset_masks(self.model)
+            live = DynamicCache()
+            ctx = torch.tensor([prompt["context_ids"]], device=self.device)
+            press_prefill(self.model, make_press("kvzip", ratio), ctx, live)
+            live_masks = masks_of(self.model)
+            again = self.compress(prompt, ratio)
+            again_masks = masks_of(self.model)
+        diffs = []
+        for i, (a, b) in enumerate(zip(live.layers, again.layers)):
+            if not (torch.equal(a.keys, b.keys) and torch.equal(a.values, b.values)):
+                diffs.append(f"layer {i}: keys/values {tuple(a.keys.shape)} vs {tuple(b.keys.shape)}")
+            if live_masks[i] != again_masks[i]:
+                diffs.append(f"layer {i}: masked keys differ")
+        if len(live.layers) != len(again.layers):
+            diffs.append(f"{len(live.layers)} layers vs {len(again.layers)}")
+        return diffs
+
+
 def masks_of(model):
     """The masked key indices on each attention module, as plain lists (None where none)."""
     out = []
@@ -686,7 +789,11 @@ def versions():
     return ", ".join(f"{p} {version(p)}" for p in ["kvpress", "transformers", "torch"])
 
 
-def run_settings(prompts, mode, ratios=None, device="cpu", shared=False):
+# The setting a run with KVzip adds (`KVzipScores`); a file without KVzip cells may lack it.
+KVZIP_SETTING = "kvpress_kvzip"
+
+
+def run_settings(prompts, mode, ratios=None, device="cpu", shared=False, kvzip=False):
     s = dict(prompts["settings"])
     s["runner"] = versions()
     s["kvpress_mode"] = MODES[mode]
@@ -706,6 +813,14 @@ def run_settings(prompts, mode, ratios=None, device="cpu", shared=False):
                                 "and answer plus its share of the prefill")
     s["kvpress_adakv"] = ("kvpress-adakv-expected only masks keys: kv_fraction is nominal "
                           "(unmasked entries); the cache holds every entry")
+    if kvzip:
+        s[KVZIP_SETTING] = ("scored once per prompt: KVzipPress's prefill and context-"
+                            "reconstruction passes run once, its scores (which do not depend on "
+                            "the ratio) kept, and its own compress_post applied at each ratio to "
+                            "a fresh cache of the context's entries (checked bit for bit against "
+                            "a live press by --check-shared); it only masks keys, so kv_fraction "
+                            "is nominal; seconds: the cell's compression and answer plus its "
+                            "share of the prefill and reconstruction")
     return s
 
 
@@ -755,11 +870,23 @@ def merge(files, out):
             raise SystemExit(f"{f}: cannot read a records file ({e})")
         if not isinstance(data, dict) or "settings" not in data or "records" not in data:
             raise SystemExit(f"{f}: not a kvpress records file (expected settings and records)")
+        mine = data["settings"]
+        if KVZIP_SETTING not in mine and any(r["method"] == "kvpress-kvzip"
+                                             for r in data["records"]):
+            raise SystemExit(f"{f}: holds kvpress-kvzip cells without the {KVZIP_SETTING} "
+                             "setting (made before KVzip's scores were shared): merge it apart")
         if settings is None:
-            settings, merged = data["settings"], dict(data, records=[])
-        elif data["settings"] != settings:
-            diff = settings_diff(settings, data["settings"])
+            settings = dict(mine)
+            merged = dict(data, records=[], settings=settings)
+        elif without_kvzip(mine) != without_kvzip(settings) or (
+                KVZIP_SETTING in mine and KVZIP_SETTING in settings
+                and mine[KVZIP_SETTING] != settings[KVZIP_SETTING]):
+            diff = settings_diff(settings, mine)
             raise SystemExit(f"{f}: settings differ from {files[0]}'s: {'; '.join(diff)}")
+        if KVZIP_SETTING in mine:
+            # KVzip's cells bring the setting that says how they were made; the other files
+            # hold none (checked above), so the merged file's other cells are as before.
+            settings[KVZIP_SETTING] = mine[KVZIP_SETTING]
         for r in data["records"]:
             key = record_key(r)
             if key in seen:
@@ -770,6 +897,10 @@ def merge(files, out):
             merged["records"].append(r)
     save_atomic(Path(out), merged)
     print(f"{len(merged['records'])} records from {len(files)} files -> {out}")
+
+
+def without_kvzip(settings):
+    return {k: v for k, v in settings.items() if k != KVZIP_SETTING}
 
 
 def pending_cells(prompts, presses, budgets, records, ratios=None):
@@ -817,7 +948,8 @@ def run(args):
     prompts = load_prompts(args.prompts)
     gguf = Path(args.gguf) if args.gguf else find_gguf(args.models, prompts["model_sha256"])
     model_name = gguf_name(gguf)
-    settings = run_settings(prompts, args.mode, args.ratios, args.device, args.shared_prefill)
+    settings = run_settings(prompts, args.mode, args.ratios, args.device, args.shared_prefill,
+                            "kvzip" in args.presses)
     part = "" if args.shard is None else f".shard-{args.shard[0]}-of-{args.shard[1]}"
     out = Path(args.out) / f"{prompts['model']}.{prompts['task']}.kvpress{part}.records.json"
     data = open_records(out, settings)
@@ -839,8 +971,13 @@ def run(args):
             if press in REPLAYABLE:
                 counts[id(p)] = counts.get(id(p), 0) + 1
         shared = SharedPrefill(model, args.device, counts)
+    kvzip_counts = {}
+    for p, press, _, _ in todo:
+        if press == "kvzip":
+            kvzip_counts[id(p)] = kvzip_counts.get(id(p), 0) + 1
+    kvzip = KVzipScores(model, args.device, kvzip_counts) if kvzip_counts else None
     if args.check_shared:
-        check_shared(shared, todo, args.check_shared)
+        check_shared(shared, kvzip, todo, args.check_shared)
     started = time.perf_counter()
     broken = {}  # press -> its first error: its other cells are skipped
     for i, (p, press, budget, target) in enumerate(todo, 1):
@@ -852,6 +989,8 @@ def run(args):
             made = make_press(press, nominal, n)
             if shared is not None and press in REPLAYABLE:
                 new, fraction, effective, seconds = shared.run(p, made, stops)
+            elif press == "kvzip" and nominal > 0:
+                new, fraction, effective, seconds = kvzip.run(p, nominal, stops)
             else:
                 new, fraction, effective, seconds = run_cell(model, p, made, args.mode, stops,
                                                              args.device)
@@ -877,13 +1016,14 @@ def run(args):
         raise SystemExit("presses that failed: " + "; ".join(f"{k}: {v}" for k, v in broken.items()))
 
 
-def check_shared(shared, todo, prompts):
+def check_shared(shared, kvzip, todo, prompts):
     """`--check-shared N`: on the first N prompts of the run, each pending cell's replayed cache
-    against the one its press leaves during a prefill of its own; stops at the first difference."""
+    (KVzip's: its shared scores' masks and cache) against the one its press leaves during a
+    prefill of its own; stops at the first difference."""
     checked, cells = set(), 0
     started = time.perf_counter()
     for p, press, budget, target in todo:
-        if press not in REPLAYABLE:
+        if press not in REPLAYABLE and press != "kvzip":
             continue
         if id(p) not in checked:
             if len(checked) == prompts:
@@ -891,7 +1031,10 @@ def check_shared(shared, todo, prompts):
             checked.add(id(p))
         n = len(p["context_ids"])
         nominal = target if target is not None else ratio_for(budget, n)
-        diffs = shared.check(p, make_press(press, nominal, n))
+        if press == "kvzip":
+            diffs = kvzip.check(p, nominal)
+        else:
+            diffs = shared.check(p, make_press(press, nominal, n))
         cells += 1
         where = f"{p['task']} #{p['example']} kvpress-{press} at {nominal:.4f}"
         if diffs:
