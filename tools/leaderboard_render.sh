@@ -11,7 +11,8 @@
 # column: DuoAttention where the file holds it, else SnapKV; ALSO_VERSUS=A,B: one more table
 # each in board-with-kvpress/, named leaderboard-vs- and the press, AdaKV-ExpectedAttention's
 # by default); and `duo-settings/` where kvpress's file holds DuoAttention as evaluate.py sets
-# it (`duo-board`). kvpress's FullKV and SnapKV are the checks of issue 30 ("a press
+# it (`duo-board`); and `kvzip/` where KVzip's own run (kvzip-cpu/) covers fewer prompts than
+# kvpress's file. kvpress's FullKV and SnapKV are the checks of issue 30 ("a press
 # both have runs once in each as a check, then from one side"): the table shows them beside
 # kvplan's on the prompts both ran, the board has kvplan's alone (CHECKS=1 puts kvpress's SnapKV
 # on the board too, on the prompts it covers). AdaKV-ExpectedAttention is the registry's
@@ -77,6 +78,26 @@ if [ ${#kvpress[@]} -gt 0 ]; then
     rm -rf "$dir/duo-settings"
     "$kvplan" eval leaderboard "$merged" --methods full,headkv,kvpress-duo,kvpress-duo-board \
       --common-prompts --versus kvpress-duo --out "$dir/duo-settings"
+  fi
+  # KVzip, run apart (`--presses kvzip`: its scores shared by a prompt's ratios, a setting of
+  # its own) into kvzip-cpu/ shard files: joined with kvpress's file in a scratch folder and
+  # drawn on the prompts it covers, beside FullKV, SnapKV, kvplan's per-head plans, TOVA and
+  # kvpress's strongest presses (`kvzip/`, the second Δ column against KVzip). Once KVzip covers
+  # every prompt its shards are merged into kvpress's file and KVZIP=1 puts it on the board.
+  kvzip=("$dir"/kvzip-cpu/*.ruler.kvpress*.records.json)
+  if [ ${#kvzip[@]} -gt 0 ] && ! grep -q '"method": "kvpress-kvzip"' "${kvpress[0]}"; then
+    mkdir "$tmp/kvzip"
+    ln -s "$merged" "$tmp/kvzip/"
+    python3 "$repo/tools/kvpress_side_by_side.py" --merge "${kvpress[0]}" "${kvzip[@]}" \
+      --out "$tmp/kvzip/$(basename "${kvpress[0]}")" > /dev/null
+    kvzip_presses=kvpress-kvzip
+    for p in kvpress-duo kvpress-adakv-expected-e2; do
+      if grep -q "\"method\": \"$p\"" "${kvpress[0]}"; then kvzip_presses+=",$p"; fi
+    done
+    rm -rf "$dir/kvzip"
+    "$kvplan" eval leaderboard "$tmp/kvzip/$(basename "$merged")" \
+      --methods "full,snapkv,headkv,headkv-r,tova,$kvzip_presses" --common-prompts \
+      --versus kvpress-kvzip --out "$dir/kvzip"
   fi
 fi
 }
