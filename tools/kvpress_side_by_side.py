@@ -1083,7 +1083,8 @@ def parse_args(argv):
                          "less time; the settings say so)")
     ap.add_argument("--check-shared", type=int, default=0, metavar="N",
                     help="with --shared-prefill: first compare, on N prompts, each press's "
-                         "replayed cache with the one a prefill of its own leaves (bit for bit)")
+                         "replayed cache (KVzip's: its shared scores applied at the ratio) with "
+                         "the one a prefill of its own leaves (bit for bit)")
     ap.add_argument("--self-test", metavar="CASES",
                     help="check the scoring against a cases file (tests/fixtures) and exit")
     args = ap.parse_args(argv)
