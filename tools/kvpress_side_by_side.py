@@ -660,15 +660,7 @@ class SharedPrefill:
             reset_masks(self.model)
             again = replay(self.model, self.seen, self.full, press)
             again_masks = masks_of(self.model)
-        diffs = []
-        for i, (a, b) in enumerate(zip(live.layers, again.layers)):
-            if not (torch.equal(a.keys, b.keys) and torch.equal(a.values, b.values)):
-                diffs.append(f"layer {i}: keys/values {tuple(a.keys.shape)} vs {tuple(b.keys.shape)}")
-            if live_masks[i] != again_masks[i]:
-                diffs.append(f"layer {i}: masked keys differ")
-        if len(live.layers) != len(again.layers):
-            diffs.append(f"{len(live.layers)} layers vs {len(again.layers)}")
-        return diffs
+        return cache_diffs(live, live_masks, again, again_masks)
 
 
 class KVzipScores:
@@ -751,15 +743,22 @@ class KVzipScores:
             live_masks = masks_of(self.model)
             again = self.compress(prompt, ratio)
             again_masks = masks_of(self.model)
-        diffs = []
-        for i, (a, b) in enumerate(zip(live.layers, again.layers)):
-            if not (torch.equal(a.keys, b.keys) and torch.equal(a.values, b.values)):
-                diffs.append(f"layer {i}: keys/values {tuple(a.keys.shape)} vs {tuple(b.keys.shape)}")
-            if live_masks[i] != again_masks[i]:
-                diffs.append(f"layer {i}: masked keys differ")
-        if len(live.layers) != len(again.layers):
-            diffs.append(f"{len(live.layers)} layers vs {len(again.layers)}")
-        return diffs
+        return cache_diffs(live, live_masks, again, again_masks)
+
+
+def cache_diffs(live, live_masks, again, again_masks):
+    """Where two caches and their masked keys differ, layer by layer (empty when nowhere)."""
+    import torch
+
+    diffs = []
+    for i, (a, b) in enumerate(zip(live.layers, again.layers)):
+        if not (torch.equal(a.keys, b.keys) and torch.equal(a.values, b.values)):
+            diffs.append(f"layer {i}: keys/values {tuple(a.keys.shape)} vs {tuple(b.keys.shape)}")
+        if live_masks[i] != again_masks[i]:
+            diffs.append(f"layer {i}: masked keys differ")
+    if len(live.layers) != len(again.layers):
+        diffs.append(f"{len(live.layers)} layers vs {len(again.layers)}")
+    return diffs
 
 
 def masks_of(model):
