@@ -73,7 +73,7 @@ docs/results.md) in about 60–70% of the time.
 leaves during a prefill of its own, bit for bit (keys, values, AdaKV's masked keys), and stops at
 a difference. KVzip (its own passes) runs as before.
 
-KVzip's scores are made once per prompt: kvpress's KVzipPress prefills the context and runs its
+KVzip's scores are made once per prompt (question-agnostic; question-aware runs it whole): kvpress's KVzipPress prefills the context and runs its
 context-reconstruction passes (chunks of 2,048 tokens, "Repeat the previous context exactly.")
 as kvpress runs them, which fill its `score_val` (the highest attention each context entry gets
 while the model reconstructs the context); those scores do not depend on the compression ratio,
@@ -948,7 +948,7 @@ def run(args):
     gguf = Path(args.gguf) if args.gguf else find_gguf(args.models, prompts["model_sha256"])
     model_name = gguf_name(gguf)
     settings = run_settings(prompts, args.mode, args.ratios, args.device, args.shared_prefill,
-                            "kvzip" in args.presses)
+                            "kvzip" in args.presses and args.mode == "agnostic")
     part = "" if args.shard is None else f".shard-{args.shard[0]}-of-{args.shard[1]}"
     out = Path(args.out) / f"{prompts['model']}.{prompts['task']}.kvpress{part}.records.json"
     data = open_records(out, settings)
@@ -970,9 +970,9 @@ def run(args):
             if press in REPLAYABLE:
                 counts[id(p)] = counts.get(id(p), 0) + 1
         shared = SharedPrefill(model, args.device, counts)
-    kvzip_counts = {}
+    kvzip_counts = {}  # question-agnostic: KVzip's scores shared by a prompt's ratios
     for p, press, _, _ in todo:
-        if press == "kvzip":
+        if press == "kvzip" and args.mode == "agnostic":
             kvzip_counts[id(p)] = kvzip_counts.get(id(p), 0) + 1
     kvzip = KVzipScores(model, args.device, kvzip_counts) if kvzip_counts else None
     if args.check_shared:
@@ -988,7 +988,7 @@ def run(args):
             made = make_press(press, nominal, n)
             if shared is not None and press in REPLAYABLE:
                 new, fraction, effective, seconds = shared.run(p, made, stops)
-            elif press == "kvzip" and nominal > 0:
+            elif press == "kvzip" and nominal > 0 and args.mode == "agnostic":
                 new, fraction, effective, seconds = kvzip.run(p, nominal, stops)
             else:
                 new, fraction, effective, seconds = run_cell(model, p, made, args.mode, stops,
