@@ -73,8 +73,8 @@ docs/results.md) in about 60–70% of the time.
 leaves during a prefill of its own, bit for bit (keys, values, AdaKV's masked keys), and stops at
 a difference. KVzip (its own passes) runs as before.
 
-KVzip's scores are made once per prompt (question-agnostic; question-aware runs it whole): kvpress's KVzipPress prefills the context and runs its
-context-reconstruction passes (chunks of 2,048 tokens, "Repeat the previous context exactly.")
+KVzip's scores are made once per prompt (question-agnostic; question-aware runs it whole):
+kvpress's KVzipPress prefills the context and runs its context-reconstruction passes (chunks of 2,048 tokens, "Repeat the previous context exactly.")
 as kvpress runs them, which fill its `score_val` (the highest attention each context entry gets
 while the model reconstructs the context); those scores do not depend on the compression ratio,
 which enters only in `compress_post` (the global bottom-k to mask). So a prompt's first KVzip
