@@ -74,15 +74,16 @@ leaves during a prefill of its own, bit for bit (keys, values, AdaKV's masked ke
 a difference. KVzip (its own passes) runs as before.
 
 KVzip's scores are made once per prompt (question-agnostic; question-aware runs it whole):
-kvpress's KVzipPress prefills the context and runs its context-reconstruction passes (chunks of 2,048 tokens, "Repeat the previous context exactly.")
-as kvpress runs them, which fill its `score_val` (the highest attention each context entry gets
-while the model reconstructs the context); those scores do not depend on the compression ratio,
-which enters only in `compress_post` (the global bottom-k to mask). So a prompt's first KVzip
-cell keeps the scores and the context's cache, and each of its KVzip cells (the first included)
-applies kvpress's own `compress_post` at its ratio to a fresh cache of those entries, then
-answers: one prefill and one reconstruction a prompt instead of one a ratio (the settings say
-so). `--check-shared N` compares, on N prompts, each such cell's masked keys and cache with a
-live KVzipPress at that ratio, bit for bit.
+kvpress's KVzipPress prefills the context and runs its context-reconstruction passes (chunks of
+2,048 tokens, "Repeat the previous context exactly.") as kvpress runs them, which fill its
+`score_val` (the highest attention each context entry gets while the model reconstructs the
+context); those scores do not depend on the compression ratio, which enters only in
+`compress_post` (the global bottom-k to mask). So a prompt's first KVzip cell keeps the scores
+and the context's cache, and each of its KVzip cells (the first included) applies kvpress's own
+`compress_post` at its ratio to a fresh cache of those entries, then answers: one prefill and
+one reconstruction a prompt instead of one a ratio (the settings say so). `--check-shared N`
+compares, on N prompts, each such cell's masked keys and cache with a live KVzipPress at that
+ratio, bit for bit.
 """
 
 import argparse
