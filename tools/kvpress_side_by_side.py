@@ -903,6 +903,16 @@ def without_kvzip(settings):
     return {k: v for k, v in settings.items() if k != KVZIP_SETTING}
 
 
+def cells_per_prompt(todo, wanted):
+    """{id(prompt): how many of its pending cells run a press `wanted` accepts}: the cells that
+    split a prompt's shared work (its prefill, KVzip's scoring) between them."""
+    counts = {}
+    for p, press, _, _ in todo:
+        if wanted(press):
+            counts[id(p)] = counts.get(id(p), 0) + 1
+    return counts
+
+
 def pending_cells(prompts, presses, budgets, records, ratios=None):
     """(prompt, press, budget, ratio) of the cells not yet recorded: each press at each budget,
     or, with `ratios`, at each target ratio; `full` once per prompt."""
@@ -948,8 +958,11 @@ def run(args):
     prompts = load_prompts(args.prompts)
     gguf = Path(args.gguf) if args.gguf else find_gguf(args.models, prompts["model_sha256"])
     model_name = gguf_name(gguf)
+    # Question-agnostic KVzip shares its scores across a prompt's ratios (`KVzipScores`);
+    # question-aware runs the press on the whole prompt, cell by cell.
+    kvzip_shared = "kvzip" in args.presses and args.mode == "agnostic"
     settings = run_settings(prompts, args.mode, args.ratios, args.device, args.shared_prefill,
-                            "kvzip" in args.presses and args.mode == "agnostic")
+                            kvzip_shared)
     part = "" if args.shard is None else f".shard-{args.shard[0]}-of-{args.shard[1]}"
     out = Path(args.out) / f"{prompts['model']}.{prompts['task']}.kvpress{part}.records.json"
     data = open_records(out, settings)
@@ -966,16 +979,12 @@ def run(args):
     if args.shared_prefill:
         global _FAST_DECODE
         _FAST_DECODE = True
-        counts = {}
-        for p, press, _, _ in todo:
-            if press in REPLAYABLE:
-                counts[id(p)] = counts.get(id(p), 0) + 1
-        shared = SharedPrefill(model, args.device, counts)
-    kvzip_counts = {}  # question-agnostic: KVzip's scores shared by a prompt's ratios
-    for p, press, _, _ in todo:
-        if press == "kvzip" and args.mode == "agnostic":
-            kvzip_counts[id(p)] = kvzip_counts.get(id(p), 0) + 1
-    kvzip = KVzipScores(model, args.device, kvzip_counts) if kvzip_counts else None
+        shared = SharedPrefill(model, args.device,
+                               cells_per_prompt(todo, lambda press: press in REPLAYABLE))
+    kvzip = None
+    if kvzip_shared:
+        kvzip = KVzipScores(model, args.device,
+                            cells_per_prompt(todo, lambda press: press == "kvzip"))
     if args.check_shared:
         check_shared(shared, kvzip, todo, args.check_shared)
     started = time.perf_counter()
@@ -989,7 +998,7 @@ def run(args):
             made = make_press(press, nominal, n)
             if shared is not None and press in REPLAYABLE:
                 new, fraction, effective, seconds = shared.run(p, made, stops)
-            elif press == "kvzip" and nominal > 0 and args.mode == "agnostic":
+            elif kvzip is not None and press == "kvzip" and nominal > 0:
                 new, fraction, effective, seconds = kvzip.run(p, nominal, stops)
             else:
                 new, fraction, effective, seconds = run_cell(model, p, made, args.mode, stops,
