@@ -6,6 +6,8 @@ use burn::tensor::Tensor;
 
 use crate::cache::KvCache;
 use crate::error::{Error, Result};
+/// The next-token logits on the host; defined beside [`Logits`], re-exported for callers.
+pub use crate::model::last_row;
 use crate::model::{Logits, Model};
 use crate::observe::Observer;
 
@@ -105,19 +107,6 @@ pub fn sample_top_p(logits: &[f32], temperature: f32, top_p: f32, rng: &mut Spli
         u -= p;
     }
     nucleus[kept - 1].0
-}
-
-/// The last row of `logits` on the host: the next-token logits.
-///
-/// # Shapes
-/// - logits: `[rows, vocab]` → `vocab` values
-pub fn last_row<B: Backend>(logits: Tensor<B, 2>) -> Vec<f32> {
-    let [rows, _] = logits.dims();
-    logits
-        .narrow(0, rows - 1, 1)
-        .into_data()
-        .iter::<f32>()
-        .collect()
 }
 
 /// Chooses tokens under a [`Sampling`]: greedy, or top-p with its own seeded generator.

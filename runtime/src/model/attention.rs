@@ -58,7 +58,7 @@ pub struct ForwardCtx<'a, B: Backend> {
     pub obs_kv: bool,
     /// Record column sums of the attention (all rows).
     pub obs_colsum: bool,
-    /// Use the fused host kernel ([`super::host_attention`]) instead of burn ops.
+    /// Use the fused host kernel (`host_attention`, chosen by the block) instead of burn ops.
     pub host_kernel: bool,
     masks: HashMap<(usize, usize, usize, usize), Tensor<B, 4>>,
 }
@@ -207,7 +207,9 @@ impl<B: Backend> Attention<B> {
         Tensor::cat(vec![q, k, v], 1)
     }
 
-    /// Adds the new tokens' K/V to `cache` and attends over everything the cache holds.
+    /// Adds the new tokens' K/V to `cache` and attends over everything the cache holds, with
+    /// burn ops (the generic path; on the CPU backend the block runs the host kernel instead,
+    /// `host_attention::forward`, when [`ForwardCtx::host_kernel`] is set).
     ///
     /// # Shapes
     /// - x: `[t, hidden]` → `[t, hidden]`
@@ -218,10 +220,6 @@ impl<B: Backend> Attention<B> {
         cache: &mut LayerCache<B>,
         obs: Option<&mut LayerObservation>,
     ) -> Tensor<B, 2> {
-        #[cfg(feature = "flex")]
-        if ctx.host_kernel {
-            return super::host_attention::forward(self, x, ctx, cache, obs);
-        }
         let [t, _] = x.dims();
         let (nh, nkv, d) = (self.n_heads, self.n_kv_heads, self.head_dim);
         let qkv = self.project(x); // [t, (nh + 2·nkv)·d]
@@ -265,8 +263,8 @@ impl<B: Backend> Attention<B> {
 
 impl<B: Backend> Attention<B> {
     /// One new token in each of several sequences: row `i` of `x` after `caches[i]` under
-    /// `ctxs[i]`. On the host kernel the projections run once over all rows
-    /// ([`super::host_attention::forward_many`]); otherwise each row runs [`Self::forward`].
+    /// `ctxs[i]`, each row through [`Self::forward`] (the generic path; the host kernel's
+    /// `host_attention::forward_many` runs the projections once over all rows).
     ///
     /// # Shapes
     /// - x: `[n, hidden]` → `[n, hidden]`
@@ -277,10 +275,6 @@ impl<B: Backend> Attention<B> {
         caches: &mut [&mut LayerCache<B>],
         obs: Vec<Option<&mut LayerObservation>>,
     ) -> Tensor<B, 2> {
-        #[cfg(feature = "flex")]
-        if ctxs.iter().all(|c| c.host_kernel) {
-            return super::host_attention::forward_many(self, x, ctxs, caches, obs);
-        }
         let rows: Vec<Tensor<B, 2>> = ctxs
             .iter_mut()
             .zip(caches)

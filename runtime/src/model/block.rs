@@ -1,6 +1,8 @@
 //! One transformer block: `x + attn(norm(x))`, then `x + ffn(norm(x))`; with post-norms (Gemma 2
 //! and 3), `x + post_norm(attn(norm(x)))` and `x + post_norm(ffn(norm(x)))`; without pre-norms
-//! (OLMo 2), `x + post_norm(attn(x))` and `x + post_norm(ffn(x))`.
+//! (OLMo 2), `x + post_norm(attn(x))` and `x + post_norm(ffn(x))`. The block chooses the
+//! attention path: the fused host kernel (`host_attention`, CPU backend) when the call's context
+//! asks for it, otherwise the generic burn ops of [`Attention`].
 
 use burn::module::Module;
 use burn::nn::RmsNorm;
@@ -47,7 +49,13 @@ impl<B: Backend> Block<B> {
         cache: &mut LayerCache<B>,
         obs: Option<&mut LayerObservation>,
     ) -> Tensor<B, 2> {
-        self.around(x, |a| self.attention.forward(a, ctx, cache, obs))
+        self.around(x, |a| {
+            #[cfg(feature = "flex")]
+            if ctx.host_kernel {
+                return super::host_attention::forward(&self.attention, a, ctx, cache, obs);
+            }
+            self.attention.forward(a, ctx, cache, obs)
+        })
     }
 
     /// [`Self::forward`] for one new token in each of several sequences (row `i` of `x` after
@@ -62,7 +70,13 @@ impl<B: Backend> Block<B> {
         caches: &mut [&mut LayerCache<B>],
         obs: Vec<Option<&mut LayerObservation>>,
     ) -> Tensor<B, 2> {
-        self.around(x, |a| self.attention.forward_many(a, ctxs, caches, obs))
+        self.around(x, |a| {
+            #[cfg(feature = "flex")]
+            if ctxs.iter().all(|c| c.host_kernel) {
+                return super::host_attention::forward_many(&self.attention, a, ctxs, caches, obs);
+            }
+            self.attention.forward_many(a, ctxs, caches, obs)
+        })
     }
 
     /// The block around its attention: `attention` of the normed `x`, the residuals, norms and

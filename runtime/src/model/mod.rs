@@ -31,7 +31,7 @@ use burn::tensor::Tensor;
 pub use attention::ForwardCtx;
 pub use config::ModelConfig;
 pub use loader::WeightStorage;
-pub use transformer::{Logits, Transformer};
+pub use transformer::{last_row, Logits, Transformer};
 
 use crate::cache::KvCache;
 use crate::error::{Error, Result};
@@ -299,7 +299,7 @@ impl<B: Backend> Model<B> {
             let mut out = Vec::with_capacity(n);
             for ((&id, cache), obs) in ids.iter().zip(caches.iter_mut()).zip(observers.iter_mut()) {
                 let logits = self.forward(&[id], cache, obs.as_deref_mut(), Logits::Last)?;
-                out.push(crate::generate::last_row(logits));
+                out.push(last_row(logits));
             }
             return Ok(out);
         }

@@ -20,6 +20,19 @@ pub enum Logits {
     All,
 }
 
+/// The last row of `logits` on the host: the next-token logits.
+///
+/// # Shapes
+/// - logits: `[rows, vocab]` → `vocab` values
+pub fn last_row<B: Backend>(logits: Tensor<B, 2>) -> Vec<f32> {
+    let [rows, _] = logits.dims();
+    logits
+        .narrow(0, rows - 1, 1)
+        .into_data()
+        .iter::<f32>()
+        .collect()
+}
+
 /// The decoder of a supported architecture.
 #[derive(Module, Debug)]
 pub struct Transformer<B: Backend> {

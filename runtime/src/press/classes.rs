@@ -38,13 +38,9 @@ use crate::error::{Error, Result};
 use crate::model::{Logits, Model, ModelConfig};
 use crate::observe::{ObserveConfig, Observer};
 
-/// What a [`super::classes::LayerClassesPress`] can do (its own windowed prefill; it serves no
-/// method of the table, and its windows slide while decoding without a score).
-pub(super) const KIND: PressKind = PressKind {
-    changes_forward: true,
-    streams_past_context: false,
-    adopts_shared_prefill: false,
-};
+/// What a [`LayerClassesPress`] can do: its own windowed prefill; it serves no method of the
+/// table, and its windows slide while decoding without a score.
+pub(super) const KIND: PressKind = PressKind::OWN_PREFILL;
 
 /// The engines whose layer windows this press runs.
 pub const ENGINES: [&str; 3] = ["vllm", "trtllm", "trtllm-engine"];

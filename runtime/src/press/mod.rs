@@ -106,6 +106,14 @@ impl PressKind {
         adopts_shared_prefill: true,
     };
 
+    /// A press that runs its own prefill, unlike the model's (an engine's layer windows, a
+    /// second request's rows): nothing shared, nothing re-assigned.
+    pub const OWN_PREFILL: Self = Self {
+        changes_forward: true,
+        streams_past_context: false,
+        adopts_shared_prefill: false,
+    };
+
     /// A press of this kind serving `method` (`None`: no method of the table, nothing evicted
     /// while decoding): it evicts while decoding where the method table's decode policy says so.
     pub fn serving(self, method: Option<Method>) -> Capabilities {

@@ -31,7 +31,7 @@ use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
 use kvplan_planner::export::capability::Prefill;
 
-use super::{Capabilities, Press};
+use super::{Capabilities, Press, PressKind};
 use crate::cache::{HostKv, KvCache, BYTES_PER_ELEMENT};
 use crate::error::Result;
 use crate::model::{Logits, Model};
@@ -107,7 +107,7 @@ impl<B: Backend> Press<B> for StaleBlocksPress {
 
     /// Its prefill runs a second request, so it runs its own; nothing is scored.
     fn capabilities(&self) -> Capabilities {
-        super::classes::KIND.serving(None)
+        PressKind::OWN_PREFILL.serving(None)
     }
 
     fn prefill_observe(&self) -> Option<ObserveConfig> {
