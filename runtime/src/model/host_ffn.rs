@@ -54,12 +54,16 @@ pub(crate) fn gated(g: &mut [f32], u: &[f32], activation: Activation) {
     gated_body(g, u, activation)
 }
 
+/// # Safety
+/// The CPU must have AVX-512F.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 unsafe fn gated_avx512(g: &mut [f32], u: &[f32], activation: Activation) {
     gated_body(g, u, activation)
 }
 
+/// # Safety
+/// The CPU must have AVX2 and FMA.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn gated_avx2(g: &mut [f32], u: &[f32], activation: Activation) {

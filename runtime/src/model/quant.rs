@@ -420,6 +420,8 @@ impl QuantMatrix {
         self.dequantize_into(ids, out);
     }
 
+    /// # Safety
+    /// The CPU must have AVX2.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
     unsafe fn dequantize_into_avx2(&self, ids: &[usize], out: &mut [f32]) {
@@ -561,6 +563,9 @@ mod kernels {
         /// AVX-512 where [`super::wide_dots`]), the activation rows in groups of 8, 4, 2, 1
         /// ([`Self::group_rows`]): each activation row gets the result it gets alone. The other
         /// types take [`Self::fused_rows`] compiled for AVX2 and FMA.
+        ///
+        /// # Safety
+        /// The CPU must have AVX2 and FMA.
         #[cfg(target_arch = "x86_64")]
         #[target_feature(enable = "avx2,fma")]
         unsafe fn fused_rows_avx2(
@@ -601,6 +606,9 @@ mod kernels {
 
         /// Activation rows `i..i + R` of `t` (`xs`, their block sums `sums`) against weight rows
         /// `first..` into `chunk` (`[n][t]`), one kernel call per weight row.
+        ///
+        /// # Safety
+        /// The CPU must have AVX2 and FMA.
         #[cfg(target_arch = "x86_64")]
         #[target_feature(enable = "avx2,fma")]
         unsafe fn group_rows<const R: usize>(

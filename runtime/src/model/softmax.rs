@@ -59,12 +59,16 @@ pub(crate) fn softmax_in_place(x: &mut [f32]) {
     softmax_body(x)
 }
 
+/// # Safety
+/// The CPU must have AVX-512F.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 unsafe fn softmax_avx512(x: &mut [f32]) {
     softmax_body(x)
 }
 
+/// # Safety
+/// The CPU must have AVX2 and FMA.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn softmax_avx2(x: &mut [f32]) {
@@ -102,12 +106,16 @@ pub(crate) fn exp_in_place(x: &mut [f32]) -> (f32, f32) {
     exp_body(x)
 }
 
+/// # Safety
+/// The CPU must have AVX-512F.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 unsafe fn exp_avx512(x: &mut [f32]) -> (f32, f32) {
     exp_body(x)
 }
 
+/// # Safety
+/// The CPU must have AVX2 and FMA.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn exp_avx2(x: &mut [f32]) -> (f32, f32) {
@@ -156,12 +164,16 @@ pub(crate) fn exp_shifted_into(dst: &mut [f32], src: &[f32], max: f32) {
     exp_shifted_body(dst, src, max)
 }
 
+/// # Safety
+/// The CPU must have AVX-512F.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 unsafe fn exp_shifted_avx512(dst: &mut [f32], src: &[f32], max: f32) {
     exp_shifted_body(dst, src, max)
 }
 
+/// # Safety
+/// The CPU must have AVX2 and FMA.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn exp_shifted_avx2(dst: &mut [f32], src: &[f32], max: f32) {

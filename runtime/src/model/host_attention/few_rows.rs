@@ -38,24 +38,32 @@ pub(crate) fn weighted_values(out: &mut [f32], p: &[f32], v: &[f32], d: usize) {
     weighted_values_body(out, p, v, d)
 }
 
+/// # Safety
+/// The CPU must have AVX-512F.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 unsafe fn scores_avx512(s: &mut [f32], q: &[f32], k: &[f32], d: usize) {
     scores_body(s, q, k, d)
 }
 
+/// # Safety
+/// The CPU must have AVX2 and FMA.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn scores_avx2(s: &mut [f32], q: &[f32], k: &[f32], d: usize) {
     scores_body(s, q, k, d)
 }
 
+/// # Safety
+/// The CPU must have AVX-512F.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 unsafe fn weighted_values_avx512(out: &mut [f32], p: &[f32], v: &[f32], d: usize) {
     weighted_values_body(out, p, v, d)
 }
 
+/// # Safety
+/// The CPU must have AVX2 and FMA.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn weighted_values_avx2(out: &mut [f32], p: &[f32], v: &[f32], d: usize) {

@@ -57,106 +57,209 @@ pub(super) unsafe fn dot_rows<const R: usize>(
     out: &mut [f32],
 ) {
     let (bs, bb) = (ty.block_size(), ty.block_bytes());
-    let cols = xs.len() / R;
-    let per_row = sums.len() / R;
-    debug_assert!(xs.len() == R * cols && out.len() == R && row.len() / bb * bs == cols);
-    let x = |i: usize, at: usize| xs.as_ptr().add(i * cols + at);
+    let mut rows = Rows::<R>::new(xs, sums);
+    debug_assert!(out.len() == R && row.len() / bb * bs == rows.cols);
     let half = |b: &[u8], at: usize| f16[u16::from_le_bytes([b[at], b[at + 1]]) as usize];
-    let mut acc = [_mm256_setzero_ps(); R];
-    let mut mins = [0f32; R];
     let blocks = row
         .chunks_exact(bb)
         .inspect(|b| crate::model::prefetch::ahead(b.as_ptr(), b.len()))
         .enumerate();
-    // Each row: acc += d·(q·x) over the block of 32 at `at`.
-    let scaled = |acc: &mut [__m256; R], d: f32, q: [__m256; 4], at: usize| {
-        let d = _mm256_set1_ps(d);
-        for (i, a) in acc.iter_mut().enumerate() {
-            *a = _mm256_fmadd_ps(d, dot4(q, x(i, at)), *a);
-        }
-    };
     match ty {
         GgmlType::Q8_0 => {
             for (n, b) in blocks {
-                scaled(&mut acc, half(b, 0), q8_quants(&b[2..34]), n * BLOCK);
+                rows.scaled(half(b, 0), q8_quants(&b[2..34]), n * BLOCK);
             }
         }
         GgmlType::Q4_0 => {
             let eight = _mm256_set1_epi32(8);
             for (n, b) in blocks {
                 let q = nibbles(&b[2..18]).map(|q| _mm256_sub_epi32(q, eight));
-                scaled(&mut acc, half(b, 0), floats(q), n * BLOCK);
+                rows.scaled(half(b, 0), floats(q), n * BLOCK);
             }
         }
         GgmlType::Q4_1 => {
             for (n, b) in blocks {
-                scaled(&mut acc, half(b, 0), floats(nibbles(&b[4..20])), n * BLOCK);
-                let m = half(b, 2);
-                for (i, mi) in mins.iter_mut().enumerate() {
-                    *mi = m.mul_add(sums[i * per_row + n], *mi);
-                }
+                rows.scaled(half(b, 0), floats(nibbles(&b[4..20])), n * BLOCK);
+                rows.min(half(b, 2), n);
             }
         }
         GgmlType::Q5_0 => {
-            let sixteen = _mm256_set1_epi32(16);
             for (n, b) in blocks {
-                let qh = u32::from_le_bytes([b[2], b[3], b[4], b[5]]);
-                let [l0, l1, h0, h1] = nibbles(&b[6..22]);
-                let q = [
-                    with_fifth_bit(l0, qh, 0),
-                    with_fifth_bit(l1, qh, 8),
-                    with_fifth_bit(h0, qh, 16),
-                    with_fifth_bit(h1, qh, 24),
-                ]
-                .map(|q| _mm256_sub_epi32(q, sixteen));
-                scaled(&mut acc, half(b, 0), floats(q), n * BLOCK);
+                rows.scaled(half(b, 0), q5_0_quants(&b[2..22]), n * BLOCK);
             }
         }
         GgmlType::Q4K => {
             for (n, b) in blocks {
-                let (d, dmin) = (half(b, 0), half(b, 2));
-                let scales = &b[4..16];
-                for (chunk, qs) in b[16..144].chunks_exact(32).enumerate() {
-                    for (sub, shift) in [(2 * chunk, 0), (2 * chunk + 1, 4)] {
-                        let (sc, m) = scale_min_k4(sub, scales);
-                        let q = floats(nibble_plane(qs, shift));
-                        scaled(&mut acc, d * sc, q, n * 256 + sub * BLOCK);
-                        let min = -(dmin * m);
-                        for (i, mi) in mins.iter_mut().enumerate() {
-                            *mi = min.mul_add(sums[i * per_row + n * 8 + sub], *mi);
-                        }
-                    }
-                }
+                q4k_block(&mut rows, b, n, (half(b, 0), half(b, 2)));
             }
         }
         GgmlType::Q6K => {
             for (n, b) in blocks {
-                let d = half(b, 208);
-                for part in 0..2 {
-                    let ql = &b[part * 64..part * 64 + 64];
-                    let qh = &b[128 + part * 32..128 + part * 32 + 32];
-                    let sc = &b[192 + part * 8..192 + part * 8 + 8];
-                    for (j, &scale) in sc.iter().enumerate() {
-                        // Sub-block j: elements 16j..16j+16 of the half, plane k = j / 2.
-                        let (k, l) = (j / 2, 16 * (j % 2));
-                        let q = q6_quants16(ql, qh, k, l);
-                        let scale = _mm256_set1_ps(d * scale as i8 as f32);
-                        let at = n * 256 + part * 128 + 32 * k + l;
-                        for (i, a) in acc.iter_mut().enumerate() {
-                            let xp = x(i, at);
-                            let p = _mm256_mul_ps(q[0], _mm256_loadu_ps(xp));
-                            let p = _mm256_fmadd_ps(q[1], _mm256_loadu_ps(xp.add(8)), p);
-                            *a = _mm256_fmadd_ps(scale, p, *a);
-                        }
-                    }
-                }
+                q6k_block(&mut rows, b, n, half(b, 208));
             }
         }
         _ => unreachable!("dot_rows is called for the types `supports` names"),
     }
-    for ((o, a), m) in out.iter_mut().zip(acc).zip(mins) {
-        *o = hsum(a) + m;
+    rows.finish(out);
+}
+
+/// [`dot_rows`]'s `R` activation rows (`[R][cols]`, their [`block_sums`] `[R][cols / BLOCK]`)
+/// and each row's running sums: 8 lanes of scaled quant products, and the minima's `m·Σx`.
+struct Rows<'a, const R: usize> {
+    xs: &'a [f32],
+    sums: &'a [f32],
+    cols: usize,
+    per_row: usize,
+    acc: [__m256; R],
+    mins: [f32; R],
+}
+
+impl<'a, const R: usize> Rows<'a, R> {
+    /// The `R` rows, their sums zero.
+    ///
+    /// # Safety
+    /// The CPU must have AVX2 and FMA.
+    #[target_feature(enable = "avx2,fma")]
+    #[inline]
+    unsafe fn new(xs: &'a [f32], sums: &'a [f32]) -> Self {
+        let cols = xs.len() / R;
+        debug_assert!(xs.len() == R * cols);
+        Self {
+            xs,
+            sums,
+            cols,
+            per_row: sums.len() / R,
+            acc: [_mm256_setzero_ps(); R],
+            mins: [0f32; R],
+        }
     }
+
+    /// Activation row `i` from column `at`.
+    ///
+    /// # Safety
+    /// The CPU must have AVX2 and FMA.
+    #[target_feature(enable = "avx2,fma")]
+    #[inline]
+    unsafe fn x(&self, i: usize, at: usize) -> *const f32 {
+        self.xs.as_ptr().add(i * self.cols + at)
+    }
+
+    /// Each row: `acc += d·(q·x)` over the block of 32 at column `at`.
+    ///
+    /// # Safety
+    /// The CPU must have AVX2 and FMA.
+    #[target_feature(enable = "avx2,fma")]
+    #[inline]
+    unsafe fn scaled(&mut self, d: f32, q: [__m256; 4], at: usize) {
+        let d = _mm256_set1_ps(d);
+        for i in 0..R {
+            self.acc[i] = _mm256_fmadd_ps(d, dot4(q, self.x(i, at)), self.acc[i]);
+        }
+    }
+
+    /// Each row: `acc += scale·(q·x)` over the 16 columns from `at` (a `Q6_K` sub-block).
+    ///
+    /// # Safety
+    /// The CPU must have AVX2 and FMA.
+    #[target_feature(enable = "avx2,fma")]
+    #[inline]
+    unsafe fn scaled16(&mut self, scale: f32, q: [__m256; 2], at: usize) {
+        let scale = _mm256_set1_ps(scale);
+        for i in 0..R {
+            let xp = self.x(i, at);
+            let p = _mm256_mul_ps(q[0], _mm256_loadu_ps(xp));
+            let p = _mm256_fmadd_ps(q[1], _mm256_loadu_ps(xp.add(8)), p);
+            self.acc[i] = _mm256_fmadd_ps(scale, p, self.acc[i]);
+        }
+    }
+
+    /// Each row: `min += m·Σx` over its activation block `k`.
+    #[inline(always)]
+    fn min(&mut self, m: f32, k: usize) {
+        for (i, mi) in self.mins.iter_mut().enumerate() {
+            *mi = m.mul_add(self.sums[i * self.per_row + k], *mi);
+        }
+    }
+
+    /// Each row's dot product: its lanes summed, plus its minima.
+    ///
+    /// # Safety
+    /// The CPU must have AVX2 and FMA.
+    #[target_feature(enable = "avx2,fma")]
+    #[inline]
+    unsafe fn finish(self, out: &mut [f32]) {
+        for ((o, a), m) in out.iter_mut().zip(self.acc).zip(self.mins) {
+            *o = hsum(a) + m;
+        }
+    }
+}
+
+/// `Q4_K` super-block `n` (its bytes `b`, its `d` and `dmin`): each sub-block of 32 scaled by
+/// `d` times its 6-bit scale, less `dmin` times its 6-bit minimum times `Σx`.
+///
+/// # Safety
+/// The CPU must have AVX2 and FMA.
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+unsafe fn q4k_block<const R: usize>(
+    rows: &mut Rows<'_, R>,
+    b: &[u8],
+    n: usize,
+    (d, dmin): (f32, f32),
+) {
+    let scales = &b[4..16];
+    for (chunk, qs) in b[16..144].chunks_exact(32).enumerate() {
+        for (sub, shift) in [(2 * chunk, 0), (2 * chunk + 1, 4)] {
+            let (sc, m) = scale_min_k4(sub, scales);
+            rows.scaled(
+                d * sc,
+                floats(nibble_plane(qs, shift)),
+                n * 256 + sub * BLOCK,
+            );
+            rows.min(-(dmin * m), n * 8 + sub);
+        }
+    }
+}
+
+/// `Q6_K` super-block `n` (its bytes `b`, its `d`): each sub-block of 16 scaled by `d` times its
+/// signed 8-bit scale.
+///
+/// # Safety
+/// The CPU must have AVX2 and FMA.
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+unsafe fn q6k_block<const R: usize>(rows: &mut Rows<'_, R>, b: &[u8], n: usize, d: f32) {
+    for part in 0..2 {
+        let ql = &b[part * 64..part * 64 + 64];
+        let qh = &b[128 + part * 32..128 + part * 32 + 32];
+        let sc = &b[192 + part * 8..192 + part * 8 + 8];
+        for (j, &scale) in sc.iter().enumerate() {
+            // Sub-block j: elements 16j..16j+16 of the half, plane k = j / 2.
+            let (k, l) = (j / 2, 16 * (j % 2));
+            let at = n * 256 + part * 128 + 32 * k + l;
+            rows.scaled16(d * scale as i8 as f32, q6_quants16(ql, qh, k, l), at);
+        }
+    }
+}
+
+/// A `Q5_0` block's 32 quants (`b`: its 4 bytes of fifth bits, then 16 nibble bytes) as f32,
+/// less 16.
+///
+/// # Safety
+/// The CPU must have AVX2 and FMA.
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+unsafe fn q5_0_quants(b: &[u8]) -> [__m256; 4] {
+    let sixteen = _mm256_set1_epi32(16);
+    let qh = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+    let [l0, l1, h0, h1] = nibbles(&b[4..20]);
+    let q = [
+        with_fifth_bit(l0, qh, 0),
+        with_fifth_bit(l1, qh, 8),
+        with_fifth_bit(h0, qh, 16),
+        with_fifth_bit(h1, qh, 24),
+    ];
+    floats(q.map(|q| _mm256_sub_epi32(q, sixteen)))
 }
 
 /// The 32 quants of 16 nibble bytes as four groups of 8 `i32` (elements 0–7, 8–15 from the low
@@ -276,7 +379,7 @@ unsafe fn q8_quants(qs: &[u8]) -> [__m256; 4] {
 
 /// The sum of the 8 lanes.
 #[inline(always)]
-unsafe fn hsum(v: __m256) -> f32 {
+pub(super) unsafe fn hsum(v: __m256) -> f32 {
     let s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
     let s = _mm_add_ss(s, _mm_movehdup_ps(s));

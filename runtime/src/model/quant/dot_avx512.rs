@@ -47,13 +47,9 @@ pub(super) unsafe fn dot_rows<const R: usize>(
     out: &mut [f32],
 ) {
     let (bs, bb) = (ty.block_size(), ty.block_bytes());
-    let cols = xs.len() / R;
-    let per_row = sums.len() / R;
-    debug_assert!(xs.len() == R * cols && out.len() == R && row.len() / bb * bs == cols);
-    let x = |i: usize, at: usize| xs.as_ptr().add(i * cols + at);
+    let mut rows = Rows::<R>::new(xs, sums);
+    debug_assert!(out.len() == R && row.len() / bb * bs == rows.cols);
     let half = |b: &[u8], at: usize| f16[u16::from_le_bytes([b[at], b[at + 1]]) as usize];
-    let mut acc = [_mm512_setzero_ps(); R];
-    let mut mins = [0f32; R];
     let blocks = row
         .chunks_exact(bb)
         .inspect(|b| crate::model::prefetch::ahead(b.as_ptr(), b.len()))
@@ -63,119 +59,215 @@ pub(super) unsafe fn dot_rows<const R: usize>(
             for (n, b) in blocks {
                 let q = &b[2..34];
                 let at = |o: usize| _mm512_cvtepi8_epi32(_mm_loadu_si128(q.as_ptr().add(o).cast()));
-                let q = floats([at(0), at(16)]);
-                let d = _mm512_set1_ps(half(b, 0));
-                for (i, a) in acc.iter_mut().enumerate() {
-                    *a = _mm512_fmadd_ps(d, dot2(q, x(i, n * 32)), *a);
-                }
+                rows.scaled(half(b, 0), floats([at(0), at(16)]), n * 32);
             }
         }
         GgmlType::Q4_0 => {
             let eight = _mm512_set1_epi32(8);
             for (n, b) in blocks {
-                let [lo, hi] = nibbles(&b[2..18]);
-                let q = floats([_mm512_sub_epi32(lo, eight), _mm512_sub_epi32(hi, eight)]);
-                let d = _mm512_set1_ps(half(b, 0));
-                for (i, a) in acc.iter_mut().enumerate() {
-                    *a = _mm512_fmadd_ps(d, dot2(q, x(i, n * 32)), *a);
-                }
+                let q = nibbles(&b[2..18]).map(|q| _mm512_sub_epi32(q, eight));
+                rows.scaled(half(b, 0), floats(q), n * 32);
             }
         }
         GgmlType::Q4_1 => {
             for (n, b) in blocks {
-                let q = floats(nibbles(&b[4..20]));
-                let (d, m) = (_mm512_set1_ps(half(b, 0)), half(b, 2));
-                for (i, (a, mi)) in acc.iter_mut().zip(&mut mins).enumerate() {
-                    *a = _mm512_fmadd_ps(d, dot2(q, x(i, n * 32)), *a);
-                    *mi = m.mul_add(sums[i * per_row + n], *mi);
-                }
+                rows.scaled(half(b, 0), floats(nibbles(&b[4..20])), n * 32);
+                rows.min(half(b, 2), n);
             }
         }
         GgmlType::Q5_0 => {
-            let sixteen = _mm512_set1_epi32(16);
             for (n, b) in blocks {
-                let qh = u32::from_le_bytes([b[2], b[3], b[4], b[5]]);
-                let [lo, hi] = nibbles(&b[6..22]);
-                // Bit j of qh is the fifth bit of quant j: `q | 16` (q < 16) where it is set.
-                let lo = _mm512_mask_add_epi32(lo, qh as u16, lo, sixteen);
-                let hi = _mm512_mask_add_epi32(hi, (qh >> 16) as u16, hi, sixteen);
-                let q = floats([_mm512_sub_epi32(lo, sixteen), _mm512_sub_epi32(hi, sixteen)]);
-                let d = _mm512_set1_ps(half(b, 0));
-                for (i, a) in acc.iter_mut().enumerate() {
-                    *a = _mm512_fmadd_ps(d, dot2(q, x(i, n * 32)), *a);
-                }
+                rows.scaled(half(b, 0), q5_0_quants(&b[2..22]), n * 32);
             }
         }
         GgmlType::Q4K => {
-            let mask = _mm512_set1_epi32(0x0F);
             for (n, b) in blocks {
-                let (d, dmin) = (half(b, 0), half(b, 2));
-                let scales = &b[4..16];
-                for (chunk, qs) in b[16..144].chunks_exact(32).enumerate() {
-                    let bytes = [0, 16]
-                        .map(|o| _mm512_cvtepu8_epi32(_mm_loadu_si128(qs.as_ptr().add(o).cast())));
-                    // Sub-block 2·chunk: the low nibbles of the 32 bytes; 2·chunk + 1: the high.
-                    let planes = [
-                        bytes.map(|v| _mm512_and_si512(v, mask)),
-                        bytes.map(|v| _mm512_srli_epi32::<4>(v)),
-                    ];
-                    for (plane, q) in planes.into_iter().enumerate() {
-                        let sub = 2 * chunk + plane;
-                        let (sc, m) = scale_min_k4(sub, scales);
-                        let (q, scale, min) = (floats(q), _mm512_set1_ps(d * sc), -(dmin * m));
-                        let at = n * 256 + sub * 32;
-                        for (i, (a, mi)) in acc.iter_mut().zip(&mut mins).enumerate() {
-                            *a = _mm512_fmadd_ps(scale, dot2(q, x(i, at)), *a);
-                            *mi = min.mul_add(sums[i * per_row + n * 8 + sub], *mi);
-                        }
-                    }
-                }
+                q4k_block(&mut rows, b, n, (half(b, 0), half(b, 2)));
             }
         }
         GgmlType::Q6K => {
-            let (mask4, mask2, bias) = (
-                _mm512_set1_epi32(0x0F),
-                _mm512_set1_epi32(3),
-                _mm512_set1_epi32(32),
-            );
             for (n, b) in blocks {
-                let d = half(b, 208);
-                for part in 0..2 {
-                    let ql = &b[part * 64..part * 64 + 64];
-                    let qh = &b[128 + part * 32..128 + part * 32 + 32];
-                    let sc = &b[192 + part * 8..192 + part * 8 + 8];
-                    let load = |bytes: &[u8], o: usize| {
-                        _mm512_cvtepu8_epi32(_mm_loadu_si128(bytes.as_ptr().add(o).cast()))
-                    };
-                    let highs = [load(qh, 0), load(qh, 16)];
-                    for (j, &scale) in sc.iter().enumerate() {
-                        // Sub-block j: elements 16j..16j+16 of the half, plane k = j / 2: the
-                        // nibble at 4·(k div 2) of ql[l + 32·(k mod 2)], bits 2k of qh[l] above
-                        // it, less 32.
-                        let (k, l) = (j / 2, 16 * (j % 2));
-                        let lo = load(ql, 32 * (k % 2) + l);
-                        let lo = _mm512_and_si512(
-                            _mm512_srlv_epi32(lo, _mm512_set1_epi32(4 * (k / 2) as i32)),
-                            mask4,
-                        );
-                        let hi = _mm512_srlv_epi32(highs[l / 16], _mm512_set1_epi32(2 * k as i32));
-                        let hi = _mm512_slli_epi32(_mm512_and_si512(hi, mask2), 4);
-                        let q = _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_or_si512(lo, hi), bias));
-                        let scale = _mm512_set1_ps(d * scale as i8 as f32);
-                        let at = n * 256 + part * 128 + 32 * k + l;
-                        for (i, a) in acc.iter_mut().enumerate() {
-                            let p = _mm512_mul_ps(q, _mm512_loadu_ps(x(i, at)));
-                            *a = _mm512_fmadd_ps(scale, p, *a);
-                        }
-                    }
-                }
+                q6k_block(&mut rows, b, n, half(b, 208));
             }
         }
         _ => unreachable!("dot_avx512::dot_rows called for {ty:?}"),
     }
-    for ((o, a), m) in out.iter_mut().zip(acc).zip(mins) {
-        *o = _mm512_reduce_add_ps(a) + m;
+    rows.finish(out);
+}
+
+/// [`dot_rows`]'s `R` activation rows (`[R][cols]`, their block sums `[R][cols / 32]`) and each
+/// row's running sums: 16 lanes of scaled quant products, and the minima's `m·Σx`.
+struct Rows<'a, const R: usize> {
+    xs: &'a [f32],
+    sums: &'a [f32],
+    cols: usize,
+    per_row: usize,
+    acc: [__m512; R],
+    mins: [f32; R],
+}
+
+impl<'a, const R: usize> Rows<'a, R> {
+    /// The `R` rows, their sums zero.
+    ///
+    /// # Safety
+    /// The CPU must have AVX-512F.
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    unsafe fn new(xs: &'a [f32], sums: &'a [f32]) -> Self {
+        let cols = xs.len() / R;
+        debug_assert!(xs.len() == R * cols);
+        Self {
+            xs,
+            sums,
+            cols,
+            per_row: sums.len() / R,
+            acc: [_mm512_setzero_ps(); R],
+            mins: [0f32; R],
+        }
     }
+
+    /// Activation row `i` from column `at`.
+    ///
+    /// # Safety
+    /// The CPU must have AVX-512F.
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    unsafe fn x(&self, i: usize, at: usize) -> *const f32 {
+        self.xs.as_ptr().add(i * self.cols + at)
+    }
+
+    /// Each row: `acc += d·(q·x)` over the block of 32 at column `at`.
+    ///
+    /// # Safety
+    /// The CPU must have AVX-512F.
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    unsafe fn scaled(&mut self, d: f32, q: [__m512; 2], at: usize) {
+        let d = _mm512_set1_ps(d);
+        for i in 0..R {
+            self.acc[i] = _mm512_fmadd_ps(d, dot2(q, self.x(i, at)), self.acc[i]);
+        }
+    }
+
+    /// Each row: `acc += scale·(q·x)` over the 16 columns from `at` (a `Q6_K` sub-block).
+    ///
+    /// # Safety
+    /// The CPU must have AVX-512F.
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    unsafe fn scaled16(&mut self, scale: f32, q: __m512, at: usize) {
+        let scale = _mm512_set1_ps(scale);
+        for i in 0..R {
+            let p = _mm512_mul_ps(q, _mm512_loadu_ps(self.x(i, at)));
+            self.acc[i] = _mm512_fmadd_ps(scale, p, self.acc[i]);
+        }
+    }
+
+    /// Each row: `min += m·Σx` over its activation block `k`.
+    #[inline(always)]
+    fn min(&mut self, m: f32, k: usize) {
+        for (i, mi) in self.mins.iter_mut().enumerate() {
+            *mi = m.mul_add(self.sums[i * self.per_row + k], *mi);
+        }
+    }
+
+    /// Each row's dot product: its lanes summed, plus its minima.
+    ///
+    /// # Safety
+    /// The CPU must have AVX-512F.
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    unsafe fn finish(self, out: &mut [f32]) {
+        for ((o, a), m) in out.iter_mut().zip(self.acc).zip(self.mins) {
+            *o = _mm512_reduce_add_ps(a) + m;
+        }
+    }
+}
+
+/// `Q4_K` super-block `n` (its bytes `b`, its `d` and `dmin`): each sub-block of 32 scaled by
+/// `d` times its 6-bit scale, less `dmin` times its 6-bit minimum times `Σx`.
+///
+/// # Safety
+/// The CPU must have AVX-512F.
+#[target_feature(enable = "avx512f")]
+#[inline]
+unsafe fn q4k_block<const R: usize>(
+    rows: &mut Rows<'_, R>,
+    b: &[u8],
+    n: usize,
+    (d, dmin): (f32, f32),
+) {
+    let mask = _mm512_set1_epi32(0x0F);
+    let scales = &b[4..16];
+    for (chunk, qs) in b[16..144].chunks_exact(32).enumerate() {
+        let bytes =
+            [0, 16].map(|o| _mm512_cvtepu8_epi32(_mm_loadu_si128(qs.as_ptr().add(o).cast())));
+        // Sub-block 2·chunk: the low nibbles of the 32 bytes; 2·chunk + 1: the high.
+        let planes = [
+            bytes.map(|v| _mm512_and_si512(v, mask)),
+            bytes.map(|v| _mm512_srli_epi32::<4>(v)),
+        ];
+        for (plane, q) in planes.into_iter().enumerate() {
+            let sub = 2 * chunk + plane;
+            let (sc, m) = scale_min_k4(sub, scales);
+            rows.scaled(d * sc, floats(q), n * 256 + sub * 32);
+            rows.min(-(dmin * m), n * 8 + sub);
+        }
+    }
+}
+
+/// `Q6_K` super-block `n` (its bytes `b`, its `d`): each sub-block of 16 scaled by `d` times its
+/// signed 8-bit scale.
+///
+/// # Safety
+/// The CPU must have AVX-512F.
+#[target_feature(enable = "avx512f")]
+#[inline]
+unsafe fn q6k_block<const R: usize>(rows: &mut Rows<'_, R>, b: &[u8], n: usize, d: f32) {
+    let (mask4, mask2, bias) = (
+        _mm512_set1_epi32(0x0F),
+        _mm512_set1_epi32(3),
+        _mm512_set1_epi32(32),
+    );
+    for part in 0..2 {
+        let ql = &b[part * 64..part * 64 + 64];
+        let qh = &b[128 + part * 32..128 + part * 32 + 32];
+        let sc = &b[192 + part * 8..192 + part * 8 + 8];
+        let load = |bytes: &[u8], o: usize| {
+            _mm512_cvtepu8_epi32(_mm_loadu_si128(bytes.as_ptr().add(o).cast()))
+        };
+        let highs = [load(qh, 0), load(qh, 16)];
+        for (j, &scale) in sc.iter().enumerate() {
+            // Sub-block j: elements 16j..16j+16 of the half, plane k = j / 2: the nibble at
+            // 4·(k div 2) of ql[l + 32·(k mod 2)], bits 2k of qh[l] above it, less 32.
+            let (k, l) = (j / 2, 16 * (j % 2));
+            let lo = load(ql, 32 * (k % 2) + l);
+            let lo = _mm512_and_si512(
+                _mm512_srlv_epi32(lo, _mm512_set1_epi32(4 * (k / 2) as i32)),
+                mask4,
+            );
+            let hi = _mm512_srlv_epi32(highs[l / 16], _mm512_set1_epi32(2 * k as i32));
+            let hi = _mm512_slli_epi32(_mm512_and_si512(hi, mask2), 4);
+            let q = _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_or_si512(lo, hi), bias));
+            rows.scaled16(d * scale as i8 as f32, q, n * 256 + part * 128 + 32 * k + l);
+        }
+    }
+}
+
+/// A `Q5_0` block's 32 quants (`b`: its 4 bytes of fifth bits, then 16 nibble bytes) as f32,
+/// less 16: bit j of the fifth bits is quant j's, `q | 16` (q < 16) where it is set.
+///
+/// # Safety
+/// The CPU must have AVX-512F.
+#[target_feature(enable = "avx512f")]
+#[inline]
+unsafe fn q5_0_quants(b: &[u8]) -> [__m512; 2] {
+    let sixteen = _mm512_set1_epi32(16);
+    let qh = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+    let [lo, hi] = nibbles(&b[4..20]);
+    let lo = _mm512_mask_add_epi32(lo, qh as u16, lo, sixteen);
+    let hi = _mm512_mask_add_epi32(hi, (qh >> 16) as u16, hi, sixteen);
+    floats([_mm512_sub_epi32(lo, sixteen), _mm512_sub_epi32(hi, sixteen)])
 }
 
 /// The 32 nibbles of 16 bytes as two groups of 16 `i32`: the low nibbles (quants 0–15), then

@@ -181,6 +181,9 @@ fn quantize_block(x: &[f32; 32], q: &mut [i8; 32]) -> (f32, [i32; 2]) {
 }
 
 /// [`quantize_block`] in AVX2: the same values (`vcvtps2dq` rounds half to even).
+///
+/// # Safety
+/// The CPU must have AVX2.
 #[target_feature(enable = "avx2")]
 unsafe fn quantize_block_avx2(x: &[f32; 32], q: &mut [i8; 32]) -> (f32, [i32; 2]) {
     let (d, id) = scales(amax_avx2(x));
@@ -188,6 +191,9 @@ unsafe fn quantize_block_avx2(x: &[f32; 32], q: &mut [i8; 32]) -> (f32, [i32; 2]
 }
 
 /// The largest magnitude in `x` (a multiple of 8 long).
+///
+/// # Safety
+/// The CPU must have AVX2.
 #[target_feature(enable = "avx2")]
 pub(super) unsafe fn amax_avx2(x: &[f32]) -> f32 {
     let sign = _mm256_set1_ps(-0.0);
@@ -201,6 +207,9 @@ pub(super) unsafe fn amax_avx2(x: &[f32]) -> f32 {
 }
 
 /// `q = x·id` rounded half to even (`|x·id| ≤ 127`); returns the sums of `q`'s two halves.
+///
+/// # Safety
+/// The CPU must have AVX2.
 #[target_feature(enable = "avx2")]
 pub(super) unsafe fn quantize_32_avx2(x: &[f32; 32], id: f32, q: &mut [i8; 32]) -> [i32; 2] {
     let id = _mm256_set1_ps(id);
@@ -267,48 +276,62 @@ fn unpack_row(ty: GgmlType, row: &[u8], q: &mut [u8], dd: &mut [f32], mm: &mut [
                 dd[..2].fill(d);
                 mm[..2].fill(-128.0 * d);
             }
-            Q4K | Q5K => {
-                let (d, dmin) = (half(b, 0), half(b, 2));
-                let scales = &b[4..16];
-                let (qh, qs) = if ty == Q4K {
-                    (None, &b[16..144])
-                } else {
-                    (Some(&b[16..48]), &b[48..176])
-                };
-                for (chunk, qs) in qs.chunks_exact(32).enumerate() {
-                    for (sub, shift) in [(2 * chunk, 0), (2 * chunk + 1, 4)] {
-                        let (sc, m) = super::dot_avx2::scale_min_k4(sub, scales);
-                        dd[2 * sub..2 * sub + 2].fill(d * sc);
-                        mm[2 * sub..2 * sub + 2].fill(-(dmin * m));
-                        for (l, &v) in qs.iter().enumerate() {
-                            let high = qh.map_or(0, |h| ((h[l] >> sub) & 1) << 4);
-                            q[sub * 32 + l] = ((v >> shift) & 0x0F) | high;
-                        }
-                    }
-                }
-            }
-            Q6K => {
-                let d = half(b, 208);
-                for h in 0..2 {
-                    let ql = &b[h * 64..h * 64 + 64];
-                    let qh = &b[128 + h * 32..128 + h * 32 + 32];
-                    let sc = &b[192 + h * 8..192 + h * 8 + 8];
-                    let q = &mut q[h * 128..h * 128 + 128];
-                    for l in 0..32 {
-                        q[l] = (ql[l] & 0x0F) | ((qh[l] & 3) << 4);
-                        q[l + 32] = (ql[l + 32] & 0x0F) | (((qh[l] >> 2) & 3) << 4);
-                        q[l + 64] = (ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4);
-                        q[l + 96] = (ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4);
-                    }
-                    // Sub-block i of 16 in this half: columns 16i..16i + 16, scale sc[i].
-                    for (i, &s) in sc.iter().enumerate() {
-                        let scale = d * s as i8 as f32;
-                        dd[h * 8 + i] = scale;
-                        mm[h * 8 + i] = -32.0 * scale;
-                    }
-                }
-            }
+            Q4K | Q5K => unpack_k4_k5(ty == Q5K, b, q, dd, mm, half),
+            Q6K => unpack_q6k(b, q, dd, mm, half(b, 208)),
             F32 | F16 | BF16 => unreachable!("float parts keep the f32 path (`supports`)"),
+        }
+    }
+}
+
+/// A `Q4_K` (or, `five`, `Q5_K`) super-block `b` unpacked into [`unpack_row`]'s form: 256
+/// quants, `(D, M)` per 16 columns from each sub-block's 6-bit scale and minimum.
+fn unpack_k4_k5(
+    five: bool,
+    b: &[u8],
+    q: &mut [u8],
+    dd: &mut [f32],
+    mm: &mut [f32],
+    half: impl Fn(&[u8], usize) -> f32,
+) {
+    let (d, dmin) = (half(b, 0), half(b, 2));
+    let scales = &b[4..16];
+    let (qh, qs) = if !five {
+        (None, &b[16..144])
+    } else {
+        (Some(&b[16..48]), &b[48..176])
+    };
+    for (chunk, qs) in qs.chunks_exact(32).enumerate() {
+        for (sub, shift) in [(2 * chunk, 0), (2 * chunk + 1, 4)] {
+            let (sc, m) = super::dot_avx2::scale_min_k4(sub, scales);
+            dd[2 * sub..2 * sub + 2].fill(d * sc);
+            mm[2 * sub..2 * sub + 2].fill(-(dmin * m));
+            for (l, &v) in qs.iter().enumerate() {
+                let high = qh.map_or(0, |h| ((h[l] >> sub) & 1) << 4);
+                q[sub * 32 + l] = ((v >> shift) & 0x0F) | high;
+            }
+        }
+    }
+}
+
+/// A `Q6_K` super-block `b` (its scale `d`) unpacked into [`unpack_row`]'s form: 256 unsigned
+/// quants (the signed 6-bit ones + 32), `(D, M)` per 16 columns from each sub-block's 8-bit scale.
+fn unpack_q6k(b: &[u8], q: &mut [u8], dd: &mut [f32], mm: &mut [f32], d: f32) {
+    for h in 0..2 {
+        let ql = &b[h * 64..h * 64 + 64];
+        let qh = &b[128 + h * 32..128 + h * 32 + 32];
+        let sc = &b[192 + h * 8..192 + h * 8 + 8];
+        let q = &mut q[h * 128..h * 128 + 128];
+        for l in 0..32 {
+            q[l] = (ql[l] & 0x0F) | ((qh[l] & 3) << 4);
+            q[l + 32] = (ql[l + 32] & 0x0F) | (((qh[l] >> 2) & 3) << 4);
+            q[l + 64] = (ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4);
+            q[l + 96] = (ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4);
+        }
+        // Sub-block i of 16 in this half: columns 16i..16i + 16, scale sc[i].
+        for (i, &s) in sc.iter().enumerate() {
+            let scale = d * s as i8 as f32;
+            dd[h * 8 + i] = scale;
+            mm[h * 8 + i] = -32.0 * scale;
         }
     }
 }
@@ -491,6 +514,9 @@ impl Group<'_> {
 
     /// Tokens `i..i + T` by equation (1) with `vpdpbusd` (16 rows a vector, `G` groups), into
     /// `dst`. Returns `T`.
+    ///
+    /// # Safety
+    /// The CPU must have AVX-512F and AVX-512 VNNI.
     #[target_feature(enable = "avx512f,avx512vnni")]
     #[allow(clippy::needless_range_loop)] // n and g index three arrays each
     unsafe fn vnni<const S: usize, const G: usize, const T: usize>(
@@ -540,6 +566,9 @@ impl Group<'_> {
 
     /// Tokens `i..i + T` by equation (1) with `vpmaddubsw` and `vpmaddwd` (8 rows a vector, the
     /// group's two halves in turn), into `dst`. Returns `T`.
+    ///
+    /// # Safety
+    /// The CPU must have AVX2 and FMA.
     #[target_feature(enable = "avx2,fma")]
     unsafe fn avx2<const S: usize, const T: usize>(
         &self,

@@ -81,6 +81,9 @@ impl RowActivations {
 
 /// One block of 256: its quants into `q`, sums per 16 into `bsums`; returns `d_x` (0 for an
 /// all-zero block, whose quants stay 0).
+///
+/// # Safety
+/// The CPU must have AVX2.
 #[target_feature(enable = "avx2")]
 unsafe fn quantize_block(x: &[f32], q: &mut [i8], bsums: &mut [i16]) -> f32 {
     let amax = super::int8::amax_avx2(x);
@@ -158,7 +161,6 @@ pub(crate) unsafe fn dot_rows<const R: usize>(
     let cols = act.cols;
     let f16 = crate::gguf::f16_table();
     let half = |b: &[u8], at: usize| f16[u16::from_le_bytes([b[at], b[at + 1]]) as usize];
-    let nib = _mm256_set1_epi8(0x0F);
     let mut acc = [_mm256_setzero_ps(); R];
     // Row `r`'s quants at super-block `n`, and its `d_x` and 16 `bsums` there.
     let xq = |r: usize, n: usize| act.q.as_ptr().add((i + r) * cols + n * BLOCK);
@@ -169,45 +171,10 @@ pub(crate) unsafe fn dot_rows<const R: usize>(
     };
     match ty {
         GgmlType::Q4K | GgmlType::Q5K => {
-            let one = _mm256_set1_epi8(1);
             for (n, b) in row.chunks_exact(ty.block_bytes()).enumerate() {
                 crate::model::prefetch::ahead(b.as_ptr(), b.len());
                 let (d, dmin) = (half(b, 0), half(b, 2));
-                let (sc, mn) = scales_mins(&b[4..16]);
-                let scale: [__m256i; 8] =
-                    std::array::from_fn(|j| _mm256_set1_epi16((sc >> (8 * j)) as u8 as i16));
-                // Lane j of the i32 view: m_j in both halves, for the bsums' pairs.
-                let mn = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(mn as i64));
-                let mn = _mm256_or_si256(mn, _mm256_slli_epi32(mn, 16));
-                // Sub-block j's 32 quants: the low (even j) or high (odd j) nibbles of chunk j/2,
-                // with bit j of each `qh` byte as the fifth bit for Q5_K.
-                let (qs, qh) = if ty == GgmlType::Q4K {
-                    (16, None)
-                } else {
-                    (
-                        48,
-                        Some(_mm256_loadu_si256(b.as_ptr().add(16) as *const __m256i)),
-                    )
-                };
-                let quants: [__m256i; 8] = std::array::from_fn(|j| {
-                    let q = _mm256_loadu_si256(b.as_ptr().add(qs + 32 * (j / 2)) as *const __m256i);
-                    let q = if j % 2 == 0 {
-                        q
-                    } else {
-                        _mm256_srli_epi16(q, 4)
-                    };
-                    let q = _mm256_and_si256(q, nib);
-                    match qh {
-                        None => q,
-                        Some(h) => {
-                            let bit = _mm256_and_si256(
-                                _mm256_srl_epi16(h, _mm_cvtsi32_si128(j as i32)),
-                                one,
-                            );
-                            _mm256_or_si256(q, _mm256_slli_epi16(bit, 4))
-                        }
-                    }
-                });
+                let (quants, scale, mn) = k4_k5_block(b, ty == GgmlType::Q5K);
                 for r in 0..R {
                     let sums = scaled_sums(&quants, &scale, xq(r, n));
                     let (dx, bsums) = block(r, n);
@@ -223,39 +190,10 @@ pub(crate) unsafe fn dot_rows<const R: usize>(
             }
         }
         GgmlType::Q6K => {
-            let three = _mm256_set1_epi8(3);
             for (n, b) in row.chunks_exact(ty.block_bytes()).enumerate() {
                 crate::model::prefetch::ahead(b.as_ptr(), b.len());
                 let d = half(b, 208);
-                // The 16 signed scales as i16, and per group of 32 (sub-blocks k, k + 1) the
-                // scale of its two halves.
-                let sc =
-                    _mm256_cvtepi8_epi16(_mm_loadu_si128(b.as_ptr().add(192) as *const __m128i));
-                let sc_at = |k: usize| b[192 + k] as i8 as i16;
-                let scale: [__m256i; 8] = std::array::from_fn(|g| {
-                    _mm256_set_m128i(
-                        _mm_set1_epi16(sc_at(2 * g + 1)),
-                        _mm_set1_epi16(sc_at(2 * g)),
-                    )
-                });
-                // Group g of half h: elements h·128 + 32g + l (ggml's layout), quants 0..=63.
-                let mut quants = [_mm256_setzero_si256(); 8];
-                for h in 0..2 {
-                    let ld = |at: usize| _mm256_loadu_si256(b.as_ptr().add(at) as *const __m256i);
-                    let (a, c, qh) = (ld(h * 64), ld(h * 64 + 32), ld(128 + h * 32));
-                    let high = |bits: __m256i| _mm256_slli_epi16(_mm256_and_si256(bits, three), 4);
-                    let low = |v: __m256i| _mm256_and_si256(v, nib);
-                    quants[4 * h] = _mm256_or_si256(low(a), high(qh));
-                    quants[4 * h + 1] = _mm256_or_si256(low(c), high(_mm256_srli_epi16(qh, 2)));
-                    quants[4 * h + 2] = _mm256_or_si256(
-                        low(_mm256_srli_epi16(a, 4)),
-                        high(_mm256_srli_epi16(qh, 4)),
-                    );
-                    quants[4 * h + 3] = _mm256_or_si256(
-                        low(_mm256_srli_epi16(c, 4)),
-                        high(_mm256_srli_epi16(qh, 6)),
-                    );
-                }
+                let (quants, scale, sc) = q6k_block(b);
                 for r in 0..R {
                     let sums = scaled_sums(&quants, &scale, xq(r, n));
                     let (dx, bsums) = block(r, n);
@@ -269,11 +207,87 @@ pub(crate) unsafe fn dot_rows<const R: usize>(
         }
         _ => unreachable!("int8_rows::supports: Q4_K, Q5_K and Q6_K"),
     }
-    for (o, a) in out.iter_mut().zip(&acc) {
-        let s = _mm_add_ps(_mm256_castps256_ps128(*a), _mm256_extractf128_ps(*a, 1));
-        let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-        *o = _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+    for (o, a) in out.iter_mut().zip(acc) {
+        *o = super::dot_avx2::hsum(a);
     }
+}
+
+/// A `Q4_K` (or, `five`, `Q5_K`) super-block's 8 sub-blocks of 32 unsigned quants, their 16-bit
+/// scales, and the minima `m_j` as i16 pairs for the bsums (lane j of the i32 view: `m_j` in
+/// both halves).
+///
+/// # Safety
+/// The CPU must have AVX-512F, AVX-512VL, AVX-512 VNNI, AVX2 and FMA.
+#[target_feature(enable = "avx512f,avx512vl,avx512vnni,avx2,fma")]
+#[inline]
+unsafe fn k4_k5_block(b: &[u8], five: bool) -> ([__m256i; 8], [__m256i; 8], __m256i) {
+    let (nib, one) = (_mm256_set1_epi8(0x0F), _mm256_set1_epi8(1));
+    let (sc, mn) = scales_mins(&b[4..16]);
+    let scale: [__m256i; 8] =
+        std::array::from_fn(|j| _mm256_set1_epi16((sc >> (8 * j)) as u8 as i16));
+    let mn = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(mn as i64));
+    let mn = _mm256_or_si256(mn, _mm256_slli_epi32(mn, 16));
+    // Sub-block j's 32 quants: the low (even j) or high (odd j) nibbles of chunk j/2, with bit
+    // j of each `qh` byte as the fifth bit for Q5_K.
+    let (qs, qh) = if five {
+        (
+            48,
+            Some(_mm256_loadu_si256(b.as_ptr().add(16) as *const __m256i)),
+        )
+    } else {
+        (16, None)
+    };
+    let quants: [__m256i; 8] = std::array::from_fn(|j| {
+        let q = _mm256_loadu_si256(b.as_ptr().add(qs + 32 * (j / 2)) as *const __m256i);
+        let q = if j % 2 == 0 {
+            q
+        } else {
+            _mm256_srli_epi16(q, 4)
+        };
+        let q = _mm256_and_si256(q, nib);
+        match qh {
+            None => q,
+            Some(h) => {
+                let bit = _mm256_and_si256(_mm256_srl_epi16(h, _mm_cvtsi32_si128(j as i32)), one);
+                _mm256_or_si256(q, _mm256_slli_epi16(bit, 4))
+            }
+        }
+    });
+    (quants, scale, mn)
+}
+
+/// A `Q6_K` super-block's 8 groups of 32 quants (0..=63; group g of half h: elements h·128 +
+/// 32g + l, ggml's layout), each group's scales (sub-blocks 2g and 2g + 1 in its two halves),
+/// and the 16 signed scales as i16.
+///
+/// # Safety
+/// The CPU must have AVX-512F, AVX-512VL, AVX-512 VNNI, AVX2 and FMA.
+#[target_feature(enable = "avx512f,avx512vl,avx512vnni,avx2,fma")]
+#[inline]
+unsafe fn q6k_block(b: &[u8]) -> ([__m256i; 8], [__m256i; 8], __m256i) {
+    let (nib, three) = (_mm256_set1_epi8(0x0F), _mm256_set1_epi8(3));
+    let sc = _mm256_cvtepi8_epi16(_mm_loadu_si128(b.as_ptr().add(192) as *const __m128i));
+    let sc_at = |k: usize| b[192 + k] as i8 as i16;
+    let scale: [__m256i; 8] = std::array::from_fn(|g| {
+        _mm256_set_m128i(
+            _mm_set1_epi16(sc_at(2 * g + 1)),
+            _mm_set1_epi16(sc_at(2 * g)),
+        )
+    });
+    let mut quants = [_mm256_setzero_si256(); 8];
+    for h in 0..2 {
+        let ld = |at: usize| _mm256_loadu_si256(b.as_ptr().add(at) as *const __m256i);
+        let (a, c, qh) = (ld(h * 64), ld(h * 64 + 32), ld(128 + h * 32));
+        let high = |bits: __m256i| _mm256_slli_epi16(_mm256_and_si256(bits, three), 4);
+        let low = |v: __m256i| _mm256_and_si256(v, nib);
+        quants[4 * h] = _mm256_or_si256(low(a), high(qh));
+        quants[4 * h + 1] = _mm256_or_si256(low(c), high(_mm256_srli_epi16(qh, 2)));
+        quants[4 * h + 2] =
+            _mm256_or_si256(low(_mm256_srli_epi16(a, 4)), high(_mm256_srli_epi16(qh, 4)));
+        quants[4 * h + 3] =
+            _mm256_or_si256(low(_mm256_srli_epi16(c, 4)), high(_mm256_srli_epi16(qh, 6)));
+    }
+    (quants, scale, sc)
 }
 
 #[cfg(test)]
