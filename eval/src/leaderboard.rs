@@ -44,7 +44,9 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::aggregate::{prompt_key, rows, Overall, PromptKey, RecordRow, Scope, FULL, SNAPKV};
+use crate::aggregate::{
+    prompt_key, rows, Overall, PromptKey, RecordRow, Scope, Summary, FULL, SNAPKV,
+};
 use crate::companion::{self, Companion};
 use crate::marks::Marks;
 use crate::records::{Record, RecordsFile};
@@ -691,13 +693,7 @@ pub fn markdown(file: &RecordsFile<Record>, marks: &Marks, versus: &str) -> Stri
     let tasks = tasks_of(&file.records);
     let rows = board_rows(&file.records, &tasks);
     let scope = Scope::Overall(Overall::Columns);
-    let mut order: Vec<&RecordRow<'_>> = rows.iter().collect();
-    order.sort_by(|a, b| {
-        let key = |r: &RecordRow<'_>| (r.ratio.is_some(), r.method.clone());
-        key(a)
-            .cmp(&key(b))
-            .then(a.ratio.unwrap_or(0.0).total_cmp(&b.ratio.unwrap_or(0.0)))
-    });
+    let order = board_order(&rows);
     let model = file.settings.get("model").map_or("", String::as_str);
     let names: Vec<&str> = tasks.iter().map(|t| t.name()).collect();
     let mut out = format!(
@@ -733,31 +729,61 @@ pub fn markdown(file: &RecordsFile<Record>, marks: &Marks, versus: &str) -> Stri
         })
         .collect();
     for ((row, s), [vs_full, vs_versus]) in order.iter().zip(&summaries).zip(delta_cells(&pairs)) {
-        let n = s.score.map_or(0, |e| e.n);
-        let effective = row
-            .effective_ratio()
-            .map_or("0 (FullKV)".to_string(), |(m, lo, hi)| {
-                format!("{m:.3} [{lo:.3}, {hi:.3}]")
-            });
-        let label = if row.lands() {
-            row.label()
-        } else {
-            let m = row.effective_ratio().map_or(0.0, |(m, _, _)| m);
-            format!("{} (lands at {m:.2})", row.label())
-        };
-        let vs_versus = if row.comparable_at_target(&rows, versus) {
-            vs_versus
-        } else {
-            "– (not at the target)".to_string()
-        };
-        out.push_str(&format!(
-            "| {label} | {effective} | {} | {vs_full} | {vs_versus} | {n} | {} |\n",
-            cell(s.score),
-            s.score.map_or(0, |e| e.clusters),
-        ));
+        out.push_str(&board_line(row, s, &rows, versus, vs_full, vs_versus));
     }
-    out.push_str(
-        "\nScore: the mean of the task means in percent (RULER's average), its 95% interval by \
+    out.push_str(LEGEND);
+    marks.apply(&out)
+}
+
+/// The rows of a board in its order: FullKV first, then by method and target.
+fn board_order<'r, 'a>(rows: &'r [RecordRow<'a>]) -> Vec<&'r RecordRow<'a>> {
+    let mut order: Vec<&RecordRow<'_>> = rows.iter().collect();
+    order.sort_by(|a, b| {
+        let key = |r: &RecordRow<'_>| (r.ratio.is_some(), r.method.clone());
+        key(a)
+            .cmp(&key(b))
+            .then(a.ratio.unwrap_or(0.0).total_cmp(&b.ratio.unwrap_or(0.0)))
+    });
+    order
+}
+
+/// One row of [`markdown`]'s table: its label (with where it lands when that is off its
+/// target), effective ratio, score and the two Δ cells (the second only where both rows land at
+/// the target).
+fn board_line(
+    row: &RecordRow<'_>,
+    s: &Summary,
+    rows: &[RecordRow<'_>],
+    versus: &str,
+    vs_full: String,
+    vs_versus: String,
+) -> String {
+    let n = s.score.map_or(0, |e| e.n);
+    let effective = row
+        .effective_ratio()
+        .map_or("0 (FullKV)".to_string(), |(m, lo, hi)| {
+            format!("{m:.3} [{lo:.3}, {hi:.3}]")
+        });
+    let label = if row.lands() {
+        row.label()
+    } else {
+        let m = row.effective_ratio().map_or(0.0, |(m, _, _)| m);
+        format!("{} (lands at {m:.2})", row.label())
+    };
+    let vs_versus = if row.comparable_at_target(rows, versus) {
+        vs_versus
+    } else {
+        "– (not at the target)".to_string()
+    };
+    format!(
+        "| {label} | {effective} | {} | {vs_full} | {vs_versus} | {n} | {} |\n",
+        cell(s.score),
+        s.score.map_or(0, |e| e.clusters),
+    )
+}
+
+/// The legend under [`markdown`]'s table.
+const LEGEND: &str = "\nScore: the mean of the task means in percent (RULER's average), its 95% interval by \
          the cluster bootstrap within each task ([–]: none, where a task holds one example); \
          Δ paired over the prompts both rows scored (paired cluster bootstrap interval; p: the cluster sign test, or exact McNemar for pass \
          rates of independent prompts; Holm: p adjusted within the row's family — the main \
@@ -769,10 +795,7 @@ pub fn markdown(file: &RecordsFile<Record>, marks: &Marks, versus: &str) -> Stri
          1 − KV bytes held / FullKV bytes of the compressed tokens, [smallest, largest]; each \
          prompt's budget the largest not below the target. A row whose mean effective ratio is \
          more than 0.01 from its target (\"lands at\") is compared with FullKV only: the second Δ \
-         pairs two methods at a target only where both land within 0.01 of it.\n",
-    );
-    marks.apply(&out)
-}
+         pairs two methods at a target only where both land within 0.01 of it.\n";
 
 #[cfg(test)]
 mod tests;

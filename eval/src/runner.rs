@@ -157,18 +157,48 @@ fn prefilled(setup: Setup, p: &PromptIds) -> (&[u32], Option<usize>, &[u32]) {
     }
 }
 
-/// A cell (method, budget, and for a ratio cell its target and the budget its press was built
-/// at) and its press, ready to run.
-type ReadyPress<B> = (CellSpec, Box<dyn Press<B>>);
+/// A cell and its press, ready to run.
+struct ReadyPress<B: Backend> {
+    cell: CellSpec,
+    press: Box<dyn Press<B>>,
+}
 
 /// A press re-targeted to equal bytes and what the search found.
-type Retargeted<B> = (Box<dyn Press<B>>, Retarget);
+struct Retargeted<B: Backend> {
+    press: Box<dyn Press<B>>,
+    retarget: Retarget,
+}
 
-/// A ratio cell's press at the budget found, and (budget, probes).
-type Ratioed<B> = (Box<dyn Press<B>>, (usize, usize));
+/// A ratio cell's press at the budget its search found.
+struct Ratioed<B: Backend> {
+    press: Box<dyn Press<B>>,
+    found: Found,
+}
 
-/// The shared prefill: the cache after the prompt, what was observed, the last logits.
-type Prefill<B> = (kvplan_runtime::cache::KvCache<B>, Observer, Vec<f32>);
+/// What a ratio cell's budget search found: the budget, and how many budgets it measured.
+#[derive(Debug, Clone, Copy)]
+struct Found {
+    budget: usize,
+    probes: usize,
+}
+
+/// What a cell's search found before it runs ([`Evaluator::search`]).
+struct Searched {
+    /// A ratio cell's budget (its start when nothing was searched).
+    found: Option<Found>,
+    /// A cell re-targeted to SnapKV's bytes.
+    retarget: Option<Retarget>,
+}
+
+/// The shared prefill.
+struct Prefill<B: Backend> {
+    /// The cache after the prompt.
+    cache: kvplan_runtime::cache::KvCache<B>,
+    /// What was observed.
+    observed: Observer,
+    /// The last position's logits.
+    logits: Vec<f32>,
+}
 
 /// The model, its tokenizer and the plan budgets come from.
 pub struct Evaluator<'a, B: Backend> {
@@ -369,15 +399,22 @@ impl<'a, B: Backend> Evaluator<'a, B> {
         let compressed = prefilled(setup, prompt).0.len();
         for c in pending {
             let built = match c.ratio {
-                Some(r) => self
-                    .ratio_press(&c.method, compressed, r)
-                    .map(|(p, b)| (p, Some((r, b)))),
+                Some(target) => self
+                    .ratio_press(&c.method, compressed, target)
+                    .map(|(p, budget)| (p, Some(RatioStart { target, budget }))),
                 None => self
                     .press(&c.method, compressed, c.budget)
                     .map(|p| (p, None)),
             };
             match built {
-                Ok((press, ratio)) => ready.push(((c.method.clone(), c.budget, ratio), press)),
+                Ok((press, ratio)) => ready.push(ReadyPress {
+                    cell: CellSpec {
+                        method: c.method.clone(),
+                        budget: c.budget,
+                        ratio,
+                    },
+                    press,
+                }),
                 Err(e) => sink.skip(Skipped {
                     method: c.method.clone(),
                     budget: c.budget,
@@ -416,7 +453,8 @@ impl<'a, B: Backend> Evaluator<'a, B> {
         on_cell: &mut dyn FnMut(std::result::Result<Outcome, Skipped>) -> Result<()>,
     ) -> Result<()> {
         let (ids, rows_end, question) = prefilled(setup, prompt);
-        let (cells, mut presses): (Vec<_>, Vec<_>) = presses.into_iter().unzip();
+        let (cells, mut presses): (Vec<_>, Vec<_>) =
+            presses.into_iter().map(|r| (r.cell, r.press)).unzip();
         // A press that keeps the model's forward pass adopts a copy of the shared prefill (its
         // capability: PoD changes attention from the first token and runs its own).
         let shared: Vec<bool> = presses.iter().map(|p| p.adopts_shared_prefill()).collect();
@@ -472,14 +510,14 @@ impl<'a, B: Backend> Evaluator<'a, B> {
         }
     }
 
-    /// One cell up to its first decoded token: its budget searched (ratio cells, SpindleKV at
-    /// equal bytes), the shared prefill adopted (or its own run), the question appended in
-    /// question-agnostic mode. [`Start::Skipped`] when its search failed, [`Start::Twin`] when a
-    /// ratio cell lands on the budget an earlier ratio cell of its method found on this prompt.
+    /// One cell up to its first decoded token: its budget searched ([`Self::search`]), then its
+    /// session opened ([`Self::open`]). [`Start::Skipped`] when its search failed,
+    /// [`Start::Twin`] when a ratio cell lands on the budget an earlier ratio cell of its method
+    /// found on this prompt.
     fn start_cell<'s>(
         &self,
         run: &Started<'_, B>,
-        (method, budget, ratio): &CellSpec,
+        cell: &CellSpec,
         press: &'s mut Box<dyn Press<B>>,
         share: bool,
     ) -> Result<Start<'s, B>>
@@ -487,83 +525,122 @@ impl<'a, B: Backend> Evaluator<'a, B> {
         'a: 's,
     {
         let started = Instant::now();
-        let n = run.ids.len();
-        let mut retargeted = None;
-        // A ratio cell's budget and probes: its start, unless searched below.
-        let mut found = ratio.map(|(_, b)| (b, 0));
-        let searched: std::result::Result<(), String> = match (run.prefill, share, *budget, *ratio)
-        {
-            (Some(p), true, _, Some((r, _))) => match self.at_ratio(run, method, n, r, p) {
-                Ok((new, f)) => {
-                    (*press, found) = (new, Some(f));
-                    Ok(())
-                }
-                Err(e) => Err(format!("searching the budget of ratio {r}: {e}")),
-            },
-            (Some(p), true, Some(b), None) => match self.equal_bytes(run, method, n, b, p) {
-                Ok(Some((new, r))) => {
-                    (*press, retargeted) = (new, Some(r));
-                    Ok(())
-                }
-                Ok(None) => Ok(()),
-                Err(e) => Err(format!("re-targeting to SnapKV's bytes: {e}")),
-            },
-            _ => Ok(()),
+        let searched = match self.search(run, cell, press, share) {
+            Ok(searched) => searched,
+            Err(reason) => {
+                return Ok(Start::Skipped(Skipped {
+                    method: cell.method.clone(),
+                    budget: cell.budget,
+                    ratio: cell.ratio.map(|r| r.target),
+                    reason,
+                }))
+            }
         };
-        if let Err(reason) = searched {
-            return Ok(Start::Skipped(Skipped {
-                method: method.clone(),
-                budget: *budget,
-                ratio: ratio.map(|r| r.0),
-                reason,
-            }));
-        }
-        if let (Some((target, _)), Some((found_budget, probes))) = (*ratio, found) {
-            let key = (method.clone(), found_budget);
+        if let (Some(r), Some(found)) = (cell.ratio, searched.found) {
+            let key = (cell.method.clone(), found.budget);
             if run.found.borrow().contains(&key) {
                 return Ok(Start::Twin(Twin {
                     key,
-                    target,
-                    probes,
+                    target: r.target,
+                    probes: found.probes,
                     seconds: started.elapsed().as_secs_f64(),
                 }));
             }
             run.found.borrow_mut().insert(key);
         }
+        let mut running = self.open(run, cell, press, share, searched)?;
+        running.seconds = started.elapsed().as_secs_f64();
+        Ok(Start::Run(running))
+    }
+
+    /// A cell's budget search where it has one on the shared prefill (a ratio cell; a cell at
+    /// SnapKV's bytes, [`Self::equal_bytes`]): `press` replaced by the press at the budget found.
+    /// `Err`: why the search failed.
+    fn search(
+        &self,
+        run: &Started<'_, B>,
+        cell: &CellSpec,
+        press: &mut Box<dyn Press<B>>,
+        share: bool,
+    ) -> std::result::Result<Searched, String> {
+        let n = run.ids.len();
+        let mut searched = Searched {
+            found: cell.ratio.map(|r| Found {
+                budget: r.budget,
+                probes: 0,
+            }),
+            retarget: None,
+        };
+        let Some(prefill) = run.prefill.filter(|_| share) else {
+            return Ok(searched);
+        };
+        match (cell.budget, cell.ratio) {
+            (_, Some(r)) => {
+                let new = self
+                    .at_ratio(run, &cell.method, n, r.target, prefill)
+                    .map_err(|e| format!("searching the budget of ratio {}: {e}", r.target))?;
+                (*press, searched.found) = (new.press, Some(new.found));
+            }
+            (Some(b), None) => {
+                let new = self
+                    .equal_bytes(run, &cell.method, n, b, prefill)
+                    .map_err(|e| format!("re-targeting to SnapKV's bytes: {e}"))?;
+                if let Some(new) = new {
+                    (*press, searched.retarget) = (new.press, Some(new.retarget));
+                }
+            }
+            (None, None) => {}
+        }
+        Ok(searched)
+    }
+
+    /// A cell's session at its first decoded token: the shared prefill adopted (or its own
+    /// run), its effective ratio measured on what it compressed, the question appended in
+    /// question-agnostic mode. Its `seconds` are the caller's to set.
+    fn open<'s>(
+        &self,
+        run: &Started<'_, B>,
+        cell: &CellSpec,
+        press: &'s mut Box<dyn Press<B>>,
+        share: bool,
+        searched: Searched,
+    ) -> Result<Running<'s, B>>
+    where
+        'a: 's,
+    {
+        let n = run.ids.len();
         let mut session = Session::new(self.model, press.as_mut());
         session.rows_end = run.rows_end;
         let mut first = match (run.prefill, share) {
-            (Some((cache, obs, first)), true) => {
-                session.adopt(cache.clone(), n, Some(obs))?;
-                first.clone()
+            (Some(p), true) => {
+                session.adopt(p.cache.clone(), n, Some(&p.observed))?;
+                p.logits.clone()
             }
             _ => last_row(session.prefill(run.ids)?),
         };
         let compressed = session.memory();
-        let ratio_cell = ratio
-            .zip(found)
-            .map(|((target, _), (budget, probes))| RatioCell {
-                target,
-                effective: effective(compressed.held_bytes, compressed.full_bytes),
-                budget,
-                probes,
-            });
+        let ratio = cell.ratio.zip(searched.found).map(|(r, found)| RatioCell {
+            target: r.target,
+            effective: effective(compressed.held_bytes, compressed.full_bytes),
+            budget: found.budget,
+            probes: found.probes,
+        });
         if !run.question.is_empty() {
             first = last_row(session.extend(run.question)?);
         }
         let kv_fraction = session.memory().ratio();
-        Ok(Start::Run(Running {
-            method: method.clone(),
-            budget: *budget,
-            retarget: retargeted,
-            ratio: ratio_cell,
+        Ok(Running {
+            method: cell.method.clone(),
+            budget: cell.budget,
+            retarget: searched.retarget,
+            ratio,
             session,
             next: argmax(&first),
             new: Vec::new(),
             done: false,
             shares: vec![kv_fraction],
-            seconds: started.elapsed().as_secs_f64(),
-        }))
+            seconds: 0.0,
+        })
     }
 
     /// Greedy decoding of `cells` together, at most `max` tokens each (the stop id not kept):
@@ -616,9 +693,8 @@ impl<'a, B: Backend> Evaluator<'a, B> {
             return Ok(held);
         }
         let mut press = self.press(method, n, Some(budget))?;
-        let (cache, obs, _) = prefill;
         let mut session = Session::new(self.model, press.as_mut());
-        session.adopt(cache.clone(), n, Some(obs))?;
+        session.adopt(prefill.cache.clone(), n, Some(&prefill.observed))?;
         let held = session.memory().held_bytes;
         run.held.borrow_mut().insert(key, held);
         Ok(held)
@@ -645,7 +721,10 @@ impl<'a, B: Backend> Evaluator<'a, B> {
         let found = retarget_known(&known, budget, lo..=n.max(budget), target, |b| {
             self.held_at(run, prefill, (method, n, b))
         })?;
-        Ok(Some((self.press(method, n, Some(found.budget))?, found)))
+        Ok(Some(Retargeted {
+            press: self.press(method, n, Some(found.budget))?,
+            retarget: found,
+        }))
     }
 
     /// A ratio cell's press at the budget whose held bytes are the most not above `1 − target`
@@ -669,8 +748,13 @@ impl<'a, B: Backend> Evaluator<'a, B> {
         let found = retarget_known(&known, start, lo..=n.max(lo), goal, |b| {
             self.held_at(run, prefill, (method, n, b))
         })?;
-        let press = self.press(method, n, Some(found.budget))?;
-        Ok((press, (found.budget, found.probes)))
+        Ok(Ratioed {
+            press: self.press(method, n, Some(found.budget))?,
+            found: Found {
+                budget: found.budget,
+                probes: found.probes,
+            },
+        })
     }
 
     /// One prefill of `ids` observing the union of what the `shared` presses ask, the rows
@@ -692,7 +776,11 @@ impl<'a, B: Backend> Evaluator<'a, B> {
         let logits = self
             .model
             .forward(ids, &mut cache, Some(&mut obs), Logits::Last)?;
-        Ok(Some((cache, obs, last_row(logits))))
+        Ok(Some(Prefill {
+            cache,
+            observed: obs,
+            logits: last_row(logits),
+        }))
     }
 }
 
@@ -709,8 +797,22 @@ fn decode_batch() -> usize {
         .map_or(DECODE_BATCH, |n| n.clamp(1, DECODE_BATCH))
 }
 
-/// A ready cell: method, budget, and a ratio cell's (target, start budget).
-type CellSpec = (String, Option<usize>, Option<(f64, usize)>);
+/// A ready cell.
+struct CellSpec {
+    /// Method (registry name).
+    method: String,
+    /// `--budget` target.
+    budget: Option<usize>,
+    /// A ratio cell's target, and the budget its press was built at (where its search starts).
+    ratio: Option<RatioStart>,
+}
+
+/// A ratio cell before its search.
+#[derive(Debug, Clone, Copy)]
+struct RatioStart {
+    target: f64,
+    budget: usize,
+}
 
 /// What every cell of one prompt starts from.
 struct Started<'r, B: Backend> {

@@ -47,9 +47,8 @@ pub struct GenerateArgs {
     /// Seed of the sampler.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// KV-cache method: full, streaming, h2o, snapkv, pyramid, headkv, headkv-r, treekv,
-    /// spindle, pod.
-    #[arg(long, value_name = "NAME", default_value = "full")]
+    /// KV-cache method (the list: the method table's names).
+    #[arg(long, value_name = "NAME", default_value = "full", help = method_help())]
     pub method: String,
     /// Plan the method's budgets come from [default: plans/<slug>.plan.json].
     #[arg(long, value_name = "FILE")]
@@ -150,4 +149,12 @@ fn report(method: &str, m: &MemoryReport, when: &str, planned: Option<u64>) {
         line.push_str(&format!("; plan {planned} bytes ({:+.2}%)", 100.0 * off));
     }
     eprintln!("{line}");
+}
+
+/// `--method`'s help: every name of the method table, so the list cannot fall behind it.
+fn method_help() -> String {
+    format!(
+        "KV-cache method: {}",
+        kvplan_runtime::press::PRESS_NAMES.join(", ")
+    )
 }

@@ -257,38 +257,10 @@ fn check_refusals(gguf: &GgufFile, arch: Architecture, head_dim: usize) -> Resul
 
 /// The file's RoPE scaling, or an error naming the key of one kvplan does not compute.
 fn rope_scaling(gguf: &GgufFile, arch: Architecture, head_dim: usize) -> Result<RopeScaling> {
-    let key = |k: &str| format!("{}.{k}", arch.name());
-    let refuse = |k: String, why: String| Err(Error::Metadata(format!("{k}: {why}")));
-    let f64_or = |k: &str, default: f64| -> Result<f64> {
-        match gguf.meta(&key(k)) {
-            Ok(_) => gguf.meta_f64(&key(k)),
-            Err(_) => Ok(default),
-        }
-    };
-    let factor = |k: &str| -> Result<f64> {
-        let f = gguf.meta_f64(&key(k))?;
-        if !(f.is_finite() && f > 0.0) {
-            return Err(Error::Metadata(format!(
-                "{}: expected a positive factor, found {f}",
-                key(k)
-            )));
-        }
-        Ok(f)
-    };
-    let tk = key("rope.scaling.type");
-    let kind = match gguf.meta(&tk) {
-        Ok(v) => match v.as_str() {
-            Some(s) => s.to_string(),
-            None => return refuse(tk, format!("expected a string, found {v:?}")),
-        },
-        Err(_) => "none".to_string(),
-    };
-    let legacy = key("rope.scale_linear");
-    let linear_legacy = match gguf.meta(&legacy) {
-        Ok(v) if v.as_f64() == Some(1.0) => None,
-        Ok(_) => Some(factor("rope.scale_linear")?),
-        Err(_) => None,
-    };
+    let keys = RopeKeys { gguf, arch };
+    let tk = keys.key("rope.scaling.type");
+    let kind = keys.kind()?;
+    let linear_legacy = keys.linear_legacy()?;
     if arch.global_tensors().contains(&"rope_factors_long.weight") {
         if let Some(long_rope) = long_rope(gguf, arch, head_dim)? {
             return Ok(long_rope);
@@ -300,7 +272,7 @@ fn rope_scaling(gguf: &GgufFile, arch: Architecture, head_dim: usize) -> Result<
         let what = if freqs {
             "tensor rope_freqs.weight".to_string()
         } else {
-            tk.clone()
+            tk
         };
         return Err(Error::Metadata(format!(
             "{what}: RoPE scaling on architecture {}, whose local and global layers kvplan \
@@ -308,31 +280,7 @@ fn rope_scaling(gguf: &GgufFile, arch: Architecture, head_dim: usize) -> Result<
             arch.name()
         )));
     }
-    let scaling = match kind.as_str() {
-        "none" => match linear_legacy {
-            Some(factor) => RopeScaling::Linear { factor },
-            None => RopeScaling::None,
-        },
-        "linear" => RopeScaling::Linear {
-            factor: factor("rope.scaling.factor")?,
-        },
-        "yarn" => {
-            let yarn_factor = factor("rope.scaling.factor")?;
-            RopeScaling::Yarn {
-                factor: yarn_factor,
-                original_context: original_context(gguf, arch)?,
-                beta_fast: f64_or("rope.scaling.yarn_beta_fast", 32.0)?,
-                beta_slow: f64_or("rope.scaling.yarn_beta_slow", 1.0)?,
-                attn_factor: f64_or("rope.scaling.yarn_attn_factor", 1.0)?,
-            }
-        }
-        other => {
-            return refuse(
-                tk,
-                format!("RoPE scaling {other:?} is not supported (none, linear, yarn)"),
-            )
-        }
-    };
+    let scaling = keys.scaling(&kind, linear_legacy)?;
     if !freqs {
         return Ok(scaling);
     }
@@ -344,6 +292,89 @@ fn rope_scaling(gguf: &GgufFile, arch: Architecture, head_dim: usize) -> Result<
     Ok(RopeScaling::FreqFactors {
         factors: factor_tensor(gguf, "rope_freqs.weight", head_dim)?,
     })
+}
+
+/// The RoPE-scaling keys of one architecture's metadata in a file.
+struct RopeKeys<'a> {
+    gguf: &'a GgufFile,
+    arch: Architecture,
+}
+
+impl RopeKeys<'_> {
+    /// The full key of `k` (`<arch>.k`).
+    fn key(&self, k: &str) -> String {
+        format!("{}.{k}", self.arch.name())
+    }
+
+    /// Key `k` as a float, `default` when the file lacks it.
+    fn f64_or(&self, k: &str, default: f64) -> Result<f64> {
+        match self.gguf.meta(&self.key(k)) {
+            Ok(_) => self.gguf.meta_f64(&self.key(k)),
+            Err(_) => Ok(default),
+        }
+    }
+
+    /// Key `k` as a factor: positive and finite.
+    fn factor(&self, k: &str) -> Result<f64> {
+        let f = self.gguf.meta_f64(&self.key(k))?;
+        if !(f.is_finite() && f > 0.0) {
+            return Err(Error::Metadata(format!(
+                "{}: expected a positive factor, found {f}",
+                self.key(k)
+            )));
+        }
+        Ok(f)
+    }
+
+    /// `rope.scaling.type`; `none` when the file lacks it.
+    fn kind(&self) -> Result<String> {
+        let tk = self.key("rope.scaling.type");
+        match self.gguf.meta(&tk) {
+            Ok(v) => match v.as_str() {
+                Some(s) => Ok(s.to_string()),
+                None => Err(Error::Metadata(format!(
+                    "{tk}: expected a string, found {v:?}"
+                ))),
+            },
+            Err(_) => Ok("none".to_string()),
+        }
+    }
+
+    /// The older converters' `rope.scale_linear` factor (`None` when absent or 1).
+    fn linear_legacy(&self) -> Result<Option<f64>> {
+        match self.gguf.meta(&self.key("rope.scale_linear")) {
+            Ok(v) if v.as_f64() == Some(1.0) => Ok(None),
+            Ok(_) => Ok(Some(self.factor("rope.scale_linear")?)),
+            Err(_) => Ok(None),
+        }
+    }
+
+    /// The scaling of type `kind` with its keys' values (under `none`, the legacy linear
+    /// factor when there is one).
+    fn scaling(&self, kind: &str, linear_legacy: Option<f64>) -> Result<RopeScaling> {
+        Ok(match kind {
+            "none" => match linear_legacy {
+                Some(factor) => RopeScaling::Linear { factor },
+                None => RopeScaling::None,
+            },
+            "linear" => RopeScaling::Linear {
+                factor: self.factor("rope.scaling.factor")?,
+            },
+            "yarn" => RopeScaling::Yarn {
+                factor: self.factor("rope.scaling.factor")?,
+                original_context: original_context(self.gguf, self.arch)?,
+                beta_fast: self.f64_or("rope.scaling.yarn_beta_fast", 32.0)?,
+                beta_slow: self.f64_or("rope.scaling.yarn_beta_slow", 1.0)?,
+                attn_factor: self.f64_or("rope.scaling.yarn_attn_factor", 1.0)?,
+            },
+            other => {
+                return Err(Error::Metadata(format!(
+                    "{}: RoPE scaling {other:?} is not supported (none, linear, yarn)",
+                    self.key("rope.scaling.type")
+                )))
+            }
+        })
+    }
 }
 
 /// Tensor `name` of per-pair RoPE factors: `[head_dim / 2]`, each positive and finite.

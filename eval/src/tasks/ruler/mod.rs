@@ -253,28 +253,8 @@ pub fn generate(
     framer: &dyn Framer,
     at: ExampleAt,
 ) -> Result<Example> {
-    let ExampleAt {
-        length,
-        seed,
-        index,
-    } = at;
-    let budget = length
-        .checked_sub(task.tokens_to_generate())
-        .filter(|&b| b > 0)
-        .ok_or_else(|| Error::DoesNotFit {
-            task: task.to_string(),
-            why: format!(
-                "a {length}-token length leaves no room beside the {} tokens to generate",
-                task.tokens_to_generate()
-            ),
-        })?;
-    let rng = || Rng::derive(seed, &[task.stream(), index as u64]);
-    let fit = Fit {
-        task,
-        framer,
-        length,
-        budget,
-    };
+    let fit = Fit::new(task, framer, at)?;
+    let length = at.length;
     let mut cluster = None;
     let (built, prompt, tokens, size) = match task {
         Task::NiahSingle1
@@ -284,65 +264,27 @@ pub fn generate(
         | Task::NiahMultikey2
         | Task::NiahMultikey3
         | Task::NiahMultivalue
-        | Task::NiahMultiquery => {
-            let config = niah::Config::of(task);
-            let asked = niah::asked_keys(&config, seed, task.stream(), index)?;
-            let asked = asked.as_deref();
-            let (essay, lo, hi) = match config.haystack {
-                haystack::Haystack::Essay => {
-                    let essay = sources.essay(task)?;
-                    (essay, 1, essay.len().min(length).max(1))
-                }
-                // A line is more than 4 tokens: `length / 4` lines always pass the length.
-                _ => (
-                    &niah::NO_ESSAY,
-                    config.needles(),
-                    (length / 4).max(config.needles()),
-                ),
-            };
-            fit.run(lo, hi, |n| {
-                niah::build(&config, essay, n, asked, &mut rng())
-            })?
-        }
+        | Task::NiahMultiquery => fit.niah(sources)?,
         Task::Fwe => {
             let vocab = fwe::vocab_size(length);
             let hi = length.max(fwe::MIN_WORDS);
-            fit.run(fwe::MIN_WORDS, hi, |n| fwe::build(vocab, n, &mut rng()))?
+            fit.run(fwe::MIN_WORDS, hi, |n| fwe::build(vocab, n, &mut fit.rng()))?
         }
         Task::Vt => {
-            let icl = vt::icl(seed, framer)?;
+            let icl = vt::icl(at.seed, framer)?;
             let lo = vt::MIN_NOISES;
-            fit.run(lo, length.max(lo), |n| vt::build(&icl, n, &mut rng()))?
+            fit.run(lo, length.max(lo), |n| vt::build(&icl, n, &mut fit.rng()))?
         }
-        Task::Cwe => {
-            let words = sources.vocabulary(task)?;
-            let (lo, hi) = (cwe::NUM_CW, words.len().min(length.max(cwe::NUM_CW)));
-            if words.len() < cwe::NUM_CW + cwe::EXAMPLE_WORDS {
-                return Err(Error::Request(format!(
-                    "{task}: the word list has {} words; it needs at least {}",
-                    words.len(),
-                    cwe::NUM_CW + cwe::EXAMPLE_WORDS
-                )));
-            }
-            fit.run(lo, hi, |n| cwe::build(words, n, length, &mut rng()))?
-        }
+        Task::Cwe => fit.cwe(sources)?,
         Task::Qa1 | Task::Qa2 => {
-            let set = sources.qa(task)?;
-            let q = qa::question_of(set, seed, index).ok_or_else(|| {
-                Error::Request(format!(
-                    "{task}: no question for example {index}: its article has no more questions"
-                ))
-            })?;
-            let qa = &set.qas[q];
-            cluster = Some(qa.article.clone());
-            let lo = qa.context.len().max(1);
-            let hi = set.docs.len().min(length).max(lo);
-            fit.run(lo, hi, |n| qa::build(set, q, n, &mut rng()))?
+            let (fitted, article) = fit.qa(sources)?;
+            cluster = Some(article);
+            fitted
         }
     };
     Ok(Example {
         task,
-        index,
+        index: at.index,
         prompt,
         tokens,
         built,
@@ -419,9 +361,105 @@ struct Fit<'a> {
     framer: &'a dyn Framer,
     length: usize,
     budget: usize,
+    seed: u64,
+    index: usize,
 }
 
-impl Fit<'_> {
+/// A prompt fitted to the budget: its text, the framed prompt, its tokens and the size chosen.
+type Fitted = (Built, String, usize, usize);
+
+impl<'a> Fit<'a> {
+    /// The fit of example `at` of `task`: its prompt budget is the length less the tokens to
+    /// generate (an error when nothing is left).
+    fn new(task: Task, framer: &'a dyn Framer, at: ExampleAt) -> Result<Self> {
+        let ExampleAt {
+            length,
+            seed,
+            index,
+        } = at;
+        let budget = length
+            .checked_sub(task.tokens_to_generate())
+            .filter(|&b| b > 0)
+            .ok_or_else(|| Error::DoesNotFit {
+                task: task.to_string(),
+                why: format!(
+                    "a {length}-token length leaves no room beside the {} tokens to generate",
+                    task.tokens_to_generate()
+                ),
+            })?;
+        Ok(Self {
+            task,
+            framer,
+            length,
+            budget,
+            seed,
+            index,
+        })
+    }
+
+    /// The example's random stream (the same for every size tried).
+    fn rng(&self) -> Rng {
+        Rng::derive(self.seed, &[self.task.stream(), self.index as u64])
+    }
+
+    /// A needle-in-a-haystack task: its asked keys, then the most haystack (essay words, or
+    /// noise lines) that fits.
+    fn niah(&self, sources: &Sources) -> Result<Fitted> {
+        let (task, length) = (self.task, self.length);
+        let config = niah::Config::of(task);
+        let asked = niah::asked_keys(&config, self.seed, task.stream(), self.index)?;
+        let asked = asked.as_deref();
+        let (essay, lo, hi) = match config.haystack {
+            haystack::Haystack::Essay => {
+                let essay = sources.essay(task)?;
+                (essay, 1, essay.len().min(length).max(1))
+            }
+            // A line is more than 4 tokens: `length / 4` lines always pass the length.
+            _ => (
+                &niah::NO_ESSAY,
+                config.needles(),
+                (length / 4).max(config.needles()),
+            ),
+        };
+        self.run(lo, hi, |n| {
+            niah::build(&config, essay, n, asked, &mut self.rng())
+        })
+    }
+
+    /// Common words: the longest word list that fits (an error when the list is too short).
+    fn cwe(&self, sources: &Sources) -> Result<Fitted> {
+        let task = self.task;
+        let words = sources.vocabulary(task)?;
+        let (lo, hi) = (cwe::NUM_CW, words.len().min(self.length.max(cwe::NUM_CW)));
+        if words.len() < cwe::NUM_CW + cwe::EXAMPLE_WORDS {
+            return Err(Error::Request(format!(
+                "{task}: the word list has {} words; it needs at least {}",
+                words.len(),
+                cwe::NUM_CW + cwe::EXAMPLE_WORDS
+            )));
+        }
+        self.run(lo, hi, |n| {
+            cwe::build(words, n, self.length, &mut self.rng())
+        })
+    }
+
+    /// Question answering: the example's question, then the most distractor documents that fit;
+    /// with the article the question comes from (what examples share).
+    fn qa(&self, sources: &Sources) -> Result<(Fitted, String)> {
+        let (task, index) = (self.task, self.index);
+        let set = sources.qa(task)?;
+        let q = qa::question_of(set, self.seed, index).ok_or_else(|| {
+            Error::Request(format!(
+                "{task}: no question for example {index}: its article has no more questions"
+            ))
+        })?;
+        let qa = &set.qas[q];
+        let lo = qa.context.len().max(1);
+        let hi = set.docs.len().min(self.length).max(lo);
+        let fitted = self.run(lo, hi, |n| qa::build(set, q, n, &mut self.rng()))?;
+        Ok((fitted, qa.article.clone()))
+    }
+
     /// The framed prompt of `built` and its tokens.
     fn frame(&self, built: &Built) -> Result<(String, usize)> {
         let prompt = self.framer.frame(&built.user, &built.answer_prefix);
@@ -431,12 +469,7 @@ impl Fit<'_> {
 
     /// (text, prompt, tokens, size) of the largest size in `lo..=hi` whose prompt fits; an
     /// error when even `lo` does not.
-    fn run(
-        &self,
-        lo: usize,
-        hi: usize,
-        build: impl Fn(usize) -> Built,
-    ) -> Result<(Built, String, usize, usize)> {
+    fn run(&self, lo: usize, hi: usize, build: impl Fn(usize) -> Built) -> Result<Fitted> {
         let size = largest(lo, hi, |s| Ok(self.frame(&build(s))?.1 <= self.budget))?;
         let Some(size) = size else {
             let (_, tokens) = self.frame(&build(lo))?;

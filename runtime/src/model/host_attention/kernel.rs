@@ -366,16 +366,10 @@ fn run_task(
     colsum: bool,
     blocking: Blocking,
 ) -> TaskOut {
-    let Dims {
-        keys: l,
-        head_dim: d,
-        window,
-        softcap,
-        ..
-    } = dims;
+    let d = dims.head_dim;
     let span = Span::of(task, dims);
     let Span {
-        m, stacked, lo, hi, ..
+        stacked, lo, hi, ..
     } = span;
     let n = hi - lo;
     let observed = observe.start < task.end && task.start < observe.end;
@@ -390,58 +384,73 @@ fn run_task(
         if few {
             few_rows::scores(s, qs, k_h, d);
         } else {
-            // S[stacked × n] = Q[stacked × d] · K[n × d]ᵀ: K read with column stride d.
-            let g = Gemm {
-                m: stacked,
-                n,
-                k: d,
-            };
-            gemm_row_major(g, s, qs, k_h, (d as isize, 1));
+            scores_gemm(s, qs, k_h, (stacked, n, d));
         }
-        let heads = task.heads.len();
-        let mut rows = vec![Vec::new(); heads];
-        let mut sums = vec![Vec::new(); if colsum { heads } else { 0 }];
-        for (r, row) in s.chunks_exact_mut(n).enumerate() {
-            let (head, i) = (r / m, r % m);
-            let (first, visible) = span.row(task, r, window);
-            let (a, b) = (first - lo, visible - lo);
-            soft_cap(&mut row[a..b], softcap);
-            softmax_in_place(&mut row[a..b]);
-            row[..a].fill(0.0);
-            row[b..].fill(0.0);
-            if observe.contains(&(task.start + i)) {
-                let mut full = vec![0f32; l];
-                full[lo..hi].copy_from_slice(row);
-                rows[head].push(full);
-            }
-            if colsum {
-                let acc = &mut sums[head];
-                if acc.is_empty() {
-                    acc.resize(l, 0.0);
-                }
-                for (a, p) in acc[lo..hi].iter_mut().zip(row.iter()) {
-                    *a += p;
-                }
-            }
-        }
+        let (rows, colsum) = softmax_rows(s, task, &span, dims, &observe, colsum);
         if few {
             o.fill(0.0);
             few_rows::weighted_values(o, s, v_h, d);
         } else {
-            // O[stacked × d] = P[stacked × n] · V[n × d].
-            let g = Gemm {
-                m: stacked,
-                n: d,
-                k: n,
-            };
-            gemm_row_major(g, o, s, v_h, (1, d as isize));
+            values_gemm(o, s, v_h, (stacked, n, d));
         }
         TaskOut {
             out: o.to_vec(),
             rows,
-            colsum: sums,
+            colsum,
         }
     })
+}
+
+/// `S[m × n] = Q[m × d] · K[n × d]ᵀ`, K read with column stride `d`.
+fn scores_gemm(s: &mut [f32], q: &[f32], k: &[f32], (m, n, d): (usize, usize, usize)) {
+    gemm_row_major(Gemm { m, n, k: d }, s, q, k, (d as isize, 1));
+}
+
+/// `O[m × d] = P[m × n] · V[n × d]`.
+fn values_gemm(o: &mut [f32], p: &[f32], v: &[f32], (m, n, d): (usize, usize, usize)) {
+    gemm_row_major(Gemm { m, n: d, k: n }, o, p, v, (1, d as isize));
+}
+
+/// Each stacked row of the scores `s` (the span's keys `lo..hi`) soft-capped and softmaxed over
+/// the slots it sees, zero elsewhere; on the way, the rows `observe` asks for (`[heads][rows]
+/// [keys]`, full width) and, with `colsum`, each head's column sums (`[heads][keys]`).
+fn softmax_rows(
+    s: &mut [f32],
+    task: &Task,
+    span: &Span,
+    dims: Dims,
+    observe: &Range<usize>,
+    colsum: bool,
+) -> (Vec<Vec<Vec<f32>>>, Vec<Vec<f32>>) {
+    let (l, window, softcap) = (dims.keys, dims.window, dims.softcap);
+    let Span { m, lo, hi, .. } = *span;
+    let heads = task.heads.len();
+    let mut rows = vec![Vec::new(); heads];
+    let mut sums = vec![Vec::new(); if colsum { heads } else { 0 }];
+    for (r, row) in s.chunks_exact_mut(hi - lo).enumerate() {
+        let (head, i) = (r / m, r % m);
+        let (first, visible) = span.row(task, r, window);
+        let (a, b) = (first - lo, visible - lo);
+        soft_cap(&mut row[a..b], softcap);
+        softmax_in_place(&mut row[a..b]);
+        row[..a].fill(0.0);
+        row[b..].fill(0.0);
+        if observe.contains(&(task.start + i)) {
+            let mut full = vec![0f32; l];
+            full[lo..hi].copy_from_slice(row);
+            rows[head].push(full);
+        }
+        if colsum {
+            let acc = &mut sums[head];
+            if acc.is_empty() {
+                acc.resize(l, 0.0);
+            }
+            for (a, p) in acc[lo..hi].iter_mut().zip(row.iter()) {
+                *a += p;
+            }
+        }
+    }
+    (rows, sums)
 }
 
 /// [`run_task`] over key blocks of `block` keys with a running softmax (module header); the task
@@ -455,22 +464,13 @@ fn run_task_blocked(
     dims: Dims,
     block: usize,
 ) -> TaskOut {
-    let Dims {
-        head_dim: d,
-        window,
-        softcap,
-        ..
-    } = dims;
+    let d = dims.head_dim;
     let Span {
         stacked, lo, hi, ..
     } = *span;
     let (qn, sn, on) = scratch_sizes(stacked, block.min(hi - lo), d);
     let mut out = vec![0f32; on];
-    let mut max = vec![f32::NEG_INFINITY; stacked];
-    let mut sum = vec![0f32; stacked];
-    // Per row: the factor its running output is rescaled by, and its block's factor.
-    let mut old_scale = vec![0f32; stacked];
-    let mut new_scale = vec![0f32; stacked];
+    let mut online = OnlineSoftmax::new(stacked);
     with_scratch((qn, sn, on), |qs, s, o_b| {
         span.stack_queries(qs, task, q, dims);
         for b0 in (lo..hi).step_by(block) {
@@ -478,68 +478,91 @@ fn run_task_blocked(
             let nb = b1 - b0;
             let s = &mut s[..stacked * nb];
             let (k_b, v_b) = (&k[task.kv][b0 * d..b1 * d], &v[task.kv][b0 * d..b1 * d]);
-            // S_b[stacked × nb] = Q · K_bᵀ.
-            gemm_row_major(
-                Gemm {
-                    m: stacked,
-                    n: nb,
-                    k: d,
-                },
-                s,
-                qs,
-                k_b,
-                (d as isize, 1),
-            );
-            for (r, row) in s.chunks_exact_mut(nb).enumerate() {
-                let (first, visible) = span.row(task, r, window);
-                let (a, b) = (first.max(b0), visible.min(b1));
-                if a >= b {
-                    // No key of this block is in the row's range: nothing changes.
-                    row.fill(0.0);
-                    old_scale[r] = 1.0;
-                    new_scale[r] = 0.0;
-                    continue;
-                }
-                soft_cap(&mut row[a - b0..b - b0], softcap);
-                let (m_b, z_b) = exp_in_place(&mut row[a - b0..b - b0]);
-                row[..a - b0].fill(0.0);
-                row[b - b0..].fill(0.0);
-                let top = max[r].max(m_b);
-                // e^(−∞) is 0: the first block's running output and sum start from zero.
-                let (f_old, f_new) = ((max[r] - top).exp(), (m_b - top).exp());
-                sum[r] = sum[r] * f_old + z_b * f_new;
-                max[r] = top;
-                old_scale[r] = f_old;
-                new_scale[r] = f_new;
-            }
-            // O_b[stacked × d] = P_b · V_b, then O ← f_old·O + f_new·O_b row by row.
-            gemm_row_major(
-                Gemm {
-                    m: stacked,
-                    n: d,
-                    k: nb,
-                },
-                o_b,
-                s,
-                v_b,
-                (1, d as isize),
-            );
-            for (r, (o, ob)) in out.chunks_exact_mut(d).zip(o_b.chunks_exact(d)).enumerate() {
-                let (f_old, f_new) = (old_scale[r], new_scale[r]);
-                for (x, y) in o.iter_mut().zip(ob) {
-                    *x = *x * f_old + y * f_new;
-                }
-            }
+            scores_gemm(s, qs, k_b, (stacked, nb, d));
+            online.block(s, (task, span), (b0, b1), dims);
+            // O_b = P_b · V_b, then O ← f_old·O + f_new·O_b row by row.
+            values_gemm(o_b, s, v_b, (stacked, nb, d));
+            online.merge(&mut out, o_b, d);
         }
     });
-    for (o, z) in out.chunks_exact_mut(d).zip(&sum) {
-        let inv = 1.0 / z;
-        o.iter_mut().for_each(|x| *x *= inv);
-    }
+    online.finish(&mut out, d);
     TaskOut {
         out,
         rows: vec![Vec::new(); task.heads.len()],
         colsum: Vec::new(),
+    }
+}
+
+/// The running softmax of [`run_task_blocked`], one entry per stacked row: the largest score
+/// so far, the sum of the exponentials against it, and the factors of the last block (the
+/// running output's and the block's own).
+struct OnlineSoftmax {
+    max: Vec<f32>,
+    sum: Vec<f32>,
+    old_scale: Vec<f32>,
+    new_scale: Vec<f32>,
+}
+
+impl OnlineSoftmax {
+    fn new(stacked: usize) -> Self {
+        Self {
+            max: vec![f32::NEG_INFINITY; stacked],
+            sum: vec![0f32; stacked],
+            old_scale: vec![0f32; stacked],
+            new_scale: vec![0f32; stacked],
+        }
+    }
+
+    /// The scores `s` of keys `b0..b1` (one row of `b1 − b0` per stacked row) turned into
+    /// exponentials against the block's maximum over the slots each row sees (zero elsewhere),
+    /// and each row's running maximum, sum and factors updated.
+    fn block(
+        &mut self,
+        s: &mut [f32],
+        (task, span): (&Task, &Span),
+        (b0, b1): (usize, usize),
+        dims: Dims,
+    ) {
+        for (r, row) in s.chunks_exact_mut(b1 - b0).enumerate() {
+            let (first, visible) = span.row(task, r, dims.window);
+            let (a, b) = (first.max(b0), visible.min(b1));
+            if a >= b {
+                // No key of this block is in the row's range: nothing changes.
+                row.fill(0.0);
+                self.old_scale[r] = 1.0;
+                self.new_scale[r] = 0.0;
+                continue;
+            }
+            soft_cap(&mut row[a - b0..b - b0], dims.softcap);
+            let (m_b, z_b) = exp_in_place(&mut row[a - b0..b - b0]);
+            row[..a - b0].fill(0.0);
+            row[b - b0..].fill(0.0);
+            let top = self.max[r].max(m_b);
+            // e^(−∞) is 0: the first block's running output and sum start from zero.
+            let (f_old, f_new) = ((self.max[r] - top).exp(), (m_b - top).exp());
+            self.sum[r] = self.sum[r] * f_old + z_b * f_new;
+            self.max[r] = top;
+            self.old_scale[r] = f_old;
+            self.new_scale[r] = f_new;
+        }
+    }
+
+    /// `out ← f_old·out + f_new·o_b`, row by row (`d` values a row).
+    fn merge(&self, out: &mut [f32], o_b: &[f32], d: usize) {
+        for (r, (o, ob)) in out.chunks_exact_mut(d).zip(o_b.chunks_exact(d)).enumerate() {
+            let (f_old, f_new) = (self.old_scale[r], self.new_scale[r]);
+            for (x, y) in o.iter_mut().zip(ob) {
+                *x = *x * f_old + y * f_new;
+            }
+        }
+    }
+
+    /// Each row of `out` divided by its sum.
+    fn finish(&self, out: &mut [f32], d: usize) {
+        for (o, z) in out.chunks_exact_mut(d).zip(&self.sum) {
+            let inv = 1.0 / z;
+            o.iter_mut().for_each(|x| *x *= inv);
+        }
     }
 }
 
