@@ -11,8 +11,8 @@
 # column: DuoAttention where the file holds it, else SnapKV; ALSO_VERSUS=A,B: one more table
 # each in board-with-kvpress/, named leaderboard-vs- and the press, AdaKV-ExpectedAttention's
 # by default); and `duo-settings/` where kvpress's file holds DuoAttention as evaluate.py sets
-# it (`duo-board`); and `kvzip/` where KVzip's own run (kvzip-cpu/) covers fewer prompts than
-# kvpress's file. kvpress's FullKV and SnapKV are the checks of issue 30 ("a press
+# it (`duo-board`); and `kvzip/` (0.25–0.75) and `kvzip-0.875/` where KVzip's own run
+# (kvzip-cpu/) covers fewer prompts than kvpress's file. kvpress's FullKV and SnapKV are the checks of issue 30 ("a press
 # both have runs once in each as a check, then from one side"): the table shows them beside
 # kvplan's on the prompts both ran, the board has kvplan's alone (CHECKS=1 puts kvpress's SnapKV
 # on the board too, on the prompts it covers). AdaKV-ExpectedAttention is the registry's
@@ -94,10 +94,17 @@ if [ ${#kvpress[@]} -gt 0 ]; then
     for p in kvpress-duo kvpress-adakv-expected-e2; do
       if grep -q "\"method\": \"$p\"" "${kvpress[0]}"; then kvzip_presses+=",$p"; fi
     done
-    rm -rf "$dir/kvzip"
+    # The board's three ratios on the prompts all of them cover; the fourth (0.875, run later,
+    # on fewer prompts while it runs) on its own prompts in kvzip-0.875/.
+    rm -rf "$dir/kvzip" "$dir/kvzip-0.875"
     "$kvplan" eval leaderboard "$tmp/kvzip/$(basename "$merged")" \
       --methods "full,snapkv,headkv,headkv-r,tova,$kvzip_presses" --common-prompts \
-      --versus kvpress-kvzip --out "$dir/kvzip"
+      --ratios 0.25,0.5,0.75 --versus kvpress-kvzip --out "$dir/kvzip"
+    if grep -q '"target": 0.875' "${kvzip[@]}"; then
+      "$kvplan" eval leaderboard "$tmp/kvzip/$(basename "$merged")" \
+        --methods "full,snapkv,headkv,headkv-r,tova,$kvzip_presses" --common-prompts \
+        --ratios 0.875 --versus kvpress-kvzip --out "$dir/kvzip-0.875"
+    fi
   fi
 fi
 }

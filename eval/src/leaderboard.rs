@@ -242,6 +242,9 @@ pub struct Selection {
     /// The method of the second Δ column: each row is paired with this method's row at the same
     /// target (kvplan's name or kvpress's `kvpress-…`); SnapKV (`snapkv`) when not given.
     pub versus: Option<String>,
+    /// Only the ratio rows at these targets, when given (before `common_prompts`, so a target
+    /// one method still covers on fewer prompts does not shrink the others).
+    pub ratios: Option<Vec<f64>>,
 }
 
 impl Selection {
@@ -287,6 +290,9 @@ impl Input {
                 before
             ));
         }
+        if let Some(ratios) = &sel.ratios {
+            notes.push(self.keep_ratios(ratios));
+        }
         let versus = sel.versus();
         if sel.versus.is_some()
             && !self
@@ -306,6 +312,42 @@ impl Input {
             notes.push(note);
         }
         (!notes.is_empty()).then(|| notes.join("; "))
+    }
+}
+
+impl Input {
+    /// Keeps the ratio rows at `ratios` (and every record that is no ratio cell); the note names
+    /// what was kept and any target no row holds.
+    fn keep_ratios(&mut self, ratios: &[f64]) -> String {
+        let keys: Vec<u32> = ratios.iter().map(|&r| crate::ratio::key(r)).collect();
+        let held = |k: u32| {
+            self.file.records.iter().any(|r| {
+                r.ratio
+                    .as_ref()
+                    .is_some_and(|c| crate::ratio::key(c.target) == k)
+            })
+        };
+        let absent: Vec<String> = ratios
+            .iter()
+            .zip(&keys)
+            .filter(|(_, &k)| !held(k))
+            .map(|(&r, _)| format!("{}%", crate::ratio::fmt_pct(r)))
+            .collect();
+        let before = self.file.records.len();
+        self.file.records.retain(|r| {
+            r.ratio
+                .as_ref()
+                .is_none_or(|c| keys.contains(&crate::ratio::key(c.target)))
+        });
+        let mut note = format!(
+            "--ratios kept {} of {} records",
+            self.file.records.len(),
+            before
+        );
+        if !absent.is_empty() {
+            note.push_str(&format!(" (no ratio rows at {})", absent.join(", ")));
+        }
+        note
     }
 }
 

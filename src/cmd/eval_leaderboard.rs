@@ -34,6 +34,10 @@ pub struct LeaderboardArgs {
     /// kvpress's `kvpress-…`, e.g. the strongest press of the other side) [default: snapkv].
     #[arg(long, value_name = "METHOD")]
     pub versus: Option<String>,
+    /// Only the rows at these target ratios, comma-separated (e.g. 0.25,0.5,0.75 while a fourth
+    /// ratio still covers fewer prompts) [default: every target in the records].
+    #[arg(long, value_delimiter = ',', value_name = "RATIOS")]
+    pub ratios: Option<Vec<f64>>,
 }
 
 /// Runs `kvplan eval leaderboard`.
@@ -42,6 +46,7 @@ pub fn run(args: LeaderboardArgs) -> anyhow::Result<()> {
         methods: args.methods,
         common_prompts: args.common_prompts,
         versus: args.versus,
+        ratios: args.ratios,
     };
     let lb = leaderboard(&args.records, &args.out, &selection)?;
     super::write_stdout(&lb.markdown)?;

@@ -340,6 +340,7 @@ fn common_prompts_keep_what_every_row_holds_and_methods_choose_rows() {
             methods: None,
             common_prompts: true,
             versus: None,
+            ratios: None,
         })
         .expect("a note");
     assert!(note.contains("1 of 3 prompts"), "{note}");
@@ -360,6 +361,7 @@ fn common_prompts_keep_what_every_row_holds_and_methods_choose_rows() {
             methods: Some(vec!["snapkv".into(), "kvpress-keydiff".into()]),
             common_prompts: true,
             versus: None,
+            ratios: None,
         })
         .expect("a note");
     assert!(note.contains("2 of 3 prompts"), "{note}");
@@ -381,6 +383,7 @@ fn common_prompts_keep_what_every_row_holds_and_methods_choose_rows() {
             methods: Some(vec!["snapkv".into(), "kvpress-keydif".into()]),
             common_prompts: false,
             versus: None,
+            ratios: None,
         })
         .expect("a note");
     assert!(note.contains("no ratio rows of kvpress-keydif"), "{note}");
@@ -390,6 +393,7 @@ fn common_prompts_keep_what_every_row_holds_and_methods_choose_rows() {
         methods: Some(vec!["full".into(), "snapkv".into()]),
         common_prompts: false,
         versus: None,
+        ratios: None,
     });
     assert!(
         note.as_deref().is_none_or(|n| !n.contains("no ratio rows")),
@@ -584,4 +588,38 @@ fn a_row_short_of_its_target_is_shown_where_it_lands_and_compared_with_fullkv_on
             .contains(",0.1,0,0,0.100000,2000"),
         "{csv}"
     );
+}
+
+#[test]
+fn ratios_choose_targets_so_a_sparse_target_does_not_shrink_the_common_prompts() {
+    // uneven() with SnapKV at 87.5% on vt 0 alone: at every target the common prompts are vt
+    // 0's (1 of 3); at 50% alone, the two SnapKV and KeyDiff both hold there.
+    let sparse = || {
+        let mut i = uneven();
+        i.file
+            .records
+            .push(rec("vt", 0, "snapkv", Some((0.875, 0.875)), 1.0));
+        i
+    };
+    let sel = |ratios: Option<Vec<f64>>| Selection {
+        methods: Some(vec!["snapkv".into(), "kvpress-keydiff".into()]),
+        common_prompts: true,
+        versus: None,
+        ratios,
+    };
+    let mut every = sparse();
+    let note = every.select(&sel(None)).expect("a note");
+    assert!(note.contains("1 of 3 prompts"), "{note}");
+    let mut half = sparse();
+    let note = half.select(&sel(Some(vec![0.5]))).expect("a note");
+    assert!(note.contains("2 of 3 prompts"), "{note}");
+    assert!(half
+        .file
+        .records
+        .iter()
+        .all(|r| r.ratio.as_ref().is_none_or(|c| c.target == 0.5)));
+    // A target no row holds is named.
+    let mut typo = sparse();
+    let note = typo.select(&sel(Some(vec![0.5, 0.6]))).expect("a note");
+    assert!(note.contains("no ratio rows at 60%"), "{note}");
 }
