@@ -47,6 +47,7 @@ pub mod driver;
 pub mod equal_bytes;
 pub mod leaderboard;
 pub mod marks;
+pub mod paired;
 pub mod prompt;
 pub mod ratio;
 pub mod records;

@@ -52,7 +52,7 @@ pub(crate) fn name_parts(path: &Path) -> Result<(String, String)> {
 }
 
 /// Reads a records file of [`Record`]s.
-pub(crate) fn read(path: &Path) -> Result<RecordsFile<Record>> {
+pub fn read(path: &Path) -> Result<RecordsFile<Record>> {
     let text = std::fs::read_to_string(path).map_err(io_err(path))?;
     serde_json::from_str(&text).map_err(|e| Error::Invalid {
         path: path.display().to_string(),

@@ -1,6 +1,6 @@
 //! `kvplan eval`: which task to run. Each task's arguments live in its own file
 //! (`eval_niah.rs`, `eval_ppl.rs`, `eval_ruler.rs`, `eval_table.rs`, `eval_merge.rs`,
-//! `eval_leaderboard.rs`), the options and the terminal side they share in `eval_shared.rs`; the
+//! `eval_leaderboard.rs`, `eval_paired.rs`), the options and the terminal side they share in `eval_shared.rs`; the
 //! grids, their defaults and the runs are the application layer's (`kvplan_app::eval`).
 
 /// Arguments of `kvplan eval`.
@@ -27,6 +27,9 @@ pub enum EvalTask {
     /// RULER ratio records in the kvpress leaderboard's form: kvpress's result folders, the
     /// score against the effective compression ratio (table and figure).
     Leaderboard(super::eval_leaderboard::LeaderboardArgs),
+    /// Two rows of NIAH or RULER records (two methods, or one method in two runs on the same
+    /// prompts) compared on the prompts both scored, with the tables' statistics.
+    Paired(super::eval_paired::PairedArgs),
 }
 
 /// Runs `kvplan eval`.
@@ -38,5 +41,6 @@ pub fn run(args: EvalArgs) -> anyhow::Result<()> {
         EvalTask::Table(a) => super::eval_table::run(a),
         EvalTask::Merge(a) => super::eval_merge::run(a),
         EvalTask::Leaderboard(a) => super::eval_leaderboard::run(a),
+        EvalTask::Paired(a) => super::eval_paired::run(a),
     }
 }

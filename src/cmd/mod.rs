@@ -6,6 +6,7 @@ pub mod eval;
 pub mod eval_leaderboard;
 pub mod eval_merge;
 pub mod eval_niah;
+pub mod eval_paired;
 pub mod eval_ppl;
 pub mod eval_ruler;
 pub mod eval_shared;

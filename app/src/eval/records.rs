@@ -8,6 +8,7 @@ use anyhow::{bail, Context};
 use kvplan_common::fetch::sha256_file;
 use kvplan_eval::leaderboard::{self, board, markdown, write_folders, Board};
 use kvplan_eval::marks::Marks;
+use kvplan_eval::paired::{compare, RowName};
 use kvplan_eval::records::{Record, RecordsFile};
 use kvplan_eval::render::{plan_sha256, render, Rendered};
 use kvplan_eval::shard::{merge, merged_name};
@@ -65,6 +66,32 @@ fn plan_of(path: &Path, explicit: Option<&Path>, hint: &str) -> anyhow::Result<O
         places.user.display()
     );
     Ok(None)
+}
+
+/// Row `a` of the records at `path_a` against row `b` of those at `path_b`
+/// (`kvplan_eval::paired`): the line saying the difference, its interval, p and mdd. The same
+/// file may be given twice (two rows of one run); it is read once.
+pub fn paired_rows(
+    (path_a, a): (&Path, &str),
+    (path_b, b): (&Path, &str),
+) -> anyhow::Result<String> {
+    let read = |p: &Path| kvplan_eval::render::read(p).map_err(anyhow::Error::new);
+    let file_a = read(path_a)?;
+    let file_b = if path_b == path_a {
+        None
+    } else {
+        Some(read(path_b)?)
+    };
+    let records_b = file_b.as_ref().map_or(&file_a.records, |f| &f.records);
+    let (row_a, row_b): (RowName, RowName) = (a.parse()?, b.parse()?);
+    let c = compare((&file_a.records, &row_a), (records_b, &row_b)).with_context(|| {
+        format!(
+            "comparing {a} of {} with {b} of {}",
+            path_a.display(),
+            path_b.display()
+        )
+    })?;
+    Ok(c.line(a, b))
 }
 
 /// A merge's outcome.
