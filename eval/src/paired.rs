@@ -6,14 +6,20 @@
 //! bootstrap interval, the cluster sign test's — or for 0/1 scores of independent prompts in one
 //! task, exact McNemar's — p and the smallest difference the sample could detect), so its numbers
 //! are theirs. One comparison, so its p is not adjusted; a reader making several adjusts them.
+//!
+//! Two rows of a perplexity run ([`ppl_ratio`]) streamed the same texts, so their per-token
+//! losses pair up: the perplexity ratio `exp(mean(nll_a − nll_b))` with the block bootstrap of
+//! the run's own intervals (`crate::tasks::ppl`) applied to the differences — blocks of
+//! [`BLOCK`] tokens of each text, every text's blocks resampled together.
 
 use std::fmt;
 use std::str::FromStr;
 
 use crate::aggregate::{prompt_key, rows, Overall, RecordRow, Scope};
 use crate::records::Record;
-use crate::stats::Paired;
+use crate::stats::{bootstrap_ratio, Interval, Paired, LEVEL, RESAMPLES, SEED};
 use crate::table::delta;
+use crate::tasks::ppl::{PplRecord, BLOCK};
 use crate::tasks::ruler::Task;
 use crate::{Error, Result};
 
@@ -153,6 +159,104 @@ pub fn compare(
     })
 }
 
+/// The perplexity ratio of two rows of a perplexity run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PplRatio {
+    /// `exp(mean(nll_a − nll_b))` over the tokens both streamed.
+    pub ratio: f64,
+    /// Its 95% interval (the ends of the mean difference's, exponentiated).
+    pub interval: Option<Interval>,
+    /// Tokens paired.
+    pub tokens: usize,
+    /// Blocks resampled.
+    pub blocks: usize,
+    /// Texts.
+    pub texts: usize,
+}
+
+impl PplRatio {
+    /// `ppl(A) / ppl(B) = 1.083 [1.051, 1.117] over 4095 tokens (128 blocks of 32, 1 text)`.
+    pub fn line(&self, a: &str, b: &str) -> String {
+        let interval = self.interval.map_or("[–]".to_string(), |i| {
+            format!("[{:.3}, {:.3}]", i.lo.exp(), i.hi.exp())
+        });
+        format!(
+            "ppl({a}) / ppl({b}) = {:.3} {interval} over {} tokens ({} blocks of {BLOCK}, {} text{})",
+            self.ratio,
+            self.tokens,
+            self.blocks,
+            self.texts,
+            if self.texts == 1 { "" } else { "s" }
+        )
+    }
+}
+
+/// Row `a` against row `b` of a perplexity run's `records` over the texts both streamed (`text`:
+/// that one alone): an error naming the row when none of its records is there, the text when
+/// the two streamed different lengths of it, and a ratio row (perplexity runs have none).
+pub fn ppl_ratio(
+    records: &[PplRecord],
+    a: &RowName,
+    b: &RowName,
+    text: Option<&str>,
+) -> Result<PplRatio> {
+    let streams = |name: &RowName| -> Result<Vec<&PplRecord>> {
+        if name.ratio.is_some() {
+            return Err(Error::Request(format!(
+                "row {name}: a perplexity run has budget rows, not ratio rows"
+            )));
+        }
+        let of: Vec<&PplRecord> = records
+            .iter()
+            .filter(|r| r.method == name.method && r.budget == name.budget)
+            .filter(|r| text.is_none_or(|t| r.text == t))
+            .collect();
+        if of.is_empty() {
+            let on = text.map_or(String::new(), |t| format!(" on {t}"));
+            return Err(Error::Request(format!("no record of row {name}{on}")));
+        }
+        Ok(of)
+    };
+    let (theirs, ours) = (streams(b)?, streams(a)?);
+    let mut blocks = Vec::new();
+    let (mut texts, mut tokens, mut sum) = (0, 0, 0.0);
+    for r in ours {
+        let Some(o) = theirs.iter().find(|o| o.text == r.text) else {
+            continue;
+        };
+        if o.nll.len() != r.nll.len() {
+            return Err(Error::Request(format!(
+                "{}: {a} has {} scored tokens, {b} {}: not the same stream",
+                r.text,
+                r.nll.len(),
+                o.nll.len()
+            )));
+        }
+        let diff: Vec<f64> = r.nll.iter().zip(&o.nll).map(|(x, y)| x - y).collect();
+        blocks.extend(
+            diff.chunks(BLOCK)
+                .map(|c| (c.iter().sum::<f64>(), c.len() as f64)),
+        );
+        (texts, tokens, sum) = (
+            texts + 1,
+            tokens + diff.len(),
+            sum + diff.iter().sum::<f64>(),
+        );
+    }
+    if tokens == 0 {
+        return Err(Error::Request(format!(
+            "no text streamed by both {a} and {b}"
+        )));
+    }
+    Ok(PplRatio {
+        ratio: (sum / tokens as f64).exp(),
+        interval: bootstrap_ratio(&blocks, RESAMPLES, SEED, LEVEL),
+        tokens,
+        blocks: blocks.len(),
+        texts,
+    })
+}
+
 /// Row `name` of `records`, a column per task of `tasks`.
 fn row<'r>(records: &'r [Record], name: &RowName, tasks: &[&str]) -> Result<RecordRow<'r>> {
     rows(records, tasks.len(), |r| {
@@ -246,6 +350,56 @@ mod tests {
         let e = compare((&only_a, &a), (&only_a, &b)).expect_err("task b unpaired");
         assert!(
             e.to_string().contains("task b: no prompt scored by both"),
+            "{e}"
+        );
+    }
+
+    fn stream(text: &str, method: &str, budget: Option<usize>, nll: Vec<f64>) -> PplRecord {
+        PplRecord {
+            model: "m".into(),
+            text: text.into(),
+            method: method.into(),
+            budget,
+            tokens: nll.len() + 1,
+            nll,
+            kv_fraction: 1.0,
+            seconds: 0.1,
+        }
+    }
+
+    #[test]
+    fn a_perplexity_ratio_by_hand() {
+        // 64 tokens: A loses 0.5 more than B on every one, so ppl(A)/ppl(B) = e^0.5 = 1.6487, and
+        // every resample of the constant difference gives it too.
+        let records = vec![
+            stream("t.txt", "h2o", Some(128), vec![2.5; 64]),
+            stream("t.txt", "full", None, vec![2.0; 64]),
+        ];
+        let (a, b): (RowName, RowName) =
+            ("h2o@128".parse().expect("a"), "full".parse().expect("b"));
+        let r = ppl_ratio(&records, &a, &b, None).expect("both rows");
+        assert!((r.ratio - 0.5f64.exp()).abs() < 1e-12, "{r:?}");
+        let i = r.interval.expect("two blocks");
+        assert!(
+            (i.lo - 0.5).abs() < 1e-12 && (i.hi - 0.5).abs() < 1e-12,
+            "{i:?}"
+        );
+        assert_eq!((r.tokens, r.blocks, r.texts), (64, 2, 1));
+        assert!(r
+            .line("h2o@128", "full")
+            .starts_with("ppl(h2o@128) / ppl(full) = 1.649 [1.649, 1.649]"));
+        // A text of another length, a row not there, a text not there.
+        let short = vec![
+            records[0].clone(),
+            stream("t.txt", "full", None, vec![2.0; 63]),
+        ];
+        let e = ppl_ratio(&short, &a, &b, None).expect_err("lengths differ");
+        assert!(e.to_string().contains("not the same stream"), "{e}");
+        let e = ppl_ratio(&records, &"h2o@64".parse().expect("n"), &b, None).expect_err("absent");
+        assert!(e.to_string().contains("no record of row h2o@64"), "{e}");
+        let e = ppl_ratio(&records, &a, &b, Some("u.txt")).expect_err("no such text");
+        assert!(
+            e.to_string().contains("no record of row full on u.txt"),
             "{e}"
         );
     }

@@ -27,8 +27,9 @@ pub enum EvalTask {
     /// RULER ratio records in the kvpress leaderboard's form: kvpress's result folders, the
     /// score against the effective compression ratio (table and figure).
     Leaderboard(super::eval_leaderboard::LeaderboardArgs),
-    /// Two rows of NIAH or RULER records (two methods, or one method in two runs on the same
-    /// prompts) compared on the prompts both scored, with the tables' statistics.
+    /// Two rows compared on what both scored: NIAH or RULER records (two methods, or one method
+    /// in two runs on the same prompts) with the tables' statistics; a perplexity run's two rows
+    /// as a perplexity ratio.
     Paired(super::eval_paired::PairedArgs),
 }
 

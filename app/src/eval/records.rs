@@ -8,10 +8,11 @@ use anyhow::{bail, Context};
 use kvplan_common::fetch::sha256_file;
 use kvplan_eval::leaderboard::{self, board, markdown, write_folders, Board};
 use kvplan_eval::marks::Marks;
-use kvplan_eval::paired::{compare, RowName};
+use kvplan_eval::paired::{compare, ppl_ratio, RowName};
 use kvplan_eval::records::{Record, RecordsFile};
 use kvplan_eval::render::{plan_sha256, render, Rendered};
 use kvplan_eval::shard::{merge, merged_name};
+use kvplan_eval::tasks::ppl::PplRecords;
 use kvplan_eval::write_atomic;
 use kvplan_planner::Plan;
 use kvplan_plots::figures::leaderboard::{Leaderboard, Point};
@@ -69,12 +70,47 @@ fn plan_of(path: &Path, explicit: Option<&Path>, hint: &str) -> anyhow::Result<O
 }
 
 /// Row `a` of the records at `path_a` against row `b` of those at `path_b`
-/// (`kvplan_eval::paired`): the line saying the difference, its interval, p and mdd. The same
+/// (`kvplan_eval::paired`): the line saying the difference, its interval, p and mdd; for a
+/// perplexity run (`<model>.ppl.records.json`, one file given twice: its rows streamed the same
+/// texts) the perplexity ratio over the texts both streamed, or over `text` alone. The same
 /// file may be given twice (two rows of one run); it is read once.
 pub fn paired_rows(
     (path_a, a): (&Path, &str),
     (path_b, b): (&Path, &str),
+    text: Option<&str>,
 ) -> anyhow::Result<String> {
+    let (row_a, row_b): (RowName, RowName) = (a.parse()?, b.parse()?);
+    let context = || {
+        format!(
+            "comparing {a} of {} with {b} of {}",
+            path_a.display(),
+            path_b.display()
+        )
+    };
+    let is_ppl = |p: &Path| {
+        p.file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.ends_with(".ppl.records.json"))
+    };
+    if is_ppl(path_a) || is_ppl(path_b) {
+        if path_a != path_b {
+            bail!(
+                "{} and {}: perplexity rows pair within one run (the same texts streamed token by \
+                 token); give its records file twice",
+                path_a.display(),
+                path_b.display()
+            );
+        }
+        let json = std::fs::read_to_string(path_a)
+            .with_context(|| format!("reading {}", path_a.display()))?;
+        let file: PplRecords = serde_json::from_str(&json)
+            .with_context(|| format!("{}: not a perplexity records file", path_a.display()))?;
+        let r = ppl_ratio(&file.records, &row_a, &row_b, text).with_context(context)?;
+        return Ok(r.line(a, b));
+    }
+    if text.is_some() {
+        bail!("--text picks a text of a perplexity run (<model>.ppl.records.json) only");
+    }
     let read = |p: &Path| kvplan_eval::render::read(p).map_err(anyhow::Error::new);
     let file_a = read(path_a)?;
     let file_b = if path_b == path_a {
@@ -83,14 +119,7 @@ pub fn paired_rows(
         Some(read(path_b)?)
     };
     let records_b = file_b.as_ref().map_or(&file_a.records, |f| &f.records);
-    let (row_a, row_b): (RowName, RowName) = (a.parse()?, b.parse()?);
-    let c = compare((&file_a.records, &row_a), (records_b, &row_b)).with_context(|| {
-        format!(
-            "comparing {a} of {} with {b} of {}",
-            path_a.display(),
-            path_b.display()
-        )
-    })?;
+    let c = compare((&file_a.records, &row_a), (records_b, &row_b)).with_context(context)?;
     Ok(c.line(a, b))
 }
 
