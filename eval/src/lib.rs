@@ -41,6 +41,7 @@
 //!   scores at chance, untrained PoD); [`rng`]: the seeded generator examples are drawn with.
 
 pub mod aggregate;
+pub mod agree;
 pub mod companion;
 #[cfg(feature = "model")]
 pub mod driver;
@@ -62,6 +63,7 @@ pub mod stats;
 pub mod table;
 pub mod task;
 pub mod tasks;
+pub mod without;
 
 /// Errors of the evaluation.
 #[derive(Debug, thiserror::Error)]

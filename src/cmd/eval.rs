@@ -1,6 +1,6 @@
 //! `kvplan eval`: which task to run. Each task's arguments live in its own file
 //! (`eval_niah.rs`, `eval_ppl.rs`, `eval_ruler.rs`, `eval_table.rs`, `eval_merge.rs`,
-//! `eval_leaderboard.rs`, `eval_paired.rs`), the options and the terminal side they share in `eval_shared.rs`; the
+//! `eval_leaderboard.rs`, `eval_paired.rs`, `eval_agree.rs`, `eval_without.rs`), the options and the terminal side they share in `eval_shared.rs`; the
 //! grids, their defaults and the runs are the application layer's (`kvplan_app::eval`).
 
 /// Arguments of `kvplan eval`.
@@ -31,6 +31,11 @@ pub enum EvalTask {
     /// in two runs on the same prompts) with the tables' statistics; a perplexity run's two rows
     /// as a perplexity ratio.
     Paired(super::eval_paired::PairedArgs),
+    /// Two records files on the cells they share: per method, the same text, score and
+    /// effective ratio (cross-checks: CPU against GPU, a re-run against committed records).
+    Agree(super::eval_agree::AgreeArgs),
+    /// A copy of a records file without some rows' cells, for a run that measures them again.
+    Without(super::eval_without::WithoutArgs),
 }
 
 /// Runs `kvplan eval`.
@@ -43,5 +48,7 @@ pub fn run(args: EvalArgs) -> anyhow::Result<()> {
         EvalTask::Merge(a) => super::eval_merge::run(a),
         EvalTask::Leaderboard(a) => super::eval_leaderboard::run(a),
         EvalTask::Paired(a) => super::eval_paired::run(a),
+        EvalTask::Agree(a) => super::eval_agree::run(a),
+        EvalTask::Without(a) => super::eval_without::run(a),
     }
 }

@@ -3,6 +3,7 @@
 pub mod bench;
 pub mod data;
 pub mod eval;
+pub mod eval_agree;
 pub mod eval_leaderboard;
 pub mod eval_merge;
 pub mod eval_niah;
@@ -11,6 +12,7 @@ pub mod eval_ppl;
 pub mod eval_ruler;
 pub mod eval_shared;
 pub mod eval_table;
+pub mod eval_without;
 pub mod export;
 pub mod fetch;
 pub mod generate;

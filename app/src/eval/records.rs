@@ -123,6 +123,54 @@ pub fn paired_rows(
     Ok(c.line(a, b))
 }
 
+/// The records at `a` and `b` on the cells both hold (`kvplan_eval::agree`; `renames`:
+/// `A_METHOD=B_METHOD` pairs, B's name read as A's): the table, and whether a shared cell's
+/// answer text differs.
+pub fn records_agree(
+    a: &Path,
+    b: &Path,
+    renames: &[String],
+    show: usize,
+) -> anyhow::Result<(String, bool)> {
+    let renames = renames
+        .iter()
+        .map(|p| match p.split_once('=') {
+            Some((x, y)) if !x.is_empty() && !y.is_empty() => Ok((x.to_string(), y.to_string())),
+            _ => bail!("--as: expected A_METHOD=B_METHOD, found `{p}`"),
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let read = |p: &Path| kvplan_eval::render::read(p).map_err(anyhow::Error::new);
+    let (file_a, file_b) = (read(a)?, read(b)?);
+    let g = kvplan_eval::agree::agree(&file_a.records, &file_b.records, &renames, show);
+    let md = g.markdown(&a.display().to_string(), &b.display().to_string());
+    Ok((md, g.texts_differ))
+}
+
+/// The records at `input` without the cells of `rows` (`kvplan_eval::without`), written whole
+/// to `out`, which must not exist (no silent overwrite); (dropped, kept).
+pub fn records_without(
+    input: &Path,
+    out: &Path,
+    rows: &[String],
+) -> anyhow::Result<(usize, usize)> {
+    if out.exists() {
+        bail!(
+            "{}: exists; remove it first or name another file",
+            out.display()
+        );
+    }
+    let rows = rows
+        .iter()
+        .map(|r| r.parse::<RowName>())
+        .collect::<Result<Vec<_>, _>>()?;
+    let file = kvplan_eval::render::read(input)?;
+    let (kept, dropped) = kvplan_eval::without::without(&file, &rows)
+        .with_context(|| format!("{}", input.display()))?;
+    kept.save(out)
+        .with_context(|| format!("writing {}", out.display()))?;
+    Ok((dropped, kept.records.len()))
+}
+
 /// A merge's outcome.
 #[derive(Debug, Clone)]
 pub struct Merged {
