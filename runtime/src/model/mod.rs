@@ -1,6 +1,8 @@
-//! The Llama-family model: config, attention, feed-forward, block, transformer (Config→Module
-//! pairs as in llama-burn, tracel-ai/models @ 16ee7e4 `llama-burn/src/transformer.rs`), and
-//! [`Model`], which ties the module to its RoPE tables and query→KV head order.
+//! The decoder of every supported architecture: its geometry and metadata (`config.rs`, read from
+//! the GGUF file; `arch.rs`, what differs by architecture), attention, feed-forward, block and
+//! transformer as burn modules built by the loader from the file's tensors (no Config→Module
+//! pairs: the file is the config), and [`Model`], which ties the module to its RoPE tables and
+//! query→KV head order.
 
 pub mod arch;
 pub mod attention;
