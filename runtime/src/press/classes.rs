@@ -45,13 +45,9 @@ pub(super) const KIND: PressKind = PressKind::OWN_PREFILL;
 /// The engines whose layer windows this press runs.
 pub const ENGINES: [&str; 3] = ["vllm", "trtllm", "trtllm-engine"];
 
-/// Whether `name` is `<engine>:<method>` for an engine of [`ENGINES`] and a method of the
-/// planner's table that keeps fewer entries per head (not `full`, not `pod`).
-pub fn is_classes_name(name: &str) -> bool {
-    parse(name).is_ok()
-}
-
-fn parse(name: &str) -> Result<(Engine, Method)> {
+/// `name` as `<engine>:<method>`, an engine of [`ENGINES`] and a method of the planner's table
+/// that keeps fewer entries per head (not `full`, not `pod`); the error says so.
+pub(super) fn parse(name: &str) -> Result<(Engine, Method)> {
     let bad = || {
         Error::Request(format!(
             "`{name}`: expected <engine>:<method> with an engine of {} and a method of the \
@@ -68,15 +64,15 @@ fn parse(name: &str) -> Result<(Engine, Method)> {
     Ok((engine, method))
 }
 
-/// The press `name` (`<engine>:<method>`) as `request` asks, for the model `config` describes:
-/// the method's budgets at the request's length and target, reduced to the engine's layer
-/// classes, run as the engine's kernel runs them (module header).
+/// The press `name` (`<engine>:<method>`, parsed: `engine`, `method`) as `request` asks, for the
+/// model `config` describes: the method's budgets at the request's length and target, reduced to
+/// the engine's layer classes, run as the engine's kernel runs them (module header).
 pub fn build<B: Backend>(
     name: &str,
+    (engine, method): (Engine, Method),
     request: &PressRequest<'_>,
     config: &ModelConfig,
 ) -> Result<Box<dyn Press<B>>> {
-    let (engine, method) = parse(name)?;
     let plan = request
         .plan
         .ok_or_else(|| Error::Request(format!("method `{name}` needs a plan (--plan FILE)")))?;
@@ -188,6 +184,7 @@ mod tests {
 
     #[test]
     fn names_are_an_engine_and_a_method_that_evicts() {
+        let is_classes_name = |n: &str| parse(n).is_ok();
         assert!(is_classes_name("vllm:headkv-r"));
         assert!(is_classes_name("trtllm:pyramid"));
         assert!(is_classes_name("trtllm-engine:snapkv"));

@@ -14,7 +14,9 @@
 //! SpindleKV's GQA handling and eq. 2 denominator, the position policy of evicting presses).
 
 use burn::tensor::backend::Backend;
-use kvplan_planner::{controls, Budgets, Method, Plan, Target};
+use kvplan_planner::controls::{self, Control};
+use kvplan_planner::export::capability::Engine;
+use kvplan_planner::{Budgets, Method, Plan, Target};
 
 use super::from_plan::{FromPlan, MethodPress, PressRequest};
 use super::full::FullPress;
@@ -72,35 +74,61 @@ pub struct PressSpec<B: Backend> {
     pub budgets: Option<Budgets>,
 }
 
-fn unknown(name: &str) -> Error {
-    Error::Request(format!(
-        "unknown method `{name}`; the registry has: {}, <engine>:<method> for an engine's \
-         layer classes ({}), and the controls headkv@perm<seed>, headkv@beta<β>, \
-         headkv@layer-uniform (also on headkv-r)",
-        PRESS_NAMES.join(", "),
-        super::classes::ENGINES.join(", ")
-    ))
+/// A press name, parsed once: what the registry builds for it. Every way of naming a press is
+/// read here, with one error for a name that is none of them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum PressName {
+    /// A method of the planner's table (`full`, `snapkv`, `headkv-r`, …).
+    Method(Method),
+    /// A control on a HeadKV method (`headkv@perm3`, `headkv-r@beta2`, `headkv@layer-uniform`;
+    /// [`controls`]).
+    Control(Method, Control),
+    /// An engine's layer classes over a method (`vllm:headkv`; [`super::classes`]).
+    Classes(Engine, Method),
 }
 
-/// Whether the registry builds a press called `name`: a method of the table, or
-/// `<engine>:<method>` ([`super::classes`]).
+impl PressName {
+    /// `name` parsed: `<engine>:<method>`, `<method>@<control>` or a method of the table. A
+    /// malformed engine or control name is that form's own error; any other name is "unknown
+    /// method", listing every form.
+    pub fn parse(name: &str) -> Result<Self> {
+        if name.contains(':') {
+            let (engine, method) = super::classes::parse(name)?;
+            return Ok(Self::Classes(engine, method));
+        }
+        if let Some(parsed) = controls::parse(name) {
+            let (method, control) = parsed?;
+            return Ok(Self::Control(method, control));
+        }
+        name.parse().map(Self::Method).map_err(|_| {
+            Error::Request(format!(
+                "unknown method `{name}`; the registry has: {}, <engine>:<method> for an \
+                 engine's layer classes ({}), and the controls headkv@perm<seed>, \
+                 headkv@beta<β>, headkv@layer-uniform (also on headkv-r)",
+                PRESS_NAMES.join(", "),
+                super::classes::ENGINES.join(", ")
+            ))
+        })
+    }
+
+    /// What the press can do ([`Capabilities`]), read off its type without building it.
+    pub fn capabilities(self) -> Capabilities {
+        match self {
+            Self::Classes(..) => super::classes::KIND.serving(None),
+            Self::Control(method, _) | Self::Method(method) => capabilities_of(method),
+        }
+    }
+}
+
+/// Whether the registry builds a press called `name` ([`PressName::parse`]).
 pub fn is_press_name(name: &str) -> bool {
-    PRESS_NAMES.contains(&name)
-        || super::classes::is_classes_name(name)
-        || matches!(controls::parse(name), Some(Ok(_)))
+    PressName::parse(name).is_ok()
 }
 
 /// What the press called `name` can do ([`Capabilities`]), read off its type without building
 /// it: no plan needed, so callers can check a request before any model run.
 pub fn capabilities(name: &str) -> Result<Capabilities> {
-    if super::classes::is_classes_name(name) {
-        return Ok(super::classes::KIND.serving(None));
-    }
-    if let Some(parsed) = controls::parse(name) {
-        return Ok(capabilities_of(parsed?.0));
-    }
-    let method: Method = name.parse().map_err(|_| unknown(name))?;
-    Ok(capabilities_of(method))
+    PressName::parse(name).map(PressName::capabilities)
 }
 
 /// The press called `name`, configured from `plan` for a prompt of `context_len` tokens under
@@ -127,28 +155,29 @@ pub fn build_press_with<B: Backend>(
     request: &PressRequest<'_>,
     config: &ModelConfig,
 ) -> Result<PressSpec<B>> {
-    if super::classes::is_classes_name(name) {
-        return Ok(PressSpec {
-            press: super::classes::build(name, request, config)?,
-            method: None,
-            budgets: None,
-        });
-    }
-    if let Some(parsed) = controls::parse(name) {
-        // A control (`headkv@perm3`, `headkv@beta1.2`): the method on a copy of the plan with
-        // the control applied (kvplan_planner::controls).
-        let (method, control) = parsed?;
-        let plan = request
-            .plan
-            .ok_or_else(|| Error::Request(format!("method `{name}` needs a plan (--plan FILE)")))?;
-        let controlled = controls::with_control(plan, method, control)?;
-        let request = PressRequest {
-            plan: Some(&controlled),
-            ..*request
-        };
-        return build_press_with(method.name(), &request, config);
-    }
-    let method: Method = name.parse().map_err(|_| unknown(name))?;
+    let method = match PressName::parse(name)? {
+        PressName::Classes(engine, method) => {
+            return Ok(PressSpec {
+                press: super::classes::build(name, (engine, method), request, config)?,
+                method: None,
+                budgets: None,
+            });
+        }
+        PressName::Control(method, control) => {
+            // A control (`headkv@perm3`, `headkv@beta1.2`): the method on a copy of the plan
+            // with the control applied (kvplan_planner::controls).
+            let plan = request.plan.ok_or_else(|| {
+                Error::Request(format!("method `{name}` needs a plan (--plan FILE)"))
+            })?;
+            let controlled = controls::with_control(plan, method, control)?;
+            let request = PressRequest {
+                plan: Some(&controlled),
+                ..*request
+            };
+            return build_press_with(method.name(), &request, config);
+        }
+        PressName::Method(method) => method,
+    };
     if !method.has_section() {
         return Ok(PressSpec {
             press: Box::new(FullPress),
