@@ -719,3 +719,45 @@ fn decode_compression_interval_is_honoured() {
     );
     assert!(Press::<B>::set_compress_every(&mut streaming, 0).is_err());
 }
+
+#[test]
+fn a_press_name_is_parsed_once_into_its_form() {
+    use super::registry::PressName;
+    use kvplan_planner::controls::Control;
+    use kvplan_planner::export::capability::Engine;
+    let parsed = |n: &str| PressName::parse(n).expect(n);
+    assert_eq!(parsed("snapkv"), PressName::Method(Method::SnapKv));
+    assert_eq!(parsed("full"), PressName::Method(Method::Full));
+    assert_eq!(
+        parsed("headkv-r@perm3"),
+        PressName::Control(Method::HeadKvR, Control::Permuted(3))
+    );
+    let vllm = Engine::simulated("vllm").expect("vllm");
+    assert_eq!(
+        parsed("vllm:pyramid"),
+        PressName::Classes(vllm, Method::Pyramid)
+    );
+    // Each malformed form says what that form expects; anything else is "unknown method".
+    let err = |n: &str| PressName::parse(n).expect_err(n).to_string();
+    assert!(
+        err("vllm:pod").contains("expected <engine>:<method>"),
+        "{}",
+        err("vllm:pod")
+    );
+    assert!(
+        err("headkv@perx").contains("after `@`"),
+        "{}",
+        err("headkv@perx")
+    );
+    assert!(
+        err("snapkv2").contains("unknown method `snapkv2`"),
+        "{}",
+        err("snapkv2")
+    );
+    // A control's and a method's capabilities are its method's; the classes' their own.
+    assert_eq!(
+        parsed("headkv@perm1").capabilities(),
+        parsed("headkv").capabilities()
+    );
+    assert!(parsed("vllm:snapkv").capabilities().changes_forward);
+}
