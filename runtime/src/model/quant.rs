@@ -42,6 +42,8 @@ mod dot_avx512;
 mod int8;
 #[cfg(all(feature = "flex", target_arch = "x86_64"))]
 mod int8_rows;
+#[cfg(all(feature = "flex", target_arch = "x86_64"))]
+mod rows;
 
 /// The environment variable that picks the prefill kernels (`f32` or `int8`) where no command
 /// line chose ([`set_kernels`]).

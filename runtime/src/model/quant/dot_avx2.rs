@@ -15,6 +15,7 @@
 
 use std::arch::x86_64::*;
 
+use super::rows::{Lanes, Rows};
 use crate::gguf::GgmlType;
 
 /// Weights per activation sum ([`block_sums`]): a block of the 32-weight types, a sub-block of
@@ -57,7 +58,7 @@ pub(super) unsafe fn dot_rows<const R: usize>(
     out: &mut [f32],
 ) {
     let (bs, bb) = (ty.block_size(), ty.block_bytes());
-    let mut rows = Rows::<R>::new(xs, sums);
+    let mut rows = Rows::<Avx2, R>::new(xs, sums);
     debug_assert!(out.len() == R && row.len() / bb * bs == rows.cols);
     let half = |b: &[u8], at: usize| f16[u16::from_le_bytes([b[at], b[at + 1]]) as usize];
     let blocks = row
@@ -103,94 +104,43 @@ pub(super) unsafe fn dot_rows<const R: usize>(
     rows.finish(out);
 }
 
-/// [`dot_rows`]'s `R` activation rows (`[R][cols]`, their [`block_sums`] `[R][cols / BLOCK]`)
-/// and each row's running sums: 8 lanes of scaled quant products, and the minima's `m·Σx`.
-struct Rows<'a, const R: usize> {
-    xs: &'a [f32],
-    sums: &'a [f32],
-    cols: usize,
-    per_row: usize,
-    acc: [__m256; R],
-    mins: [f32; R],
-}
+/// 8 f32 lanes ([`Rows`]'s width in this kernel).
+struct Avx2;
 
-impl<'a, const R: usize> Rows<'a, R> {
-    /// The `R` rows, their sums zero.
-    ///
-    /// # Safety
-    /// The CPU must have AVX2 and FMA.
-    #[target_feature(enable = "avx2,fma")]
-    #[inline]
-    unsafe fn new(xs: &'a [f32], sums: &'a [f32]) -> Self {
-        let cols = xs.len() / R;
-        debug_assert!(xs.len() == R * cols);
-        Self {
-            xs,
-            sums,
-            cols,
-            per_row: sums.len() / R,
-            acc: [_mm256_setzero_ps(); R],
-            mins: [0f32; R],
-        }
-    }
+impl Lanes for Avx2 {
+    type V = __m256;
+    type Block = [__m256; 4];
+    type Half = [__m256; 2];
 
-    /// Activation row `i` from column `at`.
-    ///
-    /// # Safety
-    /// The CPU must have AVX2 and FMA.
-    #[target_feature(enable = "avx2,fma")]
-    #[inline]
-    unsafe fn x(&self, i: usize, at: usize) -> *const f32 {
-        self.xs.as_ptr().add(i * self.cols + at)
-    }
-
-    /// Each row: `acc += d·(q·x)` over the block of 32 at column `at`.
-    ///
-    /// # Safety
-    /// The CPU must have AVX2 and FMA.
-    #[target_feature(enable = "avx2,fma")]
-    #[inline]
-    unsafe fn scaled(&mut self, d: f32, q: [__m256; 4], at: usize) {
-        let d = _mm256_set1_ps(d);
-        for i in 0..R {
-            self.acc[i] = _mm256_fmadd_ps(d, dot4(q, self.x(i, at)), self.acc[i]);
-        }
-    }
-
-    /// Each row: `acc += scale·(q·x)` over the 16 columns from `at` (a `Q6_K` sub-block).
-    ///
-    /// # Safety
-    /// The CPU must have AVX2 and FMA.
-    #[target_feature(enable = "avx2,fma")]
-    #[inline]
-    unsafe fn scaled16(&mut self, scale: f32, q: [__m256; 2], at: usize) {
-        let scale = _mm256_set1_ps(scale);
-        for i in 0..R {
-            let xp = self.x(i, at);
-            let p = _mm256_mul_ps(q[0], _mm256_loadu_ps(xp));
-            let p = _mm256_fmadd_ps(q[1], _mm256_loadu_ps(xp.add(8)), p);
-            self.acc[i] = _mm256_fmadd_ps(scale, p, self.acc[i]);
-        }
-    }
-
-    /// Each row: `min += m·Σx` over its activation block `k`.
     #[inline(always)]
-    fn min(&mut self, m: f32, k: usize) {
-        for (i, mi) in self.mins.iter_mut().enumerate() {
-            *mi = m.mul_add(self.sums[i * self.per_row + k], *mi);
-        }
+    unsafe fn zero() -> __m256 {
+        _mm256_setzero_ps()
     }
 
-    /// Each row's dot product: its lanes summed, plus its minima.
-    ///
-    /// # Safety
-    /// The CPU must have AVX2 and FMA.
-    #[target_feature(enable = "avx2,fma")]
-    #[inline]
-    unsafe fn finish(self, out: &mut [f32]) {
-        for ((o, a), m) in out.iter_mut().zip(self.acc).zip(self.mins) {
-            *o = hsum(a) + m;
-        }
+    #[inline(always)]
+    unsafe fn splat(x: f32) -> __m256 {
+        _mm256_set1_ps(x)
+    }
+
+    #[inline(always)]
+    unsafe fn fmadd(a: __m256, b: __m256, c: __m256) -> __m256 {
+        _mm256_fmadd_ps(a, b, c)
+    }
+
+    #[inline(always)]
+    unsafe fn dot_block(q: [__m256; 4], x: *const f32) -> __m256 {
+        dot4(q, x)
+    }
+
+    #[inline(always)]
+    unsafe fn dot_half(q: [__m256; 2], x: *const f32) -> __m256 {
+        let p = _mm256_mul_ps(q[0], _mm256_loadu_ps(x));
+        _mm256_fmadd_ps(q[1], _mm256_loadu_ps(x.add(8)), p)
+    }
+
+    #[inline(always)]
+    unsafe fn sum(v: __m256) -> f32 {
+        hsum(v)
     }
 }
 
@@ -202,7 +152,7 @@ impl<'a, const R: usize> Rows<'a, R> {
 #[target_feature(enable = "avx2,fma")]
 #[inline]
 unsafe fn q4k_block<const R: usize>(
-    rows: &mut Rows<'_, R>,
+    rows: &mut Rows<'_, Avx2, R>,
     b: &[u8],
     n: usize,
     (d, dmin): (f32, f32),
@@ -228,7 +178,7 @@ unsafe fn q4k_block<const R: usize>(
 /// The CPU must have AVX2 and FMA.
 #[target_feature(enable = "avx2,fma")]
 #[inline]
-unsafe fn q6k_block<const R: usize>(rows: &mut Rows<'_, R>, b: &[u8], n: usize, d: f32) {
+unsafe fn q6k_block<const R: usize>(rows: &mut Rows<'_, Avx2, R>, b: &[u8], n: usize, d: f32) {
     for part in 0..2 {
         let ql = &b[part * 64..part * 64 + 64];
         let qh = &b[128 + part * 32..128 + part * 32 + 32];

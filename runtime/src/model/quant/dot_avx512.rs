@@ -14,6 +14,7 @@
 use std::arch::x86_64::*;
 
 use super::dot_avx2::scale_min_k4;
+use super::rows::{Lanes, Rows};
 use crate::gguf::GgmlType;
 
 /// Whether [`dot_rows`] has a kernel for `ty`.
@@ -47,7 +48,7 @@ pub(super) unsafe fn dot_rows<const R: usize>(
     out: &mut [f32],
 ) {
     let (bs, bb) = (ty.block_size(), ty.block_bytes());
-    let mut rows = Rows::<R>::new(xs, sums);
+    let mut rows = Rows::<Avx512, R>::new(xs, sums);
     debug_assert!(out.len() == R && row.len() / bb * bs == rows.cols);
     let half = |b: &[u8], at: usize| f16[u16::from_le_bytes([b[at], b[at + 1]]) as usize];
     let blocks = row
@@ -95,92 +96,42 @@ pub(super) unsafe fn dot_rows<const R: usize>(
     rows.finish(out);
 }
 
-/// [`dot_rows`]'s `R` activation rows (`[R][cols]`, their block sums `[R][cols / 32]`) and each
-/// row's running sums: 16 lanes of scaled quant products, and the minima's `m·Σx`.
-struct Rows<'a, const R: usize> {
-    xs: &'a [f32],
-    sums: &'a [f32],
-    cols: usize,
-    per_row: usize,
-    acc: [__m512; R],
-    mins: [f32; R],
-}
+/// 16 f32 lanes ([`Rows`]'s width in this kernel).
+struct Avx512;
 
-impl<'a, const R: usize> Rows<'a, R> {
-    /// The `R` rows, their sums zero.
-    ///
-    /// # Safety
-    /// The CPU must have AVX-512F.
-    #[target_feature(enable = "avx512f")]
-    #[inline]
-    unsafe fn new(xs: &'a [f32], sums: &'a [f32]) -> Self {
-        let cols = xs.len() / R;
-        debug_assert!(xs.len() == R * cols);
-        Self {
-            xs,
-            sums,
-            cols,
-            per_row: sums.len() / R,
-            acc: [_mm512_setzero_ps(); R],
-            mins: [0f32; R],
-        }
-    }
+impl Lanes for Avx512 {
+    type V = __m512;
+    type Block = [__m512; 2];
+    type Half = __m512;
 
-    /// Activation row `i` from column `at`.
-    ///
-    /// # Safety
-    /// The CPU must have AVX-512F.
-    #[target_feature(enable = "avx512f")]
-    #[inline]
-    unsafe fn x(&self, i: usize, at: usize) -> *const f32 {
-        self.xs.as_ptr().add(i * self.cols + at)
-    }
-
-    /// Each row: `acc += d·(q·x)` over the block of 32 at column `at`.
-    ///
-    /// # Safety
-    /// The CPU must have AVX-512F.
-    #[target_feature(enable = "avx512f")]
-    #[inline]
-    unsafe fn scaled(&mut self, d: f32, q: [__m512; 2], at: usize) {
-        let d = _mm512_set1_ps(d);
-        for i in 0..R {
-            self.acc[i] = _mm512_fmadd_ps(d, dot2(q, self.x(i, at)), self.acc[i]);
-        }
-    }
-
-    /// Each row: `acc += scale·(q·x)` over the 16 columns from `at` (a `Q6_K` sub-block).
-    ///
-    /// # Safety
-    /// The CPU must have AVX-512F.
-    #[target_feature(enable = "avx512f")]
-    #[inline]
-    unsafe fn scaled16(&mut self, scale: f32, q: __m512, at: usize) {
-        let scale = _mm512_set1_ps(scale);
-        for i in 0..R {
-            let p = _mm512_mul_ps(q, _mm512_loadu_ps(self.x(i, at)));
-            self.acc[i] = _mm512_fmadd_ps(scale, p, self.acc[i]);
-        }
-    }
-
-    /// Each row: `min += m·Σx` over its activation block `k`.
     #[inline(always)]
-    fn min(&mut self, m: f32, k: usize) {
-        for (i, mi) in self.mins.iter_mut().enumerate() {
-            *mi = m.mul_add(self.sums[i * self.per_row + k], *mi);
-        }
+    unsafe fn zero() -> __m512 {
+        _mm512_setzero_ps()
     }
 
-    /// Each row's dot product: its lanes summed, plus its minima.
-    ///
-    /// # Safety
-    /// The CPU must have AVX-512F.
-    #[target_feature(enable = "avx512f")]
-    #[inline]
-    unsafe fn finish(self, out: &mut [f32]) {
-        for ((o, a), m) in out.iter_mut().zip(self.acc).zip(self.mins) {
-            *o = _mm512_reduce_add_ps(a) + m;
-        }
+    #[inline(always)]
+    unsafe fn splat(x: f32) -> __m512 {
+        _mm512_set1_ps(x)
+    }
+
+    #[inline(always)]
+    unsafe fn fmadd(a: __m512, b: __m512, c: __m512) -> __m512 {
+        _mm512_fmadd_ps(a, b, c)
+    }
+
+    #[inline(always)]
+    unsafe fn dot_block(q: [__m512; 2], x: *const f32) -> __m512 {
+        dot2(q, x)
+    }
+
+    #[inline(always)]
+    unsafe fn dot_half(q: __m512, x: *const f32) -> __m512 {
+        _mm512_mul_ps(q, _mm512_loadu_ps(x))
+    }
+
+    #[inline(always)]
+    unsafe fn sum(v: __m512) -> f32 {
+        _mm512_reduce_add_ps(v)
     }
 }
 
@@ -192,7 +143,7 @@ impl<'a, const R: usize> Rows<'a, R> {
 #[target_feature(enable = "avx512f")]
 #[inline]
 unsafe fn q4k_block<const R: usize>(
-    rows: &mut Rows<'_, R>,
+    rows: &mut Rows<'_, Avx512, R>,
     b: &[u8],
     n: usize,
     (d, dmin): (f32, f32),
@@ -223,7 +174,7 @@ unsafe fn q4k_block<const R: usize>(
 /// The CPU must have AVX-512F.
 #[target_feature(enable = "avx512f")]
 #[inline]
-unsafe fn q6k_block<const R: usize>(rows: &mut Rows<'_, R>, b: &[u8], n: usize, d: f32) {
+unsafe fn q6k_block<const R: usize>(rows: &mut Rows<'_, Avx512, R>, b: &[u8], n: usize, d: f32) {
     let (mask4, mask2, bias) = (
         _mm512_set1_epi32(0x0F),
         _mm512_set1_epi32(3),
