@@ -57,12 +57,14 @@ pub fn agree(a: &[Record], b: &[Record], renames: &[(String, String)], show: usi
         .iter()
         .map(|(x, y)| (y.as_str(), x.as_str()))
         .collect();
-    let key_b = |r: &Record| {
-        let mut r = r.clone();
-        if let Some(m) = to_a.get(r.method.as_str()) {
-            r.method = (*m).to_string();
+    // Only a renamed record is copied, to key it under A's name.
+    let key_b = |r: &Record| match to_a.get(r.method.as_str()) {
+        Some(m) => Record {
+            method: (*m).to_string(),
+            ..r.clone()
         }
-        r.key()
+        .key(),
+        None => r.key(),
     };
     let theirs: HashMap<CellKey, &Record> = b.iter().map(|r| (key_b(r), r)).collect();
     let mut by: BTreeMap<&str, Vec<(&Record, &Record)>> = BTreeMap::new();

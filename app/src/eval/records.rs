@@ -111,12 +111,11 @@ pub fn paired_rows(
     if text.is_some() {
         bail!("--text picks a text of a perplexity run (<model>.ppl.records.json) only");
     }
-    let read = |p: &Path| kvplan_eval::render::read(p).map_err(anyhow::Error::new);
-    let file_a = read(path_a)?;
+    let file_a = kvplan_eval::render::read(path_a)?;
     let file_b = if path_b == path_a {
         None
     } else {
-        Some(read(path_b)?)
+        Some(kvplan_eval::render::read(path_b)?)
     };
     let records_b = file_b.as_ref().map_or(&file_a.records, |f| &f.records);
     let c = compare((&file_a.records, &row_a), (records_b, &row_b)).with_context(context)?;
@@ -139,8 +138,7 @@ pub fn records_agree(
             _ => bail!("--as: expected A_METHOD=B_METHOD, found `{p}`"),
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let read = |p: &Path| kvplan_eval::render::read(p).map_err(anyhow::Error::new);
-    let (file_a, file_b) = (read(a)?, read(b)?);
+    let (file_a, file_b) = (kvplan_eval::render::read(a)?, kvplan_eval::render::read(b)?);
     let g = kvplan_eval::agree::agree(&file_a.records, &file_b.records, &renames, show);
     let md = g.markdown(&a.display().to_string(), &b.display().to_string());
     Ok((md, g.texts_differ))

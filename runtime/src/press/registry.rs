@@ -120,11 +120,6 @@ impl PressName {
     }
 }
 
-/// Whether the registry builds a press called `name` ([`PressName::parse`]).
-pub fn is_press_name(name: &str) -> bool {
-    PressName::parse(name).is_ok()
-}
-
 /// What the press called `name` can do ([`Capabilities`]), read off its type without building
 /// it: no plan needed, so callers can check a request before any model run.
 pub fn capabilities(name: &str) -> Result<Capabilities> {

@@ -295,10 +295,10 @@ fn unpack_k4_k5(
 ) {
     let (d, dmin) = (half(b, 0), half(b, 2));
     let scales = &b[4..16];
-    let (qh, qs) = if !five {
-        (None, &b[16..144])
-    } else {
+    let (qh, qs) = if five {
         (Some(&b[16..48]), &b[48..176])
+    } else {
+        (None, &b[16..144])
     };
     for (chunk, qs) in qs.chunks_exact(32).enumerate() {
         for (sub, shift) in [(2 * chunk, 0), (2 * chunk + 1, 4)] {
