@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 33's GPU checks of the `cuda` build, in one run on a machine with an NVIDIA GPU and no
+# The `cuda` build's checks, in one run on a machine with an NVIDIA GPU and no
 # cargo or network: what tools/gpu_pack.sh packed (the cuda `kvplan` binary, the SmolLM2 parity
 # test binary, the SmolLM2 GGUF, the profile's text) is unpacked and run; results go to $OUT.
 #

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# kvpress's presses on an NVIDIA GPU machine without network or cargo: the leaderboard's side of
-# issue 30 for one model, which would take days on the 2-core CPU (a 4K RULER cell with a
+# kvpress's presses on an NVIDIA GPU machine without network or cargo: the kvpress leaderboard protocol's
+# presses for one model, which would take days on the 2-core CPU (a 4K RULER cell with a
 # 128-token answer: 163 s there). Runs `tools/kvpress_side_by_side.py` in SHARDS processes side
 # by side on one GPU (float32, TF32 off), each for at most SECONDS, then merges what they
 # recorded into `$OUT/<model>.ruler.kvpress.records.json` (resumable: the same command with

@@ -12,7 +12,7 @@ cells already there. `kvplan eval` shows these records beside its own.
 
 Matching a kvplan budget B (tokens kept of the compressed sequence, N tokens long): kvpress's
 compression ratio is r = 1 - (B + 1/2) / N, so that kvpress's `int(N * (1 - r))` keeps exactly B
-(r = 0 when B >= N). With `--ratios` (the kvpress leaderboard's protocol, issue 30) each press
+(r = 0 when B >= N). With `--ratios` (the kvpress leaderboard's protocol) each press
 runs instead at kvpress's own compression ratio r, and the record keeps it as kvplan's ratio
 cells do (eval/src/ratio.rs `RatioCell`): the target r, the effective ratio measured on the cache
 (1 - entries held of the compressed part / (layers x KV heads x its tokens); the question,
@@ -51,7 +51,7 @@ settings name the GPU); `--shard i/n` takes every n-th prompt from the i-th (as 
 joins shards. Prompts run example-major (every task's example 0, then 1, ...), so a run cut short
 covers every task on the same examples. A press that raises is reported and its other cells
 skipped; the run ends with an error naming it. `tools/kvpress_gpu.sh` runs the shards on a GPU
-machine without network (issue 30's leaderboard side).
+machine without network (the leaderboard protocol's presses).
 
 Attention: kvpress's per-layer presses (PyramidKV) leave layers with different cache lengths,
 which transformers' one mask per forward cannot describe (kvpress needs flash attention there).

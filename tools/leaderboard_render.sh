@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Renders one model's kvpress-leaderboard run (issue 30) from its shard files, no model needed:
+# Renders one model's kvpress-leaderboard run from its shard files, no model needed:
 #   tools/leaderboard_render.sh MODEL [LENGTH]      (MODEL: smollm2-135m-instruct, …; LENGTH 4096)
 # In results/v3/MODEL/leaderboard-LENGTH/: merges the shard files (`kvplan eval merge`) into
 # <Model>.ruler.records.json, renders its RULER table (`kvplan eval table`, kvpress's records
@@ -12,7 +12,7 @@
 # each in board-with-kvpress/, named leaderboard-vs- and the press, AdaKV-ExpectedAttention's
 # by default); and `duo-settings/` where kvpress's file holds DuoAttention as evaluate.py sets
 # it (`duo-board`); and `kvzip/` (0.25–0.75) and `kvzip-0.875/` where KVzip's own run
-# (kvzip-cpu/) covers fewer prompts than kvpress's file. kvpress's FullKV and SnapKV are the checks of issue 30 ("a press
+# (kvzip-cpu/) covers fewer prompts than kvpress's file. kvpress's FullKV and SnapKV are the checks of the protocol ("a press
 # both have runs once in each as a check, then from one side"): the table shows them beside
 # kvplan's on the prompts both ran, the board has kvplan's alone (CHECKS=1 puts kvpress's SnapKV
 # on the board too, on the prompts it covers). AdaKV-ExpectedAttention is the registry's

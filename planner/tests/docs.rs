@@ -293,3 +293,23 @@ fn every_relative_link_of_the_docs_reaches_a_file_and_heading() {
     }
     assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
 }
+
+#[test]
+fn tools_readme_lists_every_script_in_tools() {
+    let dir = root().join("tools");
+    let listing = read(&dir.join("README.md"));
+    let mut missing = Vec::new();
+    for entry in fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+        let path = entry.expect("a tools/ entry").path();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        let script = [".sh", ".py"].iter().any(|ext| name.ends_with(ext));
+        if path.is_file() && script && !listing.contains(&format!("`{name}`")) {
+            missing.push(name.to_string());
+        }
+    }
+    missing.sort();
+    assert!(
+        missing.is_empty(),
+        "tools/README.md must list every script in tools/ (as `name`); missing: {missing:?}"
+    );
+}

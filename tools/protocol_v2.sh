@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Reproduces the evaluation under the second protocol (results/v2/), in the order it is run.
+# The evaluation protocol v2's runs (results/v2/), in the order they ran.
 # Every step is resumable: cells already in a records file are reused, so an interrupted run picks
 # up where it stopped (records made under other settings are refused, never mixed). Settings that
 # are not flags below are the defaults, recorded in every records file: observation window ending
@@ -14,7 +14,7 @@
 # SmolLM2's tokenizer: more than 2048 leaves) and without the cells NIAH showed dominated at both
 # budgets on the same model (below).
 #
-# `KVPLAN_V1=1 tools/reproduce_results.sh` is not supported: the first protocol's runs are kept
+# `KVPLAN_V1=1 tools/protocol_v2.sh` is not supported: the first protocol's runs are kept
 # in results/ as they were made, with their settings in each records file.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -60,7 +60,7 @@ $kvplan eval niah --model qwen2.5-coder-1.5b-instruct --lengths 1024 --examples 
   --budgets 512 --out "$out/question-end" \
   --methods full,pyramid,headkv-r,vllm:headkv-r,trtllm:headkv-r
 
-# GQA aggregation (issue 15): the window selections under the two other orders of pooling and
+# GQA aggregation: the window selections under the two other orders of pooling and
 # the group's combination, at budget 512 (at 128 every window method is at 0–6%), on the same
 # prompts (pool-then-mean is the run above).
 for gqa in mean-then-pool max-then-pool; do

@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
-# Issue 27's evidence runs, one shard after another, each resumable (a killed shard re-run skips
+# The evaluation protocol v3's runs (results/v3/), by name, one shard after another, each resumable (a killed shard re-run skips
 # the records it already holds) and each into its own folder (two shards never share a records
 # file, so two queues can run side by side on separate cores):
 #
-#   KVPLAN=/path/to/kvplan MODEL=smollm2-135m-instruct tools/evidence_queue.sh SHARD...
+#   KVPLAN=/path/to/kvplan MODEL=smollm2-135m-instruct tools/protocol_v3.sh SHARD...
 #
 # Shards (SmolLM2 defaults; every shard 50 distinct needles per (length), seed 0 unless named):
 #   beta-select-L   β of eq. 4 swept over the HeadKV paper's values (§4.1) on the held-out seed 1
 #   main-MODE-L     every method at 128 and 512, plus the permuted-score controls, seed 0
 #   beta-report-L   the β sweep on seed 0 (reported; chosen on beta-select only), into main-qe-L
 #                   so that its rows pair with SnapKV's and FullKV's on the same prompts
-#   reductions-L    the engines' reductions of HeadKV-R and PyramidKV (issue 29), into main-qe-L
+#   reductions-L    the engines' reductions of HeadKV-R and PyramidKV (docs/exports.md), into main-qe-L
 #   pod-trained-MODE-L  PoD with `kvplan train-pod` weights (WEIGHTS=…/pod-trained.bpk) at the
 #                   budget of its trained window (n_s + n_r = 128), FullKV and SnapKV under the same
 #                   weights, and SnapKV at PoD's measured bytes (SNAPKV_AT_POD_BYTES entries;
@@ -18,7 +18,7 @@
 #                   where the appended question counts too) under both weights (the shipped
 #                   weights' rows, with FullKV, into pod-bytes-MODE-L: a row added to main-MODE-L
 #                   would change the Holm family of its table)
-#   leaderboard-L   issue 30: the kvpress leaderboard's protocol — RULER's 13 tasks at L tokens,
+#   leaderboard-L   the kvpress leaderboard's protocol — RULER's 13 tasks at L tokens,
 #                   question-agnostic, every method at compression ratios 0.25, 0.5 and 0.75
 #                   (EXAMPLES per task, default 20; examples are seeded by index, so EXAMPLES=4
 #                   first and 20 later resumes them); POD_RATIOS=0.75 runs PoD at those ratios
