@@ -50,6 +50,7 @@ use crate::aggregate::{
 use crate::companion::{self, Companion};
 use crate::marks::Marks;
 use crate::records::{Record, RecordsFile};
+use crate::stats::Estimate;
 use crate::table::{cell, delta_cells, header};
 use crate::tasks::ruler::Task;
 use crate::{write_atomic, Result};
@@ -747,12 +748,18 @@ pub fn markdown(file: &RecordsFile<Record>, marks: &Marks, versus: &str) -> Stri
         "method @ target",
         "effective ratio",
         "score [95% CI]",
+        "of FullKV",
         "Δ vs full [95% CI]",
         &format!("Δ vs {versus} [95% CI]"),
         "n",
         "clusters",
     ]));
     let summaries: Vec<_> = order.iter().map(|row| row.summary(&rows, scope)).collect();
+    let full = order
+        .iter()
+        .zip(&summaries)
+        .find(|(row, _)| row.ratio.is_none())
+        .and_then(|(_, s)| s.score);
     // The second column: `versus`'s row at the row's target (the summary already holds SnapKV's).
     let pairs: Vec<_> = order
         .iter()
@@ -771,7 +778,14 @@ pub fn markdown(file: &RecordsFile<Record>, marks: &Marks, versus: &str) -> Stri
         })
         .collect();
     for ((row, s), [vs_full, vs_versus]) in order.iter().zip(&summaries).zip(delta_cells(&pairs)) {
-        out.push_str(&board_line(row, s, &rows, versus, vs_full, vs_versus));
+        let share = share_of_full(s.score, full);
+        out.push_str(&board_line(
+            row,
+            s,
+            &rows,
+            versus,
+            [share, vs_full, vs_versus],
+        ));
     }
     out.push_str(LEGEND);
     marks.apply(&out)
@@ -789,16 +803,26 @@ fn board_order<'r, 'a>(rows: &'r [RecordRow<'a>]) -> Vec<&'r RecordRow<'a>> {
     order
 }
 
+/// A row's score as a share of FullKV's, `97%`, where both hold the same number of prompts (on a
+/// `--common-prompts` board, the same prompts); `–` otherwise.
+fn share_of_full(score: Option<Estimate>, full: Option<Estimate>) -> String {
+    match (score, full) {
+        (Some(s), Some(f)) if s.n == f.n && f.mean > 0.0 => {
+            format!("{:.0}%", 100.0 * s.mean / f.mean)
+        }
+        _ => "–".to_string(),
+    }
+}
+
 /// One row of [`markdown`]'s table: its label (with where it lands when that is off its
-/// target), effective ratio, score and the two Δ cells (the second only where both rows land at
-/// the target).
+/// target), effective ratio, score, its share of FullKV's and the two Δ cells (the second only
+/// where both rows land at the target).
 fn board_line(
     row: &RecordRow<'_>,
     s: &Summary,
     rows: &[RecordRow<'_>],
     versus: &str,
-    vs_full: String,
-    vs_versus: String,
+    [share, vs_full, vs_versus]: [String; 3],
 ) -> String {
     let n = s.score.map_or(0, |e| e.n);
     let effective = row
@@ -818,7 +842,7 @@ fn board_line(
         "– (not at the target)".to_string()
     };
     format!(
-        "| {label} | {effective} | {} | {vs_full} | {vs_versus} | {n} | {} |\n",
+        "| {label} | {effective} | {} | {share} | {vs_full} | {vs_versus} | {n} | {} |\n",
         cell(s.score),
         s.score.map_or(0, |e| e.clusters),
     )
@@ -833,7 +857,8 @@ const LEGEND: &str = "\nScore: the mean of the task means in percent (RULER's av
          engine reductions, the β sweep, permutation and placement controls, kvpress's \
          versions of kvplan's methods; ≈: the \
          interval includes 0 or Holm's p ≥ 0.05; mdd: the smallest difference these prompts \
-         could have detected, 80% power, two-sided 5%). Effective ratio: the mean over prompts of \
+         could have detected, 80% power, two-sided 5%). Of FullKV: the score over FullKV's on the \
+         same prompts (– where the row holds a different number of prompts). Effective ratio: the mean over prompts of \
          1 − KV bytes held / FullKV bytes of the compressed tokens, [smallest, largest]; each \
          prompt's budget the largest not below the target. A row whose mean effective ratio is \
          more than 0.01 from its target (\"lands at\") is compared with FullKV only: the second Δ \

@@ -174,6 +174,9 @@ fn the_table_and_the_board_give_scores_against_effective_ratios() {
         lines[5].starts_with("| snapkv @ 50% | 0.500 [0.500, 0.500] | 75.0 ["),
         "{md}"
     );
+    // Its share of FullKV's score on the same prompts: 75 / 100; FullKV's own 100%.
+    assert!(lines[5].contains("] | 75% | "), "{md}");
+    assert!(lines[4].contains("[–] | 100% | – |"), "{md}");
     let b = board(&f, &Marks::default());
     assert_eq!(b.tasks, [Task::Vt, Task::Cwe]);
     assert_eq!(b.points.len(), 1);
@@ -472,7 +475,7 @@ fn the_second_difference_pairs_every_row_with_the_method_asked_for() {
             .find(|l| l.starts_with(row))
             .unwrap_or_else(|| panic!("{row} in {md}"));
         line.split('|')
-            .nth(5)
+            .nth(6)
             .unwrap_or_default()
             .trim()
             .to_string()
