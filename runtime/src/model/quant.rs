@@ -171,9 +171,10 @@ fn wide_dots() -> bool {
 /// Rows of activations up to which the fused dot-product kernel runs (decode, short steps);
 /// beyond, weight tiles are dequantised and multiplied with `gemm`, whose fixed cost (every
 /// weight dequantised to f32 once per call) a short forward does not repay. One thread, every
-/// other job paused (docs/speed.md): a forward of 8 tokens takes 0.065 s fused against 0.17 s
-/// tiled on SmolLM2 (0.22 against 0.33–0.38 on Qwen 0.5B), 16 tokens 0.11–0.16 against 0.19
-/// (0.34 against 0.40–0.44); at 32 the tiles win (0.22 against 0.19–0.20, 0.51 against 0.60).
+/// other job paused (results/notes/2026-11-26-speed-amd-epyc.md): a forward of 8 tokens takes
+/// 0.065 s fused against 0.17 s tiled on SmolLM2 (0.22 against 0.33–0.38 on Qwen 0.5B), 16
+/// tokens 0.11–0.16 against 0.19 (0.34 against 0.40–0.44); at 32 the tiles win (0.22 against
+/// 0.19–0.20, 0.51 against 0.60).
 pub const FUSED_MAX_ROWS: usize = 16;
 
 /// Bytes of f32 weights one prefill tile holds at most.
