@@ -1,8 +1,9 @@
 //! The documentation's runnable commands, run as written. A fenced block whose info string holds
 //! the word `runnable` (```` ```sh runnable ````; docs/README.md says so to its readers) is a
-//! shell script a reader can paste: every such block in `docs/**/*.md` runs here with `bash -e -o
-//! pipefail`, from the repository root, with `kvplan` on the PATH being the binary under test, in
-//! the order of the files' paths and of the blocks in each file. The blocks work on the tiny
+//! shell script a reader can paste: every such block in `README.md`, `CONTRIBUTING.md` and
+//! `docs/**/*.md` runs here with `bash -e -o pipefail`, from the repository root, with `kvplan` on
+//! the PATH being the binary under test — the README first, then CONTRIBUTING, then `docs/` in the
+//! order of the files' paths, and the blocks in each file in order. The blocks work on the tiny
 //! model of `tests/fixtures/guide/` and write under `runs/guide/` (git-ignored), which this test
 //! empties first; commands that need the real models or a network sit in plain ```` ```sh ````
 //! blocks and do not run.
@@ -123,10 +124,13 @@ fn markdown(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// Every fenced block of every Markdown file under `docs/`, files in path order.
+/// Every fenced block of the README, CONTRIBUTING and every Markdown file under `docs/` (these
+/// in path order).
 fn doc_blocks() -> Vec<Block> {
     let root = root();
-    markdown(&root.join("docs"))
+    let mut files = vec![root.join("README.md"), root.join("CONTRIBUTING.md")];
+    files.extend(markdown(&root.join("docs")));
+    files
         .iter()
         .flat_map(|path| {
             let text =
