@@ -57,7 +57,7 @@ use crate::observe::{LayerObservation, ObserveConfig, Observer};
 
 pub use driver::{generate_pressed, shared_observe, MemoryReport, PressedRun, Session};
 pub use gqa::{group_max, group_mean, GqaAggregation};
-pub use registry::{build_press, capabilities, PressName, PressSpec, PRESS_NAMES};
+pub use registry::{build_press, capabilities, PressSpec, PRESS_NAMES};
 
 /// What a press can do. Callers ask the press ([`Press::capabilities`]) or, before building
 /// one, the registry ([`registry::capabilities`]) — never a list of method names. Made from two
