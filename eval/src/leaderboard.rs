@@ -50,7 +50,7 @@ use crate::aggregate::{
 use crate::companion::{self, Companion};
 use crate::marks::Marks;
 use crate::records::{Record, RecordsFile};
-use crate::row_name::KVPRESS_PREFIX;
+use crate::row_method::KVPRESS_PREFIX;
 use crate::table::{cell, delta_cells, header};
 use crate::tasks::ruler::Task;
 use crate::{write_atomic, Result};

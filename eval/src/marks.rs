@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use kvplan_planner::chance::ChanceTest;
 use kvplan_planner::{Method, Plan};
 
-use crate::row_name::RowName;
+use crate::row_method::RowMethod;
 
 /// The mark of rows on R2 scores not above chance.
 pub const R2_MARK: &str = "†";
@@ -30,7 +30,7 @@ pub const UNTRAINED_MARK: &str = "‡";
 /// Whether `method` (a table row's method: `headkv`, `headkv@perm1`, `vllm:headkv`,
 /// `kvpress-headkv`) takes its budgets from HeadKV's retrieval-reasoning scores.
 pub fn rests_on_r2(method: &str) -> bool {
-    RowName::of(method).method() == Some(Method::HeadKv)
+    RowMethod::of(method).method() == Some(Method::HeadKv)
 }
 
 /// The plan's R2 test when it says the scores are not above chance.
@@ -56,7 +56,7 @@ pub fn footnote(test: &ChanceTest) -> String {
 
 /// Whether `method` is PoD (`pod`, or an engine's or kvpress's row of it).
 pub fn is_pod(method: &str) -> bool {
-    RowName::of(method).method() == Some(Method::Pod)
+    RowMethod::of(method).method() == Some(Method::Pod)
 }
 
 /// The footnote of PoD rows without post-trained weights.

@@ -22,7 +22,7 @@ use kvplan_planner::MethodName;
 
 use crate::aggregate::{rows, Overall, RecordRow, Scope};
 use crate::records::Record;
-use crate::row_name::RowName;
+use crate::row_method::RowMethod;
 use crate::stats::{holm, Estimate, Paired, RESAMPLES};
 
 /// `rows` by measured KV fraction, most bytes first; ties keep the order first met.
@@ -130,12 +130,12 @@ pub enum Family {
 impl Family {
     /// The family of `method`'s row.
     pub fn of(method: &str) -> Family {
-        match RowName::of(method) {
-            RowName::Kvplan(MethodName::Classes(..)) => Family::Engine,
-            RowName::Kvplan(MethodName::Control(_, Control::Beta(_))) => Family::Beta,
-            RowName::Kvplan(MethodName::Control(_, Control::Permuted(_))) => Family::Permutation,
-            RowName::Kvplan(MethodName::Control(..)) => Family::Placement,
-            row @ RowName::Kvpress(_) if row.method().is_some() => Family::KvpressCheck,
+        match RowMethod::of(method) {
+            RowMethod::Kvplan(MethodName::Classes(..)) => Family::Engine,
+            RowMethod::Kvplan(MethodName::Control(_, Control::Beta(_))) => Family::Beta,
+            RowMethod::Kvplan(MethodName::Control(_, Control::Permuted(_))) => Family::Permutation,
+            RowMethod::Kvplan(MethodName::Control(..)) => Family::Placement,
+            row @ RowMethod::Kvpress(_) if row.method().is_some() => Family::KvpressCheck,
             _ => Family::Main,
         }
     }
@@ -250,10 +250,10 @@ fn overall_table(overall: &str, how: Overall, rows: &[RecordRow<'_>]) -> String 
 /// kvplan's `snapkv`; a control (`headkv@perm3`, `kvplan_planner::controls`) against its method;
 /// `None` for everything else.
 pub fn counterpart(method: &str) -> Option<&str> {
-    match RowName::of(method) {
-        RowName::Kvplan(MethodName::Method(_)) | RowName::Other(_) => None,
-        RowName::Kvplan(m) => Some(m.method().name()),
-        RowName::Kvpress(press) => Some(press),
+    match RowMethod::of(method) {
+        RowMethod::Kvplan(MethodName::Method(_)) | RowMethod::Other(_) => None,
+        RowMethod::Kvplan(m) => Some(m.method().name()),
+        RowMethod::Kvpress(press) => Some(press),
     }
 }
 

@@ -10,7 +10,7 @@ use crate::lines::{Axis, Lines, Series};
 use crate::render::Draw;
 use crate::results::QualityPoint;
 use crate::Result;
-use kvplan_eval::row_name::RowName;
+use kvplan_eval::row_method::RowMethod;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -104,7 +104,7 @@ impl<'a> Quality<'a> {
             let mut mine: Vec<&QualityPoint> =
                 pts.iter().copied().filter(|p| &p.method == m).collect();
             mine.sort_by(|a, b| a.kv_fraction.total_cmp(&b.kv_fraction));
-            if RowName::of(m).is_full() && mine.len() == 1 {
+            if RowMethod::of(m).is_full() && mine.len() == 1 {
                 references.push((mine[0].score, m.clone()));
                 continue;
             }

@@ -11,7 +11,7 @@ pub const KVPRESS_PREFIX: &str = "kvpress-";
 
 /// What a records row's method names.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum RowName<'a> {
+pub enum RowMethod<'a> {
     /// A kvplan method, parsed.
     Kvplan(MethodName),
     /// A kvpress press: the name after [`KVPRESS_PREFIX`] (`snapkv`, `keydiff`).
@@ -20,7 +20,7 @@ pub enum RowName<'a> {
     Other(&'a str),
 }
 
-impl<'a> RowName<'a> {
+impl<'a> RowMethod<'a> {
     /// The row method `method` read.
     pub fn of(method: &'a str) -> Self {
         if let Some(press) = method.strip_prefix(KVPRESS_PREFIX) {
@@ -51,13 +51,19 @@ mod tests {
 
     #[test]
     fn rows_are_kvplans_kvpress_or_other() {
-        assert!(RowName::of("full").is_full());
-        assert!(!RowName::of("kvpress-full").is_full());
-        assert_eq!(RowName::of("kvpress-keydiff"), RowName::Kvpress("keydiff"));
-        assert_eq!(RowName::of("kvpress-keydiff").method(), None);
-        assert_eq!(RowName::of("kvpress-snapkv").method(), Some(Method::SnapKv));
-        assert_eq!(RowName::of("vllm:headkv").method(), Some(Method::HeadKv));
-        assert_eq!(RowName::of("headkv@perm1").method(), Some(Method::HeadKv));
-        assert_eq!(RowName::of("pyramidkv"), RowName::Other("pyramidkv"));
+        assert!(RowMethod::of("full").is_full());
+        assert!(!RowMethod::of("kvpress-full").is_full());
+        assert_eq!(
+            RowMethod::of("kvpress-keydiff"),
+            RowMethod::Kvpress("keydiff")
+        );
+        assert_eq!(RowMethod::of("kvpress-keydiff").method(), None);
+        assert_eq!(
+            RowMethod::of("kvpress-snapkv").method(),
+            Some(Method::SnapKv)
+        );
+        assert_eq!(RowMethod::of("vllm:headkv").method(), Some(Method::HeadKv));
+        assert_eq!(RowMethod::of("headkv@perm1").method(), Some(Method::HeadKv));
+        assert_eq!(RowMethod::of("pyramidkv"), RowMethod::Other("pyramidkv"));
     }
 }
