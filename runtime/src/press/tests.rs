@@ -25,7 +25,6 @@ pub(super) const L: usize = 2;
 pub(super) const NH: usize = 4;
 pub(super) const NKV: usize = 2;
 pub(super) const D: usize = 8;
-const H: usize = 32;
 const V: usize = 50;
 pub(super) const THETA: f64 = 10_000.0;
 
@@ -36,19 +35,7 @@ pub(super) fn rope() -> RopeSet {
 
 /// The tiny model's geometry and weight draw.
 fn tiny_spec() -> crate::test_model::TinySpec {
-    crate::test_model::TinySpec {
-        seed: 99,
-        layers: L,
-        heads: NH,
-        kv_heads: NKV,
-        head_dim: D,
-        hidden: H,
-        ffn: 48,
-        vocab: V,
-        ctx: 256,
-        qk_scale: 0.6,
-        random_norms: false,
-    }
+    crate::test_model::TinySpec::small(99, L, 256)
 }
 
 /// A 2-layer Llama with 4 query heads on 2 KV heads, random weights.
