@@ -457,7 +457,7 @@ fn the_plans_decode_policy_is_what_the_presses_do() {
     use kvplan_planner::DecodePolicy;
     for m in Method::ALL {
         let semantics = m.semantics().unwrap_or_else(|| panic!("{m}: no semantics"));
-        let caps = kvplan_runtime::press::capabilities(m.name()).unwrap_or_else(|e| panic!("{e}"));
+        let caps = kvplan_runtime::press::capabilities(m.into());
         let held = matches!(semantics.decode, DecodePolicy::HeldAtBudget { .. });
         assert_eq!(held, caps.evicts_while_decoding, "{m}");
     }

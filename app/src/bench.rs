@@ -20,7 +20,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::Context;
-use kvplan_planner::{Plan, Target};
+use kvplan_planner::{MethodName, Plan, Target};
 use kvplan_runtime::backend::{self, Selected};
 use kvplan_runtime::model::{Logits, Model, WeightStorage};
 use kvplan_runtime::observe::Observer;
@@ -360,7 +360,7 @@ type Named = (String, Box<dyn Press<Selected>>);
 impl MethodsPhase<'_> {
     fn run(
         &self,
-        methods: &[String],
+        methods: &[MethodName],
         plan: Option<&Plan>,
         on_row: &mut dyn FnMut(Row),
     ) -> anyhow::Result<Vec<MethodRow>> {
@@ -399,7 +399,7 @@ impl MethodsPhase<'_> {
     /// The presses of `methods`; under `all`, the skipped ones as rows.
     fn presses(
         &self,
-        methods: &[String],
+        methods: &[MethodName],
         plan: Option<&Plan>,
         on_row: &mut dyn FnMut(Row),
     ) -> anyhow::Result<(Vec<Named>, Vec<MethodRow>)> {
@@ -414,12 +414,12 @@ impl MethodsPhase<'_> {
         // method without a plan section); one named explicitly is an error.
         let every = self.req.methods.iter().flatten().any(|n| n == "all");
         let (mut presses, mut rows) = (Vec::new(), Vec::new());
-        for name in methods {
+        for &name in methods {
             match build_press_with::<Selected>(name, &request, &self.model.config) {
-                Ok(spec) => presses.push((name.clone(), spec.press)),
+                Ok(spec) => presses.push((name.to_string(), spec.press)),
                 Err(e) if every => {
                     let row = MethodRow::Skipped {
-                        method: name.clone(),
+                        method: name.to_string(),
                         context: n,
                         reason: e.to_string(),
                     };

@@ -86,8 +86,7 @@ pub fn generate(
     req: &GenerateRequest,
     sink: &mut dyn FnMut(&str) -> std::io::Result<()>,
 ) -> anyhow::Result<Generated> {
-    let method = std::slice::from_ref(&req.method);
-    methods_or_all(Some(method))?;
+    let method = methods_or_all(Some(std::slice::from_ref(&req.method)))?;
     let path = req.model.resolve()?;
     let (tok, model) = load_model(&path, req.weights.as_deref())?;
     let prompt = if req.chat {
@@ -95,14 +94,14 @@ pub fn generate(
     } else {
         tok.encode_prompt(&req.prompt)?
     };
-    let plan = plan_for_methods(method, req.plan.as_deref(), &path, &model)?;
+    let plan = plan_for_methods(&method, req.plan.as_deref(), &path, &model)?;
     let request = PressRequest {
         plan: plan.as_ref(),
         context_len: prompt.len(),
         target: req.target,
         options: req.press,
     };
-    let mut spec = build_press_with::<Selected>(&req.method, &request, &model.config)?;
+    let mut spec = build_press_with::<Selected>(method[0], &request, &model.config)?;
     let config = GenerateConfig {
         max_new_tokens: req.max_new_tokens,
         sampling: req.sampling,

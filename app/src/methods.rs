@@ -1,19 +1,14 @@
-//! The method names a command is asked for: checked against the press registry, or every one.
+//! The method names a command is asked for, parsed ([`MethodName`]), or every one.
 
-use kvplan_runtime::press::{PressName, PRESS_NAMES};
+use kvplan_planner::{MethodName, METHODS};
 
-/// The methods `asked` for, or every method of the press registry; an unknown name is one error
-/// listing the registry.
-pub fn methods_or_all(asked: Option<&[String]>) -> anyhow::Result<Vec<String>> {
-    let methods: Vec<String> = match asked {
-        Some(m) => m.to_vec(),
-        None => PRESS_NAMES.iter().map(|s| s.to_string()).collect(),
-    };
-    // The registry's one parse of a press name, and its one error for a name it does not know.
-    for m in &methods {
-        PressName::parse(m)?;
+/// The methods `asked` for, parsed, or every method of the table; a name that does not parse is
+/// one error ([`kvplan_planner::BadMethodName`]: an unknown name lists every form).
+pub fn methods_or_all(asked: Option<&[String]>) -> anyhow::Result<Vec<MethodName>> {
+    match asked {
+        Some(names) => Ok(names.iter().map(|n| n.parse()).collect::<Result<_, _>>()?),
+        None => Ok(METHODS.iter().map(|m| m.method.into()).collect()),
     }
-    Ok(methods)
 }
 
 /// `names` (comma-separated on the command line) parsed, duplicates dropped in order, or `all`
@@ -43,7 +38,8 @@ mod tests {
     #[test]
     fn no_methods_asked_is_every_registry_method() {
         let all = methods_or_all(None).unwrap_or_default();
-        assert_eq!(all.len(), PRESS_NAMES.len());
+        let names: Vec<String> = all.iter().map(MethodName::to_string).collect();
+        assert_eq!(names, kvplan_runtime::press::PRESS_NAMES);
     }
 
     #[test]
@@ -55,7 +51,7 @@ mod tests {
             err.contains("unknown method `nope`; the registry has"),
             "{err}"
         );
-        assert!(err.contains(PRESS_NAMES[0]), "{err}");
+        assert!(err.contains("full, snapkv"), "{err}");
     }
 
     #[test]

@@ -18,7 +18,7 @@ use anyhow::Context;
 use kvplan_common::catalog::{self, CatalogEntry, DEFAULT_MODEL};
 use kvplan_common::fetch::Pip;
 use kvplan_common::paths;
-use kvplan_planner::{ModelIdentity, Plan, Target};
+use kvplan_planner::{MethodName, ModelIdentity, Plan, Target};
 use kvplan_runtime::backend::{self, Selected};
 use kvplan_runtime::gguf::GgufFile;
 use kvplan_runtime::model::{Model, WeightStorage};
@@ -126,12 +126,12 @@ pub fn load_plan_if_any(
 /// The plan the `methods` take their budgets from — `explicit`, else the model's default plan —
 /// or none when every one is `full` (which needs none).
 pub fn plan_for_methods(
-    methods: &[String],
+    methods: &[MethodName],
     explicit: Option<&Path>,
     model_path: &Path,
     model: &Model<Selected>,
 ) -> anyhow::Result<Option<Plan>> {
-    if methods.iter().all(|m| m == "full") {
+    if methods.iter().all(|m| m.is_full()) {
         return Ok(None);
     }
     let identity = kvplan_runtime::identity::model_identity(model_path, &model.config)?;

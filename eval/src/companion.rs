@@ -122,6 +122,7 @@ mod tests {
     use super::*;
     use crate::records::{CellKey, Record};
     use crate::task::variants;
+    use kvplan_planner::{Method, MethodName};
 
     /// Two kvpress records on example 0 (one at a budget the run does not have) and one on
     /// example 1, which the run does not have: hand-written, as the script writes them.
@@ -168,7 +169,7 @@ mod tests {
 
     /// The run: example 0 at 1024 tokens, depth 0.5, `full` and `snapkv @ 64`.
     fn units() -> Vec<Unit> {
-        let v = variants(&["full".into(), "snapkv".into()], &[64]);
+        let v = variants(&[MethodName::FULL, Method::SnapKv.into()], &[64]);
         vec![Unit::new("here".into(), &v, |m, b| {
             CellKey::new("niah", 1024, 0.5, 0, m, b)
         })]

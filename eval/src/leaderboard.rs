@@ -50,6 +50,7 @@ use crate::aggregate::{
 use crate::companion::{self, Companion};
 use crate::marks::Marks;
 use crate::records::{Record, RecordsFile};
+use crate::row_method::KVPRESS_PREFIX;
 use crate::stats::Estimate;
 use crate::table::{cell, delta_cells, header};
 use crate::tasks::ruler::Task;
@@ -101,7 +102,7 @@ pub fn groups<'r>(file: &'r RecordsFile<Record>) -> Vec<Group<'r>> {
             Group {
                 model: model.clone(),
                 length,
-                ratio: (method != "full").then_some(f64::from(t) / 10_000.0),
+                ratio: (method != FULL).then_some(f64::from(t) / 10_000.0),
                 method,
                 records,
             }
@@ -119,9 +120,6 @@ pub struct Input {
     /// Why a kvpress file beside it was left out (made on other prompts), when one was.
     pub note: Option<String>,
 }
-
-/// Prefix of the methods kvpress ran (`tools/kvpress_side_by_side.py`).
-const KVPRESS_PREFIX: &str = "kvpress-";
 
 /// How `tools/kvpress_side_by_side.py` builds a kvpress press (`make_press`, kvpress 0.5.5's
 /// defaults for every argument not named), and the name kvpress's evaluation registry

@@ -54,6 +54,7 @@ pub mod ratio;
 pub mod records;
 pub mod render;
 pub mod results;
+pub mod row_method;
 pub use kvplan_common::rng;
 #[cfg(feature = "model")]
 pub mod runner;

@@ -17,7 +17,9 @@
 use std::collections::BTreeMap;
 
 use kvplan_planner::chance::ChanceTest;
-use kvplan_planner::Plan;
+use kvplan_planner::{Method, Plan};
+
+use crate::row_method::RowMethod;
 
 /// The mark of rows on R2 scores not above chance.
 pub const R2_MARK: &str = "†";
@@ -26,11 +28,9 @@ pub const R2_MARK: &str = "†";
 pub const UNTRAINED_MARK: &str = "‡";
 
 /// Whether `method` (a table row's method: `headkv`, `headkv@perm1`, `vllm:headkv`,
-/// `kvpress:headkv`) takes its budgets from HeadKV's retrieval-reasoning scores.
+/// `kvpress-headkv`) takes its budgets from HeadKV's retrieval-reasoning scores.
 pub fn rests_on_r2(method: &str) -> bool {
-    let base = method.rsplit(':').next().unwrap_or(method);
-    let base = base.split('@').next().unwrap_or(base);
-    base == "headkv"
+    RowMethod::of(method).method() == Some(Method::HeadKv)
 }
 
 /// The plan's R2 test when it says the scores are not above chance.
@@ -56,8 +56,7 @@ pub fn footnote(test: &ChanceTest) -> String {
 
 /// Whether `method` is PoD (`pod`, or an engine's or kvpress's row of it).
 pub fn is_pod(method: &str) -> bool {
-    let base = method.rsplit(':').next().unwrap_or(method);
-    base.split('@').next().unwrap_or(base) == "pod"
+    RowMethod::of(method).method() == Some(Method::Pod)
 }
 
 /// The footnote of PoD rows without post-trained weights.
@@ -174,7 +173,7 @@ mod tests {
             "headkv@perm3",
             "headkv@beta1.2",
             "vllm:headkv",
-            "kvpress:headkv",
+            "kvpress-headkv",
         ] {
             assert!(rests_on_r2(m), "{m}");
         }

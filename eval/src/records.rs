@@ -348,18 +348,28 @@ pub(crate) fn test_record(
     }
 }
 
+/// A NIAH record of example `ex` (its needle `needle {ex}`), a quarter of FullKV's bytes at a
+/// budget and all of them without, for tests.
+#[cfg(test)]
+pub(crate) fn test_niah_record(
+    method: &str,
+    budget: Option<usize>,
+    len: usize,
+    ex: usize,
+    score: f64,
+) -> Record {
+    let kv = if budget.is_some() { 0.25 } else { 1.0 };
+    Record {
+        example: ex,
+        needle: format!("needle {ex}"),
+        ..test_record("niah", method, budget, len, score, kv)
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use super::test_niah_record as rec;
     use super::*;
-
-    fn rec(method: &str, budget: Option<usize>, len: usize, ex: usize, score: f64) -> Record {
-        let kv = if budget.is_some() { 0.25 } else { 1.0 };
-        Record {
-            example: ex,
-            needle: format!("needle {ex}"),
-            ..test_record("niah", method, budget, len, score, kv)
-        }
-    }
 
     fn settings(seed: &str) -> BTreeMap<String, String> {
         BTreeMap::from([("seed".to_string(), seed.to_string())])

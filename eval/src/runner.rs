@@ -40,7 +40,7 @@ use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
 use burn::tensor::backend::Backend;
-use kvplan_planner::{Plan, Target};
+use kvplan_planner::{Method, MethodName, Plan, Target};
 use kvplan_runtime::generate::{argmax, last_row};
 use kvplan_runtime::model::{Logits, Model};
 use kvplan_runtime::observe::Observer;
@@ -222,10 +222,10 @@ pub struct Evaluator<'a, B: Backend> {
 
 /// How `method`'s cells choose their budget: SpindleKV's by `spindle`, HeadKV's and
 /// HeadKV-R's by `per_head`, every other method's at the row's budget.
-fn bytes_mode(method: &str, spindle: SpindleBytes, per_head: SpindleBytes) -> SpindleBytes {
+fn bytes_mode(method: MethodName, spindle: SpindleBytes, per_head: SpindleBytes) -> SpindleBytes {
     match method {
-        "spindle" => spindle,
-        "headkv" | "headkv-r" => per_head,
+        MethodName::Method(Method::Spindle) => spindle,
+        MethodName::Method(Method::HeadKv | Method::HeadKvR) => per_head,
         _ => SpindleBytes::Budget,
     }
 }
@@ -242,10 +242,10 @@ pub fn untrained_pod_budgets(
     };
     let mut wrong: Vec<usize> = Vec::new();
     for c in units.iter().flat_map(|u| &u.cells) {
-        let (Some(b), true) = (c.budget, c.method == "pod") else {
+        let (Some(b), true) = (c.budget, c.method == MethodName::Method(Method::Pod)) else {
             continue;
         };
-        let budgets = plan.budgets(kvplan_planner::Method::Pod, b.max(1), Target::Tokens(b));
+        let budgets = plan.budgets(Method::Pod, b.max(1), Target::Tokens(b));
         let fits = budgets.is_ok_and(|x| (x.sinks, x.recent) == (trained.sinks, trained.recent));
         if !fits && !wrong.contains(&b) {
             wrong.push(b);
@@ -341,7 +341,7 @@ impl<'a, B: Backend> Evaluator<'a, B> {
     /// The press of `method` at `budget` for a prompt of `n` tokens.
     pub(crate) fn press(
         &self,
-        method: &str,
+        method: MethodName,
         n: usize,
         budget: Option<usize>,
     ) -> Result<Box<dyn Press<B>>> {
@@ -352,7 +352,7 @@ impl<'a, B: Backend> Evaluator<'a, B> {
     /// The smallest budget in `1..=hi` at which the plan builds `method`'s press for `n` tokens
     /// (SpindleKV: above its window and β), found by building presses only (budgets that build
     /// are taken to come after those that do not); `hi` when none below it builds.
-    fn smallest_budget(&self, method: &str, n: usize, hi: usize) -> usize {
+    fn smallest_budget(&self, method: MethodName, n: usize, hi: usize) -> usize {
         let (mut lo, mut hi) = (1, hi.max(1));
         while lo < hi {
             let mid = (lo + hi) / 2;
@@ -368,7 +368,7 @@ impl<'a, B: Backend> Evaluator<'a, B> {
     /// budget the plan accepts when that is larger; the budget it was built at.
     fn ratio_press(
         &self,
-        method: &str,
+        method: MethodName,
         n: usize,
         target: f64,
     ) -> Result<(Box<dyn Press<B>>, usize)> {
@@ -400,23 +400,23 @@ impl<'a, B: Backend> Evaluator<'a, B> {
         for c in pending {
             let built = match c.ratio {
                 Some(target) => self
-                    .ratio_press(&c.method, compressed, target)
+                    .ratio_press(c.method, compressed, target)
                     .map(|(p, budget)| (p, Some(RatioStart { target, budget }))),
                 None => self
-                    .press(&c.method, compressed, c.budget)
+                    .press(c.method, compressed, c.budget)
                     .map(|p| (p, None)),
             };
             match built {
                 Ok((press, ratio)) => ready.push(ReadyPress {
                     cell: CellSpec {
-                        method: c.method.clone(),
+                        method: c.method,
                         budget: c.budget,
                         ratio,
                     },
                     press,
                 }),
                 Err(e) => sink.skip(Skipped {
-                    method: c.method.clone(),
+                    method: c.method.to_string(),
                     budget: c.budget,
                     ratio: c.ratio,
                     reason: e.to_string(),
@@ -529,7 +529,7 @@ impl<'a, B: Backend> Evaluator<'a, B> {
             Ok(searched) => searched,
             Err(reason) => {
                 return Ok(Start::Skipped(Skipped {
-                    method: cell.method.clone(),
+                    method: cell.method.to_string(),
                     budget: cell.budget,
                     ratio: cell.ratio.map(|r| r.target),
                     reason,
@@ -537,7 +537,7 @@ impl<'a, B: Backend> Evaluator<'a, B> {
             }
         };
         if let (Some(r), Some(found)) = (cell.ratio, searched.found) {
-            let key = (cell.method.clone(), found.budget);
+            let key = (cell.method.to_string(), found.budget);
             if run.found.borrow().contains(&key) {
                 return Ok(Start::Twin(Twin {
                     key,
@@ -577,13 +577,13 @@ impl<'a, B: Backend> Evaluator<'a, B> {
         match (cell.budget, cell.ratio) {
             (_, Some(r)) => {
                 let new = self
-                    .at_ratio(run, &cell.method, n, r.target, prefill)
+                    .at_ratio(run, cell.method, n, r.target, prefill)
                     .map_err(|e| format!("searching the budget of ratio {}: {e}", r.target))?;
                 (*press, searched.found) = (new.press, Some(new.found));
             }
             (Some(b), None) => {
                 let new = self
-                    .equal_bytes(run, &cell.method, n, b, prefill)
+                    .equal_bytes(run, cell.method, n, b, prefill)
                     .map_err(|e| format!("re-targeting to SnapKV's bytes: {e}"))?;
                 if let Some(new) = new {
                     (*press, searched.retarget) = (new.press, Some(new.retarget));
@@ -630,7 +630,7 @@ impl<'a, B: Backend> Evaluator<'a, B> {
         }
         let kv_fraction = session.memory().ratio();
         Ok(Running {
-            method: cell.method.clone(),
+            method: cell.method,
             budget: cell.budget,
             retarget: searched.retarget,
             ratio,
@@ -686,7 +686,7 @@ impl<'a, B: Backend> Evaluator<'a, B> {
         &self,
         run: &Started<'_, B>,
         prefill: &Prefill<B>,
-        (method, n, budget): (&str, usize, usize),
+        (method, n, budget): (MethodName, usize, usize),
     ) -> Result<u64> {
         let key = (method.to_string(), budget);
         if let Some(&held) = run.held.borrow().get(&key) {
@@ -706,7 +706,7 @@ impl<'a, B: Backend> Evaluator<'a, B> {
     fn equal_bytes(
         &self,
         run: &Started<'_, B>,
-        method: &str,
+        method: MethodName,
         n: usize,
         budget: usize,
         prefill: &Prefill<B>,
@@ -714,7 +714,7 @@ impl<'a, B: Backend> Evaluator<'a, B> {
         if bytes_mode(method, self.spindle_bytes, self.per_head_bytes) != SpindleBytes::Equal {
             return Ok(None);
         }
-        let target = self.held_at(run, prefill, ("snapkv", n, budget))?;
+        let target = self.held_at(run, prefill, (Method::SnapKv.into(), n, budget))?;
         // Budgets are measured from the smallest the plan accepts up to `n`.
         let lo = self.smallest_budget(method, n, budget);
         let known = run.known(method);
@@ -733,7 +733,7 @@ impl<'a, B: Backend> Evaluator<'a, B> {
     fn at_ratio(
         &self,
         run: &Started<'_, B>,
-        method: &str,
+        method: MethodName,
         n: usize,
         target: f64,
         prefill: &Prefill<B>,
@@ -799,8 +799,8 @@ fn decode_batch() -> usize {
 
 /// A ready cell.
 struct CellSpec {
-    /// Method (registry name).
-    method: String,
+    /// Method, parsed.
+    method: MethodName,
     /// `--budget` target.
     budget: Option<usize>,
     /// A ratio cell's target, and the budget its press was built at (where its search starts).
@@ -836,11 +836,12 @@ struct Started<'r, B: Backend> {
 
 impl<B: Backend> Started<'_, B> {
     /// The (budget, bytes) measured so far on this prompt for `method`.
-    fn known(&self, method: &str) -> Vec<(usize, u64)> {
+    fn known(&self, method: MethodName) -> Vec<(usize, u64)> {
+        let method = method.to_string();
         self.held
             .borrow()
             .iter()
-            .filter(|((m, _), _)| m == method)
+            .filter(|((m, _), _)| *m == method)
             .map(|((_, b), &h)| (*b, h))
             .collect()
     }
@@ -848,7 +849,7 @@ impl<B: Backend> Started<'_, B> {
 
 /// A cell being decoded.
 struct Running<'s, B: Backend> {
-    method: String,
+    method: MethodName,
     budget: Option<usize>,
     retarget: Option<Retarget>,
     ratio: Option<RatioCell>,
@@ -916,7 +917,7 @@ impl<B: Backend> Running<'_, B> {
             mean: kv_fraction,
         });
         Ok(Outcome {
-            method: self.method,
+            method: self.method.to_string(),
             budget: self.budget,
             response,
             kv_fraction,
@@ -936,14 +937,17 @@ mod tests {
     #[test]
     fn which_cells_are_re_targeted_to_snapkv_bytes() {
         use SpindleBytes::{Budget, Equal};
-        assert_eq!(bytes_mode("spindle", Equal, Budget), Equal);
-        assert_eq!(bytes_mode("spindle", Budget, Equal), Budget);
-        assert_eq!(bytes_mode("headkv", Equal, Budget), Budget);
-        assert_eq!(bytes_mode("headkv", Budget, Equal), Equal);
-        assert_eq!(bytes_mode("headkv-r", Budget, Equal), Equal);
+        let mode = |name: &str, spindle, per_head| {
+            bytes_mode(name.parse().expect(name), spindle, per_head)
+        };
+        assert_eq!(mode("spindle", Equal, Budget), Equal);
+        assert_eq!(mode("spindle", Budget, Equal), Budget);
+        assert_eq!(mode("headkv", Equal, Budget), Budget);
+        assert_eq!(mode("headkv", Budget, Equal), Equal);
+        assert_eq!(mode("headkv-r", Budget, Equal), Equal);
         // Controls and every other method run at the row's budget.
-        assert_eq!(bytes_mode("headkv@perm1", Equal, Equal), Budget);
-        assert_eq!(bytes_mode("snapkv", Equal, Equal), Budget);
+        assert_eq!(mode("headkv@perm1", Equal, Equal), Budget);
+        assert_eq!(mode("snapkv", Equal, Equal), Budget);
     }
 
     #[test]
@@ -972,15 +976,15 @@ mod tests {
         )
         .expect("committed plan");
         let plan = Plan::from_json(&text).expect("committed plan");
-        let variants: Vec<(String, Option<usize>)> = [64, 128, 512]
+        let variants: Vec<(MethodName, Option<usize>)> = [64, 128, 512]
             .iter()
             .flat_map(|&b| {
                 [
-                    ("pod".to_string(), Some(b)),
-                    ("snapkv".to_string(), Some(b)),
+                    (Method::Pod.into(), Some(b)),
+                    (Method::SnapKv.into(), Some(b)),
                 ]
             })
-            .chain([("full".to_string(), None)])
+            .chain([(MethodName::FULL, None)])
             .collect();
         let key = |m: &str, b: Option<usize>| CellKey::new("niah", 1024, 0.5, 0, m, b);
         let units = vec![Unit::new("u".into(), &variants, key)];

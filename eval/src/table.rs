@@ -17,8 +17,12 @@
 //! with its interval; a legend closes the file. The rows and what they say are
 //! [`crate::aggregate`]'s ([`rows`]); this module only writes them out.
 
+use kvplan_planner::controls::Control;
+use kvplan_planner::MethodName;
+
 use crate::aggregate::{rows, Overall, RecordRow, Scope};
 use crate::records::Record;
+use crate::row_method::RowMethod;
 use crate::stats::{holm, Estimate, Paired, RESAMPLES};
 
 /// `rows` by measured KV fraction, most bytes first; ties keep the order first met.
@@ -126,20 +130,12 @@ pub enum Family {
 impl Family {
     /// The family of `method`'s row.
     pub fn of(method: &str) -> Family {
-        if method.contains(':') {
-            return Family::Engine;
-        }
-        if let Some((_, control)) = method.split_once('@') {
-            return if control.starts_with("beta") {
-                Family::Beta
-            } else if control.starts_with("perm") {
-                Family::Permutation
-            } else {
-                Family::Placement
-            };
-        }
-        match method.strip_prefix("kvpress-") {
-            Some(m) if m.parse::<kvplan_planner::Method>().is_ok() => Family::KvpressCheck,
+        match RowMethod::of(method) {
+            RowMethod::Kvplan(MethodName::Classes(..)) => Family::Engine,
+            RowMethod::Kvplan(MethodName::Control(_, Control::Beta(_))) => Family::Beta,
+            RowMethod::Kvplan(MethodName::Control(_, Control::Permuted(_))) => Family::Permutation,
+            RowMethod::Kvplan(MethodName::Control(..)) => Family::Placement,
+            row @ RowMethod::Kvpress(_) if row.method().is_some() => Family::KvpressCheck,
             _ => Family::Main,
         }
     }
@@ -254,11 +250,11 @@ fn overall_table(overall: &str, how: Overall, rows: &[RecordRow<'_>]) -> String 
 /// kvplan's `snapkv`; a control (`headkv@perm3`, `kvplan_planner::controls`) against its method;
 /// `None` for everything else.
 pub fn counterpart(method: &str) -> Option<&str> {
-    method
-        .split_once(':')
-        .map(|(_, m)| m)
-        .or_else(|| method.strip_prefix("kvpress-"))
-        .or_else(|| method.split_once('@').map(|(m, _)| m))
+    match RowMethod::of(method) {
+        RowMethod::Kvplan(MethodName::Method(_)) | RowMethod::Other(_) => None,
+        RowMethod::Kvplan(m) => Some(m.method().name()),
+        RowMethod::Kvpress(press) => Some(press),
+    }
 }
 
 /// Each row with a [`counterpart`] in the table at the same budget, against it, paired over the
@@ -413,7 +409,7 @@ mod tests {
         assert_eq!(Family::of("trtllm:headkv-r"), Family::Engine);
         assert_eq!(Family::of("headkv@beta1.2"), Family::Beta);
         assert_eq!(Family::of("headkv@perm3"), Family::Permutation);
-        assert_eq!(Family::of("headkv@uniform"), Family::Placement);
+        assert_eq!(Family::of("headkv@layer-uniform"), Family::Placement);
         let p = |v: f64| {
             Some(Paired {
                 n: 50,

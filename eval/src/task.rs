@@ -6,6 +6,8 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use kvplan_planner::MethodName;
+
 use crate::records::{CellKey, CellRecord, RecordsFile};
 use crate::results::label;
 use crate::Result;
@@ -15,8 +17,8 @@ pub use crate::ReportError;
 /// One (method, budget) or (method, target ratio) cell of a prompt, with its record's key.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Cell {
-    /// Method (registry name).
-    pub method: String,
+    /// Method, parsed.
+    pub method: MethodName,
     /// `--budget` target; `None` for `full` and ratio cells.
     pub budget: Option<usize>,
     /// Target compression ratio of the context ([`crate::ratio`]); `None` for budget cells.
@@ -27,13 +29,13 @@ pub struct Cell {
 
 /// Every (method, budget) cell of one example: each method at each budget, `full` once and
 /// without one.
-pub fn variants(methods: &[String], budgets: &[usize]) -> Vec<(String, Option<usize>)> {
+pub fn variants(methods: &[MethodName], budgets: &[usize]) -> Vec<(MethodName, Option<usize>)> {
     let mut out = Vec::new();
-    for m in methods {
-        if m == "full" {
-            out.push((m.clone(), None));
+    for &m in methods {
+        if m.is_full() {
+            out.push((m, None));
         } else {
-            out.extend(budgets.iter().map(|&b| (m.clone(), Some(b))));
+            out.extend(budgets.iter().map(|&b| (m, Some(b))));
         }
     }
     out
@@ -53,28 +55,32 @@ impl Unit {
     /// A unit at `at` with one cell per (method, budget) of `variants`, keyed by `key`.
     pub fn new(
         at: String,
-        variants: &[(String, Option<usize>)],
+        variants: &[(MethodName, Option<usize>)],
         key: impl Fn(&str, Option<usize>) -> CellKey,
     ) -> Self {
         let cells = variants
             .iter()
-            .map(|(m, b)| Cell {
-                method: m.clone(),
-                budget: *b,
+            .map(|&(m, b)| Cell {
+                method: m,
+                budget: b,
                 ratio: None,
-                key: key(m, *b),
+                key: key(&m.to_string(), b),
             })
             .collect();
         Self { at, cells }
     }
 
     /// Adds a cell per (method, target ratio) of `ratios`, keyed by `key` at that ratio.
-    pub fn with_ratios(mut self, ratios: &[(String, f64)], key: impl Fn(&str) -> CellKey) -> Self {
-        self.cells.extend(ratios.iter().map(|(m, r)| Cell {
-            method: m.clone(),
+    pub fn with_ratios(
+        mut self,
+        ratios: &[(MethodName, f64)],
+        key: impl Fn(&str) -> CellKey,
+    ) -> Self {
+        self.cells.extend(ratios.iter().map(|&(m, r)| Cell {
+            method: m,
             budget: None,
-            ratio: Some(*r),
-            key: key(m).at_ratio(*r),
+            ratio: Some(r),
+            key: key(&m.to_string()).at_ratio(r),
         }));
         self
     }

@@ -13,7 +13,8 @@
 //!   its heads and splits it evenly over them — the per-layer shape without the per-head one. If
 //!   the method's advantage survives, it rests on how much each layer gets, not on which head.
 //!
-//! A control is applied to a copy of the plan ([`with_control`]); budgets then come from the
+//! A name is parsed into its method and control by [`crate::MethodName`]. A control is applied
+//! to a copy of the plan ([`with_control`]); budgets then come from the
 //! plan's own rule, as for any method. Windowed layers (Gemma 3's local layers) take no part: they
 //! hold their window under every method.
 
@@ -34,49 +35,7 @@ pub enum Control {
 }
 
 /// The methods a control applies to: those with per-head scores.
-const CONTROLLED: [Method; 2] = [Method::HeadKv, Method::HeadKvR];
-
-/// Splits `name` into its method and control: `headkv@perm3` → (`headkv`, `Permuted(3)`);
-/// `None` when `name` has no `@`. An error names what is wrong with a control that does not parse
-/// or a method that takes none.
-pub fn parse(name: &str) -> Option<Result<(Method, Control)>> {
-    let (method, control) = name.split_once('@')?;
-    Some(parse_parts(name, method, control))
-}
-
-fn parse_parts(name: &str, method: &str, control: &str) -> Result<(Method, Control)> {
-    let bad = |why: String| Error::invalid(format!("method `{name}`"), why, control);
-    let method: Method = method.parse().map_err(|_| {
-        bad(format!(
-            "a method of the table before `@`, found `{method}`"
-        ))
-    })?;
-    if !CONTROLLED.contains(&method) {
-        return Err(bad(format!(
-            "a method with per-head scores ({}) before `@`",
-            CONTROLLED.map(|m| m.name()).join(", ")
-        )));
-    }
-    let control = if control == "layer-uniform" {
-        Control::LayerUniform
-    } else if let Some(seed) = control.strip_prefix("perm") {
-        Control::Permuted(
-            seed.parse()
-                .map_err(|_| bad("perm<seed>, seed an integer".into()))?,
-        )
-    } else if let Some(beta) = control.strip_prefix("beta") {
-        let b: f64 = beta
-            .parse()
-            .map_err(|_| bad("beta<β>, β a number".into()))?;
-        if !(b.is_finite() && b >= 1.0) {
-            return Err(bad("beta<β> with β >= 1 (eq. 4)".into()));
-        }
-        Control::Beta(b)
-    } else {
-        return Err(bad("perm<seed>, beta<β> or layer-uniform after `@`".into()));
-    };
-    Ok((method, control))
-}
+pub(crate) const CONTROLLED: [Method; 2] = [Method::HeadKv, Method::HeadKvR];
 
 /// `plan` with `control` applied to `method`'s section.
 pub fn with_control(plan: &Plan, method: Method, control: Control) -> Result<Plan> {
@@ -125,27 +84,6 @@ pub fn permuted(scores: &[Vec<f64>], g: &crate::Geometry, seed: u64) -> Vec<Vec<
 mod tests {
     use super::*;
     use crate::Geometry;
-
-    #[test]
-    fn names_parse_into_method_and_control() {
-        assert!(parse("headkv").is_none());
-        let (m, c) = parse("headkv@perm3").unwrap().unwrap();
-        assert_eq!((m, c), (Method::HeadKv, Control::Permuted(3)));
-        let (m, c) = parse("headkv-r@beta1.2").unwrap().unwrap();
-        assert_eq!((m, c), (Method::HeadKvR, Control::Beta(1.2)));
-        let (m, c) = parse("headkv@layer-uniform").unwrap().unwrap();
-        assert_eq!((m, c), (Method::HeadKv, Control::LayerUniform));
-        for bad in [
-            "snapkv@perm1",
-            "headkv@perm",
-            "headkv@beta0.5",
-            "headkv@x1",
-            "nope@perm1",
-        ] {
-            let e = parse(bad).unwrap().unwrap_err().to_string();
-            assert!(e.contains(bad), "{bad}: {e}");
-        }
-    }
 
     #[test]
     fn spread_evenly_by_hand() {

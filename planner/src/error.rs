@@ -54,6 +54,9 @@ pub enum Error {
     /// An unknown method name.
     #[error(transparent)]
     UnknownMethod(#[from] UnknownMethod),
+    /// A method name that does not parse ([`crate::MethodName`]).
+    #[error(transparent)]
+    MethodName(#[from] crate::BadMethodName),
 }
 
 /// Result alias of the planner.

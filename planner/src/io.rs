@@ -12,6 +12,16 @@ pub fn read(path: &Path) -> Result<String> {
     })
 }
 
+/// `value` as pretty JSON with a final newline ([`kvplan_common::fs::pretty_json`]); an error
+/// names `what` (`plan`, `profile`).
+pub fn to_json<T: serde::Serialize>(value: &T, what: &'static str) -> Result<String> {
+    kvplan_common::fs::pretty_json(value).map_err(|e| Error::Parse {
+        what,
+        path: String::from("."),
+        message: e.to_string(),
+    })
+}
+
 /// Writes `text` to `path` atomically: a reader sees the old file or the new one, never a part.
 /// The temp file lives in the same directory so that the rename stays on one file system.
 pub fn write_atomic(path: &Path, text: &str) -> Result<()> {

@@ -14,6 +14,7 @@ pub mod export;
 pub mod geometry;
 pub mod io;
 pub mod method;
+pub mod method_name;
 pub mod methods;
 pub mod migrate;
 pub mod plan;
@@ -45,3 +46,4 @@ pub use semantics::{BudgetSemantics, DecodePolicy, Gqa, MethodSemantics};
 
 pub use error::{Error, Result};
 pub use method::UnknownMethod;
+pub use method_name::{BadMethodName, MethodName};

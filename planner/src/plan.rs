@@ -157,11 +157,7 @@ impl Plan {
 
     /// Pretty JSON with a final newline; the same plan always gives the same bytes.
     pub fn to_json(&self) -> Result<String> {
-        kvplan_common::fs::pretty_json(self).map_err(|e| Error::Parse {
-            what: "plan",
-            path: String::from("."),
-            message: e.to_string(),
-        })
+        io::to_json(self, "plan")
     }
 
     /// Validates, then writes atomically (temp file in the same directory, then rename).

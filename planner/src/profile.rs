@@ -195,11 +195,7 @@ impl Profile {
 
     /// Pretty JSON with a final newline.
     pub fn to_json(&self) -> Result<String> {
-        kvplan_common::fs::pretty_json(self).map_err(|e| Error::Parse {
-            what: "profile",
-            path: String::from("."),
-            message: e.to_string(),
-        })
+        io::to_json(self, "profile")
     }
 
     /// Validates then writes atomically.

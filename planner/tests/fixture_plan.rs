@@ -74,9 +74,10 @@ fn headkv_r_layer_uniform_control_by_hand() {
     // split over its 3 KV heads. Layer 14: 10 + 3608 + 10 = 3628 → 1210, 1209, 1209; layer 16:
     // 2796 + 10 + 10 = 2816 → 939, 939, 938; a layer of 10s stays 10s.
     let p = plan(Target::Tokens(128));
-    let (m, c) = kvplan_planner::controls::parse("headkv-r@layer-uniform")
-        .expect("a control")
+    let name: kvplan_planner::MethodName = "headkv-r@layer-uniform"
+        .parse()
         .unwrap_or_else(|e| panic!("{e}"));
+    let (m, c) = (name.method(), name.control().expect("a control"));
     let controlled =
         kvplan_planner::controls::with_control(&p, m, c).unwrap_or_else(|e| panic!("{e}"));
     let b = controlled

@@ -7,7 +7,7 @@ use kvplan_planner::budgets::full_kv_bytes;
 use kvplan_planner::methods::{Pooling, Section};
 use kvplan_planner::sections::compute;
 use kvplan_planner::{
-    Geometry, HeadKvSection, Method, PodSection, PyramidSection, ScoreSource, Sections,
+    Budgets, Geometry, HeadKvSection, Method, PodSection, PyramidSection, ScoreSource, Sections,
     SnapKvSection, SpindleSection, Target,
 };
 use kvplan_planner::{LayerFunnel, LayerRedundancy};
@@ -82,10 +82,14 @@ fn sections() -> Sections {
     s
 }
 
-fn grid(m: Method, n: usize, b: usize) -> Vec<Vec<usize>> {
+/// `m`'s budgets on the fixture at `n` tokens under a target of `b` entries per head.
+fn budgets(m: Method, n: usize, b: usize) -> Budgets {
     compute(&sections(), &geometry(), m, n, Target::Tokens(b))
-        .map(|b| b.per_layer_per_kv_head)
         .unwrap_or_else(|e| panic!("{m}: {e}"))
+}
+
+fn grid(m: Method, n: usize, b: usize) -> Vec<Vec<usize>> {
+    budgets(m, n, b).per_layer_per_kv_head
 }
 
 #[test]
@@ -132,14 +136,7 @@ fn headkv_pool_over_global_heads_is_per_layer_with_one_kv_head() {
 fn spindle_schedule_and_codebook_on_global_layers_only() {
     // n = 1008, l_w = 8 → l_c = 1000; B = 208 → r_c = 0.2: r = 0.35, 0.05 over the 2 global
     // layers → 350, 50, plus 8: 358, 58.
-    let b = compute(
-        &sections(),
-        &geometry(),
-        Method::Spindle,
-        1008,
-        Target::Tokens(208),
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    let b = budgets(Method::Spindle, 1008, 208);
     assert_eq!(
         b.per_layer_per_kv_head,
         vec![vec![512], vec![358], vec![58], vec![512]]
@@ -151,14 +148,7 @@ fn spindle_schedule_and_codebook_on_global_layers_only() {
 fn pod_shares_keys_between_adjacent_global_layers_only() {
     // Blocks [0], [1, 2], [3]: layer 2's distant keys are shared; it keeps the proximal window
     // B = 72. Values: every token in global layers (2000), the window in windowed ones.
-    let b = compute(
-        &sections(),
-        &geometry(),
-        Method::Pod,
-        2000,
-        Target::Tokens(72),
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    let b = budgets(Method::Pod, 2000, 72);
     assert_eq!(
         b.per_layer_per_kv_head,
         vec![vec![512], vec![2000], vec![2000], vec![512]]
@@ -207,14 +197,7 @@ fn every_method_holds_the_same_bytes_and_full_kv_counts_windows() {
 #[test]
 fn a_prompt_inside_every_budget_is_not_compressed() {
     // n = 60 < B = 72: every layer holds the whole prompt, windowed ones too (60 < 512).
-    let b = compute(
-        &sections(),
-        &geometry(),
-        Method::SnapKv,
-        60,
-        Target::Tokens(72),
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    let b = budgets(Method::SnapKv, 60, 72);
     assert_eq!(b.total(), 4 * 60);
     assert!(!b.compress);
 }

@@ -83,16 +83,18 @@ pub fn render_rgb(fig: &impl Draw) -> Result<Vec<u8>> {
     check_font(&name)?;
     let (w, h) = fig.size();
     let mut buf = vec![0u8; w as usize * h as usize * 3];
-    {
-        let root = BitMapBackend::with_buffer(&mut buf, (w, h)).into_drawing_area();
-        let drawn = root
-            .fill(&WHITE)
-            .map_err(Error::from)
-            .and_then(|()| fig.draw(&root))
-            .and_then(|()| root.present().map_err(Error::from));
-        drawn.map_err(|e| named(e, &name))?;
-    }
+    draw_on(fig, BitMapBackend::with_buffer(&mut buf, (w, h)), &name)?;
     Ok(buf)
+}
+
+/// Draws `fig` on a white `backend` and presents it; an error names the figure.
+fn draw_on<DB: DrawingBackend>(fig: &impl Draw, backend: DB, name: &str) -> Result<()> {
+    let root = backend.into_drawing_area();
+    root.fill(&WHITE)
+        .map_err(Error::from)
+        .and_then(|()| fig.draw(&root))
+        .and_then(|()| root.present().map_err(Error::from))
+        .map_err(|e| named(e, name))
 }
 
 /// Renders `fig` as a PNG file's bytes.
@@ -124,15 +126,7 @@ pub fn render_svg(fig: &impl Draw) -> Result<String> {
     let name = fig.name();
     check_font(&name)?;
     let mut out = String::new();
-    {
-        let root = SVGBackend::with_string(&mut out, fig.size()).into_drawing_area();
-        let drawn = root
-            .fill(&WHITE)
-            .map_err(Error::from)
-            .and_then(|()| fig.draw(&root))
-            .and_then(|()| root.present().map_err(Error::from));
-        drawn.map_err(|e| named(e, &name))?;
-    }
+    draw_on(fig, SVGBackend::with_string(&mut out, fig.size()), &name)?;
     Ok(out)
 }
 

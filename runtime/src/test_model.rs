@@ -26,6 +26,44 @@ pub(crate) struct TinySpec {
     pub random_norms: bool,
 }
 
+impl TinySpec {
+    /// The tests' usual tiny Llama: `layers` layers of 4 query heads on 2 KV heads of 8
+    /// dimensions, hidden 32, feed-forward 48, vocabulary 50, `ctx` positions, Q and K drawn
+    /// in ±0.6, norm weights of one.
+    pub(crate) fn small(seed: u64, layers: usize, ctx: usize) -> Self {
+        Self {
+            seed,
+            layers,
+            heads: 4,
+            kv_heads: 2,
+            head_dim: 8,
+            hidden: 32,
+            ffn: 48,
+            vocab: 50,
+            ctx,
+            qk_scale: 0.6,
+            random_norms: false,
+        }
+    }
+}
+
+/// The rows of a `[rows, columns]` tensor, on the host.
+pub(crate) fn rows<B: burn::tensor::backend::Backend>(
+    t: burn::tensor::Tensor<B, 2>,
+) -> Vec<Vec<f32>> {
+    let [r, c] = t.dims();
+    let flat: Vec<f32> = t.into_data().iter::<f32>().collect();
+    (0..r).map(|i| flat[i * c..(i + 1) * c].to_vec()).collect()
+}
+
+/// The largest absolute difference between `a` and `b`.
+pub(crate) fn max_abs(a: &[f32], b: &[f32]) -> f32 {
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f32::max)
+}
+
 /// `n` uniform draws in `[−scale, scale)`.
 pub(crate) fn random(rng: &mut SplitMix64, n: usize, scale: f64) -> Vec<f32> {
     (0..n)

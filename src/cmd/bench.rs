@@ -16,9 +16,8 @@
 
 use anyhow::Context;
 use kvplan_app::bench::{bench, BenchReport, BenchRequest};
-use kvplan_app::model::retarget;
 
-use super::model_args::{ModelArgs, PressArgs};
+use super::model_args::{ModelArgs, PlanArgs, PressArgs};
 use kvplan_runtime::model::quant::Kernels;
 
 /// Arguments of `kvplan bench`.
@@ -43,15 +42,8 @@ pub struct BenchArgs {
     /// `all`: every method of the registry), after one shared prefill of --decode-context tokens.
     #[arg(long, value_delimiter = ',', value_name = "NAMES")]
     pub methods: Option<Vec<String>>,
-    /// Plan the methods' budgets come from [default: plans/<slug>.plan.json].
-    #[arg(long, value_name = "FILE")]
-    pub plan: Option<std::path::PathBuf>,
-    /// Re-target the plan: entries per (layer, KV head).
-    #[arg(long, value_name = "N", conflicts_with = "ratio")]
-    pub budget: Option<usize>,
-    /// Re-target the plan: share of the prompt kept per head, 0 < R <= 1.
-    #[arg(long, value_name = "R")]
-    pub ratio: Option<f64>,
+    #[command(flatten)]
+    pub plan: PlanArgs,
     #[command(flatten)]
     pub press: PressArgs,
     #[command(flatten)]
@@ -67,8 +59,8 @@ impl BenchArgs {
             decode_tokens: self.decode_tokens,
             repeats: self.repeats,
             methods: self.methods.clone(),
-            plan: self.plan.clone(),
-            target: retarget(self.budget, self.ratio),
+            plan: self.plan.plan.clone(),
+            target: self.plan.target(),
             press: self.press.options(),
             model: self.model.source(),
         }

@@ -10,15 +10,13 @@
 //! plan's own figure.
 
 use std::io::Write;
-use std::path::PathBuf;
 
 use anyhow::Context;
 use kvplan_app::generate::{generate, GenerateRequest};
-use kvplan_app::model::retarget;
 use kvplan_runtime::generate::Sampling;
 use kvplan_runtime::press::MemoryReport;
 
-use super::model_args::{ModelArgs, PressArgs, WeightsArg};
+use super::model_args::{ModelArgs, PlanArgs, PressArgs, WeightsArg};
 use kvplan_runtime::model::quant::Kernels;
 
 /// Arguments of `kvplan generate`.
@@ -50,15 +48,8 @@ pub struct GenerateArgs {
     /// KV-cache method (the list: the method table's names).
     #[arg(long, value_name = "NAME", default_value = "full", help = method_help())]
     pub method: String,
-    /// Plan the method's budgets come from [default: plans/<slug>.plan.json].
-    #[arg(long, value_name = "FILE")]
-    pub plan: Option<PathBuf>,
-    /// Re-target the plan: entries per (layer, KV head), observation window included.
-    #[arg(long, value_name = "N", conflicts_with = "ratio")]
-    pub budget: Option<usize>,
-    /// Re-target the plan: share of the prompt kept per head, 0 < R <= 1.
-    #[arg(long, value_name = "R")]
-    pub ratio: Option<f64>,
+    #[command(flatten)]
+    pub plan: PlanArgs,
     #[command(flatten)]
     pub press: PressArgs,
     #[command(flatten)]
@@ -76,8 +67,8 @@ impl GenerateArgs {
             max_new_tokens: self.max_new_tokens,
             sampling: self.sampling(),
             method: self.method.clone(),
-            plan: self.plan.clone(),
-            target: retarget(self.budget, self.ratio),
+            plan: self.plan.plan.clone(),
+            target: self.plan.target(),
             press: self.press.options(),
             model: self.model.source(),
             weights: self.weights.weights.clone(),

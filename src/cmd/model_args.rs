@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use kvplan_app::model::ModelSource;
+use kvplan_planner::Target;
 use kvplan_runtime::model::quant::{self, Kernels};
 use kvplan_runtime::press::options::PressOptions;
 use kvplan_runtime::press::options::{Denominator, SpindleGqa};
@@ -80,6 +81,28 @@ impl PressArgs {
             spindle_denominator: self.spindle_denominator,
             positions: None,
         }
+    }
+}
+
+/// `--plan`, `--budget`, `--ratio`: the plan the presses take their budgets from and a
+/// re-target of it (`kvplan generate`, `kvplan bench`).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct PlanArgs {
+    /// Plan the budgets come from [default: plans/<slug>.plan.json].
+    #[arg(long, value_name = "FILE")]
+    pub plan: Option<PathBuf>,
+    /// Re-target the plan: entries per (layer, KV head), observation window included.
+    #[arg(long, value_name = "N", conflicts_with = "ratio")]
+    pub budget: Option<usize>,
+    /// Re-target the plan: share of the prompt kept per head, 0 < R <= 1.
+    #[arg(long, value_name = "R")]
+    pub ratio: Option<f64>,
+}
+
+impl PlanArgs {
+    /// The re-target asked for (`--budget` wins); `None`: the plan's own target.
+    pub fn target(&self) -> Option<Target> {
+        kvplan_app::model::retarget(self.budget, self.ratio)
     }
 }
 

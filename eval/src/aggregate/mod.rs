@@ -82,16 +82,8 @@ pub fn clusters<T>(records: &[&Record], value: impl Fn(&Record) -> T) -> Vec<Vec
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::records::test_niah_record as rec;
     use crate::results::{merge_results, EvalResults};
-
-    fn rec(method: &str, budget: Option<usize>, len: usize, ex: usize, score: f64) -> Record {
-        let kv = if budget.is_some() { 0.25 } else { 1.0 };
-        Record {
-            example: ex,
-            needle: format!("needle {ex}"),
-            ..crate::records::test_record("niah", method, budget, len, score, kv)
-        }
-    }
 
     fn temp_dir(name: &str) -> std::path::PathBuf {
         let d = std::env::temp_dir().join(format!("kvplan-eval-{name}-{}", std::process::id()));

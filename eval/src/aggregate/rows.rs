@@ -42,8 +42,8 @@ pub enum Scope {
 
 /// The reference method of the paired differences at each budget.
 pub const SNAPKV: &str = "snapkv";
-/// The reference method without compression.
-pub const FULL: &str = "full";
+/// The reference method without compression: FullKV, the method table's first line.
+pub const FULL: &str = kvplan_planner::method::NAMES[0];
 
 /// How far a ratio row's mean effective ratio may land from its target and still be compared
 /// with another method at that target.

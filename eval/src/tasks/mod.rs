@@ -20,6 +20,8 @@ pub use ruler::task::RulerTask;
 #[cfg(feature = "model")]
 use burn::tensor::backend::Backend;
 #[cfg(feature = "model")]
+use kvplan_planner::MethodName;
+#[cfg(feature = "model")]
 use kvplan_runtime::tokenizer::Tokenizer;
 
 #[cfg(feature = "model")]
@@ -45,8 +47,8 @@ pub fn user_frame(tok: &Tokenizer) -> Result<(String, String)> {
 
 /// Refuses methods other than `full` without a plan, before anything runs.
 #[cfg(feature = "model")]
-fn needs_plan<B: Backend>(ev: &Evaluator<'_, B>, methods: &[String]) -> Result<()> {
-    if ev.plan.is_none() && methods.iter().any(|m| m != "full") {
+fn needs_plan<B: Backend>(ev: &Evaluator<'_, B>, methods: &[MethodName]) -> Result<()> {
+    if ev.plan.is_none() && methods.iter().any(|m| !m.is_full()) {
         return Err(Error::Request(
             "methods other than `full` need a plan: give --plan FILE".into(),
         ));

@@ -115,7 +115,7 @@ impl Draw for Leaderboard<'_> {
             .collect();
         let references = self
             .full
-            .map(|f| vec![(f, String::from("full"))])
+            .map(|f| vec![(f, kvplan_eval::aggregate::FULL.to_string())])
             .unwrap_or_default();
         Lines {
             caption: String::new(),

@@ -50,25 +50,37 @@ impl<'a> PodBlocks<'a> {
         Ticked::new(0.0..n as f64, (0..n).map(|h| h as f64 + 0.5).collect())
     }
 
-    fn draw_blocks<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> Result<()> {
+    /// A panel of `heads` columns (`x_desc`) by the layers, its mesh drawn.
+    fn head_panel<'c, DB: DrawingBackend>(
+        &self,
+        area: &'c DrawingArea<DB, Shift>,
+        caption: &str,
+        heads: usize,
+        x_desc: &str,
+    ) -> Result<ChartContext<'c, DB, Cartesian2d<Ticked, Ticked>>> {
         let (_, h) = area.dim_in_pixel();
-        let q = self.geometry.q_heads;
         let mut chart = ChartBuilder::on(area)
-            .caption("Blocks per query head", font::text(font::PANEL))
+            .caption(caption, font::text(font::PANEL))
             .margin(10)
             .x_label_area_size(52)
             .y_label_area_size(70)
-            .build_cartesian_2d(Self::column_axis(q), self.layer_axis(h as f64 - 130.0))?;
+            .build_cartesian_2d(Self::column_axis(heads), self.layer_axis(h as f64 - 130.0))?;
         chart
             .configure_mesh()
             .disable_mesh()
-            .x_desc("query head")
+            .x_desc(x_desc)
             .y_desc("layer")
             .axis_desc_style(font::text(font::AXIS))
             .label_style(font::text(font::TICK))
             .x_label_formatter(&|v| format!("{}", v.floor()))
             .y_label_formatter(&|v| format!("{}", v.floor()))
             .draw()?;
+        Ok(chart)
+    }
+
+    fn draw_blocks<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> Result<()> {
+        let q = self.geometry.q_heads;
+        let mut chart = self.head_panel(area, "Blocks per query head", q, "query head")?;
         for (head, blocks) in self.section.blocks.iter().enumerate() {
             let x = head as f64;
             for (i, &[a, z]) in blocks.iter().enumerate() {
@@ -93,28 +105,10 @@ impl<'a> PodBlocks<'a> {
     }
 
     fn draw_stored<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> Result<()> {
-        let (_, h) = area.dim_in_pixel();
         let kv = self.geometry.kv_heads;
         let shared = pod::shared_keys(&self.section.blocks, self.geometry);
-        let mut chart = ChartBuilder::on(area)
-            .caption(
-                "Distant keys (blue: stored, grey: shared)",
-                font::text(font::PANEL),
-            )
-            .margin(10)
-            .x_label_area_size(52)
-            .y_label_area_size(70)
-            .build_cartesian_2d(Self::column_axis(kv), self.layer_axis(h as f64 - 130.0))?;
-        chart
-            .configure_mesh()
-            .disable_mesh()
-            .x_desc("KV head")
-            .y_desc("layer")
-            .axis_desc_style(font::text(font::AXIS))
-            .label_style(font::text(font::TICK))
-            .x_label_formatter(&|v| format!("{}", v.floor()))
-            .y_label_formatter(&|v| format!("{}", v.floor()))
-            .draw()?;
+        let caption = "Distant keys (blue: stored, grey: shared)";
+        let mut chart = self.head_panel(area, caption, kv, "KV head")?;
         let cells = shared.iter().enumerate().flat_map(|(l, row)| {
             row.iter().enumerate().map(move |(k, &s)| {
                 let c = if s { SHARED } else { STORED };

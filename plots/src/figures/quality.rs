@@ -10,6 +10,7 @@ use crate::lines::{Axis, Lines, Series};
 use crate::render::Draw;
 use crate::results::QualityPoint;
 use crate::Result;
+use kvplan_eval::row_method::RowMethod;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -103,8 +104,8 @@ impl<'a> Quality<'a> {
             let mut mine: Vec<&QualityPoint> =
                 pts.iter().copied().filter(|p| &p.method == m).collect();
             mine.sort_by(|a, b| a.kv_fraction.total_cmp(&b.kv_fraction));
-            if m == "full" && mine.len() == 1 {
-                references.push((mine[0].score, String::from("full")));
+            if RowMethod::of(m).is_full() && mine.len() == 1 {
+                references.push((mine[0].score, m.clone()));
                 continue;
             }
             series.push(Series {

@@ -20,17 +20,11 @@ const V: usize = 20;
 
 fn spec(layers: usize) -> TinySpec {
     TinySpec {
-        seed: 77,
-        layers,
-        heads: NH,
-        kv_heads: NKV,
-        head_dim: D,
-        hidden: H,
         ffn: 24,
         vocab: V,
-        ctx: 64,
         qk_scale: 0.5,
         random_norms: true,
+        ..TinySpec::small(77, layers, 64)
     }
 }
 

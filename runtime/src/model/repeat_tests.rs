@@ -18,17 +18,8 @@ const D: usize = 8;
 
 fn model() -> Model<B> {
     let g = crate::test_model::tiny_gguf(&crate::test_model::TinySpec {
-        seed: 31,
-        layers: 2,
-        heads: NH,
-        kv_heads: NKV,
-        head_dim: D,
-        hidden: 32,
-        ffn: 48,
-        vocab: 50,
-        ctx: 64,
-        qk_scale: 0.6,
         random_norms: true,
+        ..crate::test_model::TinySpec::small(31, 2, 64)
     });
     Model::from_gguf(&g, &Default::default()).expect("tiny model")
 }

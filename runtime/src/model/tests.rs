@@ -10,6 +10,7 @@ use crate::cache::KvStore;
 
 use crate::gguf::GgufWriter;
 use crate::observe::{ObserveConfig, Observer};
+use crate::test_model::{max_abs, rows};
 
 type B = Flex;
 
@@ -25,17 +26,9 @@ const EPS: f64 = 1e-5;
 
 fn tiny_gguf(ctx: usize) -> GgufFile {
     crate::test_model::tiny_gguf(&crate::test_model::TinySpec {
-        seed: 1234,
-        layers: L,
-        heads: NH,
-        kv_heads: NKV,
-        head_dim: D,
-        hidden: H,
-        ffn: F,
-        vocab: V,
-        ctx,
         qk_scale: 0.4,
         random_norms: true,
+        ..crate::test_model::TinySpec::small(1234, L, ctx)
     })
 }
 
@@ -180,10 +173,27 @@ fn reference(g: &GgufFile, ids: &[u32]) -> Reference {
     }
 }
 
-fn rows(t: Tensor<B, 2>) -> Vec<Vec<f32>> {
-    let [r, c] = t.dims();
-    let flat: Vec<f32> = t.into_data().iter::<f32>().collect();
-    (0..r).map(|i| flat[i * c..(i + 1) * c].to_vec()).collect()
+/// The logits of every row of `ids` from a fresh cache.
+fn all_rows(m: &Model<B>, ids: &[u32]) -> Vec<Vec<f32>> {
+    rows(
+        m.forward(ids, &mut m.new_cache(), None, Logits::All)
+            .unwrap(),
+    )
+}
+
+/// Prefills `ids[..prefix]`, then steps one token at a time: each step's logits are the row of
+/// a whole-sequence forward to within `tol`. Returns the cache.
+fn steps_equal_the_whole(m: &Model<B>, ids: &[u32], prefix: usize, tol: f32) -> KvCache<B> {
+    let full = all_rows(m, ids);
+    let mut cache = m.new_cache();
+    m.forward(&ids[..prefix], &mut cache, None, Logits::Last)
+        .unwrap();
+    for (i, &id) in ids.iter().enumerate().skip(prefix) {
+        let step = rows(m.forward(&[id], &mut cache, None, Logits::Last).unwrap());
+        let d = max_abs(&step[0], &full[i]);
+        assert!(d < tol, "position {i}: {d}");
+    }
+    cache
 }
 
 fn max_diff(a: &[f32], b: &[f64]) -> f64 {
@@ -265,10 +275,7 @@ fn both_kernels_agree_on_blocks_observation_and_column_sums() {
 #[test]
 fn last_logits_equal_the_last_row_of_all() {
     let (m, _) = tiny_model(64);
-    let all = rows(
-        m.forward(&IDS, &mut m.new_cache(), None, Logits::All)
-            .unwrap(),
-    );
+    let all = all_rows(&m, &IDS);
     let last = rows(
         m.forward(&IDS, &mut m.new_cache(), None, Logits::Last)
             .unwrap(),
@@ -285,51 +292,22 @@ fn last_logits_equal_the_last_row_of_all() {
 #[test]
 fn causal_mask_hides_future_tokens() {
     let (m, _) = tiny_model(64);
-    let a = rows(
-        m.forward(&IDS, &mut m.new_cache(), None, Logits::All)
-            .unwrap(),
-    );
+    let a = all_rows(&m, &IDS);
     let mut changed = IDS;
     changed[6] = 11;
-    let b = rows(
-        m.forward(&changed, &mut m.new_cache(), None, Logits::All)
-            .unwrap(),
-    );
+    let b = all_rows(&m, &changed);
     for i in 0..6 {
-        let d: f32 = a[i]
-            .iter()
-            .zip(&b[i])
-            .map(|(x, y)| (x - y).abs())
-            .fold(0.0, f32::max);
+        let d: f32 = max_abs(&a[i], &b[i]);
         assert!(d < 1e-5, "position {i} saw the future");
     }
-    let d: f32 = a[6]
-        .iter()
-        .zip(&b[6])
-        .map(|(x, y)| (x - y).abs())
-        .fold(0.0, f32::max);
+    let d: f32 = max_abs(&a[6], &b[6]);
     assert!(d > 1e-3, "position 6 must change");
 }
 
 #[test]
 fn decode_with_cache_equals_full_recompute() {
     let (m, _) = tiny_model(64);
-    let full = rows(
-        m.forward(&IDS, &mut m.new_cache(), None, Logits::All)
-            .unwrap(),
-    );
-    let mut cache = m.new_cache();
-    m.forward(&IDS[..5], &mut cache, None, Logits::Last)
-        .unwrap();
-    for (i, &id) in IDS.iter().enumerate().skip(5) {
-        let step = rows(m.forward(&[id], &mut cache, None, Logits::Last).unwrap());
-        let d: f32 = step[0]
-            .iter()
-            .zip(&full[i])
-            .map(|(x, y)| (x - y).abs())
-            .fold(0.0, f32::max);
-        assert!(d < 1e-4, "step {i}: {d}");
-    }
+    let cache = steps_equal_the_whole(&m, &IDS, 5, 1e-4);
     assert_eq!(cache.next_position, IDS.len());
     assert_eq!(cache.layers[0].len(1), IDS.len());
 }
@@ -340,22 +318,7 @@ fn blocked_prefill_equals_token_by_token() {
     let n = attention::QUERY_BLOCK + 37;
     let (m, _) = tiny_model(512);
     let ids: Vec<u32> = (0..n).map(|i| ((i * 7 + 3) % V) as u32).collect();
-    let full = rows(
-        m.forward(&ids, &mut m.new_cache(), None, Logits::All)
-            .unwrap(),
-    );
-    let mut cache = m.new_cache();
-    m.forward(&ids[..n - 3], &mut cache, None, Logits::Last)
-        .unwrap();
-    for (i, &id) in ids.iter().enumerate().skip(n - 3) {
-        let step = rows(m.forward(&[id], &mut cache, None, Logits::Last).unwrap());
-        let d: f32 = step[0]
-            .iter()
-            .zip(&full[i])
-            .map(|(x, y)| (x - y).abs())
-            .fold(0.0, f32::max);
-        assert!(d < 1e-3, "position {i}: {d}");
-    }
+    steps_equal_the_whole(&m, &ids, n - 3, 1e-3);
 }
 
 #[test]
@@ -451,10 +414,7 @@ fn observer_attention_and_keys_match_reference_and_gqa_map() {
 #[test]
 fn observer_off_records_nothing_and_changes_nothing() {
     let (m, _) = tiny_model(64);
-    let a = rows(
-        m.forward(&IDS, &mut m.new_cache(), None, Logits::All)
-            .unwrap(),
-    );
+    let a = all_rows(&m, &IDS);
     let mut obs = Observer::new(
         ObserveConfig {
             attn_rows: 2,
@@ -509,11 +469,7 @@ fn per_head_cache_equals_uniform_when_nothing_evicted() {
             m.forward(&[id], &mut per_head, Some(&mut obs_p), Logits::Last)
                 .unwrap(),
         );
-        let d: f32 = a[0]
-            .iter()
-            .zip(&b[0])
-            .map(|(x, y)| (x - y).abs())
-            .fold(0.0, f32::max);
+        let d: f32 = max_abs(&a[0], &b[0]);
         assert!(d < 1e-5);
     }
     assert_eq!(obs_u.layers[1].attention, obs_p.layers[1].attention);
@@ -699,11 +655,7 @@ fn an_interleaved_query_to_kv_map_is_honoured() {
         };
         let ((a, obs_a), (b, obs_b)) = (run(&old), run(&new));
         for (ra, rb) in a.iter().zip(&b) {
-            let diff = ra
-                .iter()
-                .zip(rb)
-                .map(|(x, y)| (x - y).abs())
-                .fold(0.0, f32::max);
+            let diff = max_abs(ra, rb);
             assert!(diff < 1e-5, "generic {generic}: {diff}");
         }
         for l in 0..L {

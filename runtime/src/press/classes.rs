@@ -29,7 +29,7 @@ use burn::tensor::Tensor;
 use kvplan_planner::export::capability::{Arch, Engine};
 use kvplan_planner::export::classes::{self, LayerBudgets, LayerClass};
 use kvplan_planner::export::targets;
-use kvplan_planner::Method;
+use kvplan_planner::{Method, MethodName};
 
 use super::from_plan::PressRequest;
 use super::{Capabilities, Press, PressKind};
@@ -42,37 +42,16 @@ use crate::observe::{ObserveConfig, Observer};
 /// table, and its windows slide while decoding without a score.
 pub(super) const KIND: PressKind = PressKind::OWN_PREFILL;
 
-/// The engines whose layer windows this press runs.
-pub const ENGINES: [&str; 3] = ["vllm", "trtllm", "trtllm-engine"];
-
-/// `name` as `<engine>:<method>`, an engine of [`ENGINES`] and a method of the planner's table
-/// that keeps fewer entries per head (not `full`, not `pod`); the error says so.
-pub(super) fn parse(name: &str) -> Result<(Engine, Method)> {
-    let bad = || {
-        Error::Request(format!(
-            "`{name}`: expected <engine>:<method> with an engine of {} and a method of the \
-             plan other than full and pod",
-            ENGINES.join(", ")
-        ))
-    };
-    let (engine, method) = name.split_once(':').ok_or_else(bad)?;
-    let method: Method = method.parse().map_err(|_| bad())?;
-    let engine = Engine::simulated(engine).ok_or_else(bad)?;
-    if matches!(method, Method::Full | Method::Pod) {
-        return Err(bad());
-    }
-    Ok((engine, method))
-}
-
-/// The press `name` (`<engine>:<method>`, parsed: `engine`, `method`) as `request` asks, for the
-/// model `config` describes: the method's budgets at the request's length and target, reduced to
-/// the engine's layer classes, run as the engine's kernel runs them (module header).
+/// The press `<engine>:<method>` as `request` asks, for the model `config` describes: the
+/// method's budgets at the request's length and target, reduced to the engine's layer classes,
+/// run as the engine's kernel runs them (module header).
 pub fn build<B: Backend>(
-    name: &str,
-    (engine, method): (Engine, Method),
+    engine: Engine,
+    method: Method,
     request: &PressRequest<'_>,
     config: &ModelConfig,
 ) -> Result<Box<dyn Press<B>>> {
+    let name = MethodName::Classes(engine, method);
     let plan = request
         .plan
         .ok_or_else(|| Error::Request(format!("method `{name}` needs a plan (--plan FILE)")))?;
@@ -110,12 +89,12 @@ pub fn build<B: Backend>(
         .collect::<Result<Vec<Option<usize>>>>()?;
     if super::stale::applies(cap.prefill) {
         Ok(Box::new(super::stale::StaleBlocksPress::new(
-            name,
+            name.to_string(),
             &windows,
             cap.block_size,
         )))
     } else {
-        Ok(Box::new(LayerClassesPress::new(name, windows)))
+        Ok(Box::new(LayerClassesPress::new(name.to_string(), windows)))
     }
 }
 
@@ -175,29 +154,5 @@ impl<B: Backend> Press<B> for LayerClassesPress {
             }
         }
         model.forward(ids, cache, obs, Logits::Last)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_are_an_engine_and_a_method_that_evicts() {
-        let is_classes_name = |n: &str| parse(n).is_ok();
-        assert!(is_classes_name("vllm:headkv-r"));
-        assert!(is_classes_name("trtllm:pyramid"));
-        assert!(is_classes_name("trtllm-engine:snapkv"));
-        for bad in [
-            "vllm",
-            "vllm:pod",
-            "trtllm:full",
-            "sglang:snapkv",
-            "vllm:pyramidkv",
-        ] {
-            assert!(!is_classes_name(bad), "{bad}");
-        }
-        let e = parse("sglang:snapkv").unwrap_err().to_string();
-        assert!(e.contains("vllm, trtllm, trtllm-engine"), "{e}");
     }
 }

@@ -360,19 +360,7 @@ mod tests {
 
     /// A tiny model trained (as its metadata says) on a context of 32 tokens.
     fn short_context_model() -> Model<Flex> {
-        let g = tiny_gguf(&TinySpec {
-            seed: 7,
-            layers: 2,
-            heads: 4,
-            kv_heads: 2,
-            head_dim: 8,
-            hidden: 32,
-            ffn: 48,
-            vocab: 50,
-            ctx: 32,
-            qk_scale: 0.6,
-            random_norms: false,
-        });
+        let g = tiny_gguf(&TinySpec::small(7, 2, 32));
         Model::from_gguf(&g, &Default::default()).expect("tiny model")
     }
 

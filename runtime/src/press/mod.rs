@@ -57,7 +57,7 @@ use crate::observe::{LayerObservation, ObserveConfig, Observer};
 
 pub use driver::{generate_pressed, shared_observe, MemoryReport, PressedRun, Session};
 pub use gqa::{group_max, group_mean, GqaAggregation};
-pub use registry::{build_press, capabilities, PressName, PressSpec, PRESS_NAMES};
+pub use registry::{build_press, capabilities, PressSpec, PRESS_NAMES};
 
 /// What a press can do. Callers ask the press ([`Press::capabilities`]) or, before building
 /// one, the registry ([`registry::capabilities`]) — never a list of method names. Made from two
@@ -428,6 +428,33 @@ impl SelectionPress {
         &self.allocation
     }
 
+    /// Scores every layer with `score` (the scorer, the layer, its entries' positions, its
+    /// observation and budgets) and, where that gives scores, keeps each head's top entries;
+    /// then re-assigns positions if anything was evicted.
+    fn score_and_evict<B: Backend>(
+        &mut self,
+        cache: &mut KvCache<B>,
+        obs: Option<&Observer>,
+        mut score: impl FnMut(LayerScoring<'_>) -> Option<Scores>,
+    ) {
+        let mut evicted = false;
+        for (l, layer) in cache.layers.iter_mut().enumerate() {
+            let budgets = self.allocation.layer(l, layer.kv_heads());
+            let positions = positions_of(layer);
+            let scoring = LayerScoring {
+                scorer: self.scorer.as_mut(),
+                layer: l,
+                positions: &positions,
+                obs: layer_obs(obs, l),
+                budgets: &budgets,
+            };
+            if let Some(scores) = score(scoring) {
+                evicted |= self.apply(l, layer, &scores);
+            }
+        }
+        self.after_eviction(cache, evicted);
+    }
+
     /// Keeps each head's top entries; true when an entry was evicted.
     fn apply<B: Backend>(
         &mut self,
@@ -448,6 +475,15 @@ impl SelectionPress {
         }
         changed
     }
+}
+
+/// What a [`Scorer`] scores one layer with ([`SelectionPress::score_and_evict`]).
+struct LayerScoring<'a> {
+    scorer: &'a mut dyn Scorer,
+    layer: usize,
+    positions: &'a [Vec<usize>],
+    obs: Option<&'a LayerObservation>,
+    budgets: &'a [usize],
 }
 
 fn positions_of<B: Backend>(cache: &LayerCache<B>) -> Vec<Vec<usize>> {
@@ -475,17 +511,13 @@ impl<B: Backend> Press<B> for SelectionPress {
     }
 
     fn after_prefill(&mut self, cache: &mut KvCache<B>, obs: Option<&Observer>) -> Result<()> {
-        let mut evicted = false;
-        for (l, layer) in cache.layers.iter_mut().enumerate() {
-            let budgets = self.allocation.layer(l, layer.kv_heads());
-            let positions = positions_of(layer);
-            let scores = self
+        let tail_from = self.tail_from;
+        self.score_and_evict(cache, obs, |s| {
+            let scores = s
                 .scorer
-                .prefill_scores(l, &positions, layer_obs(obs, l), &budgets);
-            let scores = keep_from(scores, &positions, self.tail_from);
-            evicted |= self.apply(l, layer, &scores);
-        }
-        self.after_eviction(cache, evicted);
+                .prefill_scores(s.layer, s.positions, s.obs, s.budgets);
+            Some(keep_from(scores, s.positions, tail_from))
+        });
         Ok(())
     }
 
@@ -500,18 +532,13 @@ impl<B: Backend> Press<B> for SelectionPress {
         self.steps += 1;
         let compress = <Self as Press<B>>::capabilities(self).evicts_while_decoding
             && self.steps.is_multiple_of(self.compress_every);
-        let mut evicted = false;
-        for (l, layer) in cache.layers.iter_mut().enumerate() {
-            let budgets = self.allocation.layer(l, layer.kv_heads());
-            let positions = positions_of(layer);
-            let scores = self
+        // Scored at every step (the scorer may accumulate), evicted only when compressing.
+        self.score_and_evict(cache, obs, |s| {
+            let scores = s
                 .scorer
-                .decode_scores(l, &positions, layer_obs(obs, l), &budgets);
-            if let (Some(scores), true) = (scores, compress) {
-                evicted |= self.apply(l, layer, &scores);
-            }
-        }
-        self.after_eviction(cache, evicted);
+                .decode_scores(s.layer, s.positions, s.obs, s.budgets);
+            scores.filter(|_| compress)
+        });
         Ok(())
     }
 

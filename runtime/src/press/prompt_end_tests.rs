@@ -124,7 +124,8 @@ fn a_ratio_target_stays_a_share_of_the_prompt_while_generating() {
         target: Some(Target::Ratio(0.5)),
         options: Default::default(),
     };
-    let mut spec = build_press_with::<B>("streaming", &request, &model.config).expect("press");
+    let mut spec =
+        build_press_with::<B>(Method::Streaming.into(), &request, &model.config).expect("press");
     let mut s = Session::new(&model, spec.press.as_mut());
     let logits = s.prefill(&ids).expect("prefill");
     let row: Vec<f32> = logits.into_data().iter::<f32>().collect();

@@ -14,9 +14,8 @@
 //! SpindleKV's GQA handling and eq. 2 denominator, the position policy of evicting presses).
 
 use burn::tensor::backend::Backend;
-use kvplan_planner::controls::{self, Control};
-use kvplan_planner::export::capability::Engine;
-use kvplan_planner::{Budgets, Method, Plan, Target};
+use kvplan_planner::controls;
+use kvplan_planner::{Budgets, Method, MethodName, Plan, Target};
 
 use super::from_plan::{FromPlan, MethodPress, PressRequest};
 use super::full::FullPress;
@@ -74,60 +73,18 @@ pub struct PressSpec<B: Backend> {
     pub budgets: Option<Budgets>,
 }
 
-/// A press name, parsed once: what the registry builds for it. Every way of naming a press is
-/// read here, with one error for a name that is none of them.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum PressName {
-    /// A method of the planner's table (`full`, `snapkv`, `headkv-r`, …).
-    Method(Method),
-    /// A control on a HeadKV method (`headkv@perm3`, `headkv-r@beta2`, `headkv@layer-uniform`;
-    /// [`controls`]).
-    Control(Method, Control),
-    /// An engine's layer classes over a method (`vllm:headkv`; [`super::classes`]).
-    Classes(Engine, Method),
-}
-
-impl PressName {
-    /// `name` parsed: `<engine>:<method>`, `<method>@<control>` or a method of the table. A
-    /// malformed engine or control name is that form's own error; any other name is "unknown
-    /// method", listing every form.
-    pub fn parse(name: &str) -> Result<Self> {
-        if name.contains(':') {
-            let (engine, method) = super::classes::parse(name)?;
-            return Ok(Self::Classes(engine, method));
-        }
-        if let Some(parsed) = controls::parse(name) {
-            let (method, control) = parsed?;
-            return Ok(Self::Control(method, control));
-        }
-        name.parse().map(Self::Method).map_err(|_| {
-            Error::Request(format!(
-                "unknown method `{name}`; the registry has: {}, <engine>:<method> for an \
-                 engine's layer classes ({}), and the controls headkv@perm<seed>, \
-                 headkv@beta<β>, headkv@layer-uniform (also on headkv-r)",
-                PRESS_NAMES.join(", "),
-                super::classes::ENGINES.join(", ")
-            ))
-        })
-    }
-
-    /// What the press can do ([`Capabilities`]), read off its type without building it.
-    pub fn capabilities(self) -> Capabilities {
-        match self {
-            Self::Classes(..) => super::classes::KIND.serving(None),
-            Self::Control(method, _) | Self::Method(method) => capabilities_of(method),
-        }
+/// What the press for `name` can do ([`Capabilities`]), read off its type without building it:
+/// no plan needed, so callers can check a request before any model run.
+pub fn capabilities(name: MethodName) -> Capabilities {
+    match name {
+        MethodName::Classes(..) => super::classes::KIND.serving(None),
+        MethodName::Control(method, _) | MethodName::Method(method) => capabilities_of(method),
     }
 }
 
-/// What the press called `name` can do ([`Capabilities`]), read off its type without building
-/// it: no plan needed, so callers can check a request before any model run.
-pub fn capabilities(name: &str) -> Result<Capabilities> {
-    PressName::parse(name).map(PressName::capabilities)
-}
-
-/// The press called `name`, configured from `plan` for a prompt of `context_len` tokens under
-/// `target` (the plan's own target when `None`), with default [`PressOptions`].
+/// The press called `name` (parsed as a [`MethodName`]), configured from `plan` for a prompt of
+/// `context_len` tokens under `target` (the plan's own target when `None`), with default
+/// [`PressOptions`].
 pub fn build_press<B: Backend>(
     name: &str,
     plan: Option<&Plan>,
@@ -141,24 +98,25 @@ pub fn build_press<B: Backend>(
         target,
         options: PressOptions::default(),
     };
+    let name: MethodName = name.parse().map_err(|e| Error::Request(format!("{e}")))?;
     build_press_with(name, &request, config)
 }
 
 /// The press called `name` as `request` asks, for the model `config` describes.
 pub fn build_press_with<B: Backend>(
-    name: &str,
+    name: MethodName,
     request: &PressRequest<'_>,
     config: &ModelConfig,
 ) -> Result<PressSpec<B>> {
-    let method = match PressName::parse(name)? {
-        PressName::Classes(engine, method) => {
+    let method = match name {
+        MethodName::Classes(engine, method) => {
             return Ok(PressSpec {
-                press: super::classes::build(name, (engine, method), request, config)?,
+                press: super::classes::build(engine, method, request, config)?,
                 method: None,
                 budgets: None,
             });
         }
-        PressName::Control(method, control) => {
+        MethodName::Control(method, control) => {
             // A control (`headkv@perm3`, `headkv@beta1.2`): the method on a copy of the plan
             // with the control applied (kvplan_planner::controls).
             let plan = request.plan.ok_or_else(|| {
@@ -169,9 +127,9 @@ pub fn build_press_with<B: Backend>(
                 plan: Some(&controlled),
                 ..*request
             };
-            return build_press_with(method.name(), &request, config);
+            return build_press_with(MethodName::Method(method), &request, config);
         }
-        PressName::Method(method) => method,
+        MethodName::Method(method) => method,
     };
     if !method.has_section() {
         return Ok(PressSpec {

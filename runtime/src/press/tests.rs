@@ -25,7 +25,6 @@ pub(super) const L: usize = 2;
 pub(super) const NH: usize = 4;
 pub(super) const NKV: usize = 2;
 pub(super) const D: usize = 8;
-const H: usize = 32;
 const V: usize = 50;
 pub(super) const THETA: f64 = 10_000.0;
 
@@ -36,19 +35,7 @@ pub(super) fn rope() -> RopeSet {
 
 /// The tiny model's geometry and weight draw.
 fn tiny_spec() -> crate::test_model::TinySpec {
-    crate::test_model::TinySpec {
-        seed: 99,
-        layers: L,
-        heads: NH,
-        kv_heads: NKV,
-        head_dim: D,
-        hidden: H,
-        ffn: 48,
-        vocab: V,
-        ctx: 256,
-        qk_scale: 0.6,
-        random_norms: false,
-    }
+    crate::test_model::TinySpec::small(99, L, 256)
 }
 
 /// A 2-layer Llama with 4 query heads on 2 KV heads, random weights.
@@ -516,7 +503,8 @@ fn capabilities_by_name_are_the_built_presses_and_agree_with_their_hooks() {
         let mut press = spec.press;
         assert_eq!(press.name(), name);
         let caps = press.capabilities();
-        assert_eq!(capabilities(name).ok(), Some(caps), "{name}");
+        let parsed: kvplan_planner::MethodName = name.parse().expect("a registry name");
+        assert_eq!(capabilities(parsed), caps, "{name}");
         // The presses whose papers evict while generating (H2O §3, StreamingLLM §3.2, TreeKV
         // Algorithm 1, TOVA §3.3), restated by hand: the table's decode policy must say so.
         let evicting = ["h2o", "streaming", "treekv", "tova"];
@@ -531,7 +519,6 @@ fn capabilities_by_name_are_the_built_presses_and_agree_with_their_hooks() {
         let moved = s.press.reassign_positions(&mut s.cache, model.rope_set());
         assert_eq!(moved.is_ok(), caps.streams_past_context, "{name}");
     }
-    assert!(capabilities("tova2").is_err());
 }
 
 fn proximal(sinks: usize, recent: usize) -> Proximal {
@@ -721,43 +708,11 @@ fn decode_compression_interval_is_honoured() {
 }
 
 #[test]
-fn a_press_name_is_parsed_once_into_its_form() {
-    use super::registry::PressName;
-    use kvplan_planner::controls::Control;
-    use kvplan_planner::export::capability::Engine;
-    let parsed = |n: &str| PressName::parse(n).expect(n);
-    assert_eq!(parsed("snapkv"), PressName::Method(Method::SnapKv));
-    assert_eq!(parsed("full"), PressName::Method(Method::Full));
+fn a_control_has_its_methods_capabilities_and_the_classes_their_own() {
+    let parsed = |n: &str| -> kvplan_planner::MethodName { n.parse().expect(n) };
     assert_eq!(
-        parsed("headkv-r@perm3"),
-        PressName::Control(Method::HeadKvR, Control::Permuted(3))
+        capabilities(parsed("headkv@perm1")),
+        capabilities(parsed("headkv"))
     );
-    let vllm = Engine::simulated("vllm").expect("vllm");
-    assert_eq!(
-        parsed("vllm:pyramid"),
-        PressName::Classes(vllm, Method::Pyramid)
-    );
-    // Each malformed form says what that form expects; anything else is "unknown method".
-    let err = |n: &str| PressName::parse(n).expect_err(n).to_string();
-    assert!(
-        err("vllm:pod").contains("expected <engine>:<method>"),
-        "{}",
-        err("vllm:pod")
-    );
-    assert!(
-        err("headkv@perx").contains("after `@`"),
-        "{}",
-        err("headkv@perx")
-    );
-    assert!(
-        err("snapkv2").contains("unknown method `snapkv2`"),
-        "{}",
-        err("snapkv2")
-    );
-    // A control's and a method's capabilities are its method's; the classes' their own.
-    assert_eq!(
-        parsed("headkv@perm1").capabilities(),
-        parsed("headkv").capabilities()
-    );
-    assert!(parsed("vllm:snapkv").capabilities().changes_forward);
+    assert!(capabilities(parsed("vllm:snapkv")).changes_forward);
 }

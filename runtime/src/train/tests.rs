@@ -5,7 +5,6 @@
 
 use burn::backend::{Autodiff, Flex};
 use burn::module::AutodiffModule;
-use burn::tensor::Tensor;
 
 use super::*;
 use crate::generate::SplitMix64;
@@ -14,6 +13,7 @@ use crate::model::rope::Rope;
 use crate::model::{Logits, Model, WeightStorage};
 use crate::press::pod::{PodPress, Proximal};
 use crate::press::Session;
+use crate::test_model::{max_abs, rows};
 
 type B = Flex;
 type AB = Autodiff<Flex>;
@@ -22,25 +22,14 @@ const L: usize = 3;
 const NH: usize = 4;
 const NKV: usize = 2;
 const D: usize = 8;
-const H: usize = 32;
-const F: usize = 48;
 const V: usize = 50;
 const THETA: f64 = 10_000.0;
 const CTX: usize = 128;
 
 fn spec() -> crate::test_model::TinySpec {
     crate::test_model::TinySpec {
-        seed: 77,
-        layers: L,
-        heads: NH,
-        kv_heads: NKV,
-        head_dim: D,
-        hidden: H,
-        ffn: F,
-        vocab: V,
-        ctx: CTX,
         qk_scale: 0.5,
-        random_norms: false,
+        ..crate::test_model::TinySpec::small(77, L, CTX)
     }
 }
 
@@ -79,19 +68,6 @@ fn ids(n: usize, seed: u64) -> Vec<u32> {
     (0..n).map(|_| (rng.next_u64() % V as u64) as u32).collect()
 }
 
-fn rows(t: Tensor<B, 2>) -> Vec<Vec<f32>> {
-    let [r, c] = t.dims();
-    let flat: Vec<f32> = t.into_data().iter::<f32>().collect();
-    (0..r).map(|i| flat[i * c..(i + 1) * c].to_vec()).collect()
-}
-
-fn max_diff(a: &[f32], b: &[f32]) -> f32 {
-    a.iter()
-        .zip(b)
-        .map(|(x, y)| (x - y).abs())
-        .fold(0.0, f32::max)
-}
-
 #[test]
 fn full_kv_layout_equals_the_models_own_forward() {
     for (arch, (model, rope)) in [("llama", tiny::<B>()), ("qwen2", tiny_qwen2::<B>())] {
@@ -110,7 +86,7 @@ fn full_kv_layout_equals_the_forward_of(arch: &str, model: &Model<B>, rope: &Rop
     let layout = PodLayout::full_kv(L, NH);
     let got = rows(forward(&model.transformer, rope, &layout, &ids).expect("pod forward"));
     for (i, (a, b)) in got.iter().zip(&want).enumerate() {
-        assert!(max_diff(a, b) < 1e-4, "{arch} row {i}: {}", max_diff(a, b));
+        assert!(max_abs(a, b) < 1e-4, "{arch} row {i}: {}", max_abs(a, b));
     }
 }
 
@@ -139,18 +115,14 @@ fn pod_forward_equals_the_press_on(arch: &str, model: &Model<B>, rope: &Rope<B>)
     drop(session);
     assert_eq!(press.skipped, 0);
     for (i, (a, b)) in got.iter().zip(&want).enumerate() {
-        assert!(
-            max_diff(a, b) < 1e-4,
-            "{arch} token {i}: {}",
-            max_diff(a, b)
-        );
+        assert!(max_abs(a, b) < 1e-4, "{arch} token {i}: {}", max_abs(a, b));
     }
     // Tokens far enough back to be distant change the output: PoD is not FullKV here.
     let full =
         rows(forward(&model.transformer, rope, &PodLayout::full_kv(L, NH), &ids).expect("full"));
-    assert!(max_diff(&got[29], &full[29]) > 1e-3);
+    assert!(max_abs(&got[29], &full[29]) > 1e-3);
     assert!(
-        max_diff(&got[5], &full[5]) < 1e-4,
+        max_abs(&got[5], &full[5]) < 1e-4,
         "no distant token before n_s + n_r"
     );
 }
@@ -252,6 +224,6 @@ fn training_lowers_the_loss_and_resumes_to_the_same_result() {
     let x = ids(20, 4);
     let a = rows(forward(&loaded, &rope, &layout, &x).expect("loaded"));
     let b = rows(forward(&trained, &rope, &layout, &x).expect("trained"));
-    assert!(max_diff(&a[19], &b[19]) < 1e-5);
+    assert!(max_abs(&a[19], &b[19]) < 1e-5);
     let _ = std::fs::remove_dir_all(&dir);
 }

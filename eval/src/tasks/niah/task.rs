@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use burn::tensor::backend::Backend;
+use kvplan_planner::MethodName;
 use kvplan_runtime::tokenizer::Tokenizer;
 
 use super::{distinct_needles, haystack_starts, place, read_from, Frame, Needle, ANSWER_TOKENS};
@@ -34,15 +35,15 @@ pub struct NiahGrid {
     pub examples: usize,
     /// Seed of the needles.
     pub seed: u64,
-    /// Methods (registry names).
-    pub methods: Vec<String>,
+    /// Methods, parsed.
+    pub methods: Vec<MethodName>,
     /// `--budget` targets; `full` runs once, without one.
     pub budgets: Vec<usize>,
 }
 
 impl NiahGrid {
     /// Every (method, budget) cell of one example, `full` once.
-    pub fn variants(&self) -> Vec<(String, Option<usize>)> {
+    pub fn variants(&self) -> Vec<(MethodName, Option<usize>)> {
         variants(&self.methods, &self.budgets)
     }
 

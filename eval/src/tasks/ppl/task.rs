@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use burn::tensor::backend::Backend;
+use kvplan_planner::MethodName;
 use kvplan_runtime::generate::last_row;
 use kvplan_runtime::press::Session;
 
@@ -30,15 +31,15 @@ const TABLE_POSITIONS: [usize; 5] = [256, 512, 1024, 2048, 4096];
 
 /// Whether `method` can stream past the model's trained context: its press re-assigns positions
 /// within its cache (a capability; FullKV, SpindleKV and PoD cannot).
-fn streams_past_context(method: &str) -> bool {
-    kvplan_runtime::press::capabilities(method).is_ok_and(|c| c.streams_past_context)
+fn streams_past_context(method: MethodName) -> bool {
+    kvplan_runtime::press::capabilities(method).streams_past_context
 }
 
 /// What a perplexity run covers.
 #[derive(Debug, Clone)]
 pub struct PplRun {
-    /// Methods (registry names).
-    pub methods: Vec<String>,
+    /// Methods, parsed.
+    pub methods: Vec<MethodName>,
     /// `--budget` targets; `full` runs once, without one.
     pub budgets: Vec<usize>,
     /// Tokens streamed per text.
@@ -81,12 +82,12 @@ impl<B: Backend> Task<B> for PplTask {
         if length <= context {
             return Ok(());
         }
-        let stuck: Vec<&str> = self
+        let stuck: Vec<String> = self
             .run
             .methods
             .iter()
-            .map(String::as_str)
-            .filter(|m| !streams_past_context(m))
+            .filter(|&&m| !streams_past_context(m))
+            .map(MethodName::to_string)
             .collect();
         if stuck.is_empty() {
             return Ok(());
@@ -149,13 +150,13 @@ impl<B: Backend> Task<B> for PplTask {
         sink: &mut Sink<'_, PplRecord>,
     ) -> Result<()> {
         for c in pending {
-            if c.method != "full" && ev.plan.is_none() {
+            if !c.method.is_full() && ev.plan.is_none() {
                 return Err(Error::Request(format!(
                     "method `{}` needs a plan: give --plan FILE",
                     c.method
                 )));
             }
-            sink.record(stream(ev, &input.ids, &c.method, c.budget, &input.text)?)?;
+            sink.record(stream(ev, &input.ids, c.method, c.budget, &input.text)?)?;
         }
         Ok(())
     }
@@ -181,7 +182,7 @@ impl<B: Backend> Task<B> for PplTask {
 pub fn stream<B: Backend>(
     ev: &Evaluator<'_, B>,
     ids: &[u32],
-    method: &str,
+    method: MethodName,
     budget: Option<usize>,
     text: &str,
 ) -> Result<PplRecord> {

@@ -45,6 +45,8 @@ pub use data::Sources;
 
 use std::collections::{HashMap, HashSet};
 
+use kvplan_planner::MethodName;
+
 use crate::records::CellKey;
 use crate::rng::Rng;
 use crate::score::{postprocess, string_match_all, string_match_part};
@@ -588,8 +590,8 @@ pub struct RulerRun {
     pub examples: usize,
     /// Seed of the examples.
     pub seed: u64,
-    /// Methods (registry names).
-    pub methods: Vec<String>,
+    /// Methods, parsed.
+    pub methods: Vec<MethodName>,
     /// `--budget` targets; `full` runs once, without one.
     pub budgets: Vec<usize>,
     /// Target compression ratios of the context (`--ratios`, [`crate::ratio`]): every method
@@ -604,15 +606,15 @@ pub struct RulerRun {
 
 impl RulerRun {
     /// Every (method, budget) cell of one example, `full` once.
-    pub fn variants(&self) -> Vec<(String, Option<usize>)> {
+    pub fn variants(&self) -> Vec<(MethodName, Option<usize>)> {
         variants(&self.methods, &self.budgets)
     }
 
     /// Every (method, target ratio) cell of one example: each method but `full` at each ratio.
-    pub fn ratio_variants(&self) -> Vec<(String, f64)> {
-        let methods = self.methods.iter().filter(|m| *m != "full");
+    pub fn ratio_variants(&self) -> Vec<(MethodName, f64)> {
+        let methods = self.methods.iter().filter(|m| !m.is_full());
         methods
-            .flat_map(|m| self.ratios.iter().map(move |&r| (m.clone(), r)))
+            .flat_map(|&m| self.ratios.iter().map(move |&r| (m, r)))
             .collect()
     }
 
@@ -635,10 +637,10 @@ impl RulerRun {
         for &t in &self.tasks {
             for e in 0..self.examples {
                 for (m, b) in &variants {
-                    out.insert(self.key(t, e, m, *b));
+                    out.insert(self.key(t, e, &m.to_string(), *b));
                 }
                 for (m, r) in &ratios {
-                    out.insert(self.key(t, e, m, None).at_ratio(*r));
+                    out.insert(self.key(t, e, &m.to_string(), None).at_ratio(*r));
                 }
             }
         }

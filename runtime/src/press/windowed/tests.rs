@@ -296,19 +296,7 @@ fn a_windowed_stream_past_the_context_keeps_the_logits_of_one_that_never_moves()
     // only turn each layer's keys as a whole — the logits stay those of the same weights with a
     // context long enough never to re-assign.
     let short = {
-        let g = crate::test_model::tiny_gguf(&crate::test_model::TinySpec {
-            seed: 99,
-            layers: L,
-            heads: 4,
-            kv_heads: NKV,
-            head_dim: D,
-            hidden: 32,
-            ffn: 48,
-            vocab: 50,
-            ctx: 32,
-            qk_scale: 0.6,
-            random_norms: false,
-        });
+        let g = crate::test_model::tiny_gguf(&crate::test_model::TinySpec::small(99, L, 32));
         let mut m = Model::<B>::from_gguf(&g, &Default::default()).expect("tiny model");
         for block in &mut m.transformer.blocks {
             block.attention.window = Some(W);
