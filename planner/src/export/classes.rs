@@ -194,10 +194,17 @@ pub fn two_classes(b: &LayerBudgets) -> Result<Reduction> {
                 w as usize
             }
         };
+        // A window as long as the context is a full layer, as in the other reductions: written
+        // as a window it would slide once decoding passes `n`, where the plan keeps every entry.
+        let shared = if native.is_none() && window >= n {
+            LayerClass::Full
+        } else {
+            LayerClass::Window(window)
+        };
         let mut classes: Vec<LayerClass> = b
             .model_windows
             .iter()
-            .map(|w| w.map_or(LayerClass::Window(window), LayerClass::Window))
+            .map(|w| w.map_or(shared, LayerClass::Window))
             .collect();
         for &l in &order[..k] {
             classes[l] = LayerClass::Full;
@@ -358,6 +365,18 @@ mod tests {
     }
 
     #[test]
+    fn two_classes_are_full_layers_where_the_budgets_cover_the_context() {
+        // A prompt no longer than the budget (n = 38, budget 128 capped at 38 on every layer):
+        // W = 4 · 38 / 4 = 38 = n, so every layer is full rather than a 38-entry window that
+        // would slide away the prompt's first tokens once decoding passes them.
+        let r = two_classes(&budgets(38, &[38.0; 4], &[None; 4])).unwrap();
+        assert_eq!(r.layers, vec![LayerClass::Full; 4]);
+        // A model's own window stays its own.
+        let r = two_classes(&budgets(38, &[38.0; 2], &[Some(16), None])).unwrap();
+        assert_eq!(r.layers, vec![LayerClass::Window(16), LayerClass::Full]);
+    }
+
+    #[test]
     fn two_classes_keep_the_bytes_and_follow_the_budgets() {
         // n = 1000, four layers with budgets 700, 500, 100, 100 (total 1400).
         // k = 0: W = 350, error 350² + 150² + 250² + 250² = 270 000.
@@ -378,9 +397,9 @@ mod tests {
         let r = two_classes(&budgets(512, &[128.0; 3], &[None; 3])).unwrap();
         assert_eq!(r.layers, vec![LayerClass::Window(128); 3]);
         let r = two_classes(&budgets(512, &[512.0; 3], &[None; 3])).unwrap();
-        // k = 0 gives W = 512 = n (every layer holds n): same bytes, same error, fewer full
-        // layers win — a window of n is full attention at this length.
-        assert_eq!(r.layers, vec![LayerClass::Window(512); 3]);
+        // k = 0 gives W = 512 = n (every layer holds n): a window as long as the context is a
+        // full layer, so that decoding past n slides nothing away.
+        assert_eq!(r.layers, vec![LayerClass::Full; 3]);
         assert_eq!(r.reduced_entries, 3 * 512);
     }
 
