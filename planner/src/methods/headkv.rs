@@ -40,7 +40,7 @@ use super::MethodSection;
 use crate::budgets::Budgets;
 use crate::geometry::Geometry;
 use crate::method::Method;
-use crate::profile::Profile;
+use crate::profile::{validate_head_scores, Profile};
 use crate::{validate, Error, Result};
 use serde::{Deserialize, Serialize};
 
@@ -133,21 +133,7 @@ impl MethodSection for HeadKvSection {
         validate::in_range(&format!("{p}.beta"), self.beta, 1.0, f64::MAX)?;
         validate::above(&format!("{p}.temperature"), self.temperature, 0.0)?;
         validate::at_least(&format!("{p}.kernel_size"), self.kernel_size, 1)?;
-        if self.trials_kept > self.trials_total {
-            return Err(Error::invalid(
-                format!("{p}.trials_kept"),
-                format!("at most trials_total = {}", self.trials_total),
-                self.trials_kept,
-            ));
-        }
-        validate::matrix(
-            &format!("{p}.scores"),
-            &self.scores,
-            (g.layers, "one per layer"),
-            (g.q_heads, "one per query head"),
-            0.0,
-            1.0,
-        )
+        validate_head_scores(p, self.trials_kept, self.trials_total, &self.scores, g)
     }
 
     fn budgets(&self, g: &Geometry, out: &mut Budgets) -> Result<()> {

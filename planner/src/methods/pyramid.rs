@@ -96,22 +96,12 @@ impl MethodSection for PyramidSection {
         validate::at_least(&format!("{q}.window"), self.window, 1)?;
         validate::in_range(&format!("{q}.beta"), self.beta, 1.0, f64::MAX)?;
         validate::at_least(&format!("{q}.kernel_size"), self.kernel_size, 1)?;
-        validate::len(
+        validate::per_layer(
             &format!("{q}.funnel"),
-            self.funnel.len(),
-            g.layers,
-            "one per layer",
-        )?;
-        for (l, f) in self.funnel.iter().enumerate() {
-            validate::non_negative(&format!("{q}.funnel[{l}].entropy"), f.entropy)?;
-            validate::in_range(
-                &format!("{q}.funnel[{l}].top_k_mass"),
-                f.top_k_mass,
-                0.0,
-                1.0,
-            )?;
-        }
-        Ok(())
+            &self.funnel,
+            g,
+            LayerFunnel::validate,
+        )
     }
 
     fn budgets(&self, g: &Geometry, out: &mut Budgets) -> Result<()> {

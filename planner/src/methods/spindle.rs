@@ -159,24 +159,12 @@ impl MethodSection for SpindleSection {
 
 impl SpindleSection {
     fn validate_redundancy(&self, p: &str, g: &Geometry) -> Result<()> {
-        validate::len(
+        validate::per_layer(
             &format!("{p}.redundancy"),
-            self.redundancy.len(),
-            g.layers,
-            "one per layer",
-        )?;
-        for (l, r) in self.redundancy.iter().enumerate() {
-            let q = format!("{p}.redundancy[{l}]");
-            validate::in_range(&format!("{q}.k_cos_fraction"), r.k_cos_fraction, 0.0, 1.0)?;
-            validate::in_range(&format!("{q}.v_cos_fraction"), r.v_cos_fraction, 0.0, 1.0)?;
-            validate::in_range(
-                &format!("{q}.attention_sparsity"),
-                r.attention_sparsity,
-                0.0,
-                1.0,
-            )?;
-        }
-        Ok(())
+            &self.redundancy,
+            g,
+            LayerRedundancy::validate,
+        )
     }
 }
 
