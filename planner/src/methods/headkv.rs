@@ -34,7 +34,7 @@
 //! exactly `L·H_kv·B`; no head keeps more than the context (water-filling hands the surplus of a
 //! capped head to the others). All-zero scores share the pool evenly.
 
-use super::rules::{check_exceeds_window, check_window, distribute, prompt_fits};
+use super::rules::{distribute, window_guards};
 use super::snapkv::{Pooling, DEFAULT_KERNEL, DEFAULT_POOLING};
 use super::MethodSection;
 use crate::budgets::Budgets;
@@ -223,11 +223,9 @@ pub fn head_budgets(
     let layers = kv_scores.len();
     let kv_heads = kv_scores.first().map_or(0, Vec::len);
     let n = context_len;
-    check_window(method, window)?;
-    if prompt_fits(n, per_head) {
+    if window_guards(method, n, per_head, window, "α")? {
         return Ok(vec![vec![n; kv_heads]; layers]);
     }
-    check_exceeds_window(method, per_head, window, "α")?;
     if !(beta >= 1.0 && beta.is_finite()) {
         return Err(Error::budget(
             method,
