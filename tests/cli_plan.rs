@@ -44,6 +44,12 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// Asserts that the run failed and that its stderr says `message`.
+fn fails_with(o: &Output, message: &str) {
+    assert!(!o.status.success(), "succeeded: {}", stderr(o));
+    assert!(stderr(o).contains(message), "{}", stderr(o));
+}
+
 #[test]
 fn writes_a_valid_plan_with_every_method() {
     let dir = scratch("all");
@@ -194,12 +200,8 @@ fn summary_and_exports() {
         ],
         &refused,
     );
-    assert!(!o.status.success());
-    assert!(
-        stderr(&o).contains("cannot export") && stderr(&o).contains("sections.pyramid"),
-        "{}",
-        stderr(&o)
-    );
+    fails_with(&o, "cannot export");
+    fails_with(&o, "sections.pyramid");
     assert!(!refused.exists());
 }
 
@@ -252,12 +254,7 @@ fn export_finds_the_models_plan_without_a_file() {
         &common[..],
     ]
     .concat());
-    assert!(!none.status.success());
-    assert!(
-        stderr(&none).contains("no plan for no-such-model"),
-        "{}",
-        stderr(&none)
-    );
+    fails_with(&none, "no plan for no-such-model");
     assert!(!dir.join("none").exists());
 }
 
@@ -270,12 +267,7 @@ fn missing_profile_names_the_file() {
         &["--budget", "64"],
         &out,
     );
-    assert!(!o.status.success());
-    assert!(
-        stderr(&o).contains("cannot read profile /no/such/profile.json"),
-        "{}",
-        stderr(&o)
-    );
+    fails_with(&o, "cannot read profile /no/such/profile.json");
     assert!(!out.exists());
 }
 
@@ -349,24 +341,14 @@ fn corrupt_profile_and_plan_name_file_and_path() {
     .unwrap_or_else(|e| panic!("{e}"));
     let out = dir.join("p.json");
     let o = plan(&bad, &["--budget", "64"], &out);
-    let err = stderr(&o);
-    assert!(!o.status.success());
-    assert!(
-        err.contains(&format!("cannot read profile {}", bad.display())),
-        "{err}"
-    );
-    assert!(err.contains("settings.extra"), "{err}");
+    fails_with(&o, &format!("cannot read profile {}", bad.display()));
+    fails_with(&o, "settings.extra");
 
     let plan = dir.join("bad.plan.json");
     std::fs::write(&plan, "{\"schema_version\": 7}").unwrap_or_else(|e| panic!("{e}"));
     let o = kvplan(&["plan", "--summary", plan.to_str().unwrap_or_default()]);
-    let err = stderr(&o);
-    assert!(!o.status.success());
-    assert!(
-        err.contains(&format!("cannot read plan {}", plan.display())),
-        "{err}"
-    );
-    assert!(err.contains("schema_version: expected 2, found 7"), "{err}");
+    fails_with(&o, &format!("cannot read plan {}", plan.display()));
+    fails_with(&o, "schema_version: expected 2, found 7");
 }
 
 /// The version-1 SmolLM2 plan as committed before the schema bump.
