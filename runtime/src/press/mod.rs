@@ -209,9 +209,16 @@ pub trait Press<B: Backend> {
         cache.bytes()
     }
 
-    /// Runs `ids` after what `cache` holds (default: the model's own forward). Presses that
-    /// change how attention reads the cache (SpindleKV's codebook, PoD's shared attention)
-    /// override it, and say so in [`Capabilities::changes_forward`].
+    /// Readies `cache` for running `ids` (default: nothing). A press that changes what the
+    /// cache holds before each step but keeps the model's own forward (the layer classes'
+    /// sliding windows, the stale windows' detached blocks) does it here.
+    fn prepare(&mut self, _model: &Model<B>, _ids: &[u32], _cache: &mut KvCache<B>) -> Result<()> {
+        Ok(())
+    }
+
+    /// Runs `ids` after what `cache` holds (default: [`Press::prepare`], then the model's own
+    /// forward). Presses that change how attention reads the cache (SpindleKV's codebook, PoD's
+    /// shared attention) override it, and say so in [`Capabilities::changes_forward`].
     ///
     /// # Shapes
     /// - ids: `t` tokens → `[1, vocab]`
@@ -222,6 +229,7 @@ pub trait Press<B: Backend> {
         cache: &mut KvCache<B>,
         obs: Option<&mut Observer>,
     ) -> Result<Tensor<B, 2>> {
+        self.prepare(model, ids, cache)?;
         model.forward(ids, cache, obs, Logits::Last)
     }
 
