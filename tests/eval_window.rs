@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{kvplan, read_json};
+use common::{kvplan, kvplan_ok, read_json};
 
 use std::path::PathBuf;
 
@@ -31,7 +31,7 @@ fn exported_prompts_end_the_question_before_the_template_tail() {
     let dir = scratch("export");
     let file = dir.join("prompts.json");
     let (model_s, file_s) = (model.to_string_lossy(), file.to_string_lossy());
-    let o = kvplan(&[
+    kvplan_ok(&[
         "eval",
         "niah",
         "--quick",
@@ -44,7 +44,6 @@ fn exported_prompts_end_the_question_before_the_template_tail() {
         "--export-prompts",
         &file_s,
     ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let p = read_json(&file);
     assert_eq!(p["format"], "kvplan-prompts/v1");
     assert_eq!(p["task"], "niah");
@@ -149,7 +148,7 @@ fn ruler_prompts_split_where_kvpress_splits_them() {
     let dir = scratch("ruler");
     let file = dir.join("prompts.json");
     let (model_s, file_s) = (model.to_string_lossy(), file.to_string_lossy());
-    let o = kvplan(&[
+    kvplan_ok(&[
         "eval",
         "ruler",
         "--quick",
@@ -164,7 +163,6 @@ fn ruler_prompts_split_where_kvpress_splits_them() {
         "--export-prompts",
         &file_s,
     ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let p = read_json(&file);
     assert_eq!(p["task"], "ruler");
     let gguf = GgufFile::open(&model).expect("model");
