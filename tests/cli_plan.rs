@@ -2,6 +2,9 @@
 //! validates, the summary and `kvplan export`'s files are written, and bad inputs fail with
 //! clear messages.
 
+mod common;
+
+use common::{kvplan, no_user_plans};
 use kvplan_common::committed;
 use kvplan_planner::{Method, Plan, Target};
 use std::path::{Path, PathBuf};
@@ -12,50 +15,59 @@ fn fixture() -> PathBuf {
         .join("planner/tests/fixtures/smollm2-handmade.profile.json")
 }
 
-/// A fresh scratch directory for one test.
+/// A fresh, empty scratch directory for one test.
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("kvplan-cli-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = common::scratch("cli", name);
     std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
     dir
 }
 
-fn kvplan(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_kvplan"))
-        .args(args)
-        // No per-user plans (a user's own `kvplan profile` output), as tests/common does.
-        .env(
-            "KVPLAN_PLANS",
-            std::env::temp_dir().join("kvplan-tests-no-user-plans"),
-        )
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run kvplan: {e}"))
+/// `kvplan plan --profile PROFILE ARGS… --out OUT`.
+fn plan(profile: &Path, args: &[&str], out: &Path) -> Output {
+    let (profile, out) = (
+        profile.to_str().unwrap_or_default(),
+        out.to_str().unwrap_or_default(),
+    );
+    kvplan(&[&["plan", "--profile", profile][..], args, &["--out", out]].concat())
+}
+
+/// `kvplan export PLAN ARGS… --out OUT`.
+fn export(plan: &Path, args: &[&str], out: &Path) -> Output {
+    let (plan, out) = (
+        plan.to_str().unwrap_or_default(),
+        out.to_str().unwrap_or_default(),
+    );
+    kvplan(&[&["export", plan][..], args, &["--out", out]].concat())
 }
 
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// Asserts that the run failed and that its stderr says `message`.
+fn fails_with(o: &Output, message: &str) {
+    assert!(!o.status.success(), "succeeded: {}", stderr(o));
+    assert!(stderr(o).contains(message), "{}", stderr(o));
+}
+
 #[test]
 fn writes_a_valid_plan_with_every_method() {
     let dir = scratch("all");
     let out = dir.join("smollm2.plan.json");
-    let profile = fixture();
-    let o = kvplan(&[
-        "plan",
-        "--profile",
-        profile.to_str().unwrap_or_default(),
-        "--budget",
-        "128",
-        "--method",
-        "all",
-        "--context-len",
-        "2048",
-        "--date",
-        "2026-11-22",
-        "--out",
-        out.to_str().unwrap_or_default(),
-    ]);
+    let o = plan(
+        &fixture(),
+        &[
+            "--budget",
+            "128",
+            "--method",
+            "all",
+            "--context-len",
+            "2048",
+            "--date",
+            "2026-11-22",
+        ],
+        &out,
+    );
     assert!(o.status.success(), "{}", stderr(&o));
     let plan = Plan::load(&out, None).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(plan.methods(), Method::ALL.to_vec());
@@ -90,19 +102,11 @@ fn rebuilds_the_committed_plan_byte_for_byte() {
     let committed_path = committed_copy("plans/smollm2-135m-instruct.plan.json", &dir);
     let profile = committed_copy("plans/smollm2-135m-instruct.profile.json", &dir);
     let out = dir.join("smollm2-135m-instruct.plan.json");
-    let o = kvplan(&[
-        "plan",
-        "--profile",
-        profile.to_str().unwrap_or_default(),
-        "--budget",
-        "128",
-        "--method",
-        "all",
-        "--date",
-        "2026-11-23",
-        "--out",
-        out.to_str().unwrap_or_default(),
-    ]);
+    let o = plan(
+        &profile,
+        &["--budget", "128", "--method", "all", "--date", "2026-11-23"],
+        &out,
+    );
     assert!(o.status.success(), "{}", stderr(&o));
     let committed = std::fs::read(&committed_path)
         .unwrap_or_else(|e| panic!("{}: {e}", committed_path.display()));
@@ -120,18 +124,11 @@ fn summary_and_exports() {
     let dir = scratch("summary");
     let out = dir.join("p.json");
     let exports = dir.join("exports");
-    let profile = fixture();
-    let o = kvplan(&[
-        "plan",
-        "--profile",
-        profile.to_str().unwrap_or_default(),
-        "--ratio",
-        "0.125",
-        "--method",
-        "headkv,pod",
-        "--out",
-        out.to_str().unwrap_or_default(),
-    ]);
+    let o = plan(
+        &fixture(),
+        &["--ratio", "0.125", "--method", "headkv,pod"],
+        &out,
+    );
     assert!(o.status.success(), "{}", stderr(&o));
     let o = kvplan(&[
         "plan",
@@ -148,18 +145,18 @@ fn summary_and_exports() {
     assert!(text.contains("vs FullKV 47185920"), "{text}");
     // The score and gate files moved to `kvplan export`; the plan holds retrieval-reasoning
     // scores only (headkv), so they are asked for by name.
-    let o = kvplan(&[
-        "export",
-        out.to_str().unwrap_or_default(),
-        "--to",
-        "headkv,duo",
-        "--scores",
-        "reasoning",
-        "--context-len",
-        "1024",
-        "--out",
-        exports.to_str().unwrap_or_default(),
-    ]);
+    let o = export(
+        &out,
+        &[
+            "--to",
+            "headkv,duo",
+            "--scores",
+            "reasoning",
+            "--context-len",
+            "1024",
+        ],
+        &exports,
+    );
     assert!(o.status.success(), "{}", stderr(&o));
     let line =
         std::fs::read_to_string(exports.join("headkv/headkv_scores.json")).unwrap_or_default();
@@ -189,26 +186,22 @@ fn summary_and_exports() {
     // A method the plan does not hold is one clear error naming its section, and nothing is
     // written (the other formats asked with it included).
     let refused = dir.join("refused");
-    let o = kvplan(&[
-        "export",
-        out.to_str().unwrap_or_default(),
-        "--to",
-        "headkv,vllm",
-        "--method",
-        "pyramid",
-        "--scores",
-        "reasoning",
-        "--context-len",
-        "1024",
-        "--out",
-        refused.to_str().unwrap_or_default(),
-    ]);
-    assert!(!o.status.success());
-    assert!(
-        stderr(&o).contains("cannot export") && stderr(&o).contains("sections.pyramid"),
-        "{}",
-        stderr(&o)
+    let o = export(
+        &out,
+        &[
+            "--to",
+            "headkv,vllm",
+            "--method",
+            "pyramid",
+            "--scores",
+            "reasoning",
+            "--context-len",
+            "1024",
+        ],
+        &refused,
     );
+    fails_with(&o, "cannot export");
+    fails_with(&o, "sections.pyramid");
     assert!(!refused.exists());
 }
 
@@ -222,10 +215,7 @@ fn export_finds_the_models_plan_without_a_file() {
         Command::new(env!("CARGO_BIN_EXE_kvplan"))
             .args(args)
             .current_dir(&dir)
-            .env(
-                "KVPLAN_PLANS",
-                std::env::temp_dir().join("kvplan-tests-no-user-plans"),
-            )
+            .env("KVPLAN_PLANS", no_user_plans())
             .output()
             .unwrap_or_else(|e| panic!("cannot run kvplan: {e}"))
     };
@@ -264,12 +254,7 @@ fn export_finds_the_models_plan_without_a_file() {
         &common[..],
     ]
     .concat());
-    assert!(!none.status.success());
-    assert!(
-        stderr(&none).contains("no plan for no-such-model"),
-        "{}",
-        stderr(&none)
-    );
+    fails_with(&none, "no plan for no-such-model");
     assert!(!dir.join("none").exists());
 }
 
@@ -277,21 +262,12 @@ fn export_finds_the_models_plan_without_a_file() {
 fn missing_profile_names_the_file() {
     let dir = scratch("missing");
     let out = dir.join("p.json");
-    let o = kvplan(&[
-        "plan",
-        "--profile",
-        "/no/such/profile.json",
-        "--budget",
-        "64",
-        "--out",
-        out.to_str().unwrap_or_default(),
-    ]);
-    assert!(!o.status.success());
-    assert!(
-        stderr(&o).contains("cannot read profile /no/such/profile.json"),
-        "{}",
-        stderr(&o)
+    let o = plan(
+        Path::new("/no/such/profile.json"),
+        &["--budget", "64"],
+        &out,
     );
+    fails_with(&o, "cannot read profile /no/such/profile.json");
     assert!(!out.exists());
 }
 
@@ -364,33 +340,15 @@ fn corrupt_profile_and_plan_name_file_and_path() {
     )
     .unwrap_or_else(|e| panic!("{e}"));
     let out = dir.join("p.json");
-    let o = kvplan(&[
-        "plan",
-        "--profile",
-        bad.to_str().unwrap_or_default(),
-        "--budget",
-        "64",
-        "--out",
-        out.to_str().unwrap_or_default(),
-    ]);
-    let err = stderr(&o);
-    assert!(!o.status.success());
-    assert!(
-        err.contains(&format!("cannot read profile {}", bad.display())),
-        "{err}"
-    );
-    assert!(err.contains("settings.extra"), "{err}");
+    let o = plan(&bad, &["--budget", "64"], &out);
+    fails_with(&o, &format!("cannot read profile {}", bad.display()));
+    fails_with(&o, "settings.extra");
 
     let plan = dir.join("bad.plan.json");
     std::fs::write(&plan, "{\"schema_version\": 7}").unwrap_or_else(|e| panic!("{e}"));
     let o = kvplan(&["plan", "--summary", plan.to_str().unwrap_or_default()]);
-    let err = stderr(&o);
-    assert!(!o.status.success());
-    assert!(
-        err.contains(&format!("cannot read plan {}", plan.display())),
-        "{err}"
-    );
-    assert!(err.contains("schema_version: expected 2, found 7"), "{err}");
+    fails_with(&o, &format!("cannot read plan {}", plan.display()));
+    fails_with(&o, "schema_version: expected 2, found 7");
 }
 
 /// The version-1 SmolLM2 plan as committed before the schema bump.
@@ -480,16 +438,7 @@ fn published_exports_match_the_committed_plans() {
         let out = scratch(&format!("published-{slug}"));
         // As committed: `kvplan profile` may have rewritten the plan in the checkout.
         let plan = committed_copy(&format!("plans/{name}"), &scratch(&format!("plan-{slug}")));
-        let o = kvplan(&[
-            "export",
-            plan.to_str().unwrap_or_default(),
-            "--to",
-            "all",
-            "--context-len",
-            "4096",
-            "--out",
-            out.to_str().unwrap_or_default(),
-        ]);
+        let o = export(&plan, &["--to", "all", "--context-len", "4096"], &out);
         assert!(o.status.success(), "{slug}: {}", stderr(&o));
         if slug == "gemma-3-270m" {
             // vLLM can shrink only Gemma 3's local window, and at 4096 tokens the full global

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{kvplan, read_json};
+use common::{kvplan_ok, read_json};
 
 use std::path::PathBuf;
 
@@ -30,9 +30,7 @@ fn quick_niah_writes_records_results_and_table_and_resumes() {
         "--out",
         &dir_s,
     ];
-    let o = kvplan(&args);
-    let err = String::from_utf8_lossy(&o.stderr).into_owned();
-    assert!(o.status.success(), "{err}");
+    let (o, err) = kvplan_ok(&args);
     let out = dir.join("quick");
     let records = read_json(&out.join("SmolLM2-135M-Instruct.niah.records.json"));
     let recs = records["records"].as_array().expect("records");
@@ -101,9 +99,7 @@ fn quick_niah_writes_records_results_and_table_and_resumes() {
     std::fs::write(&companion_path, companion.to_string()).expect("companion");
 
     // Again: every cell reused, the same records, kvpress's row in the table.
-    let o = kvplan(&args);
-    let err = String::from_utf8_lossy(&o.stderr).into_owned();
-    assert!(o.status.success(), "{err}");
+    let (o, err) = kvplan_ok(&args);
     assert!(err.contains("5 reused"), "{err}");
     let table = String::from_utf8_lossy(&o.stdout).into_owned();
     assert!(
@@ -117,9 +113,7 @@ fn quick_niah_writes_records_results_and_table_and_resumes() {
     // have their references (snapkv, full).
     let mut one = args;
     one[4] = "streaming";
-    let o = kvplan(&one);
-    let err = String::from_utf8_lossy(&o.stderr).into_owned();
-    assert!(o.status.success(), "{err}");
+    let (o, err) = kvplan_ok(&one);
     assert!(
         err.contains(
             "cells of this run's methods 1, of other methods and budgets recorded on the same prompts 4"
@@ -145,7 +139,7 @@ fn short_streaming_perplexity_writes_curves_for_each_method() {
     let model = common::shipped_model();
     let dir = scratch("ppl");
     let (model_s, dir_s) = (model.to_string_lossy(), dir.to_string_lossy());
-    let o = kvplan(&[
+    kvplan_ok(&[
         "eval",
         "ppl",
         "--quick",
@@ -162,8 +156,6 @@ fn short_streaming_perplexity_writes_curves_for_each_method() {
         "--out",
         &dir_s,
     ]);
-    let err = String::from_utf8_lossy(&o.stderr).into_owned();
-    assert!(o.status.success(), "{err}");
     let out = dir.join("quick");
     let results = EvalResults::load(&out.join("SmolLM2-135M-Instruct.results.json"))
         .expect("results validate");
@@ -207,9 +199,7 @@ fn quick_ruler_scores_two_tasks_writes_a_column_per_task_and_resumes() {
         "--out",
         &dir_s,
     ];
-    let o = kvplan(&args);
-    let err = String::from_utf8_lossy(&o.stderr).into_owned();
-    assert!(o.status.success(), "{err}");
+    let (o, _) = kvplan_ok(&args);
     let out = dir.join("quick");
     let records = read_json(&out.join("SmolLM2-135M-Instruct.ruler.records.json"));
     let recs = records["records"].as_array().expect("records");
@@ -249,9 +239,7 @@ fn quick_ruler_scores_two_tasks_writes_a_column_per_task_and_resumes() {
     assert_eq!(saved, table);
 
     // Again: every cell reused, the same records.
-    let o = kvplan(&args);
-    let err = String::from_utf8_lossy(&o.stderr).into_owned();
-    assert!(o.status.success(), "{err}");
+    let (_, err) = kvplan_ok(&args);
     assert!(err.contains("4 reused"), "{err}");
     assert_eq!(
         read_json(&out.join("SmolLM2-135M-Instruct.ruler.records.json")),

@@ -6,15 +6,39 @@
 
 mod common;
 
-use common::{kvplan, read_json};
+use common::{kvplan, kvplan_ok, read_json};
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use kvplan_runtime::gguf::GgufFile;
 use kvplan_runtime::tokenizer::Tokenizer;
 
 fn scratch(name: &str) -> PathBuf {
     common::scratch("window", name)
+}
+
+/// The prompts file `kvplan eval TASK_ARGS… --quick --methods full` exports into `dir` on
+/// `model` (`--export-prompts`), parsed.
+fn exported_prompts(task_args: &[&str], model: &Path, dir: &Path) -> serde_json::Value {
+    let file = dir.join("prompts.json");
+    let (model_s, dir_s, file_s) = (
+        model.to_string_lossy(),
+        dir.to_string_lossy(),
+        file.to_string_lossy(),
+    );
+    let rest = [
+        "--quick",
+        "--methods",
+        "full",
+        "--model",
+        &model_s,
+        "--out",
+        &dir_s,
+        "--export-prompts",
+        &file_s,
+    ];
+    kvplan_ok(&[&["eval"][..], task_args, &rest].concat());
+    read_json(&file)
 }
 
 fn ids(v: &serde_json::Value) -> Vec<u32> {
@@ -27,25 +51,8 @@ fn ids(v: &serde_json::Value) -> Vec<u32> {
 
 #[test]
 fn exported_prompts_end_the_question_before_the_template_tail() {
-    let model = common::shipped_model();
-    let dir = scratch("export");
-    let file = dir.join("prompts.json");
-    let (model_s, file_s) = (model.to_string_lossy(), file.to_string_lossy());
-    let o = kvplan(&[
-        "eval",
-        "niah",
-        "--quick",
-        "--methods",
-        "full",
-        "--model",
-        &model_s,
-        "--out",
-        &dir.to_string_lossy(),
-        "--export-prompts",
-        &file_s,
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let p = read_json(&file);
+    let (model, dir) = (common::shipped_model(), scratch("export"));
+    let p = exported_prompts(&["niah"], &model, &dir);
     assert_eq!(p["format"], "kvplan-prompts/v1");
     assert_eq!(p["task"], "niah");
     assert_eq!(p["settings"]["window"], "question-end");
@@ -145,27 +152,8 @@ fn question_agnostic_appends_the_question_and_other_settings_are_refused() {
 
 #[test]
 fn ruler_prompts_split_where_kvpress_splits_them() {
-    let model = common::shipped_model();
-    let dir = scratch("ruler");
-    let file = dir.join("prompts.json");
-    let (model_s, file_s) = (model.to_string_lossy(), file.to_string_lossy());
-    let o = kvplan(&[
-        "eval",
-        "ruler",
-        "--quick",
-        "--tasks",
-        "vt,qa_1",
-        "--methods",
-        "full",
-        "--model",
-        &model_s,
-        "--out",
-        &dir.to_string_lossy(),
-        "--export-prompts",
-        &file_s,
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let p = read_json(&file);
+    let (model, dir) = (common::shipped_model(), scratch("ruler"));
+    let p = exported_prompts(&["ruler", "--tasks", "vt,qa_1"], &model, &dir);
     assert_eq!(p["task"], "ruler");
     let gguf = GgufFile::open(&model).expect("model");
     let tok = Tokenizer::from_gguf(&gguf).expect("tokenizer");

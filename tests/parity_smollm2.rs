@@ -2,15 +2,14 @@
 //! float32) on the shipped model: `tests/fixtures/smollm2/`. Tolerances from the fixtures' README.
 
 mod common;
+mod parity_common;
 
 use kvplan_runtime::generate::{generate, GenerateConfig, Sampling};
 use kvplan_runtime::gguf::GgufFile;
 use kvplan_runtime::model::{Logits, Model};
 use kvplan_runtime::observe::{ObserveConfig, Observer};
 use kvplan_runtime::tokenizer::{ChatMessage, Tokenizer};
-use serde_json::Value;
-
-type B = kvplan_runtime::backend::Selected;
+use parity_common::{floats, ids, max_diff, B};
 
 fn load() -> (Model<B>, Tokenizer) {
     common::backend_setup();
@@ -20,22 +19,6 @@ fn load() -> (Model<B>, Tokenizer) {
         Model::from_gguf(&gguf, &kvplan_runtime::backend::device()).expect("model loads"),
         tok,
     )
-}
-
-fn ids(v: &Value) -> Vec<u32> {
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|x| x.as_u64().unwrap() as u32)
-        .collect()
-}
-
-fn floats(v: &Value) -> Vec<f32> {
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|x| x.as_f64().unwrap() as f32)
-        .collect()
 }
 
 #[test]
@@ -93,11 +76,7 @@ fn logits_and_greedy_continuations_match_transformers() {
         );
         let last = &flat[(t - 1) * vocab..];
         let want = floats(&case["last_logits"]);
-        let diff = last
-            .iter()
-            .zip(&want)
-            .map(|(a, b)| (a - b).abs())
-            .fold(0f32, f32::max);
+        let diff = max_diff(last, &want);
         report(
             &mut failed,
             diff < 1e-2,
@@ -188,12 +167,7 @@ fn keys_values_and_attention_match_transformers() {
                     .collect();
                 let want: Vec<f32> = want.as_array().unwrap().iter().flat_map(floats).collect();
                 assert_eq!(got.len(), prompt.len() * d);
-                let diff = got
-                    .iter()
-                    .zip(&want)
-                    .map(|(a, b)| (a - b).abs())
-                    .fold(0f32, f32::max);
-                worst = worst.max(diff);
+                worst = worst.max(max_diff(&got, &want));
             }
             report(
                 &mut failed,
@@ -210,13 +184,7 @@ fn keys_values_and_attention_match_transformers() {
             .enumerate()
         {
             for (r, want_row) in want.as_array().unwrap().iter().enumerate() {
-                let want_row = floats(want_row);
-                let diff = rec.probs[h][r]
-                    .iter()
-                    .zip(&want_row)
-                    .map(|(a, b)| (a - b).abs())
-                    .fold(0f32, f32::max);
-                worst = worst.max(diff);
+                worst = worst.max(max_diff(&rec.probs[h][r], &floats(want_row)));
             }
         }
         report(

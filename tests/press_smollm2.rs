@@ -12,6 +12,8 @@
 
 mod common;
 
+use std::path::PathBuf;
+
 use kvplan_planner::{build_plan, Method, PlanOptions, Profile, Target};
 use kvplan_runtime::cache::KvCache;
 use kvplan_runtime::generate::argmax;
@@ -56,17 +58,44 @@ fn answer(session: &mut Session<'_, B>, first: &[f32], tok: &Tokenizer, max: usi
     tok.decode(&ids).expect("decodes")
 }
 
-#[test]
-fn every_method_compresses_and_selection_methods_keep_the_needle() {
+/// The shipped model's file, its tokenizer and the model on the default device.
+fn shipped() -> (PathBuf, Tokenizer, Model<B>) {
     let path = common::shipped_model();
     let gguf = GgufFile::open(&path).expect("model opens");
     let tok = Tokenizer::from_gguf(&gguf).expect("tokenizer");
     let model = Model::<B>::from_gguf(&gguf, &kvplan_runtime::backend::device()).expect("model");
-    let profile = Profile::load(
-        &std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    (path, tok, model)
+}
+
+/// The hand-made SmolLM2 profile of the planner's tests.
+fn handmade_profile() -> Profile {
+    Profile::load(
+        &PathBuf::from(env!("CARGO_MANIFEST_DIR"))
             .join("planner/tests/fixtures/smollm2-handmade.profile.json"),
     )
-    .expect("hand-made profile");
+    .expect("hand-made profile")
+}
+
+/// The one prefill every press shares: the cache, what it recorded of every layer (the last 8
+/// attention rows and the column sums every press asks for) and the last position's logits.
+fn shared_prefill(model: &Model<B>, prompt: &[u32]) -> (KvCache<B>, Observer, Vec<f32>) {
+    let mut cache: KvCache<B> = model.new_cache();
+    let obs_config = ObserveConfig {
+        attn_rows: 8,
+        column_sums: true,
+        ..Default::default()
+    };
+    let mut obs = Observer::new(obs_config, model.config.geometry.layers);
+    let logits = model
+        .forward(prompt, &mut cache, Some(&mut obs), Logits::Last)
+        .expect("prefill");
+    (cache, obs, logits.into_data().iter::<f32>().collect())
+}
+
+#[test]
+fn every_method_compresses_and_selection_methods_keep_the_needle() {
+    let (path, tok, model) = shipped();
+    let profile = handmade_profile();
     let methods = Method::ALL.to_vec();
     let plan = build_plan(
         &profile,
@@ -81,17 +110,7 @@ fn every_method_compresses_and_selection_methods_keep_the_needle() {
     let prompt = tok.encode_chat(&needle_prompt()).expect("encodes");
     let n = prompt.len();
     assert!((450..700).contains(&n), "prompt of {n} tokens");
-    let mut cache: KvCache<B> = model.new_cache();
-    let obs_config = ObserveConfig {
-        attn_rows: 8,
-        column_sums: true,
-        ..Default::default()
-    };
-    let mut obs = Observer::new(obs_config, model.config.geometry.layers);
-    let logits = model
-        .forward(&prompt, &mut cache, Some(&mut obs), Logits::Last)
-        .expect("prefill");
-    let first: Vec<f32> = logits.into_data().iter::<f32>().collect();
+    let (cache, obs, first) = shared_prefill(&model, &prompt);
 
     let mut report = Vec::new();
     for &name in PRESS_NAMES {
@@ -182,15 +201,8 @@ fn every_method_compresses_and_selection_methods_keep_the_needle() {
 #[test]
 #[ignore]
 fn bench_decode_at_4k() {
-    let path = common::shipped_model();
-    let gguf = GgufFile::open(&path).expect("model opens");
-    let tok = Tokenizer::from_gguf(&gguf).expect("tokenizer");
-    let model = Model::<B>::from_gguf(&gguf, &kvplan_runtime::backend::device()).expect("model");
-    let profile = Profile::load(
-        &std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("planner/tests/fixtures/smollm2-handmade.profile.json"),
-    )
-    .expect("hand-made profile");
+    let (_, tok, model) = shipped();
+    let profile = handmade_profile();
     let plan = build_plan(
         &profile,
         &Method::ALL,
@@ -201,17 +213,8 @@ fn bench_decode_at_4k() {
     let unit = tok.encode(&PARAGRAPHS[..4].join("\n")).expect("encodes");
     let n = 4096;
     let prompt: Vec<u32> = unit.iter().copied().cycle().take(n).collect();
-    let mut cache: KvCache<B> = model.new_cache();
-    let obs_config = ObserveConfig {
-        attn_rows: 8,
-        column_sums: true,
-        ..Default::default()
-    };
-    let mut obs = Observer::new(obs_config, model.config.geometry.layers);
     let t = std::time::Instant::now();
-    model
-        .forward(&prompt, &mut cache, Some(&mut obs), Logits::Last)
-        .expect("prefill");
+    let (cache, obs, _) = shared_prefill(&model, &prompt);
     eprintln!("prefill {n} tokens: {:.1}s", t.elapsed().as_secs_f64());
     let steps = 16;
     for &name in PRESS_NAMES {
@@ -243,12 +246,9 @@ fn bench_decode_at_4k() {
 #[test]
 #[ignore]
 fn bench_pod_prefill_at_4k() {
-    let path = common::shipped_model();
-    let gguf = GgufFile::open(&path).expect("model opens");
-    let tok = Tokenizer::from_gguf(&gguf).expect("tokenizer");
-    let model = Model::<B>::from_gguf(&gguf, &kvplan_runtime::backend::device()).expect("model");
-    let plan_path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("plans/smollm2-135m-instruct.plan.json");
+    let (_, tok, model) = shipped();
+    let plan_path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("plans/smollm2-135m-instruct.plan.json");
     let plan = kvplan_planner::Plan::load(&plan_path, None).expect("committed plan");
     let unit = tok.encode(&PARAGRAPHS[..4].join("\n")).expect("encodes");
     let n = 4096;

@@ -204,10 +204,7 @@ mod tests {
     use super::*;
 
     fn temp_dir(tag: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("kvplan-data-{tag}-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&d);
-        fs::create_dir_all(&d).ok();
-        d
+        crate::test_dir("data", tag)
     }
 
     /// A downloader that must not be reached.

@@ -17,3 +17,13 @@ pub mod rng;
 pub mod score;
 
 pub use rng::Rng;
+
+/// A fresh, empty folder `kvplan-<what>-<tag>-<pid>` under the temp folder, for one test (removed
+/// first if a previous run left it).
+#[cfg(test)]
+pub(crate) fn test_dir(what: &str, tag: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("kvplan-{what}-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    dir
+}

@@ -184,10 +184,7 @@ mod tests {
     use super::*;
 
     fn scratch(tag: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("kvplan-lock-{tag}-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).ok();
-        dir.join("m.records.json")
+        crate::test_dir("lock", tag).join("m.records.json")
     }
 
     fn quiet(_: &str) {}

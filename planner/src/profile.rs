@@ -6,7 +6,7 @@
 //! naming the JSON path.
 
 use crate::chance::ChanceTest;
-use crate::geometry::ModelIdentity;
+use crate::geometry::{Geometry, ModelIdentity};
 use crate::{io, validate, Error, Result};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -176,6 +176,61 @@ pub struct LayerRedundancy {
     pub attention_sparsity: f64,
 }
 
+impl HeadScores {
+    /// Checks the trial counts and the `[layer][q_head]` scores of the set at `path`.
+    pub(crate) fn validate(&self, path: &str, g: &Geometry) -> Result<()> {
+        validate_head_scores(path, self.trials_kept, self.trials_total, &self.scores, g)
+    }
+}
+
+/// Checks a set of head scores at `path` (a profile's, or a HeadKV section's copy of them):
+/// no more trials kept than run, and one score in [0, 1] per layer and query head.
+pub(crate) fn validate_head_scores(
+    path: &str,
+    trials_kept: usize,
+    trials_total: usize,
+    scores: &[Vec<f64>],
+    g: &Geometry,
+) -> Result<()> {
+    if trials_kept > trials_total {
+        return Err(Error::invalid(
+            format!("{path}.trials_kept"),
+            format!("at most trials_total = {trials_total}"),
+            trials_kept,
+        ));
+    }
+    validate::matrix(
+        &format!("{path}.scores"),
+        scores,
+        (g.layers, "one per layer"),
+        (g.q_heads, "one per query head"),
+        0.0,
+        1.0,
+    )
+}
+
+impl LayerFunnel {
+    /// Checks one layer's funnel figures at `path`: entropy ≥ 0, top-k mass in [0, 1].
+    pub(crate) fn validate(&self, path: &str) -> Result<()> {
+        validate::non_negative(&format!("{path}.entropy"), self.entropy)?;
+        validate::in_range(&format!("{path}.top_k_mass"), self.top_k_mass, 0.0, 1.0)
+    }
+}
+
+impl LayerRedundancy {
+    /// Checks one layer's redundancy fractions at `path`: each in [0, 1].
+    pub(crate) fn validate(&self, path: &str) -> Result<()> {
+        for (name, v) in [
+            ("k_cos_fraction", self.k_cos_fraction),
+            ("v_cos_fraction", self.v_cos_fraction),
+            ("attention_sparsity", self.attention_sparsity),
+        ] {
+            validate::in_range(&format!("{path}.{name}"), v, 0.0, 1.0)?;
+        }
+        Ok(())
+    }
+}
+
 /// Tolerance for the symmetry of similarity matrices.
 const SYMMETRY_TOLERANCE: f64 = 1e-6;
 
@@ -222,21 +277,7 @@ impl Profile {
             ("retrieval", &self.retrieval),
             ("retrieval_reasoning", &self.retrieval_reasoning),
         ] {
-            if scores.trials_kept > scores.trials_total {
-                return Err(Error::invalid(
-                    format!("{name}.trials_kept"),
-                    format!("at most trials_total = {}", scores.trials_total),
-                    scores.trials_kept,
-                ));
-            }
-            validate::matrix(
-                &format!("{name}.scores"),
-                &scores.scores,
-                (g.layers, "one per layer"),
-                (g.q_heads, "one per query head"),
-                0.0,
-                1.0,
-            )?;
+            scores.validate(name, g)?;
         }
         self.validate_chance()?;
         self.validate_similarity()?;
@@ -250,29 +291,13 @@ impl Profile {
             0.0,
             f64::MAX,
         )?;
-        validate::len("funnel", self.funnel.len(), g.layers, "one per layer")?;
-        for (l, f) in self.funnel.iter().enumerate() {
-            validate::non_negative(&format!("funnel[{l}].entropy"), f.entropy)?;
-            validate::in_range(&format!("funnel[{l}].top_k_mass"), f.top_k_mass, 0.0, 1.0)?;
-        }
-        validate::len(
+        validate::per_layer("funnel", &self.funnel, g, LayerFunnel::validate)?;
+        validate::per_layer(
             "kv_redundancy",
-            self.kv_redundancy.len(),
-            g.layers,
-            "one per layer",
-        )?;
-        for (l, r) in self.kv_redundancy.iter().enumerate() {
-            let p = format!("kv_redundancy[{l}]");
-            validate::in_range(&format!("{p}.k_cos_fraction"), r.k_cos_fraction, 0.0, 1.0)?;
-            validate::in_range(&format!("{p}.v_cos_fraction"), r.v_cos_fraction, 0.0, 1.0)?;
-            validate::in_range(
-                &format!("{p}.attention_sparsity"),
-                r.attention_sparsity,
-                0.0,
-                1.0,
-            )?;
-        }
-        Ok(())
+            &self.kv_redundancy,
+            g,
+            LayerRedundancy::validate,
+        )
     }
 
     /// The chance test, when recorded, counts the retrieval-reasoning trials and kept ones.

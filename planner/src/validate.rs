@@ -1,6 +1,6 @@
 //! Small checks shared by the profile and plan validators; each error names its JSON path.
 
-use crate::{Error, Result};
+use crate::{Error, Geometry, Result};
 use serde::de::DeserializeOwned;
 
 /// Parses `text` into `T`, naming the JSON path of any missing, unknown or mistyped field.
@@ -88,6 +88,21 @@ pub(crate) fn len(path: &str, found: usize, expected: usize, what: &str) -> Resu
             format!("{found} entries"),
         ))
     }
+}
+
+/// A list of one entry per layer of `g` at `path`, each entry passing `check` at
+/// `path[i]`.
+pub(crate) fn per_layer<T>(
+    path: &str,
+    items: &[T],
+    g: &Geometry,
+    check: impl Fn(&T, &str) -> Result<()>,
+) -> Result<()> {
+    len(path, items.len(), g.layers, "one per layer")?;
+    for (l, item) in items.iter().enumerate() {
+        check(item, &format!("{path}[{l}]"))?;
+    }
+    Ok(())
 }
 
 /// A `[rows][cols]` matrix of finite numbers in `[lo, hi]`.

@@ -27,6 +27,19 @@ fn request(format: Format, n: usize, budget: usize) -> Request {
     }
 }
 
+/// The files of `format` at `n` tokens and `budget` entries per head ([`request`]).
+fn exported(p: &Plan, format: Format, n: usize, budget: usize) -> Export {
+    export(p, &request(format, n, budget)).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Why `format` at `n` tokens and `budget` entries per head is refused ([`request`]).
+fn refusal(p: &Plan, format: Format, n: usize, budget: usize) -> String {
+    match export(p, &request(format, n, budget)) {
+        Ok(_) => panic!("{format:?} at {n} tokens, budget {budget}: exported"),
+        Err(e) => e.to_string(),
+    }
+}
+
 fn json_file(e: &Export, name: &str) -> Value {
     let f = e.files.iter().find(|f| f.name == name).expect(name);
     serde_json::from_slice(&f.bytes).expect("JSON")
@@ -41,7 +54,7 @@ fn qwen2_on_vllm_is_one_window_never_mixed_layer_types() {
     // former "10 of 24 layers full"); vLLM's Qwen2 asserts against mixed layer_types, so every
     // layer gets W = the plan's mean, 512.
     let p = plan(QWEN);
-    let e = export(&p, &request(Format::Vllm, 1024, 512)).unwrap_or_else(|e| panic!("{e}"));
+    let e = exported(&p, Format::Vllm, 1024, 512);
     let v = json_file(&e, "config_override.json");
     let types: Vec<String> = serde_json::from_value(v["layer_types"].clone()).unwrap();
     assert_eq!(types, vec!["sliding_attention".to_string(); 24]);
@@ -63,7 +76,7 @@ fn qwen2_on_vllm_is_one_window_never_mixed_layer_types() {
     // Bytes a sequence at 2 bytes a number: slots × 2 (K, V) × 2 KV heads × 64 × 2.
     assert_eq!(r.bytes.admission, 24 * 1040 * 2 * 2 * 64 * 2);
     // A budget at the context: no window at all (use_sliding_window false).
-    let e = export(&p, &request(Format::Vllm, 1024, 1024)).unwrap_or_else(|e| panic!("{e}"));
+    let e = exported(&p, Format::Vllm, 1024, 1024);
     let v = json_file(&e, "config_override.json");
     assert_eq!(
         (v["sliding_window"].clone(), v["use_sliding_window"].clone()),
@@ -76,15 +89,13 @@ fn gemma_on_vllm_needs_room_beside_the_globals_and_trtllm_keeps_the_local_window
     let p = plan(GEMMA);
     // vLLM can shrink only the local window: at 4096 tokens and budget 128 the 3 full global
     // layers alone (12 288 entries) exceed the plan's 8 064 — refused, naming the way out.
-    let err = export(&p, &request(Format::Vllm, 4096, 128))
-        .unwrap_err()
-        .to_string();
+    let err = refusal(&p, Format::Vllm, 4096, 128);
     assert!(err.contains("--budget") && err.contains("12288"), "{err}");
     // TensorRT-LLM frees blocks at its smallest window only (one detached-block count per
     // sequence): the 15 local layers keep Gemma's 512 and the 3 global ones share it — a global
     // window below 512 would keep every local layer whole. At budget 128 the plan's 3 · 128
     // global entries are nearest to 3 windows of 512 (1 536), not to a full layer (4 096).
-    let e = export(&p, &request(Format::Trtllm, 4096, 128)).unwrap_or_else(|e| panic!("{e}"));
+    let e = exported(&p, Format::Trtllm, 4096, 128);
     let windows: Vec<usize> = serde_json::from_value(
         json_file(&e, "kv_cache_config.json")["max_attention_window"].clone(),
     )
@@ -99,22 +110,18 @@ fn llamacpp_overrides_gemma_local_window_only() {
     let p = plan(GEMMA);
     // 4096 tokens at budget 128: the 3 full global layers alone (12 288) exceed the plan's
     // 3 · 128 + 15 · 512 = 8 064 entries: refused, naming the way out.
-    let err = export(&p, &request(Format::Llamacpp, 4096, 128))
-        .unwrap_err()
-        .to_string();
+    let err = refusal(&p, Format::Llamacpp, 4096, 128);
     assert!(err.contains("--budget") && err.contains("12288"), "{err}");
     // 1024 tokens at budget 512: T = 18 · 512 = 9 216, globals 3 · 1024, the 15 locals share
     // (9 216 − 3 072) / 15 = 409.6 → 410.
-    let e = export(&p, &request(Format::Llamacpp, 1024, 512)).unwrap_or_else(|e| panic!("{e}"));
+    let e = exported(&p, Format::Llamacpp, 1024, 512);
     let line = String::from_utf8(e.files[0].bytes.clone()).unwrap();
     assert_eq!(
         line,
         "--override-kv gemma3.attention.sliding_window=int:410\n"
     );
     // Refused for an architecture without windowed layers.
-    let err = export(&plan(QWEN), &request(Format::Llamacpp, 1024, 512))
-        .unwrap_err()
-        .to_string();
+    let err = refusal(&plan(QWEN), Format::Llamacpp, 1024, 512);
     assert!(err.contains("llamacpp cannot run a qwen2 plan"), "{err}");
 }
 
@@ -122,7 +129,7 @@ fn llamacpp_overrides_gemma_local_window_only() {
 fn gemma_kvpress_and_lukv_leave_the_local_layers_alone() {
     let p = plan(GEMMA);
     let own = p.model.geometry.layer_windows.clone();
-    let e = export(&p, &request(Format::Kvpress, 4096, 128)).unwrap_or_else(|e| panic!("{e}"));
+    let e = exported(&p, Format::Kvpress, 4096, 128);
     let ratios: Vec<f64> = serde_json::from_value(
         json_file(&e, "compression_ratios.json")["compression_ratios"].clone(),
     )
@@ -165,9 +172,7 @@ fn gemma_kvpress_and_lukv_leave_the_local_layers_alone() {
 
 #[test]
 fn headkv_is_refused_off_llama() {
-    let err = export(&plan(QWEN), &request(Format::Headkv, 4096, 128))
-        .unwrap_err()
-        .to_string();
+    let err = refusal(&plan(QWEN), Format::Headkv, 4096, 128);
     assert!(
         err.contains("headkv cannot run a qwen2 plan") && err.contains("llama"),
         "{err}"
@@ -296,7 +301,7 @@ fn gemma3_on_vllm_shrinks_the_local_window_only() {
     // layer_types (every 6th layer global) and one local window. At 1024 tokens and budget 512:
     // 18 · 512 = 9216 entries, the 3 globals hold 3 · 1024, (9216 − 3072)/15 = 409.6 → 410.
     let p = plan(GEMMA);
-    let e = export(&p, &request(Format::Vllm, 1024, 512)).unwrap_or_else(|e| panic!("{e}"));
+    let e = exported(&p, Format::Vllm, 1024, 512);
     let v = json_file(&e, "config_override.json");
     let types: Vec<String> = serde_json::from_value(v["layer_types"].clone()).unwrap();
     let want: Vec<String> = (0..18)
@@ -314,8 +319,6 @@ fn gemma3_on_vllm_shrinks_the_local_window_only() {
     assert!(v.get("use_sliding_window").is_none(), "{v}");
     assert_eq!(e.manifest.honours.layers, "native-window-only");
     // Where the globals alone hold more than the plan: refused with the reason.
-    let err = export(&p, &request(Format::Vllm, 4096, 128))
-        .unwrap_err()
-        .to_string();
+    let err = refusal(&p, Format::Vllm, 4096, 128);
     assert!(err.contains("full global layers"), "{err}");
 }

@@ -28,6 +28,12 @@ fn plan_error(v: &Value) -> String {
     }
 }
 
+/// Asserts that the plan loader rejects `v` with an error starting with `prefix`.
+fn rejects(v: &Value, prefix: &str) {
+    let e = plan_error(v);
+    assert!(e.starts_with(prefix), "{e}");
+}
+
 #[test]
 fn good_plan_loads() {
     assert!(Plan::from_json(&plan_value().to_string()).is_ok());
@@ -66,19 +72,17 @@ fn bad_layer_windows() {
     );
     let mut v = plan_value();
     v["model"]["geometry"]["layer_windows"][4] = json!("global");
-    let e = plan_error(&v);
-    assert!(
-        e.starts_with("plan: at `model.geometry.layer_windows[4]`: invalid type: string"),
-        "{e}"
+    rejects(
+        &v,
+        "plan: at `model.geometry.layer_windows[4]`: invalid type: string",
     );
     let mut v = plan_value();
     if let Some(g) = v["model"]["geometry"].as_object_mut() {
         g.remove("layer_windows");
     }
-    let e = plan_error(&v);
-    assert!(
-        e.starts_with("plan: at `model.geometry`: missing field `layer_windows`"),
-        "{e}"
+    rejects(
+        &v,
+        "plan: at `model.geometry`: missing field `layer_windows`",
     );
 }
 
@@ -93,10 +97,9 @@ fn budget_semantics_must_be_this_builds() {
     );
     let mut v = plan_value();
     v["budget_semantics"]["granularity"] = json!("query_head");
-    let e = plan_error(&v);
-    assert!(
-        e.starts_with("plan: at `budget_semantics.granularity`: unknown variant `query_head`"),
-        "{e}"
+    rejects(
+        &v,
+        "plan: at `budget_semantics.granularity`: unknown variant `query_head`",
     );
     let mut v = plan_value();
     v["budget_semantics"]["methods"]["snapkv"]["decode"] =
@@ -114,10 +117,9 @@ fn missing_field() {
     if let Some(o) = v["sections"]["pyramid"].as_object_mut() {
         o.remove("beta");
     }
-    let e = plan_error(&v);
-    assert!(
-        e.starts_with("plan: at `sections.pyramid`: missing field `beta` at line 1"),
-        "{e}"
+    rejects(
+        &v,
+        "plan: at `sections.pyramid`: missing field `beta` at line 1",
     );
 }
 
@@ -125,10 +127,9 @@ fn missing_field() {
 fn extra_field() {
     let mut v = plan_value();
     v["sections"]["treekv"]["cache_size"] = json!(5);
-    let e = plan_error(&v);
-    assert!(
-        e.starts_with("plan: at `sections.treekv.cache_size`: unknown field `cache_size`"),
-        "{e}"
+    rejects(
+        &v,
+        "plan: at `sections.treekv.cache_size`: unknown field `cache_size`",
     );
 }
 
@@ -142,7 +143,7 @@ fn negative_number() {
     );
     let mut v = plan_value();
     v["sections"]["pyramid"]["window"] = json!(-8);
-    assert!(plan_error(&v).starts_with("plan: at `sections.pyramid.window`: invalid value"));
+    rejects(&v, "plan: at `sections.pyramid.window`: invalid value");
 }
 
 #[test]
@@ -216,7 +217,7 @@ fn pod_blocks_must_cover_the_layers() {
 fn pod_saving_must_match_blocks() {
     let mut v = plan_value();
     v["sections"]["pod"]["saving"] = json!(0.9);
-    assert!(plan_error(&v).starts_with("sections.pod.saving: expected 0.7"));
+    rejects(&v, "sections.pod.saving: expected 0.7");
 }
 
 #[test]
@@ -238,7 +239,7 @@ fn bad_target() {
         "target.ratio: expected a ratio in (0, 1], found 0"
     );
     v["target"] = json!({"bytes": 10});
-    assert!(plan_error(&v).starts_with("plan: at `target`: unknown variant `bytes`"));
+    rejects(&v, "plan: at `target`: unknown variant `bytes`");
 }
 
 #[test]

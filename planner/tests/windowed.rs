@@ -70,16 +70,21 @@ fn sections() -> Sections {
         split: None,
         redundancy: vec![redundancy; 4],
     }));
-    s.insert(Section::Pod(PodSection {
+    s.insert(Section::Pod(pod(vec![[0, 0], [1, 2], [3, 3]])));
+    s
+}
+
+/// The fixture's PoD section with `blocks` for both query heads.
+fn pod(blocks: Vec<[usize; 2]>) -> PodSection {
+    PodSection {
         delta: 0.5,
         target_saving: None,
         saving: 0.25,
         sinks: 16,
         tau: 0.7,
-        blocks: vec![vec![[0, 0], [1, 2], [3, 3]]; 2],
+        blocks: vec![blocks; 2],
         grouping: Default::default(),
-    }));
-    s
+    }
 }
 
 /// `m`'s budgets on the fixture at `n` tokens under a target of `b` entries per head.
@@ -92,6 +97,12 @@ fn grid(m: Method, n: usize, b: usize) -> Vec<Vec<usize>> {
     budgets(m, n, b).per_layer_per_kv_head
 }
 
+/// Per-layer entries of the one KV head when the windowed layers 0 and 3 hold `window` and the
+/// global layers 1 and 2 hold `global`.
+fn by_layer(window: usize, global: [usize; 2]) -> Vec<Vec<usize>> {
+    vec![vec![window], vec![global[0]], vec![global[1]], vec![window]]
+}
+
 #[test]
 fn sections_validate_against_the_windows() {
     assert!(sections().validate(&geometry()).is_ok());
@@ -100,25 +111,16 @@ fn sections_validate_against_the_windows() {
 #[test]
 fn uniform_budgets_on_global_layers_only() {
     // n = 2000, B = 72: layers 1, 2 keep 72; layers 0, 3 hold their window of 512.
-    assert_eq!(
-        grid(Method::SnapKv, 2000, 72),
-        vec![vec![512], vec![72], vec![72], vec![512]]
-    );
+    assert_eq!(grid(Method::SnapKv, 2000, 72), by_layer(512, [72, 72]));
     // n = 300 < W: a windowed layer holds the whole prompt, 300.
-    assert_eq!(
-        grid(Method::SnapKv, 300, 72),
-        vec![vec![300], vec![72], vec![72], vec![300]]
-    );
+    assert_eq!(grid(Method::SnapKv, 300, 72), by_layer(300, [72, 72]));
 }
 
 #[test]
 fn pyramid_schedule_over_the_two_global_layers() {
     // m = 2 global layers, B = 72, α = 8: c = 64, top ⌊64/20⌋ = 3, bottom 128 − 3 = 125,
     // step ⌊122/1⌋ = 122 → 125, 3 (sum 128 = 2·64); plus α: 133, 11.
-    assert_eq!(
-        grid(Method::Pyramid, 2000, 72),
-        vec![vec![512], vec![133], vec![11], vec![512]]
-    );
+    assert_eq!(grid(Method::Pyramid, 2000, 72), by_layer(512, [133, 11]));
 }
 
 #[test]
@@ -126,10 +128,7 @@ fn headkv_pool_over_global_heads_is_per_layer_with_one_kv_head() {
     // Global rows only: layer 1 (0.3, 0.1), layer 2 (0, 0); Σ = 0.4 → KV scores 1.0 and 0.
     // b = 72 − 8 = 64, β = 1.01: pool per head ⌊64/1.01⌋ = 63, basic 1; pool 2·63 = 126 all to
     // layer 1 → 1 + 126 + 8 = 135 and 1 + 0 + 8 = 9 (sum 144 = 2·72).
-    assert_eq!(
-        grid(Method::HeadKv, 2000, 72),
-        vec![vec![512], vec![135], vec![9], vec![512]]
-    );
+    assert_eq!(grid(Method::HeadKv, 2000, 72), by_layer(512, [135, 9]));
 }
 
 #[test]
@@ -137,10 +136,7 @@ fn spindle_schedule_and_codebook_on_global_layers_only() {
     // n = 1008, l_w = 8 → l_c = 1000; B = 208 → r_c = 0.2: r = 0.35, 0.05 over the 2 global
     // layers → 350, 50, plus 8: 358, 58.
     let b = budgets(Method::Spindle, 1008, 208);
-    assert_eq!(
-        b.per_layer_per_kv_head,
-        vec![vec![512], vec![358], vec![58], vec![512]]
-    );
+    assert_eq!(b.per_layer_per_kv_head, by_layer(512, [358, 58]));
     assert_eq!(b.codebook_layers, vec![false, true, true, false]);
 }
 
@@ -149,25 +145,11 @@ fn pod_shares_keys_between_adjacent_global_layers_only() {
     // Blocks [0], [1, 2], [3]: layer 2's distant keys are shared; it keeps the proximal window
     // B = 72. Values: every token in global layers (2000), the window in windowed ones.
     let b = budgets(Method::Pod, 2000, 72);
-    assert_eq!(
-        b.per_layer_per_kv_head,
-        vec![vec![512], vec![2000], vec![2000], vec![512]]
-    );
-    assert_eq!(
-        b.keys_per_layer_per_kv_head,
-        vec![vec![512], vec![2000], vec![72], vec![512]]
-    );
+    assert_eq!(b.per_layer_per_kv_head, by_layer(512, [2000, 2000]));
+    assert_eq!(b.keys_per_layer_per_kv_head, by_layer(512, [2000, 72]));
     // A block mixing a windowed and a global layer is refused, naming it.
     let mut s = sections();
-    s.insert(Section::Pod(PodSection {
-        delta: 0.5,
-        target_saving: None,
-        saving: 0.25,
-        sinks: 16,
-        tau: 0.7,
-        blocks: vec![vec![[0, 1], [2, 2], [3, 3]]; 2],
-        grouping: Default::default(),
-    }));
+    s.insert(Section::Pod(pod(vec![[0, 1], [2, 2], [3, 3]])));
     let e = s.validate(&geometry()).err().map(|e| e.to_string());
     assert_eq!(
         e.as_deref(),

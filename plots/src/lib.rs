@@ -32,17 +32,12 @@ pub enum Error {
     /// PNG encoding failed.
     #[error("encoding {figure} as PNG: {message}")]
     Png { figure: String, message: String },
-    /// Input data that cannot be drawn (empty, mismatched lengths, NaN): `path` is its JSON path.
-    #[error("{path}: expected {expected}, found {found}")]
-    Invalid {
-        path: String,
-        expected: String,
-        found: String,
-    },
     /// The file is not a profile, plan or results file.
     #[error("{0}")]
     UnknownKind(String),
-    /// An error from the planner (a profile or plan that does not validate, budgets).
+    /// An error from the planner (a profile or plan that does not validate, budgets), or input
+    /// data that cannot be drawn (empty, mismatched lengths, NaN), said as the planner's
+    /// [`kvplan_planner::Error::Invalid`] with its JSON path.
     #[error(transparent)]
     Planner(#[from] kvplan_planner::Error),
     /// Reading or writing a file failed.
@@ -55,18 +50,3 @@ pub enum Error {
 
 /// Result alias of the plots crate.
 pub type Result<T> = std::result::Result<T, Error>;
-
-impl Error {
-    /// An [`Error::Invalid`] from displayable parts.
-    pub fn invalid(
-        path: impl Into<String>,
-        expected: impl std::fmt::Display,
-        found: impl std::fmt::Display,
-    ) -> Self {
-        Error::Invalid {
-            path: path.into(),
-            expected: expected.to_string(),
-            found: found.to_string(),
-        }
-    }
-}

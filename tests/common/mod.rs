@@ -74,6 +74,15 @@ pub fn kvplan(args: &[&str]) -> std::process::Output {
         .unwrap_or_else(|e| panic!("cannot run kvplan: {e}"))
 }
 
+/// Runs `kvplan` with `args` as [`kvplan`] does and asserts that it succeeded, showing its
+/// stderr where it did not; returns the run and its stderr.
+pub fn kvplan_ok(args: &[&str]) -> (std::process::Output, String) {
+    let o = kvplan(args);
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(o.status.success(), "{err}");
+    (o, err)
+}
+
 /// The JSON file at `path`, parsed; panics naming the file.
 pub fn read_json(path: &std::path::Path) -> serde_json::Value {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));

@@ -9,7 +9,7 @@
 use std::path::PathBuf;
 
 use kvplan_runtime::generate::{argmax, generate, GenerateConfig, Sampling};
-use kvplan_runtime::model::{Logits, Model};
+use kvplan_runtime::model::{Logits, Model, ModelConfig};
 use kvplan_runtime::observe::{ObserveConfig, Observer};
 use serde_json::Value;
 
@@ -26,6 +26,12 @@ pub fn load(path: &PathBuf) -> Model<B> {
     super::common::backend_setup();
     Model::load(path, &kvplan_runtime::backend::device())
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The model's `(layers, query heads, KV heads, head dim)`, as read from the GGUF's metadata.
+pub fn heads(c: &ModelConfig) -> (usize, usize, usize, usize) {
+    let g = &c.geometry;
+    (g.layers, g.q_heads, g.kv_heads, g.head_dim)
 }
 
 /// `tests/fixtures/<model>/<name>`, parsed.

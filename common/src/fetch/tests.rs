@@ -10,10 +10,7 @@ use super::*;
 const ABC: &str = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
 
 fn temp_dir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("kvplan-fetch-{tag}-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&d);
-    fs::create_dir_all(&d).unwrap();
-    d
+    crate::test_dir("fetch", tag)
 }
 
 /// Writes a wheel `<dist>-<version>-py3-none-any.whl` holding `member` (and the dist-info pip

@@ -248,11 +248,7 @@ fn kvpress_ratio_cells_join_as_their_own_method_with_kvpress_settings() {
         ]
     );
     let b = board(&input.file, &Marks::default());
-    let keydiff = b
-        .points
-        .iter()
-        .find(|p| p.method == "kvpress-keydiff")
-        .expect("point");
+    let keydiff = point(&b, "kvpress-keydiff");
     // Task means vt 50, cwe 0: the average 25.
     assert!((keydiff.score - 25.0).abs() < 1e-9, "{}", keydiff.score);
     assert!((keydiff.effective - 0.5006).abs() < 1e-12);
@@ -316,6 +312,25 @@ fn read_takes_the_kvpress_file_beside_a_ruler_records_file() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The board's point of `method`.
+fn point<'b>(b: &'b Board, method: &str) -> &'b BoardPoint {
+    b.points
+        .iter()
+        .find(|p| p.method == method)
+        .unwrap_or_else(|| panic!("no point of {method}"))
+}
+
+/// A selection of the rows of `methods` (none: every method), on the prompts every row holds
+/// when `common_prompts`.
+fn selecting(methods: &[&str], common_prompts: bool) -> Selection {
+    Selection {
+        methods: (!methods.is_empty()).then(|| methods.iter().map(|m| m.to_string()).collect()),
+        common_prompts,
+        versus: None,
+        ratios: None,
+    }
+}
+
 /// A file whose kvpress row holds fewer prompts than kvplan's rows: three prompts under FullKV
 /// and SnapKV, two under `kvpress-keydiff`, one under `kvpress-kvzip`.
 fn uneven() -> Input {
@@ -338,14 +353,7 @@ fn common_prompts_keep_what_every_row_holds_and_methods_choose_rows() {
     // Every row: full (vt 0, vt 1, cwe 0), snapkv (the same), keydiff (vt 0, cwe 0), kvzip
     // (vt 0): only vt 0 is common.
     let mut all = uneven();
-    let note = all
-        .select(&Selection {
-            methods: None,
-            common_prompts: true,
-            versus: None,
-            ratios: None,
-        })
-        .expect("a note");
+    let note = all.select(&selecting(&[], true)).expect("a note");
     assert!(note.contains("1 of 3 prompts"), "{note}");
     assert!(note.contains("kvpress-kvzip @ 50% with 1"), "{note}");
     let kept: Vec<(String, usize)> = all
@@ -360,12 +368,7 @@ fn common_prompts_keep_what_every_row_holds_and_methods_choose_rows() {
     // Without KVzip the common prompts are keydiff's two.
     let mut two = uneven();
     let note = two
-        .select(&Selection {
-            methods: Some(vec!["snapkv".into(), "kvpress-keydiff".into()]),
-            common_prompts: true,
-            versus: None,
-            ratios: None,
-        })
+        .select(&selecting(&["snapkv", "kvpress-keydiff"], true))
         .expect("a note");
     assert!(note.contains("2 of 3 prompts"), "{note}");
     let b = board(&two.file, &Marks::default());
@@ -373,31 +376,17 @@ fn common_prompts_keep_what_every_row_holds_and_methods_choose_rows() {
     assert_eq!(methods, ["kvpress-keydiff", "snapkv"]);
     // SnapKV on vt 0 (1) and cwe 0 (1): 100 on the common prompts, where all three give 75 (the
     // mean of vt's 50 and cwe's 100).
-    let snap = b
-        .points
-        .iter()
-        .find(|p| p.method == "snapkv")
-        .expect("snapkv");
+    let snap = point(&b, "snapkv");
     assert!((snap.score - 100.0).abs() < 1e-9, "{}", snap.score);
     // A method the records do not hold is named in the note.
     let mut typo = uneven();
     let note = typo
-        .select(&Selection {
-            methods: Some(vec!["snapkv".into(), "kvpress-keydif".into()]),
-            common_prompts: false,
-            versus: None,
-            ratios: None,
-        })
+        .select(&selecting(&["snapkv", "kvpress-keydif"], false))
         .expect("a note");
     assert!(note.contains("no ratio rows of kvpress-keydif"), "{note}");
     // FullKV, the reference line, is no ratio row but is never "absent".
     let mut named = uneven();
-    let note = named.select(&Selection {
-        methods: Some(vec!["full".into(), "snapkv".into()]),
-        common_prompts: false,
-        versus: None,
-        ratios: None,
-    });
+    let note = named.select(&selecting(&["full", "snapkv"], false));
     assert!(
         note.as_deref().is_none_or(|n| !n.contains("no ratio rows")),
         "{note:?}"
@@ -605,10 +594,8 @@ fn ratios_choose_targets_so_a_sparse_target_does_not_shrink_the_common_prompts()
         i
     };
     let sel = |ratios: Option<Vec<f64>>| Selection {
-        methods: Some(vec!["snapkv".into(), "kvpress-keydiff".into()]),
-        common_prompts: true,
-        versus: None,
         ratios,
+        ..selecting(&["snapkv", "kvpress-keydiff"], true)
     };
     let mut every = sparse();
     let note = every.select(&sel(None)).expect("a note");

@@ -34,13 +34,13 @@
 //! exactly `L·H_kv·B`; no head keeps more than the context (water-filling hands the surplus of a
 //! capped head to the others). All-zero scores share the pool evenly.
 
-use super::rules::{check_exceeds_window, check_window, distribute, prompt_fits};
+use super::rules::{distribute, window_guards};
 use super::snapkv::{Pooling, DEFAULT_KERNEL, DEFAULT_POOLING};
 use super::MethodSection;
 use crate::budgets::Budgets;
 use crate::geometry::Geometry;
 use crate::method::Method;
-use crate::profile::Profile;
+use crate::profile::{validate_head_scores, Profile};
 use crate::{validate, Error, Result};
 use serde::{Deserialize, Serialize};
 
@@ -133,21 +133,7 @@ impl MethodSection for HeadKvSection {
         validate::in_range(&format!("{p}.beta"), self.beta, 1.0, f64::MAX)?;
         validate::above(&format!("{p}.temperature"), self.temperature, 0.0)?;
         validate::at_least(&format!("{p}.kernel_size"), self.kernel_size, 1)?;
-        if self.trials_kept > self.trials_total {
-            return Err(Error::invalid(
-                format!("{p}.trials_kept"),
-                format!("at most trials_total = {}", self.trials_total),
-                self.trials_kept,
-            ));
-        }
-        validate::matrix(
-            &format!("{p}.scores"),
-            &self.scores,
-            (g.layers, "one per layer"),
-            (g.q_heads, "one per query head"),
-            0.0,
-            1.0,
-        )
+        validate_head_scores(p, self.trials_kept, self.trials_total, &self.scores, g)
     }
 
     fn budgets(&self, g: &Geometry, out: &mut Budgets) -> Result<()> {
@@ -237,11 +223,9 @@ pub fn head_budgets(
     let layers = kv_scores.len();
     let kv_heads = kv_scores.first().map_or(0, Vec::len);
     let n = context_len;
-    check_window(method, window)?;
-    if prompt_fits(n, per_head) {
+    if window_guards(method, n, per_head, window, "α")? {
         return Ok(vec![vec![n; kv_heads]; layers]);
     }
-    check_exceeds_window(method, per_head, window, "α")?;
     if !(beta >= 1.0 && beta.is_finite()) {
         return Err(Error::budget(
             method,

@@ -32,7 +32,7 @@
 //! one more from the top E mod m layers), which keeps the schedule non-increasing from bottom to
 //! top and the total exactly m·B.
 
-use super::rules::{check_exceeds_window, check_window, evidence, prompt_fits};
+use super::rules::{evidence, window_guards};
 use super::snapkv::{Pooling, DEFAULT_KERNEL, DEFAULT_POOLING};
 use super::MethodSection;
 use crate::budgets::Budgets;
@@ -96,22 +96,12 @@ impl MethodSection for PyramidSection {
         validate::at_least(&format!("{q}.window"), self.window, 1)?;
         validate::in_range(&format!("{q}.beta"), self.beta, 1.0, f64::MAX)?;
         validate::at_least(&format!("{q}.kernel_size"), self.kernel_size, 1)?;
-        validate::len(
+        validate::per_layer(
             &format!("{q}.funnel"),
-            self.funnel.len(),
-            g.layers,
-            "one per layer",
-        )?;
-        for (l, f) in self.funnel.iter().enumerate() {
-            validate::non_negative(&format!("{q}.funnel[{l}].entropy"), f.entropy)?;
-            validate::in_range(
-                &format!("{q}.funnel[{l}].top_k_mass"),
-                f.top_k_mass,
-                0.0,
-                1.0,
-            )?;
-        }
-        Ok(())
+            &self.funnel,
+            g,
+            LayerFunnel::validate,
+        )
     }
 
     fn budgets(&self, g: &Geometry, out: &mut Budgets) -> Result<()> {
@@ -147,11 +137,9 @@ pub fn layer_budgets(
             format!("β must be a finite number >= 1, found {beta}"),
         ));
     }
-    check_window(Method::Pyramid, window)?;
-    if prompt_fits(n, per_head) {
+    if window_guards(Method::Pyramid, n, per_head, window, "α")? {
         return Ok(vec![n; layers]);
     }
-    check_exceeds_window(Method::Pyramid, per_head, window, "α")?;
     let c = per_head - window;
     if n < 2 * c || layers < 2 {
         return Ok(vec![per_head; layers]);

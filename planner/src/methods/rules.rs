@@ -49,6 +49,26 @@ pub fn prompt_fits(context_len: usize, per_head: usize) -> bool {
     context_len <= per_head
 }
 
+/// The guards of an allocator that keeps an observation window α (`name`: how its paper calls
+/// it), in the order every such allocator asks them: the window holds the floor
+/// ([`check_window`]); then either the prompt fits (`Ok(true)`: each head keeps it whole,
+/// [`prompt_fits`]) or the budget exceeds the window (`Ok(false)`: a schedule applies,
+/// [`check_exceeds_window`]).
+pub fn window_guards(
+    method: Method,
+    context_len: usize,
+    per_head: usize,
+    window: usize,
+    name: &str,
+) -> Result<bool> {
+    check_window(method, window)?;
+    if prompt_fits(context_len, per_head) {
+        return Ok(true);
+    }
+    check_exceeds_window(method, per_head, window, name)?;
+    Ok(false)
+}
+
 /// The second shared guard, asked when the prompt does not fit: a head's budget must exceed the
 /// observation window α it keeps on top of its selected entries (`name` is how the method's
 /// paper calls α).
@@ -203,6 +223,18 @@ mod tests {
             e.to_string().contains("budget 8 per head must exceed"),
             "{e}"
         );
+    }
+
+    /// The guards in their order: a window below the floor fails even when the prompt fits;
+    /// then a prompt that fits is kept whole, and only one that does not needs B > α.
+    #[test]
+    fn window_guards_check_the_floor_then_fit_then_the_budget() {
+        let e = window_guards(Method::Pyramid, 4, 4, 0, "α").unwrap_err();
+        assert!(e.to_string().contains("must hold at least 1 entry"), "{e}");
+        assert!(window_guards(Method::Pyramid, 8, 8, 8, "α").is_ok_and(|fits| fits));
+        assert!(window_guards(Method::Pyramid, 16, 9, 8, "α").is_ok_and(|fits| !fits));
+        let e = window_guards(Method::Spindle, 16, 8, 8, "l_w").unwrap_err();
+        assert!(e.to_string().contains("observation window l_w = 8"), "{e}");
     }
 
     /// Every window-based allocator keeps a prompt shorter than its window whole (PyramidKV's

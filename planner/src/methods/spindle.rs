@@ -33,7 +33,7 @@
 //! layer. kvplan's optional shallow/deep split (off by default) only limits where the codebook
 //! applies (`codebook_layers`); the eviction schedule stays the paper's.
 
-use super::rules::{check_exceeds_window, check_window, evidence, prompt_fits, round_to_total};
+use super::rules::{evidence, prompt_fits, round_to_total, window_guards};
 use super::MethodSection;
 use crate::budgets::Budgets;
 use crate::geometry::Geometry;
@@ -159,24 +159,12 @@ impl MethodSection for SpindleSection {
 
 impl SpindleSection {
     fn validate_redundancy(&self, p: &str, g: &Geometry) -> Result<()> {
-        validate::len(
+        validate::per_layer(
             &format!("{p}.redundancy"),
-            self.redundancy.len(),
-            g.layers,
-            "one per layer",
-        )?;
-        for (l, r) in self.redundancy.iter().enumerate() {
-            let q = format!("{p}.redundancy[{l}]");
-            validate::in_range(&format!("{q}.k_cos_fraction"), r.k_cos_fraction, 0.0, 1.0)?;
-            validate::in_range(&format!("{q}.v_cos_fraction"), r.v_cos_fraction, 0.0, 1.0)?;
-            validate::in_range(
-                &format!("{q}.attention_sparsity"),
-                r.attention_sparsity,
-                0.0,
-                1.0,
-            )?;
-        }
-        Ok(())
+            &self.redundancy,
+            g,
+            LayerRedundancy::validate,
+        )
     }
 }
 
@@ -206,11 +194,9 @@ pub fn layer_budgets(
     alpha: f64,
 ) -> Result<Vec<usize>> {
     let n = context_len;
-    check_window(Method::Spindle, window)?;
-    if prompt_fits(n, per_head) {
+    if window_guards(Method::Spindle, n, per_head, window, "l_w")? {
         return Ok(vec![n; layers]);
     }
-    check_exceeds_window(Method::Spindle, per_head, window, "l_w")?;
     let l_c = n - window;
     let kept = per_head - window;
     let r_c = kept as f64 / l_c as f64;

@@ -8,8 +8,8 @@ use crate::figures::titled;
 use crate::font;
 use crate::heatmap::{nice_ticks, step_decimals, Ticked};
 use crate::render::Draw;
-use crate::{Error, Result};
-use kvplan_planner::{Budgets, Method, Plan, Section};
+use crate::Result;
+use kvplan_planner::{Budgets, Error as PlannerError, Method, Plan, Section};
 use plotters::chart::{ChartContext, SeriesLabelPosition};
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -48,11 +48,12 @@ impl<'a> LayerBudgets<'a> {
                 plan.target
             ),
             _ => {
-                return Err(Error::invalid(
+                return Err(PlannerError::invalid(
                     "method",
                     "pyramid or spindle with a section in the plan",
                     method,
-                ))
+                )
+                .into())
             }
         };
         Ok(LayerBudgets {

@@ -7,9 +7,9 @@ use crate::figures::titled;
 use crate::font;
 use crate::heatmap::{label_step, text_centre, Ticked};
 use crate::render::Draw;
-use crate::{Error, Result};
+use crate::Result;
 use kvplan_planner::methods::pod;
-use kvplan_planner::{Geometry, Method, Plan, PodSection};
+use kvplan_planner::{Error as PlannerError, Geometry, Method, Plan, PodSection};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -31,7 +31,7 @@ impl<'a> PodBlocks<'a> {
         let section = plan
             .sections
             .get::<PodSection>(Method::Pod)
-            .ok_or_else(|| Error::invalid("sections.pod", "a PoD section", "none"))?;
+            .ok_or_else(|| PlannerError::invalid("sections.pod", "a PoD section", "none"))?;
         Ok(PodBlocks {
             model: &plan.model.name,
             section,

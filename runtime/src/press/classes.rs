@@ -25,7 +25,6 @@
 //! [`LayerCache::slide`]: crate::cache::LayerCache::slide
 
 use burn::tensor::backend::Backend;
-use burn::tensor::Tensor;
 use kvplan_planner::export::capability::{Arch, Engine};
 use kvplan_planner::export::classes::{self, LayerBudgets, LayerClass};
 use kvplan_planner::export::targets;
@@ -35,7 +34,7 @@ use super::from_plan::PressRequest;
 use super::{Capabilities, Press, PressKind};
 use crate::cache::KvCache;
 use crate::error::{Error, Result};
-use crate::model::{Logits, Model, ModelConfig};
+use crate::model::{Model, ModelConfig};
 use crate::observe::{ObserveConfig, Observer};
 
 /// What a [`LayerClassesPress`] can do: its own windowed prefill; it serves no method of the
@@ -141,18 +140,13 @@ impl<B: Backend> Press<B> for LayerClassesPress {
         Ok(())
     }
 
-    fn forward(
-        &mut self,
-        model: &Model<B>,
-        ids: &[u32],
-        cache: &mut KvCache<B>,
-        obs: Option<&mut Observer>,
-    ) -> Result<Tensor<B, 2>> {
+    /// Slides each windowed layer to its window before the step.
+    fn prepare(&mut self, _model: &Model<B>, _ids: &[u32], cache: &mut KvCache<B>) -> Result<()> {
         for (layer, w) in cache.layers.iter_mut().zip(&self.windows) {
             if w.is_some() && layer.window() != *w {
                 layer.slide(*w);
             }
         }
-        model.forward(ids, cache, obs, Logits::Last)
+        Ok(())
     }
 }

@@ -11,9 +11,9 @@ use burn::tensor::backend::Backend;
 use kvplan_planner::H2oSection;
 
 use super::from_plan::{FromPlan, MethodPress};
-use super::{group_mean, observe, Press, PressKind, Scorer, Scores};
+use super::{group_mean, observe, LayerView, Press, PressKind, Scorer, Scores};
 use crate::error::Result;
-use crate::observe::{LayerObservation, ObserveConfig};
+use crate::observe::ObserveConfig;
 
 /// Heavy hitters + recent window.
 #[derive(Debug, Clone)]
@@ -76,35 +76,23 @@ impl Scorer for H2oScorer {
         observe(0, true)
     }
 
-    fn prefill_scores(
-        &mut self,
-        layer: usize,
-        positions: &[Vec<usize>],
-        obs: Option<&LayerObservation>,
-        budgets: &[usize],
-    ) -> Scores {
-        let kv = positions.len();
-        let acc = match obs.and_then(|o| o.column_sums.last()) {
+    fn prefill_scores(&mut self, at: LayerView<'_>) -> Scores {
+        let kv = at.positions.len();
+        let acc = match at.obs.and_then(|o| o.column_sums.last()) {
             Some(c) => group_mean(&c.sums, &c.kv_of, kv),
-            None => positions.iter().map(|p| vec![0.0; p.len()]).collect(),
+            None => at.positions.iter().map(|p| vec![0.0; p.len()]).collect(),
         };
-        *self.slot(layer) = acc;
-        self.scores(layer, budgets)
+        *self.slot(at.layer) = acc;
+        self.scores(at.layer, at.budgets)
     }
 
     fn decode_observe(&self) -> Option<ObserveConfig> {
         Some(observe(1, false))
     }
 
-    fn decode_scores(
-        &mut self,
-        layer: usize,
-        positions: &[Vec<usize>],
-        obs: Option<&LayerObservation>,
-        budgets: &[usize],
-    ) -> Option<Scores> {
-        let kv = positions.len();
-        let row: Option<Scores> = obs.and_then(|o| o.attention.last()).map(|a| {
+    fn decode_scores(&mut self, at: LayerView<'_>) -> Option<Scores> {
+        let kv = at.positions.len();
+        let row: Option<Scores> = at.obs.and_then(|o| o.attention.last()).map(|a| {
             let last: Vec<Vec<f32>> = a
                 .probs
                 .iter()
@@ -112,17 +100,17 @@ impl Scorer for H2oScorer {
                 .collect();
             group_mean(&last, &a.kv_of, kv)
         });
-        let acc = self.slot(layer);
+        let acc = self.slot(at.layer);
         acc.resize(kv, Vec::new());
         for (h, a) in acc.iter_mut().enumerate() {
-            a.resize(positions[h].len(), 0.0);
+            a.resize(at.positions[h].len(), 0.0);
             if let Some(r) = row.as_ref().and_then(|r| r.get(h)) {
                 for (x, p) in a.iter_mut().zip(r) {
                     *x += p;
                 }
             }
         }
-        Some(self.scores(layer, budgets))
+        Some(self.scores(at.layer, at.budgets))
     }
 
     fn retained(&mut self, layer: usize, keep: &[Vec<usize>]) {
@@ -136,6 +124,7 @@ impl Scorer for H2oScorer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::observe::LayerObservation;
     use crate::observe::{AttentionRows, ColumnSums};
     use crate::press::top_k;
 
@@ -154,7 +143,7 @@ mod tests {
         };
         let mut h = H2oScorer::new(0.5);
         // Budget 4: recent 2 (entries 4, 5), heavy 2: the sums 5 (0) and 3 (2).
-        let scores = h.prefill_scores(0, &[(0..6).collect()], Some(&obs), &[4]);
+        let scores = h.prefill_scores(LayerView::new(0, &[(0..6).collect()], Some(&obs), &[4]));
         let keep = top_k(&scores[0], 4);
         assert_eq!(keep, vec![0, 2, 4, 5]);
         h.retained(0, &[keep]);
@@ -170,7 +159,7 @@ mod tests {
             }],
             ..Default::default()
         };
-        let scores = h.decode_scores(0, &[vec![0, 2, 4, 5, 6]], Some(&obs), &[4]);
+        let scores = h.decode_scores(LayerView::new(0, &[vec![0, 2, 4, 5, 6]], Some(&obs), &[4]));
         assert_eq!(scores.map(|s| top_k(&s[0], 4)), Some(vec![0, 1, 3, 4]));
     }
 }

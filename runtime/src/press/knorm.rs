@@ -7,8 +7,8 @@
 //! RoPE is a rotation, so a key's norm is the same before and after it. No attention is read.
 
 use super::from_plan::PlainScorer;
-use super::{Scorer, Scores};
-use crate::observe::{KeysValues, LayerObservation, ObserveConfig};
+use super::{LayerView, Scorer, Scores};
+use crate::observe::{KeysValues, ObserveConfig};
 
 /// Lowest key norms per KV head.
 #[derive(Debug, Clone, Default)]
@@ -45,13 +45,8 @@ impl Scorer for KnormScorer {
         }
     }
 
-    fn prefill_scores(
-        &mut self,
-        _layer: usize,
-        positions: &[Vec<usize>],
-        obs: Option<&LayerObservation>,
-        _budgets: &[usize],
-    ) -> Scores {
+    fn prefill_scores(&mut self, at: LayerView<'_>) -> Scores {
+        let LayerView { positions, obs, .. } = at;
         let kv = obs.and_then(|o| o.keys_values.last());
         let heads = positions.len();
         positions
@@ -72,6 +67,7 @@ impl Scorer for KnormScorer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::observe::LayerObservation;
     use crate::press::top_k;
 
     #[test]
@@ -92,7 +88,8 @@ mod tests {
             ..Default::default()
         };
         let positions = vec![(0..4).collect::<Vec<_>>(); 2];
-        let scores = KnormScorer::new().prefill_scores(0, &positions, Some(&obs), &[2, 2]);
+        let scores =
+            KnormScorer::new().prefill_scores(LayerView::new(0, &positions, Some(&obs), &[2, 2]));
         assert_eq!(scores[0], vec![-5.0, -1.0, -2.0, -10.0]);
         assert_eq!(top_k(&scores[0], 2), vec![1, 2]);
         assert_eq!(top_k(&scores[1], 2), vec![0, 2]);
@@ -109,7 +106,8 @@ mod tests {
             }],
             ..Default::default()
         };
-        let scores = KnormScorer::new().prefill_scores(0, &[vec![1, 3]], Some(&obs), &[1]);
+        let scores =
+            KnormScorer::new().prefill_scores(LayerView::new(0, &[vec![1, 3]], Some(&obs), &[1]));
         assert_eq!(scores, vec![vec![-1.0, -10.0]]);
     }
 }

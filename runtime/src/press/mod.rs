@@ -209,9 +209,16 @@ pub trait Press<B: Backend> {
         cache.bytes()
     }
 
-    /// Runs `ids` after what `cache` holds (default: the model's own forward). Presses that
-    /// change how attention reads the cache (SpindleKV's codebook, PoD's shared attention)
-    /// override it, and say so in [`Capabilities::changes_forward`].
+    /// Readies `cache` for running `ids` (default: nothing). A press that changes what the
+    /// cache holds before each step but keeps the model's own forward (the layer classes'
+    /// sliding windows, the stale windows' detached blocks) does it here.
+    fn prepare(&mut self, _model: &Model<B>, _ids: &[u32], _cache: &mut KvCache<B>) -> Result<()> {
+        Ok(())
+    }
+
+    /// Runs `ids` after what `cache` holds (default: [`Press::prepare`], then the model's own
+    /// forward). Presses that change how attention reads the cache (SpindleKV's codebook, PoD's
+    /// shared attention) override it, and say so in [`Capabilities::changes_forward`].
     ///
     /// # Shapes
     /// - ids: `t` tokens → `[1, vocab]`
@@ -222,6 +229,7 @@ pub trait Press<B: Backend> {
         cache: &mut KvCache<B>,
         obs: Option<&mut Observer>,
     ) -> Result<Tensor<B, 2>> {
+        self.prepare(model, ids, cache)?;
         model.forward(ids, cache, obs, Logits::Last)
     }
 
@@ -340,21 +348,45 @@ impl Allocation {
 /// method always keeps (window, sinks, recent tokens).
 pub type Scores = Vec<Vec<f32>>;
 
+/// What a [`Scorer`] reads of one layer: its held entries, what the forward observed of it,
+/// and what each of its KV heads will keep.
+#[derive(Clone, Copy, Debug)]
+pub struct LayerView<'a> {
+    /// The layer's index, bottom first.
+    pub layer: usize,
+    /// `positions[h]`: original positions of KV head `h`'s entries.
+    pub positions: &'a [Vec<usize>],
+    /// What the forward recorded of the layer (`None`: nothing asked or recorded).
+    pub obs: Option<&'a LayerObservation>,
+    /// `budgets[h]`: what KV head `h` will keep (for splits such as H2O's recent share).
+    pub budgets: &'a [usize],
+}
+
+impl<'a> LayerView<'a> {
+    /// The view of layer `layer` from its parts.
+    pub fn new(
+        layer: usize,
+        positions: &'a [Vec<usize>],
+        obs: Option<&'a LayerObservation>,
+        budgets: &'a [usize],
+    ) -> Self {
+        LayerView {
+            layer,
+            positions,
+            obs,
+            budgets,
+        }
+    }
+}
+
 /// How important each held entry is. Host-side only: scorers read positions and observations,
 /// never tensors, so they are tested on hand-made scores.
 pub trait Scorer {
     /// What the prefill forward must record.
     fn prefill_observe(&self) -> ObserveConfig;
 
-    /// Scores after prefill. `positions[h]`: original positions of KV head `h`'s entries;
-    /// `budgets[h]`: what the head will keep (for splits such as H2O's recent share).
-    fn prefill_scores(
-        &mut self,
-        layer: usize,
-        positions: &[Vec<usize>],
-        obs: Option<&LayerObservation>,
-        budgets: &[usize],
-    ) -> Scores;
+    /// Scores of the layer `at` after prefill.
+    fn prefill_scores(&mut self, at: LayerView<'_>) -> Scores;
 
     /// What each decode step must record, for methods that evict while decoding.
     fn decode_observe(&self) -> Option<ObserveConfig> {
@@ -363,13 +395,7 @@ pub trait Scorer {
 
     /// Scores after a decode step (`None`: nothing to evict at this step). Acted on only when
     /// the method table's decode policy evicts while decoding ([`Capabilities`]).
-    fn decode_scores(
-        &mut self,
-        _layer: usize,
-        _positions: &[Vec<usize>],
-        _obs: Option<&LayerObservation>,
-        _budgets: &[usize],
-    ) -> Option<Scores> {
+    fn decode_scores(&mut self, _at: LayerView<'_>) -> Option<Scores> {
         None
     }
 
@@ -443,10 +469,7 @@ impl SelectionPress {
             let positions = positions_of(layer);
             let scoring = LayerScoring {
                 scorer: self.scorer.as_mut(),
-                layer: l,
-                positions: &positions,
-                obs: layer_obs(obs, l),
-                budgets: &budgets,
+                view: LayerView::new(l, &positions, layer_obs(obs, l), &budgets),
             };
             if let Some(scores) = score(scoring) {
                 evicted |= self.apply(l, layer, &scores);
@@ -480,10 +503,7 @@ impl SelectionPress {
 /// What a [`Scorer`] scores one layer with ([`SelectionPress::score_and_evict`]).
 struct LayerScoring<'a> {
     scorer: &'a mut dyn Scorer,
-    layer: usize,
-    positions: &'a [Vec<usize>],
-    obs: Option<&'a LayerObservation>,
-    budgets: &'a [usize],
+    view: LayerView<'a>,
 }
 
 fn positions_of<B: Backend>(cache: &LayerCache<B>) -> Vec<Vec<usize>> {
@@ -513,10 +533,8 @@ impl<B: Backend> Press<B> for SelectionPress {
     fn after_prefill(&mut self, cache: &mut KvCache<B>, obs: Option<&Observer>) -> Result<()> {
         let tail_from = self.tail_from;
         self.score_and_evict(cache, obs, |s| {
-            let scores = s
-                .scorer
-                .prefill_scores(s.layer, s.positions, s.obs, s.budgets);
-            Some(keep_from(scores, s.positions, tail_from))
+            let scores = s.scorer.prefill_scores(s.view);
+            Some(keep_from(scores, s.view.positions, tail_from))
         });
         Ok(())
     }
@@ -534,9 +552,7 @@ impl<B: Backend> Press<B> for SelectionPress {
             && self.steps.is_multiple_of(self.compress_every);
         // Scored at every step (the scorer may accumulate), evicted only when compressing.
         self.score_and_evict(cache, obs, |s| {
-            let scores = s
-                .scorer
-                .decode_scores(s.layer, s.positions, s.obs, s.budgets);
+            let scores = s.scorer.decode_scores(s.view);
             scores.filter(|_| compress)
         });
         Ok(())

@@ -19,9 +19,9 @@ use burn::tensor::backend::Backend;
 use kvplan_planner::{Pooling, Section};
 
 use super::from_plan::{FromPlan, MethodPress};
-use super::{observe, window_scores, GqaAggregation, Press, PressKind, Scorer, Scores};
+use super::{observe, window_scores, GqaAggregation, LayerView, Press, PressKind, Scorer, Scores};
 use crate::error::Result;
-use crate::observe::{LayerObservation, ObserveConfig};
+use crate::observe::ObserveConfig;
 
 /// Observation-window attention, pooled.
 #[derive(Debug, Clone)]
@@ -92,13 +92,8 @@ impl Scorer for SnapKvScorer {
         observe(self.window, false)
     }
 
-    fn prefill_scores(
-        &mut self,
-        _layer: usize,
-        positions: &[Vec<usize>],
-        obs: Option<&LayerObservation>,
-        _budgets: &[usize],
-    ) -> Scores {
+    fn prefill_scores(&mut self, at: LayerView<'_>) -> Scores {
+        let LayerView { positions, obs, .. } = at;
         let (window, kernel, pooling) = (self.window, self.kernel, self.pooling);
         let sum_rows = |_: usize, before: usize, rows: &[Vec<f32>]| {
             let mut sums = vec![0f32; before];
@@ -126,6 +121,7 @@ impl Scorer for SnapKvScorer {
 mod tests {
     use super::*;
     use crate::observe::AttentionRows;
+    use crate::observe::LayerObservation;
     use crate::press::top_k;
 
     #[test]
@@ -163,7 +159,7 @@ mod tests {
             ..Default::default()
         };
         let mut s = SnapKvScorer::new(2, 3, Pooling::Maxpool);
-        let scores = s.prefill_scores(0, &[(0..6).collect()], Some(&obs), &[4]);
+        let scores = s.prefill_scores(LayerView::new(0, &[(0..6).collect()], Some(&obs), &[4]));
         let want = [0.3, 0.8, 0.8, 0.7];
         for (a, b) in scores[0].iter().zip(want) {
             assert!((a - b).abs() < 1e-6, "{:?}", scores[0]);
@@ -203,7 +199,7 @@ mod tests {
             ..Default::default()
         };
         let mut s = SnapKvScorer::new(2, 3, Pooling::Maxpool);
-        let scores = s.prefill_scores(0, &[(0..10).collect()], Some(&obs), &[7]);
+        let scores = s.prefill_scores(LayerView::new(0, &[(0..10).collect()], Some(&obs), &[7]));
         let want = [0.3, 0.35, 0.35, 0.7, 0.7];
         for (a, b) in scores[0].iter().zip(want) {
             assert!((a - b).abs() < 1e-6, "{:?}", scores[0]);
@@ -235,7 +231,7 @@ mod tests {
         };
         let keep = |gqa: GqaAggregation| {
             let mut s = SnapKvScorer::new(1, 3, Pooling::Maxpool).with_gqa(gqa);
-            let scores = s.prefill_scores(0, &[(0..7).collect()], Some(&obs), &[4]);
+            let scores = s.prefill_scores(LayerView::new(0, &[(0..7).collect()], Some(&obs), &[4]));
             top_k(&scores[0], 4)
         };
         assert_eq!(keep(GqaAggregation::PoolThenMean), [2, 3, 4, 6]);

@@ -28,7 +28,6 @@
 //! peak are FullKV's), then the detaching layers' positions from `r·B` on.
 
 use burn::tensor::backend::Backend;
-use burn::tensor::Tensor;
 use kvplan_planner::export::capability::Prefill;
 
 use super::{Capabilities, Press, PressKind};
@@ -133,13 +132,9 @@ impl<B: Backend> Press<B> for StaleBlocksPress {
         cache.bytes() - freed * BYTES_PER_ELEMENT * 2
     }
 
-    fn forward(
-        &mut self,
-        model: &Model<B>,
-        ids: &[u32],
-        cache: &mut KvCache<B>,
-        obs: Option<&mut Observer>,
-    ) -> Result<Tensor<B, 2>> {
+    /// Before the prefill, runs the other request and keeps its rows; before each later step,
+    /// overwrites the blocks that have become detached with them.
+    fn prepare(&mut self, model: &Model<B>, ids: &[u32], cache: &mut KvCache<B>) -> Result<()> {
         if cache.next_position == 0 {
             let mut other = model.new_cache();
             model.forward(&Self::other_request(ids), &mut other, None, Logits::Last)?;
@@ -161,7 +156,7 @@ impl<B: Backend> Press<B> for StaleBlocksPress {
                 }
             }
         }
-        model.forward(ids, cache, obs, Logits::Last)
+        Ok(())
     }
 }
 

@@ -8,9 +8,9 @@ use burn::tensor::backend::Backend;
 use kvplan_planner::StreamingSection;
 
 use super::from_plan::{FromPlan, MethodPress};
-use super::{Press, PressKind, Scorer, Scores};
+use super::{LayerView, Press, PressKind, Scorer, Scores};
 use crate::error::Result;
-use crate::observe::{LayerObservation, ObserveConfig};
+use crate::observe::ObserveConfig;
 
 /// Sinks + recent window.
 #[derive(Debug, Clone)]
@@ -60,24 +60,12 @@ impl Scorer for StreamingScorer {
         ObserveConfig::default()
     }
 
-    fn prefill_scores(
-        &mut self,
-        _layer: usize,
-        positions: &[Vec<usize>],
-        _obs: Option<&LayerObservation>,
-        _budgets: &[usize],
-    ) -> Scores {
-        self.scores(positions)
+    fn prefill_scores(&mut self, at: LayerView<'_>) -> Scores {
+        self.scores(at.positions)
     }
 
-    fn decode_scores(
-        &mut self,
-        _layer: usize,
-        positions: &[Vec<usize>],
-        _obs: Option<&LayerObservation>,
-        _budgets: &[usize],
-    ) -> Option<Scores> {
-        Some(self.scores(positions))
+    fn decode_scores(&mut self, at: LayerView<'_>) -> Option<Scores> {
+        Some(self.scores(at.positions))
     }
 }
 
@@ -90,11 +78,11 @@ mod tests {
     fn keeps_sinks_and_the_newest_entries() {
         // 10 entries, budget 6, 4 sinks: 0–3 and the two newest, 8 and 9.
         let mut s = StreamingScorer::new(4);
-        let scores = s.prefill_scores(0, &[(0..10).collect()], None, &[6]);
+        let scores = s.prefill_scores(LayerView::new(0, &[(0..10).collect()], None, &[6]));
         assert_eq!(top_k(&scores[0], 6), vec![0, 1, 2, 3, 8, 9]);
         // Decode: an entry at position 10 arrives after 0–3, 8, 9: the oldest non-sink (8) goes.
         let positions = vec![vec![0, 1, 2, 3, 8, 9, 10]];
-        let scores = s.decode_scores(0, &positions, None, &[6]);
+        let scores = s.decode_scores(LayerView::new(0, &positions, None, &[6]));
         assert_eq!(
             scores.map(|s| top_k(&s[0], 6)),
             Some(vec![0, 1, 2, 3, 5, 6])

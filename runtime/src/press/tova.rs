@@ -14,7 +14,7 @@
 use std::collections::BTreeMap;
 
 use super::from_plan::PlainScorer;
-use super::{keep_from, observe, window_start, Scorer, Scores};
+use super::{keep_from, observe, window_start, LayerView, Scorer, Scores};
 use crate::observe::{LayerObservation, ObserveConfig};
 
 /// The newest row's attention, averaged over the layer's query heads.
@@ -71,13 +71,8 @@ impl Scorer for TovaScorer {
         observe(1, false)
     }
 
-    fn prefill_scores(
-        &mut self,
-        _layer: usize,
-        positions: &[Vec<usize>],
-        obs: Option<&LayerObservation>,
-        _budgets: &[usize],
-    ) -> Scores {
+    fn prefill_scores(&mut self, at: LayerView<'_>) -> Scores {
+        let LayerView { positions, obs, .. } = at;
         // A row observed before the prompt's end (a question-end window) keeps what follows it.
         keep_from(
             Self::scores(positions, obs),
@@ -90,13 +85,8 @@ impl Scorer for TovaScorer {
         Some(observe(1, false))
     }
 
-    fn decode_scores(
-        &mut self,
-        _layer: usize,
-        positions: &[Vec<usize>],
-        obs: Option<&LayerObservation>,
-        _budgets: &[usize],
-    ) -> Option<Scores> {
+    fn decode_scores(&mut self, at: LayerView<'_>) -> Option<Scores> {
+        let LayerView { positions, obs, .. } = at;
         Some(Self::scores(positions, obs))
     }
 }
@@ -136,7 +126,8 @@ mod tests {
         // where each KV head's own query heads alone would keep 4, 0, 1 and 4, 2, 3.
         let positions = vec![(0..5).collect::<Vec<_>>(); 2];
         let o = obs(positions.clone());
-        let scores = TovaScorer::new().prefill_scores(0, &positions, Some(&o), &[3, 3]);
+        let scores =
+            TovaScorer::new().prefill_scores(LayerView::new(0, &positions, Some(&o), &[3, 3]));
         assert!((scores[0][0] - 0.25).abs() < 1e-6 && (scores[1][3] - 0.2).abs() < 1e-6);
         assert_eq!(top_k(&scores[0], 3), vec![0, 2, 4]);
         assert_eq!(top_k(&scores[1], 3), vec![0, 2, 4]);
@@ -155,7 +146,8 @@ mod tests {
         // Position 0: (.5+.3)/4 = .2; 1: (.1+.1)/4 = .05; 2: (0+.2+.6+.2)/4 = .25;
         // 3: (.2+0+.1+.5)/4 = .2; 4 is the newest. Budget 2 keeps 4 and 2 in both heads.
         let positions = vec![(0..5).collect::<Vec<_>>(), vec![1, 2, 3, 4]];
-        let scores = TovaScorer::new().decode_scores(0, &positions, Some(&o), &[2, 2]);
+        let scores =
+            TovaScorer::new().decode_scores(LayerView::new(0, &positions, Some(&o), &[2, 2]));
         let kept = scores.map(|s| (top_k(&s[0], 2), top_k(&s[1], 2)));
         assert_eq!(kept, Some((vec![2, 4], vec![1, 3])));
     }
@@ -173,7 +165,12 @@ mod tests {
             }],
             ..Default::default()
         };
-        let s = TovaScorer::new().prefill_scores(0, &[(0..5).collect()], Some(&o), &[3]);
+        let s = TovaScorer::new().prefill_scores(LayerView::new(
+            0,
+            &[(0..5).collect()],
+            Some(&o),
+            &[3],
+        ));
         assert_eq!(&s[0][..2], &[0.2, 0.5]);
         assert!(s[0][2..].iter().all(|x| x.is_infinite()), "{:?}", s[0]);
     }

@@ -256,7 +256,7 @@ pub fn build(set: &QaSet, index: usize, num_docs: usize, rng: &mut Rng) -> Built
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tasks::ruler::tests::{at, hotpot_set, squad_set, Words};
+    use crate::tasks::ruler::tests::{assert_fills, at, hotpot_set, squad_set, Words};
     use crate::tasks::ruler::{generate, score, Sources, Task};
 
     #[test]
@@ -365,12 +365,7 @@ mod tests {
         };
         let sources = Sources::in_memory(None, None, Some(set.clone()), Some(hotpot_set()));
         let ex = generate(Task::Qa1, &sources, &Words, at(1024, 0, 0)).expect("fits");
-        let budget = 1024 - TOKENS_TO_GENERATE;
-        assert!(
-            ex.tokens <= budget && ex.tokens + 16 > budget,
-            "{}",
-            ex.tokens
-        );
+        assert_fills(ex.tokens, 1024 - TOKENS_TO_GENERATE, 16);
         assert!(ex.prompt.contains(&set.docs[5]));
         assert!(
             generate(Task::Qa2, &sources, &Words, at(1024, 0, 3)).is_err(),

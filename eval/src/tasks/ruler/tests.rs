@@ -20,6 +20,16 @@ impl Framer for Words {
     }
 }
 
+/// Asserts that an example of `tokens` fills the `room` its length leaves beside the answer
+/// (RULER sizes its haystack so): at most `room`, and less than `slack` tokens short of it
+/// (`slack`: the step the task grows its haystack by).
+pub(crate) fn assert_fills(tokens: usize, room: usize, slack: usize) {
+    assert!(
+        tokens <= room && tokens + slack > room,
+        "{tokens} tokens for a room of {room} (slack {slack})"
+    );
+}
+
 /// Example `index` at `length` tokens under `seed`.
 pub(crate) fn at(length: usize, seed: u64, index: usize) -> ExampleAt {
     ExampleAt {

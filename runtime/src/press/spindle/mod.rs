@@ -69,13 +69,13 @@ use super::from_plan::{FromPlan, MethodPress};
 pub use super::options::{Denominator, SpindleGqa};
 use super::{
     keep_from, observe, window_scores, window_start, Allocation, Capabilities, GqaAggregation,
-    Press, PressKind, Scorer, Scores, SelectionPress,
+    LayerView, Press, PressKind, Scorer, Scores, SelectionPress,
 };
 use crate::cache::{host_vec, HostKv, KvCache, LayerCache};
 use crate::error::Result;
 use crate::model::rope::{Frequencies, RopeSet};
 use crate::model::Model;
-use crate::observe::{LayerObservation, ObserveConfig, Observer};
+use crate::observe::{ObserveConfig, Observer};
 pub use codebook::{Codebook, Entries, MAX_GROUP};
 
 /// Eq. 2–3 scores: window attention over the [`Denominator`], combined over the group as
@@ -104,13 +104,8 @@ impl Scorer for SpindleScorer {
         observe(self.window, false)
     }
 
-    fn prefill_scores(
-        &mut self,
-        _layer: usize,
-        positions: &[Vec<usize>],
-        obs: Option<&LayerObservation>,
-        _budgets: &[usize],
-    ) -> Scores {
+    fn prefill_scores(&mut self, at: LayerView<'_>) -> Scores {
+        let LayerView { positions, obs, .. } = at;
         let den = self.denominator;
         // Query heads per stored head: the model's group, or 1 once the layer is unfolded.
         let eq2 = |l: usize, _: usize, rows: &[Vec<f32>]| -> Vec<f32> {

@@ -100,7 +100,8 @@ fn eq2_denominators_weigh_recency_as_worked_by_hand() {
     let positions = [(0..6).collect::<Vec<usize>>()];
     let score = |d: Denominator| {
         let mut s = SpindleScorer::new(2, d, GqaAggregation::PoolThenMean);
-        s.prefill_scores(0, &positions, Some(&obs), &[4]).remove(0)
+        s.prefill_scores(LayerView::new(0, &positions, Some(&obs), &[4]))
+            .remove(0)
     };
     // l − a: .4/6, .1/5, .3/4, .3/3 = .0667 .02 .075 .1 → keys 3, 2 (and the window).
     let printed = score(Denominator::Printed);
@@ -280,7 +281,7 @@ fn a_question_end_window_keeps_the_tail_and_scores_keys_before_it_over_l_minus_a
         ..Default::default()
     };
     let mut s = SpindleScorer::new(1, Denominator::Printed, GqaAggregation::PoolThenMean);
-    let scores = s.prefill_scores(0, &[(0..5).collect()], Some(&obs), &[3]);
+    let scores = s.prefill_scores(LayerView::new(0, &[(0..5).collect()], Some(&obs), &[3]));
     assert!((scores[0][0] - 0.1).abs() < 1e-6 && (scores[0][1] - 0.05).abs() < 1e-6);
     assert!(
         scores[0][2..].iter().all(|x| x.is_infinite()),
