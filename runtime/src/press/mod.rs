@@ -454,24 +454,21 @@ impl SelectionPress {
         &self.allocation
     }
 
-    /// Scores every layer with `score` (the scorer, the layer, its entries' positions, its
-    /// observation and budgets) and, where that gives scores, keeps each head's top entries;
-    /// then re-assigns positions if anything was evicted.
+    /// Scores every layer with `score` (the scorer and the layer's view: its entries'
+    /// positions, its observation and budgets) and, where that gives scores, keeps each head's
+    /// top entries; then re-assigns positions if anything was evicted.
     fn score_and_evict<B: Backend>(
         &mut self,
         cache: &mut KvCache<B>,
         obs: Option<&Observer>,
-        mut score: impl FnMut(LayerScoring<'_>) -> Option<Scores>,
+        mut score: impl FnMut(&mut dyn Scorer, LayerView<'_>) -> Option<Scores>,
     ) {
         let mut evicted = false;
         for (l, layer) in cache.layers.iter_mut().enumerate() {
             let budgets = self.allocation.layer(l, layer.kv_heads());
             let positions = positions_of(layer);
-            let scoring = LayerScoring {
-                scorer: self.scorer.as_mut(),
-                view: LayerView::new(l, &positions, layer_obs(obs, l), &budgets),
-            };
-            if let Some(scores) = score(scoring) {
+            let view = LayerView::new(l, &positions, layer_obs(obs, l), &budgets);
+            if let Some(scores) = score(self.scorer.as_mut(), view) {
                 evicted |= self.apply(l, layer, &scores);
             }
         }
@@ -500,12 +497,6 @@ impl SelectionPress {
     }
 }
 
-/// What a [`Scorer`] scores one layer with ([`SelectionPress::score_and_evict`]).
-struct LayerScoring<'a> {
-    scorer: &'a mut dyn Scorer,
-    view: LayerView<'a>,
-}
-
 fn positions_of<B: Backend>(cache: &LayerCache<B>) -> Vec<Vec<usize>> {
     (0..cache.kv_heads())
         .map(|h| cache.positions(h).to_vec())
@@ -532,9 +523,9 @@ impl<B: Backend> Press<B> for SelectionPress {
 
     fn after_prefill(&mut self, cache: &mut KvCache<B>, obs: Option<&Observer>) -> Result<()> {
         let tail_from = self.tail_from;
-        self.score_and_evict(cache, obs, |s| {
-            let scores = s.scorer.prefill_scores(s.view);
-            Some(keep_from(scores, s.view.positions, tail_from))
+        self.score_and_evict(cache, obs, |scorer, view| {
+            let scores = scorer.prefill_scores(view);
+            Some(keep_from(scores, view.positions, tail_from))
         });
         Ok(())
     }
@@ -551,9 +542,8 @@ impl<B: Backend> Press<B> for SelectionPress {
         let compress = <Self as Press<B>>::capabilities(self).evicts_while_decoding
             && self.steps.is_multiple_of(self.compress_every);
         // Scored at every step (the scorer may accumulate), evicted only when compressing.
-        self.score_and_evict(cache, obs, |s| {
-            let scores = s.scorer.decode_scores(s.view);
-            scores.filter(|_| compress)
+        self.score_and_evict(cache, obs, |scorer, view| {
+            scorer.decode_scores(view).filter(|_| compress)
         });
         Ok(())
     }
