@@ -43,6 +43,17 @@ pub enum LayerClass {
 }
 
 impl LayerClass {
+    /// A global layer given window `w` at context `n`: full where the window covers the
+    /// context — written as a window it would slide once decoding passes `n`, where the plan
+    /// keeps every entry.
+    fn global(w: usize, n: usize) -> Self {
+        if w >= n {
+            LayerClass::Full
+        } else {
+            LayerClass::Window(w)
+        }
+    }
+
     /// Entries held per KV head at context `n`.
     pub fn held(self, n: usize) -> usize {
         match self {
@@ -194,12 +205,9 @@ pub fn two_classes(b: &LayerBudgets) -> Result<Reduction> {
                 w as usize
             }
         };
-        // A window as long as the context is a full layer, as in the other reductions: written
-        // as a window it would slide once decoding passes `n`, where the plan keeps every entry.
-        let shared = if native.is_none() && window >= n {
-            LayerClass::Full
-        } else {
-            LayerClass::Window(window)
+        let shared = match native {
+            Some(_) => LayerClass::Window(window),
+            None => LayerClass::global(window, n),
         };
         let mut classes: Vec<LayerClass> = b
             .model_windows
@@ -244,14 +252,7 @@ pub fn per_layer(b: &LayerBudgets) -> Result<Reduction> {
         .zip(&b.model_windows)
         .map(|(&x, w)| match w {
             Some(w) => LayerClass::Window(*w),
-            None => {
-                let w = (x.round() as usize).clamp(1, n);
-                if w >= n {
-                    LayerClass::Full
-                } else {
-                    LayerClass::Window(w)
-                }
-            }
+            None => LayerClass::global((x.round() as usize).clamp(1, n), n),
         })
         .collect();
     Ok(b.reduction(classes))
@@ -264,11 +265,7 @@ pub fn one_window(b: &LayerBudgets) -> Result<Reduction> {
     let global = b.global();
     let total: f64 = global.iter().map(|&l| b.budgets[l]).sum();
     let w = ((total / global.len().max(1) as f64).round() as usize).clamp(1, n);
-    let class = if w >= n {
-        LayerClass::Full
-    } else {
-        LayerClass::Window(w)
-    };
+    let class = LayerClass::global(w, n);
     let classes = b
         .model_windows
         .iter()
