@@ -10,14 +10,25 @@ use crate::{Method, Plan, Result, Target};
 
 /// One export format (the module header of [`super::targets`]).
 pub trait ExportTarget: Sync {
-    /// The format's name: `--to`, `kvplan-export.json`'s `format`, the folder of `--to all`.
-    fn name(&self) -> &'static str;
-    /// The files it writes (`<m>`: one per serving length).
-    fn files(&self) -> &'static [&'static str];
-    /// What the files hold, for `kvplan export --help`.
-    fn holds(&self) -> &'static str;
-    /// What reads the files, and how (`kvplan-export.json`'s `read_by`).
-    fn reader(&self) -> &'static str;
+    /// The format's name, its files, what they hold and what reads them: the one place a
+    /// target states them.
+    fn about(&self) -> About;
+    /// The format's name ([`About::name`]).
+    fn name(&self) -> &'static str {
+        self.about().name
+    }
+    /// The files it writes ([`About::files`]).
+    fn files(&self) -> &'static [&'static str] {
+        self.about().files
+    }
+    /// What the files hold ([`About::holds`]).
+    fn holds(&self) -> &'static str {
+        self.about().holds
+    }
+    /// What reads the files ([`About::reader`]).
+    fn reader(&self) -> &'static str {
+        self.about().reader
+    }
     /// What the target's engine honours for `arch` — its entry of the capability table — or
     /// why it refuses the architecture.
     fn capability(&self, arch: Arch) -> std::result::Result<Capability, Refusal>;
@@ -27,6 +38,19 @@ pub trait ExportTarget: Sync {
     }
     /// The files of `cx` under the capability `cap`.
     fn write(&self, cx: &Context<'_>, cap: &Capability) -> Result<Written>;
+}
+
+/// What a format says about itself, for `--to`, `kvplan export --help` and the manifest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct About {
+    /// The format's name: `--to`, `kvplan-export.json`'s `format`, the folder of `--to all`.
+    pub name: &'static str,
+    /// The files it writes (`<m>`: one per serving length).
+    pub files: &'static [&'static str],
+    /// What the files hold, for `kvplan export --help`.
+    pub holds: &'static str,
+    /// What reads the files, and how (`kvplan-export.json`'s `read_by`).
+    pub reader: &'static str,
 }
 
 /// Which method's budgets (or scores) an export carries.

@@ -18,7 +18,7 @@ use super::super::tsv;
 use crate::export::capability::{Arch, Capability, Engine, Refusal, Source};
 use crate::export::manifest::{file, json};
 use crate::export::score_set::scores;
-use crate::export::target::{BudgetsOf, Context, ExportTarget, Written};
+use crate::export::target::{About, BudgetsOf, Context, ExportTarget, Written};
 use crate::methods::streaming::DEFAULT_SINKS;
 use crate::{Method, Result, StreamingSection};
 
@@ -71,20 +71,14 @@ fn local_rows_full(gates: &mut [Vec<f64>], g: &crate::Geometry) -> usize {
 }
 
 impl ExportTarget for Duo {
-    fn name(&self) -> &'static str {
-        "duo"
-    }
-
-    fn files(&self) -> &'static [&'static str] {
-        &["config.json", "full_attention_heads.tsv"]
-    }
-
-    fn holds(&self) -> &'static str {
-        "sink_size, recent_size, sparsity, head_compression_ratio; KV-head gates"
-    }
-
-    fn reader(&self) -> &'static str {
-        "DuoAttention / kvpress DuoAttentionPress: config.json + full_attention_heads.tsv"
+    fn about(&self) -> About {
+        About {
+            name: "duo",
+            files: &["config.json", "full_attention_heads.tsv"],
+            holds: "sink_size, recent_size, sparsity, head_compression_ratio; KV-head gates",
+            reader: "DuoAttention / kvpress DuoAttentionPress: config.json + \
+                     full_attention_heads.tsv",
+        }
     }
 
     /// duo_attn's runner patches Llama and Mistral; kvpress's `DuoAttentionPress` reads the

@@ -30,7 +30,7 @@ use super::super::headkv_scores;
 use crate::export::capability::{Arch, Capability, Engine, Refusal, Source};
 use crate::export::manifest::{file, json};
 use crate::export::score_set::scores;
-use crate::export::target::{BudgetsOf, Context, ExportTarget, Written};
+use crate::export::target::{About, BudgetsOf, Context, ExportTarget, Written};
 use crate::Result;
 
 const HEADKV: &[Source] = &[
@@ -55,20 +55,14 @@ pub const WINDOW: usize = 8;
 pub struct HeadKv;
 
 impl ExportTarget for HeadKv {
-    fn name(&self) -> &'static str {
-        "headkv"
-    }
-
-    fn files(&self) -> &'static [&'static str] {
-        &["headkv_scores.json", "head_capacity.json"]
-    }
-
-    fn holds(&self) -> &'static str {
-        "HeadKV scores and head_capacity [layers, query heads]"
-    }
-
-    fn reader(&self) -> &'static str {
-        "HeadKV and KVCache-Factory: head score file and head_capacity [layers, query heads]"
+    fn about(&self) -> About {
+        About {
+            name: "headkv",
+            files: &["headkv_scores.json", "head_capacity.json"],
+            holds: "HeadKV scores and head_capacity [layers, query heads]",
+            reader: "HeadKV and KVCache-Factory: head score file and head_capacity \
+                     [layers, query heads]",
+        }
     }
 
     fn capability(&self, arch: Arch) -> std::result::Result<Capability, Refusal> {

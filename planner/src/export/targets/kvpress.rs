@@ -9,7 +9,7 @@
 use crate::export::capability::{Arch, Capability, Engine, Refusal, Source};
 use crate::export::classes::LayerBudgets;
 use crate::export::manifest::{file, json};
-use crate::export::target::{Context, ExportTarget, Written};
+use crate::export::target::{About, Context, ExportTarget, Written};
 use crate::Result;
 
 const KVPRESS: &[Source] = &[Source {
@@ -46,20 +46,13 @@ pub fn ratios(cx: &Context<'_>, m: usize) -> Result<Vec<f64>> {
 }
 
 impl ExportTarget for Kvpress {
-    fn name(&self) -> &'static str {
-        "kvpress"
-    }
-
-    fn files(&self) -> &'static [&'static str] {
-        &["compression_ratios.json", "compression_ratios_<m>.json"]
-    }
-
-    fn holds(&self) -> &'static str {
-        "PerLayerCompressionPress ratios, one file per serving length"
-    }
-
-    fn reader(&self) -> &'static str {
-        "kvpress: PerLayerCompressionPress(press, compression_ratios)"
+    fn about(&self) -> About {
+        About {
+            name: "kvpress",
+            files: &["compression_ratios.json", "compression_ratios_<m>.json"],
+            holds: "PerLayerCompressionPress ratios, one file per serving length",
+            reader: "kvpress: PerLayerCompressionPress(press, compression_ratios)",
+        }
     }
 
     /// kvpress's presses run every architecture transformers runs: one entry for all (it also

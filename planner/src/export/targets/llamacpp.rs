@@ -15,7 +15,7 @@ use crate::export::capability::{
     Arch, BlockRule, Capability, Engine, Layers, Prefill, Refusal, Source,
 };
 use crate::export::manifest::file;
-use crate::export::target::{Context, ExportTarget, Written};
+use crate::export::target::{About, Context, ExportTarget, Written};
 use crate::{Error, Result};
 
 const LLAMACPP: &[Source] = &[
@@ -39,20 +39,13 @@ const LLAMACPP: &[Source] = &[
 pub struct LlamaCpp;
 
 impl ExportTarget for LlamaCpp {
-    fn name(&self) -> &'static str {
-        "llamacpp"
-    }
-
-    fn files(&self) -> &'static [&'static str] {
-        &["override_kv.txt"]
-    }
-
-    fn holds(&self) -> &'static str {
-        "--override-kv <arch>.attention.sliding_window=int:W"
-    }
-
-    fn reader(&self) -> &'static str {
-        "llama.cpp: --override-kv <arch>.attention.sliding_window=int:W"
+    fn about(&self) -> About {
+        About {
+            name: "llamacpp",
+            files: &["override_kv.txt"],
+            holds: "--override-kv <arch>.attention.sliding_window=int:W",
+            reader: "llama.cpp: --override-kv <arch>.attention.sliding_window=int:W",
+        }
     }
 
     fn capability(&self, arch: Arch) -> std::result::Result<Capability, Refusal> {

@@ -8,27 +8,20 @@ use super::super::npy;
 use super::kvpress::Kvpress;
 use crate::export::capability::{Arch, Capability, Refusal};
 use crate::export::manifest::file;
-use crate::export::target::{Context, ExportTarget, Written};
+use crate::export::target::{About, Context, ExportTarget, Written};
 use crate::{Result, Target};
 
 /// The `lukv` target.
 pub struct Lukv;
 
 impl ExportTarget for Lukv {
-    fn name(&self) -> &'static str {
-        "lukv"
-    }
-
-    fn files(&self) -> &'static [&'static str] {
-        &["lukv_curve.npy"]
-    }
-
-    fn holds(&self) -> &'static str {
-        "float32 [99, layers, KV heads] prune ratios for kvpress's LUKVPress"
-    }
-
-    fn reader(&self) -> &'static str {
-        "kvpress: LUKVPress budget curves (np.load of lukv_curve.npy)"
+    fn about(&self) -> About {
+        About {
+            name: "lukv",
+            files: &["lukv_curve.npy"],
+            holds: "float32 [99, layers, KV heads] prune ratios for kvpress's LUKVPress",
+            reader: "kvpress: LUKVPress budget curves (np.load of lukv_curve.npy)",
+        }
     }
 
     /// kvpress's entry: `LUKVPress` is one of its presses.

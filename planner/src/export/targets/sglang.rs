@@ -19,7 +19,7 @@
 //!   …) that holds none of these.
 
 use crate::export::capability::{Arch, Capability, Engine, Refusal, Source};
-use crate::export::target::{Context, ExportTarget, Written};
+use crate::export::target::{About, Context, ExportTarget, Written};
 use crate::{Error, Result};
 
 const SGLANG_AT: &str = "0.5.23 (PyPI wheel; no commit recorded in it)";
@@ -58,20 +58,14 @@ const SGLANG_GEMMA3: &[Source] = &[
 pub struct Sglang;
 
 impl ExportTarget for Sglang {
-    fn name(&self) -> &'static str {
-        "sglang"
-    }
-
-    fn files(&self) -> &'static [&'static str] {
-        &[]
-    }
-
-    fn holds(&self) -> &'static str {
-        "nothing yet: SGLang keeps every layer's whole K/V for these architectures"
-    }
-
-    fn reader(&self) -> &'static str {
-        "SGLang (--json-model-override-args): nothing a plan can change for llama, qwen2, gemma3"
+    fn about(&self) -> About {
+        About {
+            name: "sglang",
+            files: &[],
+            holds: "nothing yet: SGLang keeps every layer's whole K/V for these architectures",
+            reader: "SGLang (--json-model-override-args): nothing a plan can change for llama, \
+                     qwen2, gemma3",
+        }
     }
 
     fn capability(&self, arch: Arch) -> std::result::Result<Capability, Refusal> {

@@ -46,7 +46,7 @@ use crate::export::capability::{
 };
 use crate::export::classes::LayerClass;
 use crate::export::manifest::{file, json};
-use crate::export::target::{Context, ExportTarget, Written};
+use crate::export::target::{About, Context, ExportTarget, Written};
 use crate::Result;
 
 const TRT: &str = "NVIDIA/TensorRT-LLM";
@@ -137,26 +137,20 @@ pub fn engine_capability(arch: Arch) -> std::result::Result<Capability, Refusal>
 pub struct Trtllm;
 
 impl ExportTarget for Trtllm {
-    fn name(&self) -> &'static str {
-        "trtllm"
-    }
-
-    fn files(&self) -> &'static [&'static str] {
-        &[
-            "kv_cache_config.json",
-            "extra_llm_api_options.yaml",
-            "trtllm_env.sh",
-        ]
-    }
-
-    fn holds(&self) -> &'static str {
-        "max_attention_window (one per layer: full layers and one window), sink_token_length, \
-         tokens_per_block, for the PyTorch backend and the legacy engine"
-    }
-
-    fn reader(&self) -> &'static str {
-        "TensorRT-LLM: KvCacheConfig(max_attention_window=..., sink_token_length=..., \
-         tokens_per_block=...); trtllm-serve --extra_llm_api_options"
+    fn about(&self) -> About {
+        About {
+            name: "trtllm",
+            files: &[
+                "kv_cache_config.json",
+                "extra_llm_api_options.yaml",
+                "trtllm_env.sh",
+            ],
+            holds: "max_attention_window (one per layer: full layers and one window), \
+                    sink_token_length, tokens_per_block, for the PyTorch backend and the legacy \
+                    engine",
+            reader: "TensorRT-LLM: KvCacheConfig(max_attention_window=..., sink_token_length=..., \
+                     tokens_per_block=...); trtllm-serve --extra_llm_api_options",
+        }
     }
 
     fn capability(&self, arch: Arch) -> std::result::Result<Capability, Refusal> {

@@ -34,7 +34,7 @@ use crate::export::capability::{
 };
 use crate::export::classes::LayerClass;
 use crate::export::manifest::{file, json};
-use crate::export::target::{Context, ExportTarget, Written};
+use crate::export::target::{About, Context, ExportTarget, Written};
 use crate::Result;
 
 const VLLM: &str = "vllm-project/vllm";
@@ -83,21 +83,14 @@ const VLLM_GEMMA3: &[Source] = &[Source {
 pub struct Vllm;
 
 impl ExportTarget for Vllm {
-    fn name(&self) -> &'static str {
-        "vllm"
-    }
-
-    fn files(&self) -> &'static [&'static str] {
-        &["config_override.json", "hf_overrides.txt"]
-    }
-
-    fn holds(&self) -> &'static str {
-        "layer_types, sliding_window, use_sliding_window"
-    }
-
-    fn reader(&self) -> &'static str {
-        "vLLM: --hf-overrides \"$(cat hf_overrides.txt)\", or config_override.json merged into \
-         the model's config.json (per-layer sliding windows)"
+    fn about(&self) -> About {
+        About {
+            name: "vllm",
+            files: &["config_override.json", "hf_overrides.txt"],
+            holds: "layer_types, sliding_window, use_sliding_window",
+            reader: "vLLM: --hf-overrides \"$(cat hf_overrides.txt)\", or config_override.json \
+                     merged into the model's config.json (per-layer sliding windows)",
+        }
     }
 
     fn capability(&self, arch: Arch) -> std::result::Result<Capability, Refusal> {
