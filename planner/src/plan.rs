@@ -169,13 +169,7 @@ impl Plan {
     /// Checks the whole plan: version, identity, target, sections against the geometry, and the
     /// preview against the rules.
     pub fn validate(&self) -> Result<()> {
-        if self.schema_version != PLAN_SCHEMA_VERSION {
-            return Err(Error::invalid(
-                "schema_version",
-                PLAN_SCHEMA_VERSION,
-                self.schema_version,
-            ));
-        }
+        validate::current_schema(self.schema_version, PLAN_SCHEMA_VERSION)?;
         self.model.validate("model")?;
         self.target.validate("target")?;
         self.budget_semantics.validate(&self.methods())?;

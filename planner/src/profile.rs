@@ -261,13 +261,7 @@ impl Profile {
 
     /// Checks every figure against the schema and the geometry.
     pub fn validate(&self) -> Result<()> {
-        if self.schema_version != PROFILE_SCHEMA_VERSION {
-            return Err(Error::invalid(
-                "schema_version",
-                PROFILE_SCHEMA_VERSION,
-                self.schema_version,
-            ));
-        }
+        validate::current_schema(self.schema_version, PROFILE_SCHEMA_VERSION)?;
         self.model.validate("model")?;
         let g = &self.model.geometry;
         let s = &self.settings;

@@ -41,6 +41,15 @@ pub(crate) fn schema_version(what: &'static str, text: &str, expected: u32) -> R
     }
 }
 
+/// A loaded file's `schema_version`: exactly `expected`, the version this build reads and writes.
+pub(crate) fn current_schema(found: u32, expected: u32) -> Result<()> {
+    if found == expected {
+        Ok(())
+    } else {
+        Err(Error::invalid("schema_version", expected, found))
+    }
+}
+
 /// A finite number ≥ 0.
 pub(crate) fn non_negative(path: &str, v: f64) -> Result<()> {
     if v.is_finite() && v >= 0.0 {
