@@ -5,25 +5,20 @@
 //! (`headkv_r_on_smollm2_by_hand`: at B = 128, n = 8192, head (14, kv 1) keeps 3608, (16, kv 0)
 //! 2796, (20, kv 2) 2041, (11, kv 0) 1229, (22, kv 1) 706, (8, kv 0) 300, every other head 10).
 
-use kvplan_planner::export::{export, Export, Format, Request, ScoreSet};
-use kvplan_planner::{build_plan, Method, Plan, PlanOptions, Profile, Target};
-use serde_json::Value;
-use std::path::PathBuf;
+mod common;
 
-fn profile() -> Profile {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/smollm2-handmade.profile.json");
-    Profile::load(&path).unwrap_or_else(|e| panic!("{e}"))
+use common::{build, profile};
+use kvplan_planner::export::{export, Export, Format, Request, ScoreSet};
+use kvplan_planner::{Method, Plan, PlanOptions, Profile, Target};
+use serde_json::Value;
+
+/// The plan of `methods` at 128 entries per head, default options.
+fn plan_of(p: &Profile, methods: &[Method]) -> Plan {
+    build(p, methods, Target::Tokens(128), &PlanOptions::default())
 }
 
 fn plan() -> Plan {
-    build_plan(
-        &profile(),
-        &Method::ALL,
-        Target::Tokens(128),
-        &PlanOptions::default(),
-    )
-    .unwrap_or_else(|e| panic!("{e}"))
+    plan_of(&profile(), &Method::ALL)
 }
 
 fn request(format: Format) -> Request {
@@ -290,13 +285,7 @@ fn headkv_scores_and_an_all_zero_set_refused() {
     for row in &mut p.retrieval_reasoning.scores {
         row.iter_mut().for_each(|s| *s = 0.0);
     }
-    let plan = build_plan(
-        &p,
-        &Method::ALL,
-        Target::Tokens(128),
-        &PlanOptions::default(),
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    let plan = plan_of(&p, &Method::ALL);
     let mut req = request(Format::Headkv);
     req.scores = ScoreSet::Reasoning;
     let err = export(&plan, &req).unwrap_err().to_string();
@@ -312,13 +301,7 @@ fn pod_and_missing_sections_are_refused_by_name() {
     req.method = Some(Method::Pod);
     let err = export(&plan(), &req).unwrap_err().to_string();
     assert!(err.contains("--method") && err.contains("pod"), "{err}");
-    let only_snapkv = build_plan(
-        &profile(),
-        &[Method::SnapKv],
-        Target::Tokens(128),
-        &PlanOptions::default(),
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    let only_snapkv = plan_of(&profile(), &[Method::SnapKv]);
     let e = run(&only_snapkv, &request(Format::Kvpress));
     assert_eq!(e.manifest.method, "snapkv");
     req.method = Some(Method::Pyramid);

@@ -1,23 +1,33 @@
 //! The hand-made SmolLM2 profile through the planner, with expectations worked by hand from the
 //! pattern in `fixtures/README.md`.
 
+mod common;
+
+use common::{build, profile};
 use kvplan_planner::methods::headkv::HeadKvOptions;
 use kvplan_planner::methods::pod::PodOptions;
 use kvplan_planner::HeadKvSection;
-use kvplan_planner::{build_plan, Method, Plan, PlanOptions, PodSection, Profile, Target};
-use std::path::PathBuf;
-
-fn fixture() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/smollm2-handmade.profile.json")
-}
-
-fn profile() -> Profile {
-    Profile::load(&fixture()).unwrap_or_else(|e| panic!("{e}"))
-}
+use kvplan_planner::{Method, Plan, PlanOptions, PodSection, Profile, Target};
 
 fn plan(target: Target) -> Plan {
-    build_plan(&profile(), &Method::ALL, target, &PlanOptions::default())
-        .unwrap_or_else(|e| panic!("{e}"))
+    build(&profile(), &Method::ALL, target, &PlanOptions::default())
+}
+
+/// `method`'s budgets `[layer][KV head]` in `p` at 8192 tokens, after checking that they hold
+/// the target's 128 entries per head in all.
+fn budgets_at_8192(p: &Plan, method: Method) -> Vec<Vec<usize>> {
+    let b = p.budgets_at(method, 8192).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(b.total(), 30 * 3 * 128);
+    b.per_layer_per_kv_head
+}
+
+/// The profile's six scored heads as `(layer, KV head)`, by falling retrieval score: 0.62, 0.48,
+/// 0.35, 0.21, 0.12, 0.05 (`fixtures/README.md` names their query heads).
+const SCORED: [(usize, usize); 6] = [(14, 1), (16, 0), (20, 2), (11, 0), (22, 1), (8, 0)];
+
+/// The budgets of the [`SCORED`] heads, in that order.
+fn scored(k: &[Vec<usize>]) -> Vec<usize> {
+    SCORED.iter().map(|&(l, h)| k[l][h]).collect()
 }
 
 #[test]
@@ -35,15 +45,11 @@ fn pyramid_on_smollm2_by_hand() {
     // 12 from every layer and one more from the top 15 (layers 15–29).
     // Layer 0: 234 − 12 + 8 = 230. Layer 14: 234 − 98 − 12 + 8 = 132. Layer 15: 234 − 105 − 13
     // + 8 = 124. Layer 29: 234 − 203 − 13 + 8 = 26.
-    let b = plan(Target::Tokens(128))
-        .budgets_at(Method::Pyramid, 8192)
-        .unwrap_or_else(|e| panic!("{e}"));
-    let layer = |l: usize| b.per_layer_per_kv_head[l].clone();
-    assert_eq!(layer(0), vec![230; 3]);
-    assert_eq!(layer(14), vec![132; 3]);
-    assert_eq!(layer(15), vec![124; 3]);
-    assert_eq!(layer(29), vec![26; 3]);
-    assert_eq!(b.total(), 30 * 3 * 128);
+    let k = budgets_at_8192(&plan(Target::Tokens(128)), Method::Pyramid);
+    assert_eq!(k[0], vec![230; 3]);
+    assert_eq!(k[14], vec![132; 3]);
+    assert_eq!(k[15], vec![124; 3]);
+    assert_eq!(k[29], vec![26; 3]);
 }
 
 #[test]
@@ -54,18 +60,9 @@ fn headkv_r_on_smollm2_by_hand() {
     // 2031.15; (11, q2 → kv0) 0.21 → 1218.69; (22, q5 → kv1) 0.12 → 696.39; (8, q0 → kv0)
     // 0.05 → 290.16. Floors sum 10618; the 2 left go to fractions .69 and .57.
     // Budgets = 2 + share + 8: 3608, 2796, 2041, 1229, 706, 300; every other head 10.
-    let b = plan(Target::Tokens(128))
-        .budgets_at(Method::HeadKvR, 8192)
-        .unwrap_or_else(|e| panic!("{e}"));
-    let k = &b.per_layer_per_kv_head;
-    assert_eq!(k[14][1], 3608);
-    assert_eq!(k[16][0], 2796);
-    assert_eq!(k[20][2], 2041);
-    assert_eq!(k[11][0], 1229);
-    assert_eq!(k[22][1], 706);
-    assert_eq!(k[8][0], 300);
+    let k = budgets_at_8192(&plan(Target::Tokens(128)), Method::HeadKvR);
+    assert_eq!(scored(&k), [3608, 2796, 2041, 1229, 706, 300]);
     assert_eq!(k[0], vec![10; 3]);
-    assert_eq!(b.total(), 30 * 3 * 128);
 }
 
 #[test]
@@ -80,14 +77,10 @@ fn headkv_r_layer_uniform_control_by_hand() {
     let (m, c) = (name.method(), name.control().expect("a control"));
     let controlled =
         kvplan_planner::controls::with_control(&p, m, c).unwrap_or_else(|e| panic!("{e}"));
-    let b = controlled
-        .budgets_at(Method::HeadKvR, 8192)
-        .unwrap_or_else(|e| panic!("{e}"));
-    let k = &b.per_layer_per_kv_head;
+    let k = budgets_at_8192(&controlled, Method::HeadKvR);
     assert_eq!(k[14], vec![1210, 1209, 1209]);
     assert_eq!(k[16], vec![939, 939, 938]);
     assert_eq!(k[0], vec![10; 3]);
-    assert_eq!(b.total(), 30 * 3 * 128);
     // The flag never enters a built plan's file.
     let text = serde_json::to_string(&p).unwrap_or_else(|e| panic!("{e}"));
     assert!(!text.contains("layer_uniform"));
@@ -107,20 +100,10 @@ fn headkv_r_with_its_own_beta_by_hand() {
         },
         ..PlanOptions::default()
     };
-    let p = build_plan(&profile(), &Method::ALL, Target::Tokens(128), &opts)
-        .unwrap_or_else(|e| panic!("{e}"));
-    let b = p
-        .budgets_at(Method::HeadKvR, 8192)
-        .unwrap_or_else(|e| panic!("{e}"));
-    let k = &b.per_layer_per_kv_head;
-    assert_eq!(k[14][1], 1897);
-    assert_eq!(k[16][0], 1484);
-    assert_eq!(k[20][2], 1101);
-    assert_eq!(k[11][0], 688);
-    assert_eq!(k[22][1], 422);
-    assert_eq!(k[8][0], 216);
+    let p = build(&profile(), &Method::ALL, Target::Tokens(128), &opts);
+    let k = budgets_at_8192(&p, Method::HeadKvR);
+    assert_eq!(scored(&k), [1897, 1484, 1101, 688, 422, 216]);
     assert_eq!(k[0], vec![68; 3]);
-    assert_eq!(b.total(), 30 * 3 * 128);
     // headkv (retrieval-reasoning) keeps the shared β.
     let beta = |m| {
         p.sections
@@ -173,8 +156,7 @@ fn pod_delta_for_a_target_saving() {
         },
         ..PlanOptions::default()
     };
-    let p = build_plan(&profile(), &[Method::Pod], Target::Tokens(64), &opts)
-        .unwrap_or_else(|e| panic!("{e}"));
+    let p = build(&profile(), &[Method::Pod], Target::Tokens(64), &opts);
     let pod = p
         .sections
         .get::<PodSection>(Method::Pod)
@@ -189,8 +171,8 @@ fn plan_round_trips_byte_identical() {
         preview_context_len: Some(4096),
         ..PlanOptions::default()
     };
-    let a = build_plan(&profile(), &Method::ALL, Target::Tokens(128), &opts)
-        .and_then(|p| p.to_json())
+    let a = build(&profile(), &Method::ALL, Target::Tokens(128), &opts)
+        .to_json()
         .unwrap_or_else(|e| panic!("{e}"));
     let b = Plan::from_json(&a)
         .and_then(|p| p.to_json())
@@ -223,8 +205,8 @@ fn summation_noise_in_the_evidence_leaves_the_plan_bytes_alone() {
         ..PlanOptions::default()
     };
     let json = |p: &Profile| {
-        build_plan(p, &Method::ALL, Target::Tokens(128), &opts)
-            .and_then(|p| p.to_json())
+        build(p, &Method::ALL, Target::Tokens(128), &opts)
+            .to_json()
             .unwrap_or_else(|e| panic!("{e}"))
     };
     let a = profile();

@@ -1,23 +1,23 @@
 //! Bad plans and profiles are rejected with messages naming the JSON path and what was expected.
 
-use kvplan_planner::{build_plan, Method, ModelIdentity, Plan, PlanOptions, Profile, Target};
-use serde_json::{json, Value};
-use std::path::PathBuf;
+mod common;
 
-fn profile() -> Profile {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/smollm2-handmade.profile.json");
-    Profile::load(&p).unwrap_or_else(|e| panic!("{e}"))
-}
+use common::{build, profile};
+use kvplan_planner::{Method, ModelIdentity, Plan, PlanOptions, Profile, Target};
+use serde_json::{json, Value};
 
 fn plan_value() -> Value {
     let opts = PlanOptions {
         preview_context_len: Some(1024),
         ..PlanOptions::default()
     };
-    let plan = build_plan(&profile(), &Method::ALL, Target::Tokens(64), &opts)
-        .unwrap_or_else(|e| panic!("{e}"));
+    let plan = build(&profile(), &Method::ALL, Target::Tokens(64), &opts);
     serde_json::to_value(&plan).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Leaves the field `key` out of the object `v`.
+fn remove(v: &mut Value, key: &str) {
+    v.as_object_mut().expect("an object").remove(key);
 }
 
 /// The error message of loading `v` as a plan.
@@ -77,9 +77,7 @@ fn bad_layer_windows() {
         "plan: at `model.geometry.layer_windows[4]`: invalid type: string",
     );
     let mut v = plan_value();
-    if let Some(g) = v["model"]["geometry"].as_object_mut() {
-        g.remove("layer_windows");
-    }
+    remove(&mut v["model"]["geometry"], "layer_windows");
     rejects(
         &v,
         "plan: at `model.geometry`: missing field `layer_windows`",
@@ -114,9 +112,7 @@ fn budget_semantics_must_be_this_builds() {
 #[test]
 fn missing_field() {
     let mut v = plan_value();
-    if let Some(o) = v["sections"]["pyramid"].as_object_mut() {
-        o.remove("beta");
-    }
+    remove(&mut v["sections"]["pyramid"], "beta");
     rejects(
         &v,
         "plan: at `sections.pyramid`: missing field `beta` at line 1",
@@ -278,13 +274,12 @@ fn bad_hash_in_file() {
 
 #[test]
 fn missing_section_is_an_error_when_budgets_are_asked() {
-    let plan = build_plan(
+    let plan = build(
         &profile(),
         &[Method::Pyramid],
         Target::Tokens(64),
         &PlanOptions::default(),
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    );
     let e = plan
         .budgets_at(Method::HeadKv, 1024)
         .err()
