@@ -40,6 +40,15 @@ fn refusal(p: &Plan, format: Format, n: usize, budget: usize) -> String {
     }
 }
 
+/// Why `format` refuses Gemma 3's plan at 4096 tokens and budget 128: the 3 full global layers
+/// alone (3 · 4096 = 12 288 entries) hold more than the plan's 3 · 128 + 15 · 512 = 8 064, and
+/// the error names the way out (`--budget`).
+fn globals_over_the_plan(p: &Plan, format: Format) -> String {
+    let err = refusal(p, format, 4096, 128);
+    assert!(err.contains("--budget") && err.contains("12288"), "{err}");
+    err
+}
+
 fn json_file(e: &Export, name: &str) -> Value {
     let f = e.files.iter().find(|f| f.name == name).expect(name);
     serde_json::from_slice(&f.bytes).expect("JSON")
@@ -89,8 +98,7 @@ fn gemma_on_vllm_needs_room_beside_the_globals_and_trtllm_keeps_the_local_window
     let p = plan(GEMMA);
     // vLLM can shrink only the local window: at 4096 tokens and budget 128 the 3 full global
     // layers alone (12 288 entries) exceed the plan's 8 064 — refused, naming the way out.
-    let err = refusal(&p, Format::Vllm, 4096, 128);
-    assert!(err.contains("--budget") && err.contains("12288"), "{err}");
+    globals_over_the_plan(&p, Format::Vllm);
     // TensorRT-LLM frees blocks at its smallest window only (one detached-block count per
     // sequence): the 15 local layers keep Gemma's 512 and the 3 global ones share it — a global
     // window below 512 would keep every local layer whole. At budget 128 the plan's 3 · 128
@@ -110,8 +118,7 @@ fn llamacpp_overrides_gemma_local_window_only() {
     let p = plan(GEMMA);
     // 4096 tokens at budget 128: the 3 full global layers alone (12 288) exceed the plan's
     // 3 · 128 + 15 · 512 = 8 064 entries: refused, naming the way out.
-    let err = refusal(&p, Format::Llamacpp, 4096, 128);
-    assert!(err.contains("--budget") && err.contains("12288"), "{err}");
+    globals_over_the_plan(&p, Format::Llamacpp);
     // 1024 tokens at budget 512: T = 18 · 512 = 9 216, globals 3 · 1024, the 15 locals share
     // (9 216 − 3 072) / 15 = 409.6 → 410.
     let e = exported(&p, Format::Llamacpp, 1024, 512);
@@ -319,6 +326,6 @@ fn gemma3_on_vllm_shrinks_the_local_window_only() {
     assert!(v.get("use_sliding_window").is_none(), "{v}");
     assert_eq!(e.manifest.honours.layers, "native-window-only");
     // Where the globals alone hold more than the plan: refused with the reason.
-    let err = refusal(&p, Format::Vllm, 4096, 128);
+    let err = globals_over_the_plan(&p, Format::Vllm);
     assert!(err.contains("full global layers"), "{err}");
 }
