@@ -101,34 +101,39 @@ pub fn pretty_json<T: serde::Serialize + ?Sized>(value: &T) -> serde_json::Resul
 mod tests {
     use super::*;
 
+    /// An empty folder for the test `tag`, this process's own.
     fn scratch(tag: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!("kvplan-common-{tag}-{}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).ok();
         dir
+    }
+
+    /// Entries in `dir` (0 when it cannot be read).
+    fn entries(dir: &Path) -> usize {
+        fs::read_dir(dir).map(|d| d.count()).unwrap_or(0)
     }
 
     #[test]
     fn replaces_the_file_and_leaves_no_temp() {
         let dir = scratch("replace");
-        fs::create_dir_all(&dir).ok();
         let p = dir.join("x.json");
         write_atomic(&p, b"one").ok();
         write_atomic(&p, b"two").ok();
         assert_eq!(fs::read_to_string(&p).ok().as_deref(), Some("two"));
-        assert_eq!(fs::read_dir(&dir).map(|d| d.count()).unwrap_or(0), 1);
+        assert_eq!(entries(&dir), 1);
         fs::remove_dir_all(&dir).ok();
     }
 
     #[test]
     fn a_failed_write_keeps_the_old_file() {
         let dir = scratch("fail");
-        fs::create_dir_all(&dir).ok();
         // Renaming a file over a non-empty directory fails: the directory must survive untouched.
         let target = dir.join("occupied");
         fs::create_dir_all(target.join("inner")).ok();
         assert!(write_atomic(&target, b"x").is_err());
         assert!(target.join("inner").is_dir());
-        assert_eq!(fs::read_dir(&dir).map(|d| d.count()).unwrap_or(0), 1);
+        assert_eq!(entries(&dir), 1);
         fs::remove_dir_all(&dir).ok();
     }
 
@@ -171,7 +176,6 @@ mod tests {
     #[test]
     fn a_disk_that_fills_at_any_byte_keeps_the_old_file_and_no_temp() {
         let dir = scratch("full");
-        fs::create_dir_all(&dir).ok();
         let p = dir.join("records.json");
         write_atomic(&p, b"{\"old\": true}\n").ok();
         let new = b"{\"new\": [1, 2, 3], \"longer\": \"than the old file\"}\n";
@@ -184,11 +188,7 @@ mod tests {
                 Some(&b"{\"old\": true}\n"[..]),
                 "room {room}"
             );
-            assert_eq!(
-                fs::read_dir(&dir).map(|d| d.count()).unwrap_or(0),
-                1,
-                "room {room}"
-            );
+            assert_eq!(entries(&dir), 1, "room {room}");
         }
         let create = |tmp: &Path| {
             let room = new.len();
@@ -202,7 +202,6 @@ mod tests {
     #[test]
     fn a_killed_writers_temp_file_is_swept_and_a_live_ones_kept() {
         let dir = scratch("sweep");
-        fs::create_dir_all(&dir).ok();
         let p = dir.join("records.json");
         // Pids on Linux stay below 2^22: 4194999 names no process; this test's own pid is live.
         let dead = dir.join(".records.json.4194999.tmp");

@@ -306,6 +306,28 @@ pub fn union(acc: Option<Range<i32>>, rows: Range<i32>) -> Option<Range<i32>> {
     })
 }
 
+/// Heatmap panels sharing a colour bar: `body` less the bar is split into `grid` (rows, columns)
+/// areas, `panel(i, item, area)` draws the panel of each of `items` in turn and returns its
+/// plotting rows ([`Heatmap::draw`]), and the bar of `scale` (the quantity `desc`) beside them
+/// spans those rows ([`colour_bar`]).
+pub fn beside_colour_bar<DB: DrawingBackend, T>(
+    body: &DrawingArea<DB, Shift>,
+    grid: (usize, usize),
+    items: &[T],
+    scale: Scale,
+    desc: &str,
+    mut panel: impl FnMut(usize, &T, &DrawingArea<DB, Shift>) -> Result<Range<i32>>,
+) -> Result<()> {
+    let (w, _) = body.dim_in_pixel();
+    let (maps, bar) = body.split_horizontally(w - COLOUR_BAR_WIDTH);
+    let areas = maps.split_evenly(grid);
+    let mut y_px = None;
+    for (i, (item, area)) in items.iter().zip(&areas).enumerate() {
+        y_px = union(y_px, panel(i, item, area)?);
+    }
+    colour_bar(&bar, scale, desc, y_px)
+}
+
 /// A vertical colour bar for `scale` on the left of `area`, spanning the absolute pixel rows
 /// `y_px` (the panels' plotting rows; None draws nothing), with round labelled values and the
 /// quantity `desc`.

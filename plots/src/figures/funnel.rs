@@ -4,7 +4,7 @@
 
 use crate::colour;
 use crate::figures::titled;
-use crate::lines::{Axis, Lines, Series};
+use crate::lines::{by_index, Axis, Lines, Series};
 use crate::render::Draw;
 use crate::Result;
 use kvplan_planner::{LayerFunnel, Profile};
@@ -54,52 +54,39 @@ impl Draw for Funnel<'_> {
         )?;
         let panels = body.split_evenly((1, 2));
         let layers = self.funnel.len().max(1) as f64;
-        let entropy: Vec<(f64, f64)> = self
-            .funnel
-            .iter()
-            .enumerate()
-            .map(|(l, f)| (l as f64, f.entropy))
-            .collect();
-        let mass: Vec<(f64, f64)> = self
-            .funnel
-            .iter()
-            .enumerate()
-            .map(|(l, f)| (l as f64, f.top_k_mass))
-            .collect();
-        let e_values: Vec<f64> = entropy.iter().map(|p| p.1).collect();
-        let series = [Series {
-            label: String::from("entropy"),
-            colour: colour::series(0),
-            points: entropy,
-            markers: true,
-            errors: Vec::new(),
-            dashed: false,
-        }];
-        Lines {
-            caption: String::from("Attention entropy"),
-            x: Axis::linear("layer", 0.0, layers - 1.0, 8),
-            y: Axis::fitting("entropy (bits)", &e_values, true, 0.08, 8),
-            series: &series,
-            legend: false,
-            references: Vec::new(),
-        }
-        .draw(&panels[0])?;
-        let series = [Series {
-            label: format!("top-{} mass", self.top_k),
-            colour: colour::series(1),
-            points: mass,
-            markers: true,
-            errors: Vec::new(),
-            dashed: false,
-        }];
-        Lines {
-            caption: format!("Attention mass on the top-{} keys", self.top_k),
-            x: Axis::linear("layer", 0.0, layers - 1.0, 8),
-            y: Axis::linear(&format!("top-{} mass", self.top_k), 0.0, 1.0, 6),
-            series: &series,
-            legend: false,
-            references: Vec::new(),
-        }
-        .draw(&panels[1])
+        // A panel of one series by layer.
+        let panel = |caption: String, y: Axis, series: Series, area| {
+            Lines {
+                caption,
+                x: Axis::linear("layer", 0.0, layers - 1.0, 8),
+                y,
+                series: &[series],
+                legend: false,
+                references: Vec::new(),
+            }
+            .draw(area)
+        };
+        let entropy: Vec<f64> = self.funnel.iter().map(|f| f.entropy).collect();
+        panel(
+            String::from("Attention entropy"),
+            Axis::fitting("entropy (bits)", &entropy, true, 0.08, 8),
+            Series::line(
+                String::from("entropy"),
+                colour::series(0),
+                by_index(entropy.iter().copied()),
+            ),
+            &panels[0],
+        )?;
+        let mass = format!("top-{} mass", self.top_k);
+        panel(
+            format!("Attention mass on the top-{} keys", self.top_k),
+            Axis::linear(&mass, 0.0, 1.0, 6),
+            Series::line(
+                mass,
+                colour::series(1),
+                by_index(self.funnel.iter().map(|f| f.top_k_mass)),
+            ),
+            &panels[1],
+        )
     }
 }

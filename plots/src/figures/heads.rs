@@ -3,7 +3,7 @@
 //! Figure 7. White lines separate the query heads that share a KV head (GQA groups).
 
 use crate::figures::{index_labels, titled};
-use crate::heatmap::{colour_bar, union, Heatmap, Outline, Scale, COLOUR_BAR_WIDTH};
+use crate::heatmap::{beside_colour_bar, Heatmap, Outline, Scale, COLOUR_BAR_WIDTH};
 use crate::render::Draw;
 use crate::Result;
 use kvplan_planner::{HeadScores, Profile};
@@ -16,6 +16,19 @@ pub struct Panel<'a> {
     pub scores: &'a HeadScores,
 }
 
+impl<'a> Panel<'a> {
+    /// The panel of `scores`, captioned `what` and the trials they kept.
+    pub fn of(what: &str, scores: &'a HeadScores) -> Self {
+        Panel {
+            caption: format!(
+                "{what} ({} of {} trials kept)",
+                scores.trials_kept, scores.trials_total
+            ),
+            scores,
+        }
+    }
+}
+
 /// Head-importance figure: one or two panels sharing a colour scale.
 pub struct Heads<'a> {
     name: String,
@@ -24,13 +37,6 @@ pub struct Heads<'a> {
     /// `q_to_kv` of the model: draws the GQA group separators.
     q_to_kv: &'a [usize],
     panels: Vec<Panel<'a>>,
-}
-
-fn caption(what: &str, s: &HeadScores) -> String {
-    format!(
-        "{what} ({} of {} trials kept)",
-        s.trials_kept, s.trials_total
-    )
 }
 
 impl<'a> Heads<'a> {
@@ -50,14 +56,8 @@ impl<'a> Heads<'a> {
     /// Retrieval and retrieval-reasoning side by side (`heads`).
     pub fn side_by_side(p: &'a Profile) -> Self {
         let panels = vec![
-            Panel {
-                caption: caption("Retrieval heads", &p.retrieval),
-                scores: &p.retrieval,
-            },
-            Panel {
-                caption: caption("Retrieval-reasoning heads", &p.retrieval_reasoning),
-                scores: &p.retrieval_reasoning,
-            },
+            Panel::of("Retrieval heads", &p.retrieval),
+            Panel::of("Retrieval-reasoning heads", &p.retrieval_reasoning),
         ];
         Self::new(
             p,
@@ -69,10 +69,7 @@ impl<'a> Heads<'a> {
 
     /// Retrieval scores alone (`heads-retrieval`).
     pub fn retrieval(p: &'a Profile) -> Self {
-        let panels = vec![Panel {
-            caption: caption("Retrieval heads", &p.retrieval),
-            scores: &p.retrieval,
-        }];
+        let panels = vec![Panel::of("Retrieval heads", &p.retrieval)];
         Self::new(
             p,
             "heads-retrieval",
@@ -83,10 +80,10 @@ impl<'a> Heads<'a> {
 
     /// Retrieval-reasoning scores alone (`heads-r2`).
     pub fn r2(p: &'a Profile) -> Self {
-        let panels = vec![Panel {
-            caption: caption("Retrieval-reasoning heads", &p.retrieval_reasoning),
-            scores: &p.retrieval_reasoning,
-        }];
+        let panels = vec![Panel::of(
+            "Retrieval-reasoning heads",
+            &p.retrieval_reasoning,
+        )];
         Self::new(
             p,
             "heads-r2",
@@ -141,15 +138,13 @@ impl Draw for Heads<'_> {
 
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<()> {
         let body = titled(root, &self.title, &self.subtitle)?;
-        let (w, _) = body.dim_in_pixel();
-        let (maps, bar) = body.split_horizontally(w - COLOUR_BAR_WIDTH);
         let scale = self.scale();
-        let areas = maps.split_evenly((1, self.panels.len().max(1)));
-        let mut y_px = None;
-        for (panel, area) in self.panels.iter().zip(&areas) {
+        let grid = (1, self.panels.len().max(1));
+        let desc = "head score";
+        beside_colour_bar(&body, grid, &self.panels, scale, desc, |_, panel, area| {
             let layers = panel.scores.scores.len();
             let heads = panel.scores.scores.first().map_or(0, Vec::len);
-            let rows = Heatmap {
+            Heatmap {
                 caption: panel.caption.clone(),
                 values: &panel.scores.scores,
                 x_desc: String::from("query head (lines: GQA groups)"),
@@ -160,10 +155,7 @@ impl Draw for Heads<'_> {
                 cell_decimals: None,
                 outlines: self.group_outlines(layers),
             }
-            .draw(area)?;
-            y_px = union(y_px, rows);
-        }
-        colour_bar(&bar, scale, "head score", y_px)?;
-        Ok(())
+            .draw(area)
+        })
     }
 }

@@ -4,7 +4,7 @@
 use crate::colour;
 use crate::figures::quality::first_seen;
 use crate::figures::titled;
-use crate::lines::{Axis, Lines, Series};
+use crate::lines::{coordinates, Axis, Lines, Series};
 use crate::render::Draw;
 use crate::results::{label, PerplexityCurve};
 use crate::Result;
@@ -30,22 +30,22 @@ impl<'a> Perplexity<'a> {
         self.curves
             .iter()
             .enumerate()
-            .map(|(i, c)| Series {
-                label: label(&c.method, c.budget),
-                colour: if by_curve {
+            .map(|(i, c)| {
+                let colour = if by_curve {
                     colour::series(i)
                 } else {
                     colour::method(&c.method)
-                },
-                points: c
+                };
+                let points = c
                     .positions
                     .iter()
                     .zip(&c.perplexity)
                     .map(|(&p, &v)| (p as f64, v))
-                    .collect(),
-                markers: c.positions.len() <= 40,
-                errors: Vec::new(),
-                dashed: false,
+                    .collect();
+                Series {
+                    markers: c.positions.len() <= 40,
+                    ..Series::line(label(&c.method, c.budget), colour, points)
+                }
             })
             .collect()
     }
@@ -67,14 +67,7 @@ impl Draw for Perplexity<'_> {
             "perplexity of the tokens up to each position, per method and budget",
         )?;
         let series = self.series();
-        let xs: Vec<f64> = series
-            .iter()
-            .flat_map(|s| s.points.iter().map(|p| p.0))
-            .collect();
-        let ys: Vec<f64> = series
-            .iter()
-            .flat_map(|s| s.points.iter().map(|p| p.1))
-            .collect();
+        let (xs, ys) = coordinates(&series);
         Lines {
             caption: String::new(),
             x: Axis::fitting("position (tokens)", &xs, true, 0.02, 10),

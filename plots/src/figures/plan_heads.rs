@@ -3,7 +3,7 @@
 //! scores) and `headkv-r` (retrieval scores) side by side when the plan has both.
 
 use crate::figures::{index_labels, titled};
-use crate::heatmap::{colour_bar, union, Heatmap, Scale, COLOUR_BAR_WIDTH};
+use crate::heatmap::{beside_colour_bar, Heatmap, Scale, COLOUR_BAR_WIDTH};
 use crate::render::Draw;
 use crate::Result;
 use kvplan_planner::{Budgets, HeadKvSection, Method, Plan};
@@ -65,8 +65,6 @@ impl Draw for HeadBudgets<'_> {
             &format!("{} — HeadKV budget per KV head", self.model),
             &self.subtitle,
         )?;
-        let (w, _) = body.dim_in_pixel();
-        let (maps, bar) = body.split_horizontally(w - COLOUR_BAR_WIDTH);
         let grids: Vec<Vec<Vec<f64>>> = self
             .panels
             .iter()
@@ -79,11 +77,12 @@ impl Draw for HeadBudgets<'_> {
             .collect();
         let scale = Scale::spanning(grids.iter().flatten().flatten());
         let scale = Scale { lo: 0.0, ..scale };
-        let areas = maps.split_evenly((1, self.panels.len().max(1)));
-        let mut y_px = None;
-        for (((m, _), grid), area) in self.panels.iter().zip(&grids).zip(&areas) {
+        let layout = (1, self.panels.len().max(1));
+        let desc = "entries kept";
+        beside_colour_bar(&body, layout, &grids, scale, desc, |i, grid, area| {
+            let (m, _) = &self.panels[i];
             let kv = grid.first().map_or(0, Vec::len);
-            let rows = Heatmap {
+            Heatmap {
                 caption: caption(*m).to_string(),
                 values: grid,
                 x_desc: String::from("KV head"),
@@ -94,10 +93,7 @@ impl Draw for HeadBudgets<'_> {
                 cell_decimals: Some(0),
                 outlines: Vec::new(),
             }
-            .draw(area)?;
-            y_px = union(y_px, rows);
-        }
-        colour_bar(&bar, scale, "entries kept", y_px)?;
-        Ok(())
+            .draw(area)
+        })
     }
 }

@@ -5,7 +5,7 @@
 
 use crate::colour;
 use crate::figures::titled;
-use crate::lines::{Axis, Lines, Series};
+use crate::lines::{by_index, Axis, Lines, Series};
 use crate::render::Draw;
 use crate::Result;
 use kvplan_planner::{LayerRedundancy, Profile};
@@ -32,18 +32,12 @@ impl<'a> Redundancy<'a> {
     }
 
     fn series(&self) -> Vec<Series> {
-        let line = |i: usize, label: String, f: fn(&LayerRedundancy) -> f64| Series {
-            label,
-            colour: colour::series(i),
-            points: self
-                .layers
-                .iter()
-                .enumerate()
-                .map(|(l, r)| (l as f64, f(r)))
-                .collect(),
-            markers: true,
-            errors: Vec::new(),
-            dashed: false,
+        let line = |i: usize, label: String, f: fn(&LayerRedundancy) -> f64| {
+            Series::line(
+                label,
+                colour::series(i),
+                by_index(self.layers.iter().map(f)),
+            )
         };
         vec![
             line(

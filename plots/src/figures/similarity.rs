@@ -4,7 +4,7 @@
 //! (PoD Algorithm 1) gives at δ.
 
 use crate::figures::{index_labels, titled};
-use crate::heatmap::{colour_bar, union, Heatmap, Outline, Scale, COLOUR_BAR_WIDTH};
+use crate::heatmap::{beside_colour_bar, Heatmap, Outline, Scale, COLOUR_BAR_WIDTH};
 use crate::render::Draw;
 use crate::Result;
 use kvplan_planner::Profile;
@@ -92,16 +92,14 @@ impl Draw for LayerSimilarity<'_> {
             self.samples
         );
         let body = titled(root, &self.title, &subtitle)?;
-        let (w, _) = body.dim_in_pixel();
-        let (maps, bar) = body.split_horizontally(w - COLOUR_BAR_WIDTH);
         let scale = Scale::spanning(self.per_head.iter().flatten().flatten());
         let n = self.per_head.len().max(1);
         let cols = grid_cols(n);
-        let areas = maps.split_evenly((n.div_ceil(cols), cols));
-        let mut y_px = None;
-        for (h, (m, area)) in self.per_head.iter().zip(&areas).enumerate() {
+        let grid = (n.div_ceil(cols), cols);
+        let desc = "similarity (1 − JS)";
+        beside_colour_bar(&body, grid, self.per_head, scale, desc, |h, m, area| {
             let kv = self.q_to_kv.get(h).copied().unwrap_or(0);
-            let rows = Heatmap {
+            Heatmap {
                 caption: format!("query head {h} (KV head {kv})"),
                 values: m,
                 x_desc: String::from("layer"),
@@ -112,11 +110,8 @@ impl Draw for LayerSimilarity<'_> {
                 cell_decimals: None,
                 outlines: self.outlines(h),
             }
-            .draw(area)?;
-            y_px = union(y_px, rows);
-        }
-        colour_bar(&bar, scale, "similarity (1 − JS)", y_px)?;
-        Ok(())
+            .draw(area)
+        })
     }
 }
 

@@ -10,7 +10,7 @@
 
 use crate::colour;
 use crate::figures::titled;
-use crate::lines::{Axis, Lines, Series};
+use crate::lines::{coordinates, Axis, Lines, Series};
 use crate::render::Draw;
 use crate::Result;
 use kvplan_planner::Profile;
@@ -73,18 +73,14 @@ impl<'a> Wavelet<'a> {
     fn series(&self) -> Vec<Series> {
         let levels = self.magnitudes.first().map_or(0, Vec::len);
         (0..levels)
-            .map(|k| Series {
-                label: level_label(k),
-                colour: colour::series(k),
-                points: self
+            .map(|k| {
+                let points = self
                     .magnitudes
                     .iter()
                     .enumerate()
                     .filter_map(|(l, row)| row.get(k).map(|&v| (l as f64, v)))
-                    .collect(),
-                markers: true,
-                errors: Vec::new(),
-                dashed: false,
+                    .collect();
+                Series::line(level_label(k), colour::series(k), points)
             })
             .collect()
     }
@@ -98,24 +94,19 @@ impl<'a> Wavelet<'a> {
             .magnitudes
             .iter()
             .enumerate()
-            .map(|(k, row)| Series {
-                label: level_label(k),
-                colour: colour::series(k),
-                points: row
+            .map(|(k, row)| {
+                let points = row
                     .iter()
                     .enumerate()
                     .map(|(i, &v)| ((b.edge + i) as f64, v))
-                    .collect(),
-                markers: false,
-                errors: Vec::new(),
-                dashed: false,
+                    .collect();
+                Series {
+                    markers: false,
+                    ..Series::line(level_label(k), colour::series(k), points)
+                }
             })
             .collect();
-        let xs: Vec<f64> = series
-            .iter()
-            .flat_map(|s| s.points.iter().map(|p| p.0))
-            .collect();
-        let ys: Vec<f64> = b.magnitudes.iter().flatten().copied().collect();
+        let (xs, ys) = coordinates(&series);
         Lines {
             caption: format!("By position, generation step {}", b.step),
             x: Axis::fitting("position", &xs, false, 0.01, 8),

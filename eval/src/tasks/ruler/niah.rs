@@ -349,6 +349,12 @@ mod tests {
     use crate::tasks::ruler::tests::{at, essay_text, Words};
     use crate::tasks::ruler::{generate, score, Sources};
 
+    /// `task`'s example over an essay of `words` generated words, its keys drawn from `seed`.
+    fn built(task: Task, words: usize, seed: u64) -> Built {
+        let essay = Essay::from_text(&essay_text(words));
+        build(&Config::of(task), &essay, words, None, &mut Rng::new(seed))
+    }
+
     #[test]
     fn sentences_split_after_end_marks_before_capitals_but_not_abbreviations() {
         let e = Essay::from_text("One two. Three (Mr. Smith) came! \"Four\" five. six. 7 up");
@@ -359,14 +365,7 @@ mod tests {
 
     #[test]
     fn single_needle_uses_the_singular_template_and_holds_its_value() {
-        let essay = Essay::from_text(&essay_text(300));
-        let b = build(
-            &Config::of(Task::NiahSingle2),
-            &essay,
-            300,
-            None,
-            &mut Rng::new(1),
-        );
+        let b = built(Task::NiahSingle2, 300, 1);
         assert_eq!(b.answers.len(), 1);
         let value = &b.answers[0];
         assert_eq!(value.len(), 7);
@@ -410,14 +409,7 @@ mod tests {
 
     #[test]
     fn multikey_hides_four_keys_and_asks_one() {
-        let essay = Essay::from_text(&essay_text(400));
-        let b = build(
-            &Config::of(Task::NiahMultikey1),
-            &essay,
-            400,
-            None,
-            &mut Rng::new(2),
-        );
+        let b = built(Task::NiahMultikey1, 400, 2);
         assert_eq!(
             b.user
                 .matches("One of the special magic numbers for ")
@@ -432,14 +424,7 @@ mod tests {
 
     #[test]
     fn multivalue_keeps_the_plural_template_and_asks_all_four_values() {
-        let essay = Essay::from_text(&essay_text(400));
-        let b = build(
-            &Config::of(Task::NiahMultivalue),
-            &essay,
-            400,
-            None,
-            &mut Rng::new(3),
-        );
+        let b = built(Task::NiahMultivalue, 400, 3);
         assert_eq!(b.answers.len(), 4);
         for v in &b.answers {
             assert!(b.user.contains(&format!("for {} is: {v}.", b.query)));
