@@ -11,8 +11,8 @@
 # column: DuoAttention where the file holds it, else SnapKV; ALSO_VERSUS=A,B: one more table
 # each in board-with-kvpress/, named leaderboard-vs- and the press, AdaKV-ExpectedAttention's
 # by default); and `duo-settings/` where kvpress's file holds DuoAttention as evaluate.py sets
-# it (`duo-board`); and `kvzip/` (0.25–0.75) and `kvzip-0.875/` where KVzip's own run
-# (kvzip-cpu/) covers fewer prompts than kvpress's file. kvpress's FullKV and SnapKV are the checks of the protocol ("a press
+# it (`duo-board`); and `kvzip/` (0.25–0.75) and `kvzip-0.875/` wherever KVzip's cells are
+# (its own run's shards in kvzip-cpu/, or kvpress's file once they are merged into it). kvpress's FullKV and SnapKV are the checks of the protocol ("a press
 # both have runs once in each as a check, then from one side"): the table shows them beside
 # kvplan's on the prompts both ran, the board has kvplan's alone (CHECKS=1 puts kvpress's SnapKV
 # on the board too, on the prompts it covers). AdaKV-ExpectedAttention is the registry's
@@ -83,13 +83,21 @@ if [ ${#kvpress[@]} -gt 0 ]; then
   # its own) into kvzip-cpu/ shard files: joined with kvpress's file in a scratch folder and
   # drawn on the prompts it covers, beside FullKV, SnapKV, kvplan's per-head plans, TOVA and
   # kvpress's strongest presses (`kvzip/`, the second Δ column against KVzip). Once KVzip covers
-  # every prompt its shards are merged into kvpress's file and KVZIP=1 puts it on the board.
+  # every prompt its shards are merged into kvpress's file (`kvpress_side_by_side.sh --merge`):
+  # `kvzip/` and `kvzip-0.875/` are then drawn from that file, and KVZIP=1 puts it on the board.
   kvzip=("$dir"/kvzip-cpu/*.ruler.kvpress*.records.json)
-  if [ ${#kvzip[@]} -gt 0 ] && ! grep -q '"method": "kvpress-kvzip"' "${kvpress[0]}"; then
+  merged_kvzip=$(grep -q '"method": "kvpress-kvzip"' "${kvpress[0]}" && echo yes || true)
+  if [ ${#kvzip[@]} -gt 0 ] || [ -n "$merged_kvzip" ]; then
     mkdir "$tmp/kvzip"
     ln -s "$merged" "$tmp/kvzip/"
-    python3 "$repo/tools/kvpress_side_by_side.py" --merge "${kvpress[0]}" "${kvzip[@]}" \
-      --out "$tmp/kvzip/$(basename "${kvpress[0]}")" > /dev/null
+    if [ -n "$merged_kvzip" ]; then
+      # Already joined into kvpress's file (`--merge`, once it covered every prompt).
+      ln -s "${kvpress[0]}" "$tmp/kvzip/"
+      kvzip=("${kvpress[0]}")
+    else
+      python3 "$repo/tools/kvpress_side_by_side.py" --merge "${kvpress[0]}" "${kvzip[@]}" \
+        --out "$tmp/kvzip/$(basename "${kvpress[0]}")" > /dev/null
+    fi
     kvzip_presses=kvpress-kvzip
     for p in kvpress-duo kvpress-adakv-expected-e2; do
       if grep -q "\"method\": \"$p\"" "${kvpress[0]}"; then kvzip_presses+=",$p"; fi
