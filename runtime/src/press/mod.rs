@@ -56,7 +56,7 @@ use crate::model::{Logits, Model};
 use crate::observe::{LayerObservation, ObserveConfig, Observer};
 
 pub use driver::{generate_pressed, shared_observe, MemoryReport, PressedRun, Session};
-pub use gqa::{group_max, group_mean, GqaAggregation};
+pub use gqa::{group_max, group_mean, last_row_mean, GqaAggregation};
 pub use registry::{build_press, capabilities, PressSpec, PRESS_NAMES};
 
 /// What a press can do. Callers ask the press ([`Press::capabilities`]) or, before building

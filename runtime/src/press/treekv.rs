@@ -34,7 +34,7 @@ use kvplan_planner::{Method, TreeKvSection};
 
 use super::from_plan::{FromPlan, MethodPress};
 use super::options::PositionPolicy;
-use super::{group_mean, observe, Allocation, Capabilities, Press, PressKind};
+use super::{group_mean, last_row_mean, observe, Allocation, Capabilities, Press, PressKind};
 use crate::cache::{KvCache, LayerCache};
 use crate::error::Result;
 use crate::model::rope::RopeSet;
@@ -335,14 +335,7 @@ impl<B: Backend> Press<B> for TreeKvPress {
             let rows = obs
                 .and_then(|o| o.layers.get(l))
                 .and_then(|o| o.attention.last())
-                .map(|a| {
-                    let last: Vec<Vec<f32>> = a
-                        .probs
-                        .iter()
-                        .map(|r| r.last().cloned().unwrap_or_default())
-                        .collect();
-                    group_mean(&last, &a.kv_of, kv)
-                });
+                .map(|a| last_row_mean(a, kv));
             let mut keep = Vec::with_capacity(kv);
             let mut any = false;
             for h in 0..kv {
