@@ -8,14 +8,11 @@ use burn::tensor::{Tensor, TensorData};
 use super::*;
 use crate::generate::argmax;
 use crate::gguf::{GgufWriter, MetaValue};
-use crate::test_model::{rewrite, tiny_gguf, TinySpec};
+use crate::test_model::{rewrite, tiny_gguf, TinySpec, D, H, NH, NKV};
 
 type B = Flex;
 
-const D: usize = 8;
-const NH: usize = 4;
-const NKV: usize = 2;
-const H: usize = NH * D;
+/// The vocabulary of [`spec`]'s models (smaller than [`TinySpec::small`]'s).
 const V: usize = 20;
 
 fn spec(layers: usize) -> TinySpec {
@@ -431,11 +428,8 @@ fn smollm3_leaves_every_fourth_layer_unrotated() {
     let g = rewrite(&tiny_gguf(&spec(4)), "smollm3", &[], &[]);
     let m = load(&g).unwrap();
     let config = crate::observe::ObserveConfig {
-        attn_rows: 0,
-        rows_end: None,
         keys_values: true,
-        layers: None,
-        column_sums: false,
+        ..Default::default()
     };
     let mut obs = crate::observe::Observer::new(config, 4);
     let mut cache = m.new_cache();

@@ -18,15 +18,12 @@ use super::*;
 use crate::generate::SplitMix64;
 
 use crate::model::rope::{Rope, RopeSet};
+use crate::test_model::V;
+pub(super) use crate::test_model::{D, NH, NKV, THETA};
 
 pub(super) type B = Flex;
 
 pub(super) const L: usize = 2;
-pub(super) const NH: usize = 4;
-pub(super) const NKV: usize = 2;
-pub(super) const D: usize = 8;
-const V: usize = 50;
-pub(super) const THETA: f64 = 10_000.0;
 
 /// The tiny model's RoPE frequencies.
 pub(super) fn rope() -> RopeSet {

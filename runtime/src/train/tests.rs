@@ -13,17 +13,12 @@ use crate::model::rope::Rope;
 use crate::model::{Logits, Model, WeightStorage};
 use crate::press::pod::{PodPress, Proximal};
 use crate::press::Session;
-use crate::test_model::{max_abs, rows};
+use crate::test_model::{max_abs, rows, D, NH, NKV, THETA, V};
 
 type B = Flex;
 type AB = Autodiff<Flex>;
 
 const L: usize = 3;
-const NH: usize = 4;
-const NKV: usize = 2;
-const D: usize = 8;
-const V: usize = 50;
-const THETA: f64 = 10_000.0;
 const CTX: usize = 128;
 
 fn spec() -> crate::test_model::TinySpec {
