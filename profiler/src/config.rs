@@ -262,7 +262,7 @@ mod tests {
 
     #[test]
     fn defaults_to_the_generated_needle_set_and_rejects_an_empty_one() {
-        let mut c = ProfileConfig::standard(0, 2048);
+        let c = ProfileConfig::standard(0, 2048);
         assert_eq!(
             c.needles,
             NeedleSet::Generated {
@@ -270,22 +270,19 @@ mod tests {
                 wide: 4
             }
         );
-        c.needles = NeedleSet::Generated {
-            per_kind: 0,
-            wide: 4,
+        let err = |per_kind, wide| {
+            let c = ProfileConfig {
+                needles: NeedleSet::Generated { per_kind, wide },
+                ..c.clone()
+            };
+            c.validate(8192).err().map(|e| e.to_string())
         };
-        let err = c.validate(8192).err().map(|e| e.to_string());
         assert_eq!(
-            err.as_deref(),
+            err(0, 4).as_deref(),
             Some("profile settings: the generated needle set needs at least 1 example per kind")
         );
-        c.needles = NeedleSet::Generated {
-            per_kind: 24,
-            wide: 3,
-        };
-        let err = c.validate(8192).err().map(|e| e.to_string());
         assert_eq!(
-            err.as_deref(),
+            err(24, 3).as_deref(),
             Some(
                 "profile settings: wide retrieval-reasoning needles hold 4 to 8 candidate \
                  statements (or 0 for none), found 3"

@@ -9,6 +9,19 @@ pub(crate) const THETA: f64 = 10_000.0;
 /// RMSNorm ε of every tiny model.
 pub(crate) const EPS: f64 = 1e-5;
 
+/// Query heads of [`TinySpec::small`].
+pub(crate) const NH: usize = 4;
+/// KV heads of [`TinySpec::small`].
+pub(crate) const NKV: usize = 2;
+/// Dimensions of a head of [`TinySpec::small`].
+pub(crate) const D: usize = 8;
+/// Hidden size of [`TinySpec::small`].
+pub(crate) const H: usize = 32;
+/// Feed-forward size of [`TinySpec::small`].
+pub(crate) const F: usize = 48;
+/// Vocabulary of [`TinySpec::small`].
+pub(crate) const V: usize = 50;
+
 /// Geometry and weight draw of a tiny model.
 pub(crate) struct TinySpec {
     pub seed: u64,
@@ -34,12 +47,12 @@ impl TinySpec {
         Self {
             seed,
             layers,
-            heads: 4,
-            kv_heads: 2,
-            head_dim: 8,
-            hidden: 32,
-            ffn: 48,
-            vocab: 50,
+            heads: NH,
+            kv_heads: NKV,
+            head_dim: D,
+            hidden: H,
+            ffn: F,
+            vocab: V,
             ctx,
             qk_scale: 0.6,
             random_norms: false,

@@ -4,13 +4,7 @@
 
 /// Entropy of an attention row in bits (0 · log 0 = 0).
 pub fn entropy_bits(row: &[f32]) -> f64 {
-    row.iter()
-        .filter(|&&x| x > 0.0)
-        .map(|&x| {
-            let x = f64::from(x);
-            -x * x.log2()
-        })
-        .sum()
+    super::entropy(row, f64::log2)
 }
 
 /// Attention mass on the `k` largest entries of a row.

@@ -9,6 +9,18 @@ pub mod retrieval;
 pub mod similarity;
 pub mod wavelet;
 
+/// Entropy `−Σ x·log x` of the distribution `p` with the logarithm `log` (`f64::log2`: bits,
+/// `f64::ln`: nats); zero entries add nothing (0 · log 0 = 0).
+pub fn entropy(p: &[f32], log: impl Fn(f64) -> f64) -> f64 {
+    p.iter()
+        .filter(|&&x| x > 0.0)
+        .map(|&x| {
+            let x = f64::from(x);
+            -x * log(x)
+        })
+        .sum()
+}
+
 /// Index of the largest value (ties: the lowest index), as `torch.argmax`/`topk(1)` pick it.
 pub fn argmax(row: &[f32]) -> Option<usize> {
     let mut best: Option<usize> = None;

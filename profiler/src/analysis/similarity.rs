@@ -10,13 +10,7 @@ use std::f64::consts::LN_2;
 
 /// Entropy of `p` in nats (0 · ln 0 = 0).
 fn entropy_nats(p: &[f32]) -> f64 {
-    p.iter()
-        .filter(|&&x| x > 0.0)
-        .map(|&x| {
-            let x = f64::from(x);
-            -x * x.ln()
-        })
-        .sum()
+    super::entropy(p, f64::ln)
 }
 
 /// Jensen–Shannon divergence of two distributions over the same support, log base 2, in [0, 1].

@@ -13,44 +13,28 @@ use std::f64::consts::FRAC_1_SQRT_2;
 /// Rows of equal width (positions × head_dim).
 pub type Signal = Vec<Vec<f64>>;
 
+/// `((x + y) / √2, (x − y) / √2)`, row by row: the Haar pair both ways (decomposition takes
+/// two positions to A and D, reconstruction A and D back to two positions).
+fn butterfly(x: &[f64], y: &[f64]) -> (Vec<f64>, Vec<f64>) {
+    let sum = x.iter().zip(y).map(|(p, q)| (p + q) * FRAC_1_SQRT_2);
+    let difference = x.iter().zip(y).map(|(p, q)| (p - q) * FRAC_1_SQRT_2);
+    (sum.collect(), difference.collect())
+}
+
 /// One Haar level: (approximation, detail), each half as long. `s` must have even length.
 pub fn haar_step(s: &[Vec<f64>]) -> (Signal, Signal) {
-    let mut a = Vec::with_capacity(s.len() / 2);
-    let mut d = Vec::with_capacity(s.len() / 2);
-    for pair in s.chunks_exact(2) {
-        let (x, y) = (&pair[0], &pair[1]);
-        a.push(
-            x.iter()
-                .zip(y)
-                .map(|(p, q)| (p + q) * FRAC_1_SQRT_2)
-                .collect(),
-        );
-        d.push(
-            x.iter()
-                .zip(y)
-                .map(|(p, q)| (p - q) * FRAC_1_SQRT_2)
-                .collect(),
-        );
-    }
-    (a, d)
+    s.chunks_exact(2)
+        .map(|pair| butterfly(&pair[0], &pair[1]))
+        .unzip()
 }
 
 /// The paper's single-level reconstruction R(A, D), twice as long.
 pub fn haar_reconstruct(a: &[Vec<f64>], d: &[Vec<f64>]) -> Signal {
     let mut s = Vec::with_capacity(2 * a.len());
     for (x, y) in a.iter().zip(d) {
-        s.push(
-            x.iter()
-                .zip(y)
-                .map(|(p, q)| (p + q) * FRAC_1_SQRT_2)
-                .collect(),
-        );
-        s.push(
-            x.iter()
-                .zip(y)
-                .map(|(p, q)| (p - q) * FRAC_1_SQRT_2)
-                .collect(),
-        );
+        let (even, odd) = butterfly(x, y);
+        s.push(even);
+        s.push(odd);
     }
     s
 }

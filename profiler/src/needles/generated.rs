@@ -224,6 +224,43 @@ pub(super) fn ask(kind: usize, whom: &str) -> String {
     }
 }
 
+/// A comparison needle's template (App. E): the smaller value is drawn in `value`, the larger
+/// `gap` above it; `fact` states a person's value, and the questions ask for `lower` and
+/// `higher`.
+struct Comparison {
+    value: (u64, u64),
+    gap: (u64, u64),
+    fact: fn(&str, u64) -> String,
+    lower: &'static str,
+    higher: &'static str,
+}
+
+/// The comparison templates: age (Figure 9), height and arrival time. Reasoning needle `i` is
+/// comparison `i % 4`, or the two-hop needle where `i % 4 = 3`.
+const COMPARISONS: [Comparison; 3] = [
+    Comparison {
+        value: (20, 60),
+        gap: (2, 15),
+        fact: |who, x| format!("{who} is {x} years old."),
+        lower: "the younger one",
+        higher: "the older one",
+    },
+    Comparison {
+        value: (150, 175),
+        gap: (4, 20),
+        fact: |who, x| format!("{who} is {x} centimeters tall."),
+        lower: "the shorter one",
+        higher: "the taller one",
+    },
+    Comparison {
+        value: (6, 10),
+        gap: (1, 3),
+        fact: |who, x| format!("{who} arrived in town at {x} o'clock."),
+        lower: "the one who arrived earlier",
+        higher: "the one who arrived later",
+    },
+];
+
 /// One comparison or two-hop needle. `questions[0]` is answered by `statements[0]`.
 fn reasoning_needle(rng: &mut Rng, template: usize) -> ReasoningNeedle {
     let (a, b) = pick_two(rng, &NAMES);
@@ -234,59 +271,25 @@ fn reasoning_needle(rng: &mut Rng, template: usize) -> ReasoningNeedle {
         pick_two(rng, &COLLECTIONS)
     };
     let (sa, sb) = (statement(kind, a, things.0), statement(kind, b, things.1));
+    let Some(c) = COMPARISONS.get(template % 4) else {
+        // The two-hop needle.
+        let r = format!("{a} is the teacher of {b}.");
+        let q0 = ask(kind, &format!("{b}'s teacher"));
+        let q1 = ask(kind, &format!("{a}'s student"));
+        return finish(rng, r, [sa, sb], [q0, q1]);
+    };
     // `a` has the smaller value; the first question asks for them. The two facts of r come in
     // a drawn order, so being named first gives nothing away.
-    let facts = |rng: &mut Rng, fa: String, fb: String| {
-        if rng.below(2) == 0 {
-            format!("{fa} {fb}")
-        } else {
-            format!("{fb} {fa}")
-        }
+    let x = rng.int_in(c.value.0, c.value.1);
+    let y = x + rng.int_in(c.gap.0, c.gap.1);
+    let (fa, fb) = ((c.fact)(a, x), (c.fact)(b, y));
+    let r = if rng.below(2) == 0 {
+        format!("{fa} {fb}")
+    } else {
+        format!("{fb} {fa}")
     };
-    let (r, q_low, q_high) = match template % 4 {
-        0 => {
-            let x = rng.int_in(20, 60);
-            let y = x + rng.int_in(2, 15);
-            let r = facts(
-                rng,
-                format!("{a} is {x} years old."),
-                format!("{b} is {y} years old."),
-            );
-            (r, "the younger one", "the older one")
-        }
-        1 => {
-            let x = rng.int_in(150, 175);
-            let y = x + rng.int_in(4, 20);
-            let r = facts(
-                rng,
-                format!("{a} is {x} centimeters tall."),
-                format!("{b} is {y} centimeters tall."),
-            );
-            (r, "the shorter one", "the taller one")
-        }
-        2 => {
-            let x = rng.int_in(6, 10);
-            let y = x + rng.int_in(1, 3);
-            let r = facts(
-                rng,
-                format!("{a} arrived in town at {x} o'clock."),
-                format!("{b} arrived in town at {y} o'clock."),
-            );
-            (
-                r,
-                "the one who arrived earlier",
-                "the one who arrived later",
-            )
-        }
-        _ => {
-            let r = format!("{a} is the teacher of {b}.");
-            let q0 = ask(kind, &format!("{b}'s teacher"));
-            let q1 = ask(kind, &format!("{a}'s student"));
-            return finish(rng, r, [sa, sb], [q0, q1]);
-        }
-    };
-    let q0 = ask(kind, &format!("{q_low} between {a} and {b}"));
-    let q1 = ask(kind, &format!("{q_high} between {a} and {b}"));
+    let q0 = ask(kind, &format!("{} between {a} and {b}", c.lower));
+    let q1 = ask(kind, &format!("{} between {a} and {b}", c.higher));
     finish(rng, r, [sa, sb], [q0, q1])
 }
 

@@ -25,6 +25,12 @@ fn err_of(bytes: Vec<u8>) -> String {
     }
 }
 
+/// `bytes` with `patch` written over them from offset `at` (a field of the file overwritten).
+fn patched(mut bytes: Vec<u8>, at: usize, patch: &[u8]) -> Vec<u8> {
+    bytes[at..at + patch.len()].copy_from_slice(patch);
+    bytes
+}
+
 #[test]
 fn reads_metadata_and_tensors_back() {
     let f = GgufFile::from_bytes(valid().to_bytes()).unwrap();
@@ -44,8 +50,7 @@ fn reads_metadata_and_tensors_back() {
 
 #[test]
 fn reads_version_2() {
-    let mut bytes = valid().to_bytes();
-    bytes[4..8].copy_from_slice(&2u32.to_le_bytes());
+    let bytes = patched(valid().to_bytes(), 4, &2u32.to_le_bytes());
     assert_eq!(GgufFile::from_bytes(bytes).unwrap().version, 2);
 }
 
@@ -58,8 +63,7 @@ fn rejects_wrong_magic() {
 
 #[test]
 fn rejects_unsupported_version() {
-    let mut bytes = valid().to_bytes();
-    bytes[4..8].copy_from_slice(&1u32.to_le_bytes());
+    let bytes = patched(valid().to_bytes(), 4, &1u32.to_le_bytes());
     assert!(err_of(bytes).contains("unsupported version 1"));
 }
 
@@ -77,15 +81,13 @@ fn rejects_truncation_at_every_length() {
 
 #[test]
 fn rejects_absurd_tensor_count() {
-    let mut bytes = valid().to_bytes();
-    bytes[8..16].copy_from_slice(&u64::MAX.to_le_bytes());
+    let bytes = patched(valid().to_bytes(), 8, &u64::MAX.to_le_bytes());
     assert!(err_of(bytes).contains("tensor count"));
 }
 
 #[test]
 fn rejects_absurd_metadata_count() {
-    let mut bytes = valid().to_bytes();
-    bytes[16..24].copy_from_slice(&(1u64 << 40).to_le_bytes());
+    let bytes = patched(valid().to_bytes(), 16, &(1u64 << 40).to_le_bytes());
     assert!(err_of(bytes).contains("metadata count"));
 }
 
@@ -93,22 +95,20 @@ fn rejects_absurd_metadata_count() {
 fn counts_under_the_limits_but_beyond_the_file_are_refused_before_allocating() {
     // 60,000 tensors and 60,000 metadata entries are within the limits (2^16) but cannot fit in
     // a file of a few hundred bytes: refused from the header alone.
-    let mut bytes = valid().to_bytes();
-    bytes[8..16].copy_from_slice(&60_000u64.to_le_bytes());
+    let bytes = patched(valid().to_bytes(), 8, &60_000u64.to_le_bytes());
     let err = err_of(bytes);
     assert!(err.contains("tensor table declares 60000 items"), "{err}");
-    let mut bytes = valid().to_bytes();
-    bytes[16..24].copy_from_slice(&60_000u64.to_le_bytes());
+    let bytes = patched(valid().to_bytes(), 16, &60_000u64.to_le_bytes());
     let err = err_of(bytes);
     assert!(err.contains("metadata declares 60000 items"), "{err}");
 }
 
 #[test]
 fn a_trillion_element_array_is_refused_before_allocating() {
-    let mut bytes = GgufWriter::new()
+    let bytes = GgufWriter::new()
         .meta("a", MetaValue::Array(vec![MetaValue::U8(1)]))
         .to_bytes();
-    bytes[41..49].copy_from_slice(&1_000_000_000_000u64.to_le_bytes());
+    let bytes = patched(bytes, 41, &1_000_000_000_000u64.to_le_bytes());
     let err = err_of(bytes);
     assert!(
         err.contains("length of array \"a\" 1000000000000 exceeds the limit"),
@@ -118,16 +118,14 @@ fn a_trillion_element_array_is_refused_before_allocating() {
 
 #[test]
 fn rejects_absurd_string_length() {
-    let mut bytes = valid().to_bytes();
     // First key's length is at offset 24.
-    bytes[24..32].copy_from_slice(&(1u64 << 50).to_le_bytes());
+    let bytes = patched(valid().to_bytes(), 24, &(1u64 << 50).to_le_bytes());
     assert!(err_of(bytes).contains("exceeds the limit"));
 }
 
 #[test]
 fn rejects_string_longer_than_file() {
-    let mut bytes = valid().to_bytes();
-    bytes[24..32].copy_from_slice(&1000u64.to_le_bytes());
+    let bytes = patched(valid().to_bytes(), 24, &1000u64.to_le_bytes());
     assert!(err_of(bytes).contains("truncated"));
 }
 
@@ -137,18 +135,16 @@ fn rejects_array_count_larger_than_remaining_bytes() {
         .meta("a", MetaValue::Array(vec![MetaValue::U32(1)]))
         .to_bytes();
     // header 24 + key (8 + 1) + type 4 + elem type 4 = 41: the count follows.
-    let mut bad = bytes.clone();
-    bad[41..49].copy_from_slice(&(1u64 << 20).to_le_bytes());
+    let bad = patched(bytes.clone(), 41, &(1u64 << 20).to_le_bytes());
     assert!(err_of(bad).contains("truncated"));
-    let mut absurd = bytes;
-    absurd[41..49].copy_from_slice(&u64::MAX.to_le_bytes());
+    let absurd = patched(bytes, 41, &u64::MAX.to_le_bytes());
     assert!(err_of(absurd).contains("exceeds the limit"));
 }
 
 #[test]
 fn rejects_unknown_value_type() {
-    let mut bytes = GgufWriter::new().meta("k", MetaValue::U32(7)).to_bytes();
-    bytes[33..37].copy_from_slice(&99u32.to_le_bytes());
+    let bytes = GgufWriter::new().meta("k", MetaValue::U32(7)).to_bytes();
+    let bytes = patched(bytes, 33, &99u32.to_le_bytes());
     assert!(err_of(bytes).contains("unknown value type 99"));
 }
 
@@ -161,28 +157,27 @@ fn rejects_invalid_bool() {
     assert!(err_of(bytes).contains("bool must be 0 or 1"));
 }
 
-fn one_tensor() -> (Vec<u8>, usize) {
-    let bytes = GgufWriter::new()
+/// Where [`one_tensor`]'s type field lies (header 24, name 8 + 1, n_dims 4, dim 8); its data
+/// offset follows at 49.
+const TYPE_AT: usize = 45;
+
+fn one_tensor() -> Vec<u8> {
+    GgufWriter::new()
         .tensor_f32("t", &[4], &[0.0; 4])
-        .to_bytes();
-    // header 24, name 8 + 1, n_dims 4, dim 8, then type at 45, offset at 49.
-    (bytes, 45)
+        .to_bytes()
 }
 
 #[test]
 fn rejects_unknown_tensor_type() {
-    let (mut bytes, at) = one_tensor();
-    bytes[at..at + 4].copy_from_slice(&77u32.to_le_bytes());
+    let bytes = patched(one_tensor(), TYPE_AT, &77u32.to_le_bytes());
     assert!(err_of(bytes).contains("unknown tensor type 77"));
 }
 
 #[test]
 fn rejects_data_offset_out_of_range() {
-    let (mut bytes, at) = one_tensor();
-    bytes[at + 4..at + 12].copy_from_slice(&(1u64 << 20).to_le_bytes());
+    let bytes = patched(one_tensor(), TYPE_AT + 4, &(1u64 << 20).to_le_bytes());
     assert!(err_of(bytes).contains("past the end"));
-    let (mut bytes, at) = one_tensor();
-    bytes[at + 4..at + 12].copy_from_slice(&(u64::MAX - 7).to_le_bytes());
+    let bytes = patched(one_tensor(), TYPE_AT + 4, &(u64::MAX - 7).to_le_bytes());
     let msg = err_of(bytes);
     assert!(
         msg.contains("past the end") || msg.contains("alignment"),
@@ -192,18 +187,15 @@ fn rejects_data_offset_out_of_range() {
 
 #[test]
 fn rejects_misaligned_offset() {
-    let (mut bytes, at) = one_tensor();
-    bytes[at + 4..at + 12].copy_from_slice(&4u64.to_le_bytes());
+    let bytes = patched(one_tensor(), TYPE_AT + 4, &4u64.to_le_bytes());
     assert!(err_of(bytes).contains("alignment"));
 }
 
 #[test]
 fn rejects_too_many_dims_and_huge_shapes() {
-    let (mut bytes, _) = one_tensor();
-    bytes[33..37].copy_from_slice(&9u32.to_le_bytes());
+    let bytes = patched(one_tensor(), 33, &9u32.to_le_bytes());
     assert!(err_of(bytes).contains("dimensions"));
-    let (mut bytes, _) = one_tensor();
-    bytes[37..45].copy_from_slice(&u64::MAX.to_le_bytes());
+    let bytes = patched(one_tensor(), 37, &u64::MAX.to_le_bytes());
     assert!(err_of(bytes).contains("element count"));
 }
 
@@ -212,8 +204,7 @@ fn rejects_too_many_dims_and_huge_shapes() {
 /// dimension is refused, naming the tensor and the dimension.
 #[test]
 fn rejects_a_zero_dimension() {
-    let (mut bytes, _) = one_tensor();
-    bytes[37..45].copy_from_slice(&0u64.to_le_bytes());
+    let bytes = patched(one_tensor(), 37, &0u64.to_le_bytes());
     let err = err_of(bytes);
     assert!(
         err.contains("dimension 0 is 0, expected at least 1"),

@@ -8,14 +8,11 @@ use burn::tensor::{Tensor, TensorData};
 use super::*;
 use crate::generate::argmax;
 use crate::gguf::{GgufWriter, MetaValue};
-use crate::test_model::{rewrite, tiny_gguf, TinySpec};
+use crate::test_model::{rewrite, tiny_gguf, TinySpec, D, H, NH, NKV};
 
 type B = Flex;
 
-const D: usize = 8;
-const NH: usize = 4;
-const NKV: usize = 2;
-const H: usize = NH * D;
+/// The vocabulary of [`spec`]'s models (smaller than [`TinySpec::small`]'s).
 const V: usize = 20;
 
 fn spec(layers: usize) -> TinySpec {
@@ -431,11 +428,8 @@ fn smollm3_leaves_every_fourth_layer_unrotated() {
     let g = rewrite(&tiny_gguf(&spec(4)), "smollm3", &[], &[]);
     let m = load(&g).unwrap();
     let config = crate::observe::ObserveConfig {
-        attn_rows: 0,
-        rows_end: None,
         keys_values: true,
-        layers: None,
-        column_sums: false,
+        ..Default::default()
     };
     let mut obs = crate::observe::Observer::new(config, 4);
     let mut cache = m.new_cache();
@@ -544,24 +538,25 @@ fn phi3_fused_tensors_run_as_the_separate_ones() {
         w = w.tensor_f32(&n("attn_qkv.weight"), &[(NH + 2 * NKV) * D, H], &qkv);
         let gate_up: Vec<f32> = [t(&n("ffn_gate.weight")).0, t(&n("ffn_up.weight")).0].concat();
         w = w.tensor_f32(&n("ffn_up.weight"), &[2 * 24, H], &gate_up);
-        for s in [
-            "attn_output.weight",
-            "ffn_down.weight",
-            "attn_norm.weight",
-            "ffn_norm.weight",
-        ] {
-            let (d, sh) = t(&n(s));
-            w = w.tensor_f32(&n(s), &sh, &d);
-            q2 = q2.tensor_f32(&n(s), &sh, &d);
-        }
-        for s in [
+        // Qwen2 takes every tensor as it is; Phi-3 all but those it holds fused (above).
+        let fused = [
             "attn_q.weight",
             "attn_k.weight",
             "attn_v.weight",
             "ffn_gate.weight",
             "ffn_up.weight",
-        ] {
+        ];
+        let unfused = [
+            "attn_output.weight",
+            "ffn_down.weight",
+            "attn_norm.weight",
+            "ffn_norm.weight",
+        ];
+        for s in unfused.iter().chain(&fused) {
             let (d, sh) = t(&n(s));
+            if !fused.contains(s) {
+                w = w.tensor_f32(&n(s), &sh, &d);
+            }
             q2 = q2.tensor_f32(&n(s), &sh, &d);
         }
         for (b, heads) in [("q", NH), ("k", NKV), ("v", NKV)] {

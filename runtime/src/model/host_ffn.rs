@@ -36,38 +36,10 @@ pub fn forward<B: Backend>(
     Tensor::from_data(TensorData::new(out, [t, down.rows()]), &device)
 }
 
-/// `g ← act(g) ⊙ u`, element-wise; AVX-512F or AVX2 + FMA where the CPU has them (the same
-/// arithmetic: no FMA contraction in Rust).
-pub(crate) fn gated(g: &mut [f32], u: &[f32], activation: Activation) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx512f") {
-            // SAFETY: the CPU has the feature the function is compiled for.
-            return unsafe { gated_avx512(g, u, activation) };
-        }
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
-        {
-            // SAFETY: the CPU has the features the function is compiled for.
-            return unsafe { gated_avx2(g, u, activation) };
-        }
-    }
-    gated_body(g, u, activation)
-}
-
-/// # Safety
-/// The CPU must have AVX-512F.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn gated_avx512(g: &mut [f32], u: &[f32], activation: Activation) {
-    gated_body(g, u, activation)
-}
-
-/// # Safety
-/// The CPU must have AVX2 and FMA.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn gated_avx2(g: &mut [f32], u: &[f32], activation: Activation) {
-    gated_body(g, u, activation)
+multiversioned! {
+    /// `g ← act(g) ⊙ u`, element-wise; AVX-512F or AVX2 + FMA where the CPU has them (the same
+    /// arithmetic: no FMA contraction in Rust).
+    pub(crate) fn gated(g: &mut [f32], u: &[f32], activation: Activation) = gated_body;
 }
 
 #[inline(always)]

@@ -4,6 +4,10 @@
 //! pairs: the file is the config), and [`Model`], which ties the module to its RoPE tables and
 //! query→KV head order.
 
+#[cfg(feature = "flex")]
+#[macro_use]
+mod multiversion;
+
 pub mod arch;
 pub mod attention;
 pub mod block;

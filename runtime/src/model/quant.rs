@@ -748,6 +748,26 @@ pub(crate) mod tests {
         assert_eq!(out, [-12.0, -24.0]);
     }
 
+    /// Every weight type a [`QuantMatrix`] holds.
+    #[cfg(feature = "flex")]
+    const TYPES: [GgmlType; 11] = {
+        use GgmlType::*;
+        [F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4K, Q5K, Q6K]
+    };
+
+    /// Row `r` of the weights `w` (rows of `cols`) times row `i` of the activations `x`, in f64:
+    /// the product and the sum of its terms' magnitudes (the scale its rounding is measured by).
+    pub(crate) fn exact_product(
+        w: &[f32],
+        x: &[f32],
+        cols: usize,
+        r: usize,
+        i: usize,
+    ) -> (f64, f64) {
+        let terms = (0..cols).map(|j| w[r * cols + j] as f64 * x[i * cols + j] as f64);
+        (terms.clone().sum(), terms.map(f64::abs).sum())
+    }
+
     /// `rows` random rows of `cols` weights of type `ty`: random bytes, with every f16 scale
     /// (and minimum) set to a finite value, so each block decodes to finite weights.
     pub(crate) fn random_rows(ty: GgmlType, rows: usize, cols: usize, seed: u64) -> QuantRows {
@@ -783,12 +803,8 @@ pub(crate) mod tests {
     #[cfg(feature = "flex")]
     #[test]
     fn every_type_multiplies_as_its_dequantised_weights() {
-        use GgmlType::*;
         let (rows, cols) = (37, 512);
-        for (i, ty) in [F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4K, Q5K, Q6K]
-            .into_iter()
-            .enumerate()
-        {
+        for (i, ty) in TYPES.into_iter().enumerate() {
             // Two parts of one type stacked, as the fused Q/K/V projection is.
             let parts = vec![
                 random_rows(ty, rows, cols, i as u64),
@@ -804,12 +820,7 @@ pub(crate) mod tests {
                 let y = m.matmul(&x, t);
                 for (k, got) in y.iter().enumerate() {
                     let (i, r) = (k / m.rows(), k % m.rows());
-                    let want: f64 = (0..cols)
-                        .map(|j| w[r * cols + j] as f64 * x[i * cols + j] as f64)
-                        .sum();
-                    let scale: f64 = (0..cols)
-                        .map(|j| (w[r * cols + j] as f64 * x[i * cols + j] as f64).abs())
-                        .sum();
+                    let (want, scale) = exact_product(&w, &x, cols, r, i);
                     assert!(
                         (*got as f64 - want).abs() <= 1e-5 * scale.max(1e-3),
                         "{ty:?} t={t} [{i},{r}]: {got} vs {want}"
@@ -825,12 +836,8 @@ pub(crate) mod tests {
     #[cfg(feature = "flex")]
     #[test]
     fn each_activation_row_gets_its_own_numbers_in_any_company() {
-        use GgmlType::*;
         let (rows, cols) = (21, 512);
-        for (i, ty) in [F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4K, Q5K, Q6K]
-            .into_iter()
-            .enumerate()
-        {
+        for (i, ty) in TYPES.into_iter().enumerate() {
             let m = QuantMatrix::stack(vec![random_rows(ty, rows, cols, 40 + i as u64)]).unwrap();
             let mut rng = crate::generate::SplitMix64::new(11);
             let x: Vec<f32> = (0..FUSED_MAX_ROWS * cols)

@@ -9,12 +9,9 @@ use burn::tensor::Tensor;
 use super::*;
 use crate::cache::{KvStore, LayerCache};
 use crate::observe::{ObserveConfig, Observer};
+use crate::test_model::{D, NH, NKV};
 
 type B = Flex;
-
-const NH: usize = 4;
-const NKV: usize = 2;
-const D: usize = 8;
 
 fn model() -> Model<B> {
     let g = crate::test_model::tiny_gguf(&crate::test_model::TinySpec {

@@ -42,37 +42,9 @@ pub(crate) fn exp_nonpositive(x: f32) -> f32 {
     p * scale
 }
 
-/// Numerically stable softmax of one row, in place; an empty row is left as it is.
-pub(crate) fn softmax_in_place(x: &mut [f32]) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx512f") {
-            // SAFETY: the CPU has the feature the function is compiled for.
-            return unsafe { softmax_avx512(x) };
-        }
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
-        {
-            // SAFETY: the CPU has the features the function is compiled for.
-            return unsafe { softmax_avx2(x) };
-        }
-    }
-    softmax_body(x)
-}
-
-/// # Safety
-/// The CPU must have AVX-512F.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn softmax_avx512(x: &mut [f32]) {
-    softmax_body(x)
-}
-
-/// # Safety
-/// The CPU must have AVX2 and FMA.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn softmax_avx2(x: &mut [f32]) {
-    softmax_body(x)
+multiversioned! {
+    /// Numerically stable softmax of one row, in place; an empty row is left as it is.
+    pub(crate) fn softmax_in_place(x: &mut [f32]) = softmax_body;
 }
 
 #[inline(always)]
@@ -87,39 +59,11 @@ fn softmax_body(x: &mut [f32]) {
     }
 }
 
-/// `x ← e^(x − max)` in place, returning `(max, Σ e^(x − max))`: the softmax before its
-/// normalisation, for rows whose keys are split across tasks and joined after
-/// (`host_attention`'s decode). An empty row gives `(−∞, 0)`.
-pub(crate) fn exp_in_place(x: &mut [f32]) -> (f32, f32) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx512f") {
-            // SAFETY: the CPU has the feature the function is compiled for.
-            return unsafe { exp_avx512(x) };
-        }
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
-        {
-            // SAFETY: the CPU has the features the function is compiled for.
-            return unsafe { exp_avx2(x) };
-        }
-    }
-    exp_body(x)
-}
-
-/// # Safety
-/// The CPU must have AVX-512F.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn exp_avx512(x: &mut [f32]) -> (f32, f32) {
-    exp_body(x)
-}
-
-/// # Safety
-/// The CPU must have AVX2 and FMA.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn exp_avx2(x: &mut [f32]) -> (f32, f32) {
-    exp_body(x)
+multiversioned! {
+    /// `x ← e^(x − max)` in place, returning `(max, Σ e^(x − max))`: the softmax before its
+    /// normalisation, for rows whose keys are split across tasks and joined after
+    /// (`host_attention`'s decode). An empty row gives `(−∞, 0)`.
+    pub(crate) fn exp_in_place(x: &mut [f32]) -> (f32, f32) = exp_body;
 }
 
 #[inline(always)]
@@ -145,39 +89,12 @@ fn exp_body(x: &mut [f32]) -> (f32, f32) {
     (max, sums.iter().sum::<f32>() + tail)
 }
 
-/// `dst[i] ← e^(src[i] − max)` for `src[i] ≤ max`, each element the same arithmetic as
-/// [`exp_nonpositive`] in every build (so bit for bit what a scalar loop gives), vectorised:
-/// PoD's kernel writes a row's exponentials by position this way and sums them in its own order.
-pub(crate) fn exp_shifted_into(dst: &mut [f32], src: &[f32], max: f32) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx512f") {
-            // SAFETY: the CPU has the feature the function is compiled for.
-            return unsafe { exp_shifted_avx512(dst, src, max) };
-        }
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
-        {
-            // SAFETY: the CPU has the features the function is compiled for.
-            return unsafe { exp_shifted_avx2(dst, src, max) };
-        }
-    }
-    exp_shifted_body(dst, src, max)
-}
-
-/// # Safety
-/// The CPU must have AVX-512F.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn exp_shifted_avx512(dst: &mut [f32], src: &[f32], max: f32) {
-    exp_shifted_body(dst, src, max)
-}
-
-/// # Safety
-/// The CPU must have AVX2 and FMA.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn exp_shifted_avx2(dst: &mut [f32], src: &[f32], max: f32) {
-    exp_shifted_body(dst, src, max)
+multiversioned! {
+    /// `dst[i] ← e^(src[i] − max)` for `src[i] ≤ max`, each element the same arithmetic as
+    /// [`exp_nonpositive`] in every build (so bit for bit what a scalar loop gives), vectorised:
+    /// PoD's kernel writes a row's exponentials by position this way and sums them in its own
+    /// order.
+    pub(crate) fn exp_shifted_into(dst: &mut [f32], src: &[f32], max: f32) = exp_shifted_body;
 }
 
 #[inline(always)]

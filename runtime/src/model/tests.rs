@@ -10,19 +10,11 @@ use crate::cache::KvStore;
 
 use crate::gguf::GgufWriter;
 use crate::observe::{ObserveConfig, Observer};
-use crate::test_model::{max_abs, rows};
+use crate::test_model::{max_abs, rows, D, EPS, F, H, NH, NKV, THETA, V};
 
 type B = Flex;
 
 const L: usize = 2;
-const NH: usize = 4;
-const NKV: usize = 2;
-const D: usize = 8;
-const H: usize = 32;
-const F: usize = 48;
-const V: usize = 50;
-const THETA: f64 = 10_000.0;
-const EPS: f64 = 1e-5;
 
 fn tiny_gguf(ctx: usize) -> GgufFile {
     crate::test_model::tiny_gguf(&crate::test_model::TinySpec {
@@ -371,10 +363,8 @@ fn observer_attention_and_keys_match_reference_and_gqa_map() {
     let mut obs = Observer::new(
         ObserveConfig {
             attn_rows: 3,
-            rows_end: None,
             keys_values: true,
-            layers: None,
-            column_sums: false,
+            ..Default::default()
         },
         L,
     );
@@ -418,10 +408,8 @@ fn observer_off_records_nothing_and_changes_nothing() {
     let mut obs = Observer::new(
         ObserveConfig {
             attn_rows: 2,
-            rows_end: None,
-            keys_values: false,
             layers: Some(vec![1]),
-            column_sums: false,
+            ..Default::default()
         },
         L,
     );
@@ -638,10 +626,8 @@ fn an_interleaved_query_to_kv_map_is_honoured() {
     let mut new = renumber_query_heads(&old, &pi, vec![0, 1, 0, 1]);
     let observe = ObserveConfig {
         attn_rows: 2,
-        rows_end: None,
-        keys_values: false,
-        layers: None,
         column_sums: true,
+        ..Default::default()
     };
     for generic in [false, true] {
         old.set_generic_attention(generic);

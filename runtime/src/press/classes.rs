@@ -35,7 +35,6 @@ use super::{Capabilities, Press, PressKind};
 use crate::cache::KvCache;
 use crate::error::{Error, Result};
 use crate::model::{Model, ModelConfig};
-use crate::observe::{ObserveConfig, Observer};
 
 /// What a [`LayerClassesPress`] can do: its own windowed prefill; it serves no method of the
 /// table, and its windows slide while decoding without a score.
@@ -130,14 +129,6 @@ impl<B: Backend> Press<B> for LayerClassesPress {
     /// prefill; the windows slide while decoding without scoring anything.
     fn capabilities(&self) -> Capabilities {
         KIND.serving(None)
-    }
-
-    fn prefill_observe(&self) -> Option<ObserveConfig> {
-        None
-    }
-
-    fn after_prefill(&mut self, _cache: &mut KvCache<B>, _obs: Option<&Observer>) -> Result<()> {
-        Ok(())
     }
 
     /// Slides each windowed layer to its window before the step.

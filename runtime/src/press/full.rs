@@ -4,9 +4,7 @@ use burn::tensor::backend::Backend;
 
 use super::from_plan::{FromPlan, MethodPress};
 use super::{Capabilities, Press, PressKind};
-use crate::cache::KvCache;
 use crate::error::Result;
-use crate::observe::{ObserveConfig, Observer};
 use kvplan_planner::Method;
 
 /// Keeps everything; observes nothing.
@@ -30,13 +28,5 @@ impl<B: Backend> Press<B> for FullPress {
 
     fn capabilities(&self) -> Capabilities {
         Self::KIND.serving(Some(Method::Full))
-    }
-
-    fn prefill_observe(&self) -> Option<ObserveConfig> {
-        None
-    }
-
-    fn after_prefill(&mut self, _cache: &mut KvCache<B>, _obs: Option<&Observer>) -> Result<()> {
-        Ok(())
     }
 }

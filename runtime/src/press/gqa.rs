@@ -19,6 +19,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use super::Scores;
+use crate::observe::AttentionRows;
 
 /// The order in which a KV head's query-head scores are pooled and combined (module header).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -110,26 +111,42 @@ fn group<'a>(per_q: &'a [Vec<f32>], kv_of: &[usize], g: usize) -> Vec<&'a Vec<f3
 /// cache head `kv_of[q]` (the observation's map: the geometry's query→KV map, or its unfolded
 /// copy). Keys are in the KV head's storage order, so the group's rows have equal lengths.
 pub fn group_mean(per_q: &[Vec<f32>], kv_of: &[usize], kv_heads: usize) -> Scores {
-    (0..kv_heads)
-        .map(|g| {
-            let rows = group(per_q, kv_of, g);
-            let len = rows.first().map_or(0, |r| r.len());
-            (0..len)
-                .map(|i| rows.iter().map(|r| r[i]).sum::<f32>() / rows.len() as f32)
-                .collect()
-        })
-        .collect()
+    by_group(per_q, kv_of, kv_heads, |rows, i| {
+        rows.iter().map(|r| r[i]).sum::<f32>() / rows.len() as f32
+    })
 }
 
 /// Maximum over each KV head's query heads, as [`group_mean`] maps them.
 pub fn group_max(per_q: &[Vec<f32>], kv_of: &[usize], kv_heads: usize) -> Scores {
+    by_group(per_q, kv_of, kv_heads, |rows, i| {
+        rows.iter().map(|r| r[i]).fold(f32::NEG_INFINITY, f32::max)
+    })
+}
+
+/// The last observed row of each query head (a decode step's attention), averaged over each KV
+/// head's query heads ([`group_mean`]): `[kv][key]`.
+pub fn last_row_mean(rows: &AttentionRows, kv_heads: usize) -> Scores {
+    let last: Vec<Vec<f32>> = rows
+        .probs
+        .iter()
+        .map(|r| r.last().cloned().unwrap_or_default())
+        .collect();
+    group_mean(&last, &rows.kv_of, kv_heads)
+}
+
+/// `[kv][key]`: each KV head's entry `key` combined from the rows of its query heads by
+/// `at_key(rows, key)` (the rows as [`group_mean`] maps them).
+fn by_group(
+    per_q: &[Vec<f32>],
+    kv_of: &[usize],
+    kv_heads: usize,
+    at_key: impl Fn(&[&Vec<f32>], usize) -> f32,
+) -> Scores {
     (0..kv_heads)
         .map(|g| {
             let rows = group(per_q, kv_of, g);
             let len = rows.first().map_or(0, |r| r.len());
-            (0..len)
-                .map(|i| rows.iter().map(|r| r[i]).fold(f32::NEG_INFINITY, f32::max))
-                .collect()
+            (0..len).map(|i| at_key(&rows, i)).collect()
         })
         .collect()
 }

@@ -11,7 +11,7 @@ use burn::tensor::backend::Backend;
 use kvplan_planner::H2oSection;
 
 use super::from_plan::{FromPlan, MethodPress};
-use super::{group_mean, observe, LayerView, Press, PressKind, Scorer, Scores};
+use super::{group_mean, last_row_mean, observe, LayerView, Press, PressKind, Scorer, Scores};
 use crate::error::Result;
 use crate::observe::ObserveConfig;
 
@@ -92,14 +92,10 @@ impl Scorer for H2oScorer {
 
     fn decode_scores(&mut self, at: LayerView<'_>) -> Option<Scores> {
         let kv = at.positions.len();
-        let row: Option<Scores> = at.obs.and_then(|o| o.attention.last()).map(|a| {
-            let last: Vec<Vec<f32>> = a
-                .probs
-                .iter()
-                .map(|rows| rows.last().cloned().unwrap_or_default())
-                .collect();
-            group_mean(&last, &a.kv_of, kv)
-        });
+        let row: Option<Scores> = at
+            .obs
+            .and_then(|o| o.attention.last())
+            .map(|a| last_row_mean(a, kv));
         let acc = self.slot(at.layer);
         acc.resize(kv, Vec::new());
         for (h, a) in acc.iter_mut().enumerate() {

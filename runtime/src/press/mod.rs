@@ -56,7 +56,7 @@ use crate::model::{Logits, Model};
 use crate::observe::{LayerObservation, ObserveConfig, Observer};
 
 pub use driver::{generate_pressed, shared_observe, MemoryReport, PressedRun, Session};
-pub use gqa::{group_max, group_mean, GqaAggregation};
+pub use gqa::{group_max, group_mean, last_row_mean, GqaAggregation};
 pub use registry::{build_press, capabilities, PressSpec, PRESS_NAMES};
 
 /// What a press can do. Callers ask the press ([`Press::capabilities`]) or, before building
@@ -107,7 +107,7 @@ impl PressKind {
     };
 
     /// A press that runs its own prefill, unlike the model's (an engine's layer windows, a
-    /// second request's rows): nothing shared, nothing re-assigned.
+    /// second request's rows, PoD's shared attention): nothing shared, nothing re-assigned.
     pub const OWN_PREFILL: Self = Self {
         changes_forward: true,
         streams_past_context: false,
@@ -156,11 +156,18 @@ pub trait Press<B: Backend> {
         self.capabilities().adopts_shared_prefill
     }
 
-    /// What the prefill forward must record for [`Press::after_prefill`] (`None`: nothing).
-    fn prefill_observe(&self) -> Option<ObserveConfig>;
+    /// What the prefill forward must record for [`Press::after_prefill`] (`None`, the default:
+    /// nothing).
+    fn prefill_observe(&self) -> Option<ObserveConfig> {
+        None
+    }
 
-    /// Compresses the cache after the prompt's forward pass.
-    fn after_prefill(&mut self, cache: &mut KvCache<B>, obs: Option<&Observer>) -> Result<()>;
+    /// Compresses the cache after the prompt's forward pass (default: nothing to do — a press
+    /// that keeps everything, or that does its work in its own forward pass or before each
+    /// step, [`Press::forward`], [`Press::prepare`]).
+    fn after_prefill(&mut self, _cache: &mut KvCache<B>, _obs: Option<&Observer>) -> Result<()> {
+        Ok(())
+    }
 
     /// What each decode step must record (`None`: decode runs unobserved).
     fn decode_observe(&self) -> Option<ObserveConfig> {

@@ -34,7 +34,6 @@ use super::{Capabilities, Press, PressKind};
 use crate::cache::{HostKv, KvCache, BYTES_PER_ELEMENT};
 use crate::error::Result;
 use crate::model::{Logits, Model};
-use crate::observe::{ObserveConfig, Observer};
 
 /// Tokens kept in place at the start of the other request (module header).
 const KEPT_PREFIX: usize = 4;
@@ -107,14 +106,6 @@ impl<B: Backend> Press<B> for StaleBlocksPress {
     /// Its prefill runs a second request, so it runs its own; nothing is scored.
     fn capabilities(&self) -> Capabilities {
         PressKind::OWN_PREFILL.serving(None)
-    }
-
-    fn prefill_observe(&self) -> Option<ObserveConfig> {
-        None
-    }
-
-    fn after_prefill(&mut self, _cache: &mut KvCache<B>, _obs: Option<&Observer>) -> Result<()> {
-        Ok(())
     }
 
     fn held_bytes(&self, cache: &KvCache<B>) -> usize {

@@ -18,15 +18,12 @@ use super::*;
 use crate::generate::SplitMix64;
 
 use crate::model::rope::{Rope, RopeSet};
+use crate::test_model::V;
+pub(super) use crate::test_model::{D, NH, NKV, THETA};
 
 pub(super) type B = Flex;
 
 pub(super) const L: usize = 2;
-pub(super) const NH: usize = 4;
-pub(super) const NKV: usize = 2;
-pub(super) const D: usize = 8;
-const V: usize = 50;
-pub(super) const THETA: f64 = 10_000.0;
 
 /// The tiny model's RoPE frequencies.
 pub(super) fn rope() -> RopeSet {
@@ -197,6 +194,40 @@ pub(super) fn assert_same_output(got: &[Vec<f32>], want: &[Vec<f32>], tol: f32, 
     }
 }
 
+/// `scorer`'s prefill scores of one head of five entries (positions 0–4, budget 3) that observed
+/// only the attention `row` of the query at position 2: a one-row window at the question's end,
+/// followed by a tail (3, 4).
+pub(super) fn scores_before_a_tail(scorer: &mut dyn Scorer, row: [f32; 5]) -> Scores {
+    let obs = crate::observe::LayerObservation {
+        attention: vec![crate::observe::AttentionRows {
+            query_positions: vec![2],
+            probs: vec![vec![row.to_vec()]],
+            key_positions: vec![(0..5).collect()],
+            kv_of: vec![0],
+        }],
+        ..Default::default()
+    };
+    scorer.prefill_scores(LayerView::new(0, &[(0..5).collect()], Some(&obs), &[3]))
+}
+
+/// Runs a 20-token prompt and 5 greedy steps with FullKV and, under every allocation of 40
+/// entries per head (above the context: nothing to evict), with each press `presses` builds for
+/// it (named in the message with the allocation); each must give FullKV's output within `tol`.
+pub(super) fn assert_fullkv_output_above_the_context(
+    model: &Model<B>,
+    tol: f32,
+    presses: impl Fn(&Allocation, usize) -> Vec<(&'static str, Box<dyn Press<B>>)>,
+) {
+    let ids = prompt(20);
+    let full = run(model, &mut FullPress, &ids, 5);
+    for alloc in allocations(40) {
+        for (name, mut press) in presses(&alloc, ids.len()) {
+            let got = run(model, press.as_mut(), &ids, 5);
+            assert_same_output(&got, &full, tol, &format!("{name} {alloc:?}"));
+        }
+    }
+}
+
 #[test]
 fn every_press_under_every_wrapper_keeps_at_most_its_budget() {
     let model = tiny_model();
@@ -266,14 +297,7 @@ fn tokens_appended_uncompressed_stay_on_top_of_the_budget_while_decoding() {
 #[test]
 fn a_budget_above_the_context_gives_fullkv_output() {
     let model = tiny_model();
-    let ids = prompt(20);
-    let full = run(&model, &mut FullPress, &ids, 5);
-    for alloc in allocations(40) {
-        for (name, mut press) in presses(&model, &alloc, ids.len()) {
-            let got = run(&model, press.as_mut(), &ids, 5);
-            assert_same_output(&got, &full, 1e-5, &format!("{name} {alloc:?}"));
-        }
-    }
+    assert_fullkv_output_above_the_context(&model, 1e-5, |alloc, n| presses(&model, alloc, n));
 }
 
 #[test]
@@ -452,13 +476,9 @@ fn spindle_with_theta_one_gives_fullkv_output() {
     // θ = 1: no two vectors merge, so the codebook only splits each vector into direction and
     // magnitude (eq. 14 gives it back up to rounding); with a budget above the context nothing
     // is evicted.
-    let model = tiny_model();
-    let ids = prompt(20);
-    let full = run(&model, &mut FullPress, &ids, 5);
-    for alloc in allocations(40) {
-        let got = run(&model, &mut spindle(&alloc, 1.0), &ids, 5);
-        assert_same_output(&got, &full, 1e-4, &format!("{alloc:?}"));
-    }
+    assert_fullkv_output_above_the_context(&tiny_model(), 1e-4, |alloc, _| {
+        vec![("spindle", Box::new(spindle(alloc, 1.0)))]
+    });
 }
 
 #[test]

@@ -95,6 +95,7 @@ impl Scorer for TovaScorer {
 mod tests {
     use super::*;
     use crate::observe::AttentionRows;
+    use crate::press::tests::scores_before_a_tail;
     use crate::press::top_k;
 
     /// Two KV heads of two query heads each (heads 0, 1 → KV 0; 2, 3 → KV 1), entries at
@@ -156,21 +157,7 @@ mod tests {
     fn a_row_observed_at_the_question_end_keeps_the_tokens_after_it() {
         // One query head, 5 keys; the row at position 2 gives .2 .5 .3: keys 0, 1 score .2, .5,
         // the row's own key and the tail (3, 4) are kept.
-        let o = LayerObservation {
-            attention: vec![AttentionRows {
-                query_positions: vec![2],
-                probs: vec![vec![vec![0.2, 0.5, 0.3, 0.0, 0.0]]],
-                key_positions: vec![(0..5).collect()],
-                kv_of: vec![0],
-            }],
-            ..Default::default()
-        };
-        let s = TovaScorer::new().prefill_scores(LayerView::new(
-            0,
-            &[(0..5).collect()],
-            Some(&o),
-            &[3],
-        ));
+        let s = scores_before_a_tail(&mut TovaScorer::new(), [0.2, 0.5, 0.3, 0.0, 0.0]);
         assert_eq!(&s[0][..2], &[0.2, 0.5]);
         assert!(s[0][2..].iter().all(|x| x.is_infinite()), "{:?}", s[0]);
     }

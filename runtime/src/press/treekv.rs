@@ -34,7 +34,7 @@ use kvplan_planner::{Method, TreeKvSection};
 
 use super::from_plan::{FromPlan, MethodPress};
 use super::options::PositionPolicy;
-use super::{group_mean, observe, Allocation, Capabilities, Press, PressKind};
+use super::{group_mean, last_row_mean, observe, Allocation, Capabilities, Press, PressKind};
 use crate::cache::{KvCache, LayerCache};
 use crate::error::Result;
 use crate::model::rope::RopeSet;
@@ -335,14 +335,7 @@ impl<B: Backend> Press<B> for TreeKvPress {
             let rows = obs
                 .and_then(|o| o.layers.get(l))
                 .and_then(|o| o.attention.last())
-                .map(|a| {
-                    let last: Vec<Vec<f32>> = a
-                        .probs
-                        .iter()
-                        .map(|r| r.last().cloned().unwrap_or_default())
-                        .collect();
-                    group_mean(&last, &a.kv_of, kv)
-                });
+                .map(|a| last_row_mean(a, kv));
             let mut keep = Vec::with_capacity(kv);
             let mut any = false;
             for h in 0..kv {
@@ -429,6 +422,13 @@ mod tests {
         assert_eq!(idx, 2);
     }
 
+    /// The prefill's kept entries of 14 tokens of importance `s_bar` at budget `total` with a
+    /// tail of `tail` tokens after the window: 2 sinks and 2 recent, blocks of 2.
+    fn prefill_keep(total: usize, s_bar: &[f32; 14], tail: usize) -> Vec<usize> {
+        let press = TreeKvPress::new(Allocation::Uniform(8), 2, 2, 2, RopeSet::uniform(2, 1e4, 1));
+        press.prefill_keep(total, s_bar, tail)
+    }
+
     #[test]
     fn prefill_replays_the_tree_over_blocks() {
         // 14 tokens, total 8 = 2 sinks + tree 4 + 2 recent, blocks of 2 → tree of 2 blocks.
@@ -436,22 +436,18 @@ mod tests {
         // b2 arrives: [b0 b1 b2] idx 1: 3 > 1 → b1 goes; idx 2.
         // b3: [b0 b2 b3] idx 2: 4 > 2 → b3 goes; idx 1.
         // b4: [b0 b2 b4] idx 1: 3 vs 4 → b0 goes. Kept b2 = 6,7 and b4 = 10,11.
-        let press = TreeKvPress::new(Allocation::Uniform(8), 2, 2, 2, RopeSet::uniform(2, 1e4, 1));
         let s_bar = [
             0.0, 0.0, 3.0, 3.0, 1.0, 1.0, 4.0, 4.0, 2.0, 2.0, 5.0, 5.0, 9.0, 9.0,
         ];
-        assert_eq!(
-            press.prefill_keep(8, &s_bar, 0),
-            vec![0, 1, 6, 7, 10, 11, 12, 13]
-        );
+        assert_eq!(prefill_keep(8, &s_bar, 0), vec![0, 1, 6, 7, 10, 11, 12, 13]);
         // Budget 9: the tree still holds ⌊5/2⌋ = 2 blocks; the recent window takes the spare
         // entry (token 9, the newest one not yet kept).
         assert_eq!(
-            press.prefill_keep(9, &s_bar, 0),
+            prefill_keep(9, &s_bar, 0),
             vec![0, 1, 6, 7, 9, 10, 11, 12, 13]
         );
         // A prompt within the budget is kept whole.
-        assert_eq!(press.prefill_keep(20, &s_bar, 0).len(), 14);
+        assert_eq!(prefill_keep(20, &s_bar, 0).len(), 14);
     }
 
     #[test]
@@ -461,13 +457,9 @@ mod tests {
         // [2, 11): b0 3, b1 1, b2 4, b3 2, b4 = token 10 alone, 5. Capacity 1: b1 goes (3 > 1),
         // b0 (3 vs 4), b3 (4 > 2), b2 (4 vs 5): token 10 kept. Sinks 0, 1 + 10 + tail 11–13
         // hold 6; the recent segment grows leftwards by 9 and 8 to the budget of 8.
-        let press = TreeKvPress::new(Allocation::Uniform(8), 2, 2, 2, RopeSet::uniform(2, 1e4, 1));
         let s_bar = [
             0.0, 0.0, 3.0, 3.0, 1.0, 1.0, 4.0, 4.0, 2.0, 2.0, 5.0, 0.0, 0.0, 0.0,
         ];
-        assert_eq!(
-            press.prefill_keep(8, &s_bar, 3),
-            vec![0, 1, 8, 9, 10, 11, 12, 13]
-        );
+        assert_eq!(prefill_keep(8, &s_bar, 3), vec![0, 1, 8, 9, 10, 11, 12, 13]);
     }
 }

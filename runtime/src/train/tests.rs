@@ -13,17 +13,12 @@ use crate::model::rope::Rope;
 use crate::model::{Logits, Model, WeightStorage};
 use crate::press::pod::{PodPress, Proximal};
 use crate::press::Session;
-use crate::test_model::{max_abs, rows};
+use crate::test_model::{max_abs, rows, D, NH, NKV, THETA, V};
 
 type B = Flex;
 type AB = Autodiff<Flex>;
 
 const L: usize = 3;
-const NH: usize = 4;
-const NKV: usize = 2;
-const D: usize = 8;
-const V: usize = 50;
-const THETA: f64 = 10_000.0;
 const CTX: usize = 128;
 
 fn spec() -> crate::test_model::TinySpec {
@@ -68,11 +63,17 @@ fn ids(n: usize, seed: u64) -> Vec<u32> {
     (0..n).map(|_| (rng.next_u64() % V as u64) as u32).collect()
 }
 
+/// Runs `check` on the tiny model as a Llama file and as a Qwen2 file (Q/K/V biases), naming
+/// the architecture.
+fn on_both_architectures(check: fn(&str, &Model<B>, &Rope<B>)) {
+    for (arch, (model, rope)) in [("llama", tiny::<B>()), ("qwen2", tiny_qwen2::<B>())] {
+        check(arch, &model, &rope);
+    }
+}
+
 #[test]
 fn full_kv_layout_equals_the_models_own_forward() {
-    for (arch, (model, rope)) in [("llama", tiny::<B>()), ("qwen2", tiny_qwen2::<B>())] {
-        full_kv_layout_equals_the_forward_of(arch, &model, &rope);
-    }
+    on_both_architectures(full_kv_layout_equals_the_forward_of);
 }
 
 fn full_kv_layout_equals_the_forward_of(arch: &str, model: &Model<B>, rope: &Rope<B>) {
@@ -92,9 +93,7 @@ fn full_kv_layout_equals_the_forward_of(arch: &str, model: &Model<B>, rope: &Rop
 
 #[test]
 fn pod_forward_equals_the_inference_press_token_by_token() {
-    for (arch, (model, rope)) in [("llama", tiny::<B>()), ("qwen2", tiny_qwen2::<B>())] {
-        pod_forward_equals_the_press_on(arch, &model, &rope);
-    }
+    on_both_architectures(pod_forward_equals_the_press_on);
 }
 
 fn pod_forward_equals_the_press_on(arch: &str, model: &Model<B>, rope: &Rope<B>) {

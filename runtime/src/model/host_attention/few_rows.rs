@@ -3,71 +3,16 @@
 //! order, instead of `gemm`, which would pack the keys first. Compiled for AVX-512F and for AVX2 +
 //! FMA and chosen at run time (the same sums, in lanes of 16), the portable build otherwise.
 
-/// `s[i][j] = q[i]·k[j]` for the rows of `q` (`[m][d]`) and `s` (`[m][cols]`), `k` `[cols][d]`.
-pub(crate) fn scores(s: &mut [f32], q: &[f32], k: &[f32], d: usize) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx512f") {
-            // SAFETY: the CPU has the feature the function is compiled for.
-            return unsafe { scores_avx512(s, q, k, d) };
-        }
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
-        {
-            // SAFETY: the CPU has the features the function is compiled for.
-            return unsafe { scores_avx2(s, q, k, d) };
-        }
-    }
-    scores_body(s, q, k, d)
+multiversioned! {
+    /// `s[i][j] = q[i]·k[j]` for the rows of `q` (`[m][d]`) and `s` (`[m][cols]`), `k` `[cols][d]`.
+    pub(crate) fn scores(s: &mut [f32], q: &[f32], k: &[f32], d: usize) = scores_body;
 }
 
-/// `out[i] += Σ_j p[i][j]·v[j]` for the rows of `p` (`[m][cols]`) and `out` (`[m][d]`), `v`
-/// `[cols][d]`.
-pub(crate) fn weighted_values(out: &mut [f32], p: &[f32], v: &[f32], d: usize) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx512f") {
-            // SAFETY: the CPU has the feature the function is compiled for.
-            return unsafe { weighted_values_avx512(out, p, v, d) };
-        }
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
-        {
-            // SAFETY: the CPU has the features the function is compiled for.
-            return unsafe { weighted_values_avx2(out, p, v, d) };
-        }
-    }
-    weighted_values_body(out, p, v, d)
-}
-
-/// # Safety
-/// The CPU must have AVX-512F.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn scores_avx512(s: &mut [f32], q: &[f32], k: &[f32], d: usize) {
-    scores_body(s, q, k, d)
-}
-
-/// # Safety
-/// The CPU must have AVX2 and FMA.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn scores_avx2(s: &mut [f32], q: &[f32], k: &[f32], d: usize) {
-    scores_body(s, q, k, d)
-}
-
-/// # Safety
-/// The CPU must have AVX-512F.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn weighted_values_avx512(out: &mut [f32], p: &[f32], v: &[f32], d: usize) {
-    weighted_values_body(out, p, v, d)
-}
-
-/// # Safety
-/// The CPU must have AVX2 and FMA.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn weighted_values_avx2(out: &mut [f32], p: &[f32], v: &[f32], d: usize) {
-    weighted_values_body(out, p, v, d)
+multiversioned! {
+    /// `out[i] += Σ_j p[i][j]·v[j]` for the rows of `p` (`[m][cols]`) and `out` (`[m][d]`), `v`
+    /// `[cols][d]`.
+    pub(crate) fn weighted_values(out: &mut [f32], p: &[f32], v: &[f32], d: usize) =
+        weighted_values_body;
 }
 
 #[inline(always)]

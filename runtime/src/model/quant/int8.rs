@@ -626,6 +626,7 @@ impl Group<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::quant::tests::exact_product;
     use crate::model::quant::QuantRows;
 
     /// Equation (1) in f64 from the unpacked quants (the integer sums exact): what the kernels
@@ -805,12 +806,7 @@ mod tests {
         // d_x is stored as f16: the bound allows its rounding too (2⁻¹¹ of each product).
         for i in 0..t {
             for r in 0..20 {
-                let exact: f64 = (0..cols)
-                    .map(|j| dense[r * cols + j] as f64 * x[i * cols + j] as f64)
-                    .sum();
-                let magnitude: f64 = (0..cols)
-                    .map(|j| (dense[r * cols + j] as f64 * x[i * cols + j] as f64).abs())
-                    .sum();
+                let (exact, magnitude) = exact_product(&dense, &x, cols, r, i);
                 let bound: f64 = (0..cols)
                     .map(|j| {
                         dense[r * cols + j].abs() as f64 * act.d[i * cols / 32 + j / 32] as f64

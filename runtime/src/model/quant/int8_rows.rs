@@ -293,7 +293,21 @@ unsafe fn q6k_block(b: &[u8]) -> ([__m256i; 8], [__m256i; 8], __m256i) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::quant::tests::exact_product;
     use crate::model::quant::QuantMatrix;
+
+    /// The types the row kernel takes.
+    const TYPES: [GgmlType; 3] = [GgmlType::Q4K, GgmlType::Q5K, GgmlType::Q6K];
+
+    /// `rows` rows of `cols` activations drawn from `seed` in `±scale/2`, and their quantisation.
+    fn activations(rows: usize, cols: usize, seed: u64, scale: f32) -> (Vec<f32>, RowActivations) {
+        let mut rng = crate::generate::SplitMix64::new(seed);
+        let x: Vec<f32> = (0..rows * cols)
+            .map(|_| (rng.next_f64() - 0.5) as f32 * scale)
+            .collect();
+        let act = RowActivations::quantize(&x, cols);
+        (x, act)
+    }
 
     /// Equation (2) in f64: the dequantised weights times the dequantised activations (`d_x·q`),
     /// what the kernel computes up to f32 rounding of its per-super-block terms.
@@ -356,17 +370,12 @@ mod tests {
     fn every_type_computes_equation_two_row_by_row() {
         // Q4_K, Q5_K and Q6_K rows against 1..=16 activation rows: each result is equation (2)
         // within f32 rounding, and the same bits in any company.
-        use GgmlType::*;
         if !available() {
             return;
         }
         let cols = 768;
-        let mut rng = crate::generate::SplitMix64::new(12);
-        let x: Vec<f32> = (0..16 * cols)
-            .map(|_| (rng.next_f64() - 0.5) as f32 * 3.0)
-            .collect();
-        let act = RowActivations::quantize(&x, cols);
-        for (k, ty) in [Q4K, Q5K, Q6K].into_iter().enumerate() {
+        let (x, act) = activations(16, cols, 12, 3.0);
+        for (k, ty) in TYPES.into_iter().enumerate() {
             let rows = crate::model::quant::tests::random_rows(ty, 5, cols, 30 + k as u64);
             let w = QuantMatrix::stack(vec![rows]).unwrap();
             let dense = w.dequantize();
@@ -404,13 +413,8 @@ mod tests {
             return;
         }
         let cols = 512;
-        let mut rng = crate::generate::SplitMix64::new(3);
-        let x: Vec<f32> = (0..cols).map(|_| (rng.next_f64() - 0.5) as f32).collect();
-        let act = RowActivations::quantize(&x, cols);
-        for (k, ty) in [GgmlType::Q4K, GgmlType::Q5K, GgmlType::Q6K]
-            .into_iter()
-            .enumerate()
-        {
+        let (x, act) = activations(1, cols, 3, 1.0);
+        for (k, ty) in TYPES.into_iter().enumerate() {
             let w = QuantMatrix::stack(vec![crate::model::quant::tests::random_rows(
                 ty,
                 3,
@@ -431,9 +435,7 @@ mod tests {
                         std::slice::from_mut(&mut got),
                     )
                 };
-                let exact: f64 = (0..cols)
-                    .map(|j| dense[r * cols + j] as f64 * x[j] as f64)
-                    .sum();
+                let (exact, _) = exact_product(&dense, &x, cols, r, 0);
                 let bound: f64 = (0..cols)
                     .map(|j| dense[r * cols + j].abs() as f64 * act.d[j / BLOCK] as f64 / 2.0)
                     .sum();

@@ -35,7 +35,7 @@ use crate::cache::{host_vec, KvCache};
 use crate::error::{Error, Result};
 use crate::model::rope::{Frequencies, RopeSet};
 use crate::model::Model;
-use crate::observe::{ObserveConfig, Observer};
+use crate::observe::Observer;
 use blocked::{Attended, Queries};
 
 /// Eq. 3–4 for one query row: proximal scores `a_p` over values `v_p`, distant scores `a_d`
@@ -109,11 +109,7 @@ impl MethodPress for PodPress {
     /// Runs its own attention (eq. 3–4) from prefill on, over its own host cache: no shared
     /// prefill, keys stored by original position (the table's decode policy: values grow,
     /// distant keys are read from the shared layer).
-    const KIND: PressKind = PressKind {
-        changes_forward: true,
-        streams_past_context: false,
-        adopts_shared_prefill: false,
-    };
+    const KIND: PressKind = PressKind::OWN_PREFILL;
 
     /// The section's blocks and gate τ, the plan's proximal split; models without windowed
     /// layers or capped scores only ([`refuse_pod_on_windows`]).
@@ -365,14 +361,6 @@ impl<B: Backend> Press<B> for PodPress {
 
     fn capabilities(&self) -> Capabilities {
         Self::KIND.serving(Some(Method::Pod))
-    }
-
-    fn prefill_observe(&self) -> Option<ObserveConfig> {
-        None
-    }
-
-    fn after_prefill(&mut self, _cache: &mut KvCache<B>, _obs: Option<&Observer>) -> Result<()> {
-        Ok(())
     }
 
     fn held_bytes(&self, cache: &KvCache<B>) -> usize {

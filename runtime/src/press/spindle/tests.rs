@@ -8,9 +8,9 @@ use super::*;
 use crate::cache::KvCache;
 use crate::model::rope::Frequencies;
 use crate::observe::{AttentionRows, LayerObservation};
-use crate::press::full::FullPress;
 use crate::press::tests::{
-    allocations, assert_same_output, prompt, run, spindle, tiny_model, B, D, L, NH, NKV, THETA,
+    allocations, assert_fullkv_output_above_the_context, prompt, scores_before_a_tail, spindle,
+    tiny_model, B, D, L, NH, NKV, THETA,
 };
 use crate::press::Session;
 
@@ -253,35 +253,20 @@ fn repeat_adds_no_codes_when_theta_one_merges_only_identical_vectors() {
 
 #[test]
 fn repeat_with_budget_above_the_context_and_theta_one_gives_fullkv_output() {
-    let model = tiny_model();
-    let ids = prompt(20);
-    let full = run(&model, &mut FullPress, &ids, 5);
-    for alloc in allocations(40) {
-        let got = run(
-            &model,
-            &mut spindle(&alloc, 1.0).with_repeat(NH / NKV),
-            &ids,
-            5,
-        );
-        assert_same_output(&got, &full, 1e-4, &format!("{alloc:?}"));
-    }
+    assert_fullkv_output_above_the_context(&tiny_model(), 1e-4, |alloc, _| {
+        vec![(
+            "spindle repeat",
+            Box::new(spindle(alloc, 1.0).with_repeat(NH / NKV)),
+        )]
+    });
 }
 
 #[test]
 fn a_question_end_window_keeps_the_tail_and_scores_keys_before_it_over_l_minus_a() {
     // 5 entries, window 1 = the row at position 2, tail 3, 4. Eq. 2 with l = 5: key 0
     // .5/5 = .1, key 1 .2/4 = .05; the window (2) and the tail are kept.
-    let obs = crate::observe::LayerObservation {
-        attention: vec![AttentionRows {
-            query_positions: vec![2],
-            probs: vec![vec![vec![0.5, 0.2, 0.3, 0.0, 0.0]]],
-            key_positions: vec![(0..5).collect()],
-            kv_of: vec![0],
-        }],
-        ..Default::default()
-    };
     let mut s = SpindleScorer::new(1, Denominator::Printed, GqaAggregation::PoolThenMean);
-    let scores = s.prefill_scores(LayerView::new(0, &[(0..5).collect()], Some(&obs), &[3]));
+    let scores = scores_before_a_tail(&mut s, [0.5, 0.2, 0.3, 0.0, 0.0]);
     assert!((scores[0][0] - 0.1).abs() < 1e-6 && (scores[0][1] - 0.05).abs() < 1e-6);
     assert!(
         scores[0][2..].iter().all(|x| x.is_infinite()),
