@@ -155,15 +155,7 @@ mod tests {
     use super::*;
 
     fn test(correct: usize, p: f64) -> ChanceTest {
-        ChanceTest {
-            trials: 50,
-            correct,
-            accuracy: correct as f64 / 50.0,
-            chance_correct: 19.0,
-            p_value: p,
-            above_chance: p < 0.05,
-            by_candidates: Vec::new(),
-        }
+        ChanceTest::new(50, correct, 19.0, p, Vec::new())
     }
 
     #[test]

@@ -988,22 +988,14 @@ mod tests {
             .collect();
         let key = |m: &str, b: Option<usize>| CellKey::new("niah", 1024, 0.5, 0, m, b);
         let units = vec![Unit::new("u".into(), &variants, key)];
-        let trained = PodTrained {
-            sinks: 16,
-            recent: 112,
-        };
-        assert_eq!(
-            untrained_pod_budgets(Some(&plan), trained, &units),
-            [64, 512]
-        );
-        let at_64 = PodTrained {
-            sinks: 16,
-            recent: 48,
-        };
-        assert_eq!(
-            untrained_pod_budgets(Some(&plan), at_64, &units),
-            [128, 512]
-        );
-        assert!(untrained_pod_budgets(None, trained, &units).is_empty());
+        // (the window PoD was trained with, the budgets it did not train for)
+        for (recent, untrained) in [(112, [64, 512]), (48, [128, 512])] {
+            let trained = PodTrained { sinks: 16, recent };
+            assert_eq!(
+                untrained_pod_budgets(Some(&plan), trained, &units),
+                untrained
+            );
+            assert!(untrained_pod_budgets(None, trained, &units).is_empty());
+        }
     }
 }

@@ -59,7 +59,51 @@ pub struct ChanceGroup {
     pub p_value: f64,
 }
 
+/// `correct / trials`, 0 when no trial ran: the accuracy a test records.
+pub fn accuracy(correct: usize, trials: usize) -> f64 {
+    if trials == 0 {
+        0.0
+    } else {
+        correct as f64 / trials as f64
+    }
+}
+
+impl ChanceGroup {
+    /// The group of `trials` needles of `candidates` statements, `correct` of them answered
+    /// right, with the one-sided binomial `p_value`; the accuracy follows from the counts.
+    pub fn new(candidates: usize, trials: usize, correct: usize, p_value: f64) -> Self {
+        ChanceGroup {
+            candidates,
+            trials,
+            correct,
+            accuracy: accuracy(correct, trials),
+            p_value,
+        }
+    }
+}
+
 impl ChanceTest {
+    /// The test of `correct` right answers in `trials`, where copying a random candidate gives
+    /// `chance_correct` on average and the one-sided exact p is `p_value`; the accuracy and
+    /// [`ChanceTest::above_chance`] follow from them, as [`ChanceTest::validate`] checks.
+    pub fn new(
+        trials: usize,
+        correct: usize,
+        chance_correct: f64,
+        p_value: f64,
+        by_candidates: Vec<ChanceGroup>,
+    ) -> Self {
+        ChanceTest {
+            trials,
+            correct,
+            accuracy: accuracy(correct, trials),
+            chance_correct,
+            p_value,
+            above_chance: p_value < CHANCE_ALPHA,
+            by_candidates,
+        }
+    }
+
     /// One line for notes: accuracy, what copying gives and p, per candidate count.
     pub fn summary(&self) -> String {
         let groups: Vec<String> = self
@@ -154,11 +198,7 @@ fn check_counts(at: &str, correct: usize, trials: usize, accuracy: f64, p: f64) 
             correct,
         ));
     }
-    let expected = if trials == 0 {
-        0.0
-    } else {
-        correct as f64 / trials as f64
-    };
+    let expected = self::accuracy(correct, trials);
     if (accuracy - expected).abs() > ACCURACY_TOLERANCE {
         return Err(Error::invalid(
             format!("{at}.accuracy"),
@@ -175,21 +215,13 @@ mod tests {
     use crate::profile::ProfileSettings;
 
     fn test(correct: usize, p: f64) -> ChanceTest {
-        ChanceTest {
-            trials: 50,
+        ChanceTest::new(
+            50,
             correct,
-            accuracy: correct as f64 / 50.0,
-            chance_correct: 25.0,
-            p_value: p,
-            above_chance: p < CHANCE_ALPHA,
-            by_candidates: vec![ChanceGroup {
-                candidates: 2,
-                trials: 50,
-                correct,
-                accuracy: correct as f64 / 50.0,
-                p_value: p,
-            }],
-        }
+            25.0,
+            p,
+            vec![ChanceGroup::new(2, 50, correct, p)],
+        )
     }
 
     #[test]

@@ -415,15 +415,13 @@ fn six_prompts() -> RecordsFile<Record> {
 #[test]
 fn the_table_adjusts_its_differences_by_holm_and_marks_rows_that_need_a_caveat() {
     let marks = Marks {
-        r2_at_chance: Some(kvplan_planner::chance::ChanceTest {
-            trials: 50,
-            correct: 2,
-            accuracy: 0.04,
-            chance_correct: 19.0,
-            p_value: 0.9999,
-            above_chance: false,
-            by_candidates: Vec::new(),
-        }),
+        r2_at_chance: Some(kvplan_planner::chance::ChanceTest::new(
+            50,
+            2,
+            19.0,
+            0.9999,
+            Vec::new(),
+        )),
         pod_untrained: true,
     };
     let md = markdown(&six_prompts(), &marks, "snapkv");

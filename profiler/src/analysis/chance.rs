@@ -6,7 +6,7 @@
 //! `Binomial::sf(correct − 1)`), and over a mix of k's the Poisson-binomial tail, computed exactly
 //! by the convolution recurrence P_{t}(j) = P_{t−1}(j)(1 − p_t) + P_{t−1}(j − 1) p_t.
 
-use kvplan_planner::{ChanceGroup, ChanceTest, CHANCE_ALPHA};
+use kvplan_planner::{ChanceGroup, ChanceTest};
 use statrs::distribution::{Binomial, DiscreteCDF};
 
 /// P(X ≥ `correct`), X ~ Binomial(`trials`, `rate`).
@@ -46,14 +46,6 @@ pub fn poisson_binomial_p_at_least(correct: usize, rates: &[f64]) -> f64 {
     pmf[correct..].iter().sum::<f64>().clamp(0.0, 1.0)
 }
 
-fn accuracy(correct: usize, trials: usize) -> f64 {
-    if trials == 0 {
-        0.0
-    } else {
-        correct as f64 / trials as f64
-    }
-}
-
 /// The test of R2 trials given as `(candidates k ≥ 2, answered right)`.
 pub fn chance_test(trials: &[(usize, bool)]) -> ChanceTest {
     let rates: Vec<f64> = trials.iter().map(|&(k, _)| 1.0 / k as f64).collect();
@@ -66,13 +58,7 @@ pub fn chance_test(trials: &[(usize, bool)]) -> ChanceTest {
         .map(|k| {
             let n = trials.iter().filter(|t| t.0 == k).count();
             let c = trials.iter().filter(|t| t.0 == k && t.1).count();
-            ChanceGroup {
-                candidates: k,
-                trials: n,
-                correct: c,
-                accuracy: accuracy(c, n),
-                p_value: binomial_p_at_least(c, n, 1.0 / k as f64),
-            }
+            ChanceGroup::new(k, n, c, binomial_p_at_least(c, n, 1.0 / k as f64))
         })
         .collect::<Vec<_>>();
     // One k: the group's binomial p itself (the recurrence gives the same up to rounding).
@@ -80,15 +66,13 @@ pub fn chance_test(trials: &[(usize, bool)]) -> ChanceTest {
         [one] => one.p_value,
         _ => poisson_binomial_p_at_least(correct, &rates),
     };
-    ChanceTest {
-        trials: trials.len(),
+    ChanceTest::new(
+        trials.len(),
         correct,
-        accuracy: accuracy(correct, trials.len()),
-        chance_correct: rates.iter().sum(),
+        rates.iter().sum(),
         p_value,
-        above_chance: p_value < CHANCE_ALPHA,
         by_candidates,
-    }
+    )
 }
 
 #[cfg(test)]
