@@ -46,17 +46,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for style in styles {
         let mut config = ProfileConfig::standard(0, 2048.min(model.config.context_len));
         config.reasoning_prompt_style = style;
-        let inputs = ProfileInputs {
-            model: &model,
-            tokenizer: &tok,
-            identity: identity.clone(),
-            haystack: &essays,
-            texts: vec![&essays, &plays],
+        let inputs = ProfileInputs::new(
+            &model,
+            &tok,
+            identity.clone(),
+            (&essays, &plays),
             config,
-            date: String::from("1970-01-01"),
-            partial_path: None,
-            shard: (1, 1),
-        };
+            String::from("1970-01-01"),
+        );
         let (trials, chance) = reasoning_trials(&inputs, &mut NoProgress)?;
         let empty = trials.iter().filter(|t| t.response.is_empty()).count();
         println!(

@@ -38,17 +38,14 @@ fn quick_profile_of_the_shipped_model_measures_every_figure() {
     let identity = model_identity(&path, cfg).unwrap_or_else(|e| panic!("{e}"));
     // The catalog's name, not the GGUF's general.name ("Smollm2 135M 8k Lc100K Mix1 Ep2").
     assert_eq!(identity.name, "SmolLM2-135M-Instruct");
-    let inputs = ProfileInputs {
-        model: &model,
-        tokenizer: &tok,
+    let inputs = ProfileInputs::new(
+        &model,
+        &tok,
         identity,
-        haystack: &essays,
-        texts: vec![&essays, &plays],
-        config: ProfileConfig::quick(0),
-        date: "2026-01-01".into(),
-        partial_path: None,
-        shard: (1, 1),
-    };
+        (&essays, &plays),
+        ProfileConfig::quick(0),
+        "2026-01-01".into(),
+    );
     let (p, timings) = profile(&inputs, &mut NoProgress).unwrap_or_else(|e| panic!("{e}"));
     p.validate().unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(timings.len(), 3);

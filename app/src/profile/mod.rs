@@ -187,15 +187,9 @@ pub fn run(req: &ProfileRequest, view: &mut dyn ProfileView) -> anyhow::Result<P
     let load_s = t_all.elapsed().as_secs_f64();
     announce(&name, &config);
     let inputs = ProfileInputs {
-        model: &model,
-        tokenizer: &tok,
-        identity,
-        haystack: &essays,
-        texts: vec![&essays, &plays],
-        config,
-        date: date(req),
         partial_path: Some(partial.clone()),
         shard: (req.shard.index, req.shard.count),
+        ..ProfileInputs::new(&model, &tok, identity, (&essays, &plays), config, date(req))
     };
     if !req.shard.is_whole() {
         let timings = kvplan_profiler::profile_shard(&inputs, view)?;

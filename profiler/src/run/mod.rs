@@ -47,6 +47,31 @@ pub struct ProfileInputs<'a, B: Backend> {
     pub shard: (usize, usize),
 }
 
+impl<'a, B: Backend> ProfileInputs<'a, B> {
+    /// A whole profile's inputs (every unit, nothing kept between runs) on the profiler's two
+    /// corpora: the needles in the essays, the text samples from the essays and the plays in turn.
+    pub fn new(
+        model: &'a Model<B>,
+        tokenizer: &'a Tokenizer,
+        identity: ModelIdentity,
+        (essays, plays): (&'a Corpus, &'a Corpus),
+        config: ProfileConfig,
+        date: String,
+    ) -> Self {
+        ProfileInputs {
+            model,
+            tokenizer,
+            identity,
+            haystack: essays,
+            texts: vec![essays, plays],
+            config,
+            date,
+            partial_path: None,
+            shard: (1, 1),
+        }
+    }
+}
+
 /// Wall-clock time of one stage.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StageTiming {
