@@ -373,3 +373,39 @@ fn three_profile_shards_merge_to_the_unsharded_profile_byte_for_byte() {
         .collect();
     assert!(left.is_empty(), "shard files left: {left:?}");
 }
+
+/// Needle lengths too short for a needle stop `profile` before its first trial, naming the
+/// needle and what to change (they used to surface after every retrieval trial had run: twelve
+/// minutes on the 1.5B before its four-candidate reasoning needles were placed).
+#[test]
+fn lengths_too_short_for_a_needle_stop_the_profile_before_any_trial() {
+    let dir = common::scratch("tiny", "short-lengths");
+    std::fs::create_dir_all(&dir).expect("scratch folder");
+    let model = with_context("llama3", 1024, &dir);
+    let m = model.to_string_lossy().into_owned();
+    let out = dir.join("p.profile.json").to_string_lossy().into_owned();
+    let o = kvplan(&[
+        "profile",
+        "--model",
+        &m,
+        "--quick",
+        // Room for a retrieval needle, not for a reasoning one (this tokenizer's counts).
+        "--lengths",
+        "192",
+        "--depths",
+        "50",
+        "--no-figures",
+        "--out",
+        &out,
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    assert!(
+        err.contains("192-token prompt has no room for the needle of reasoning/")
+            && err.contains("give longer --lengths"),
+        "{err}"
+    );
+    assert!(!err.contains("[1/"), "a trial ran before the error: {err}");
+    assert!(!dir.join("p.profile.json").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -100,7 +100,7 @@ fn prompt<B: Backend>(
     )
     .ok_or_else(|| {
         Error::Settings(format!(
-            "a {}-token prompt has no room for the needle of {}",
+            "a {}-token prompt has no room for the needle of {}: give longer --lengths",
             spec.length, ex.id
         ))
     })?;
@@ -226,7 +226,9 @@ fn normalise(d: &mut Decoded, kind: Kind, span_len: usize, budget: usize) {
 }
 
 /// Checks before any model call that every trial of `kind` can decode its whole budget inside
-/// the model's context (a trial that cannot fails only after its prefill — minutes at 32K).
+/// the model's context (a trial that cannot fails only after its prefill — minutes at 32K) and
+/// that its prompt has room for its needle (building every prompt: tokenizing only), so that a
+/// length too short for a needle stops the run before the first trial, not after the others.
 pub(super) fn check_room<B: Backend>(
     inp: &ProfileInputs<'_, B>,
     specs: &[TrialSpec],
@@ -234,7 +236,8 @@ pub(super) fn check_room<B: Backend>(
 ) -> Result<()> {
     let context = inp.model.config.context_len;
     for spec in specs {
-        let budget = Protocol::for_trial(inp, spec, kind)?.budget;
+        let proto = Protocol::for_trial(inp, spec, kind)?;
+        let budget = proto.budget;
         let most = longest_prompt(context, budget);
         if spec.length > most {
             return Err(Error::Settings(format!(
@@ -246,6 +249,7 @@ pub(super) fn check_room<B: Backend>(
                 spec.example.id
             )));
         }
+        prompt(inp, spec, proto.style)?;
     }
     Ok(())
 }
