@@ -72,6 +72,46 @@ pub fn frame_ids(
     Ok((prefix, tok.encode(&after)?))
 }
 
+/// A trial's prompt without its haystack, in one style: the needle, its answer statement and
+/// the frame around the haystack.
+struct Parts {
+    needle: Vec<u32>,
+    answer: Vec<u32>,
+    prefix: Vec<u32>,
+    suffix: Vec<u32>,
+}
+
+impl Parts {
+    fn of<B: Backend>(
+        inp: &ProfileInputs<'_, B>,
+        spec: &TrialSpec,
+        style: PromptStyle,
+    ) -> Result<Self> {
+        let tok = inp.tokenizer;
+        let ex = &spec.example;
+        let (prefix, suffix) = frame_ids(tok, style, &ex.question)?;
+        Ok(Parts {
+            needle: tok.encode(&format!(" {}", ex.needle))?,
+            answer: tok.encode(&format!(" {}", ex.answer))?,
+            prefix,
+            suffix,
+        })
+    }
+
+    /// Whether `length` tokens leave room for some haystack beside them (`place`'s own test).
+    fn fit(&self, length: usize) -> bool {
+        length > self.prefix.len() + self.needle.len() + self.suffix.len()
+    }
+}
+
+/// The error of a prompt length with no room for the trial's needle.
+fn no_room(spec: &TrialSpec) -> Error {
+    Error::Settings(format!(
+        "a {}-token prompt has no room for the needle of {}: give longer --lengths",
+        spec.length, spec.example.id
+    ))
+}
+
 /// Builds the trial's prompt from the haystack corpus, in `style`.
 fn prompt<B: Backend>(
     inp: &ProfileInputs<'_, B>,
@@ -79,32 +119,23 @@ fn prompt<B: Backend>(
     style: PromptStyle,
 ) -> Result<Placed> {
     let tok = inp.tokenizer;
-    let ex = &spec.example;
-    let needle = tok.encode(&format!(" {}", ex.needle))?;
-    let answer = tok.encode(&format!(" {}", ex.answer))?;
-    let (prefix, suffix) = frame_ids(tok, style, &ex.question)?;
+    let parts = Parts::of(inp, spec, style)?;
     let frame = Frame {
-        prefix: &prefix,
-        suffix: &suffix,
+        prefix: &parts.prefix,
+        suffix: &parts.suffix,
     };
     let hay = text_tokens(tok, inp.haystack, spec.haystack_seed, spec.length, false)?;
     let is_end = |t: u32| tok.decode(&[t]).is_ok_and(|s| s.trim_end().ends_with('.'));
-    let placed = place(
+    place(
         &hay,
-        &needle,
-        &answer,
+        &parts.needle,
+        &parts.answer,
         frame,
         spec.length,
         spec.depth / 100.0,
         is_end,
     )
-    .ok_or_else(|| {
-        Error::Settings(format!(
-            "a {}-token prompt has no room for the needle of {}: give longer --lengths",
-            spec.length, ex.id
-        ))
-    })?;
-    Ok(placed)
+    .ok_or_else(|| no_room(spec))
 }
 
 /// What one kind of trial does: its prompt style, decode budget and answer check.
@@ -227,8 +258,8 @@ fn normalise(d: &mut Decoded, kind: Kind, span_len: usize, budget: usize) {
 
 /// Checks before any model call that every trial of `kind` can decode its whole budget inside
 /// the model's context (a trial that cannot fails only after its prefill — minutes at 32K) and
-/// that its prompt has room for its needle (building every prompt: tokenizing only), so that a
-/// length too short for a needle stops the run before the first trial, not after the others.
+/// that its length leaves room for its needle and frame (tokenizing those, not the haystack), so
+/// that a length too short for a needle stops the run before the first trial, not after others.
 pub(super) fn check_room<B: Backend>(
     inp: &ProfileInputs<'_, B>,
     specs: &[TrialSpec],
@@ -249,7 +280,9 @@ pub(super) fn check_room<B: Backend>(
                 spec.example.id
             )));
         }
-        prompt(inp, spec, proto.style)?;
+        if !Parts::of(inp, spec, proto.style)?.fit(spec.length) {
+            return Err(no_room(spec));
+        }
     }
     Ok(())
 }
