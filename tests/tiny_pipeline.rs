@@ -409,3 +409,35 @@ fn lengths_too_short_for_a_needle_stop_the_profile_before_any_trial() {
     assert!(!dir.join("p.profile.json").exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `profile --needles calibrated` runs kvplan's calibrated retrieval-reasoning needles (two-hop
+/// bridge facts, the answer's phrase checked) and says so in the profile's notes, so a plan made
+/// from it cannot pass for one made from the authors' needles.
+#[test]
+fn the_calibrated_needle_set_runs_and_is_named_in_the_profile() {
+    let dir = common::scratch("tiny", "calibrated");
+    std::fs::create_dir_all(&dir).expect("scratch folder");
+    let model = with_context("llama3", 1024, &dir);
+    let m = model.to_string_lossy().into_owned();
+    let out = dir.join("p.profile.json");
+    let o = out.to_string_lossy().into_owned();
+    let args = ["profile", "--model", &m, "--quick", "--needles", "calibrated"];
+    ok(&[&args[..], &["--no-figures", "--out", &o]].concat());
+    let profile = read_json(&out);
+    let trials = profile["details"]["retrieval_reasoning_trials"]
+        .as_array()
+        .expect("reasoning trials");
+    assert!(!trials.is_empty());
+    for t in trials {
+        let id = t["example"].as_str().unwrap_or("");
+        assert!(id.starts_with("reasoning/calibrated-4way-"), "{id}");
+    }
+    let notes = profile["details"]["notes"].to_string();
+    assert!(notes.contains("kvplan's calibrated variant, not HeadKV's"), "{notes}");
+    // Out of range, one clear error before any trial.
+    let bad = kvplan(&[&args[..], &["--r2-candidates", "3", "--out", &o]].concat());
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(!bad.status.success() && err.contains("found 3"), "{err}");
+    assert!(!err.contains("[1/"), "a trial ran before the error: {err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -204,16 +204,25 @@ impl ProfileConfig {
         if self.observation_rows == 0 || self.funnel_top_k == 0 || self.wavelet_levels == 0 {
             return bad("observation_rows, funnel_top_k and wavelet_levels must be ≥ 1".into());
         }
-        if let NeedleSet::Generated { per_kind, wide } = self.needles {
+        if let NeedleSet::Generated { per_kind, .. } | NeedleSet::Calibrated { per_kind, .. } =
+            self.needles
+        {
             if per_kind == 0 {
                 return bad("the generated needle set needs at least 1 example per kind".into());
             }
-            if wide != 0 && !(MIN_CANDIDATES..=MAX_CANDIDATES).contains(&wide) {
+        }
+        match self.needles {
+            NeedleSet::Generated { wide: k, .. } if k == 0 => {}
+            NeedleSet::Generated { wide: k, .. } | NeedleSet::Calibrated { k, .. }
+                if !(MIN_CANDIDATES..=MAX_CANDIDATES).contains(&k) =>
+            {
                 return bad(format!(
-                    "wide retrieval-reasoning needles hold {MIN_CANDIDATES} to {MAX_CANDIDATES} \
-                     candidate statements (or 0 for none), found {wide}"
+                    "wide and calibrated retrieval-reasoning needles hold {MIN_CANDIDATES} to \
+                     {MAX_CANDIDATES} candidate statements (0: the authors' two-candidate \
+                     needles only, generated set), found {k}"
                 ));
             }
+            _ => {}
         }
         if self.reasoning_decode_tokens == 0 {
             return bad("reasoning_decode_tokens must be ≥ 1".into());
@@ -270,24 +279,32 @@ mod tests {
                 wide: 4
             }
         );
-        let err = |per_kind, wide| {
+        let check = |needles| {
             let c = ProfileConfig {
-                needles: NeedleSet::Generated { per_kind, wide },
+                needles,
                 ..c.clone()
             };
             c.validate(8192).err().map(|e| e.to_string())
         };
-        assert_eq!(
-            err(0, 4).as_deref(),
-            Some("profile settings: the generated needle set needs at least 1 example per kind")
-        );
-        assert_eq!(
-            err(24, 3).as_deref(),
-            Some(
-                "profile settings: wide retrieval-reasoning needles hold 4 to 8 candidate \
-                 statements (or 0 for none), found 3"
+        let err = |per_kind, wide| check(NeedleSet::Generated { per_kind, wide });
+        let calibrated = |per_kind, k| check(NeedleSet::Calibrated { per_kind, k });
+        let empty = "profile settings: the generated needle set needs at least 1 example per kind";
+        assert_eq!(err(0, 4).as_deref(), Some(empty));
+        assert_eq!(calibrated(0, 4).as_deref(), Some(empty));
+        let wide = |k| {
+            format!(
+                "profile settings: wide and calibrated retrieval-reasoning needles hold 4 to 8 \
+                 candidate statements (0: the authors' two-candidate needles only, generated \
+                 set), found {k}"
             )
-        );
+        };
+        assert_eq!(err(24, 3), Some(wide(3)));
+        assert_eq!(err(24, 9), Some(wide(9)));
+        assert_eq!(err(24, 0), None);
+        assert_eq!(calibrated(24, 0), Some(wide(0)));
+        assert_eq!(calibrated(24, 9), Some(wide(9)));
+        assert_eq!(calibrated(24, 4), None);
+        assert_eq!(calibrated(24, 8), None);
     }
 
     #[test]

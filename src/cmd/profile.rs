@@ -70,11 +70,13 @@ pub struct ProfileArgs {
     #[arg(long, value_enum)]
     r2_prompt_style: Option<StyleArg>,
     /// Candidate statements of the wider retrieval-reasoning needles run beside the authors'
-    /// two-candidate ones (4 to 8; 0: the authors' needles only).
+    /// two-candidate ones (4 to 8; 0: the authors' needles only), and of the calibrated ones.
     #[arg(long, value_name = "K", default_value_t = DEFAULT_CANDIDATES)]
     r2_candidates: usize,
     /// Needle examples: a seeded set drawn from templates (retrieval facts; comparisons and
-    /// two-hop facts, each asked both ways) or the seven hand-written ones.
+    /// two-hop facts, each asked both ways), kvplan's calibrated variant of it (retrieval-reasoning
+    /// needles a small model answers above chance: docs/commands.md) or the seven hand-written
+    /// ones.
     #[arg(long, value_enum, default_value = "generated")]
     needles: NeedlesArg,
     /// Examples per kind of the generated needle set.
@@ -138,6 +140,9 @@ enum StyleArg {
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
 enum NeedlesArg {
     Generated,
+    /// kvplan's calibrated retrieval-reasoning variant (two-hop bridge facts, the answer's phrase
+    /// checked): for models whose R2 trials on the authors' form are at chance.
+    Calibrated,
     Classic,
 }
 
@@ -169,6 +174,10 @@ impl ProfileArgs {
                 NeedlesArg::Generated => NeedleSet::Generated {
                     per_kind: self.needles_per_kind,
                     wide: self.r2_candidates,
+                },
+                NeedlesArg::Calibrated => NeedleSet::Calibrated {
+                    per_kind: self.needles_per_kind,
+                    k: self.r2_candidates,
                 },
                 NeedlesArg::Classic => NeedleSet::Classic,
             },

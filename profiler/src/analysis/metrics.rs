@@ -8,6 +8,9 @@
 //!   `[a-z0-9]` is a separator (as `rouge_score`'s tokenizer), clipped unigram overlap divided by
 //!   the reference's length. Unlike Wu et al. we apply no Porter stemmer, so plural/singular
 //!   mismatches count as misses: slightly stricter.
+//! - [`names_only`]: the calibrated retrieval-reasoning suite's check (kvplan's, not the authors'):
+//!   the response holds the answer's distinguishing phrase, word for word in `rouge_score`'s
+//!   tokens, and no other candidate's phrase.
 
 use std::collections::HashMap;
 
@@ -47,6 +50,19 @@ pub fn rouge1_recall(prediction: &str, reference: &str) -> f64 {
     overlap(&rc, &pc) as f64 / r.len() as f64
 }
 
+/// Whether `phrase`'s tokens occur in `text`'s as one contiguous run (`rouge_score`'s tokens, so
+/// case and punctuation do not matter); an empty phrase occurs nowhere.
+pub fn holds_phrase(text: &str, phrase: &str) -> bool {
+    let (t, p) = (rouge_tokens(text), rouge_tokens(phrase));
+    !p.is_empty() && t.windows(p.len()).any(|w| w == p.as_slice())
+}
+
+/// Whether `response` names `key` and none of `others`: a response that names every candidate's
+/// phrase, or another's beside the right one, has not chosen.
+pub fn names_only(response: &str, key: &str, others: &[String]) -> bool {
+    holds_phrase(response, key) && !others.iter().any(|o| holds_phrase(response, o))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -62,5 +78,28 @@ mod tests {
         assert_eq!(rouge1_recall("x", ""), 0.0);
         // Punctuation separates tokens: "can't" → "can", "t".
         assert_eq!(rouge1_recall("can t", "can't"), 1.0);
+    }
+
+    #[test]
+    fn the_calibrated_check_wants_the_right_phrase_and_no_other() {
+        let key = "old train tickets";
+        let others = [
+            "blue glass bottles".to_string(),
+            "recordings of church bells".to_string(),
+        ];
+        // Case and punctuation aside, the phrase word for word.
+        assert!(names_only("Yara collects Old train-tickets.", key, &others));
+        // Words of the phrase out of order, or only some of them, are not the phrase.
+        assert!(!names_only("tickets for an old train", key, &others));
+        assert!(!names_only("old train", key, &others));
+        // Tokens, not characters: "bold train tickets" does not hold "old train tickets".
+        assert!(!names_only("bold train tickets", key, &others));
+        // Naming another candidate's phrase beside the right one is not a choice.
+        assert!(!names_only(
+            "Yara collects old train tickets; Omar collects blue glass bottles.",
+            key,
+            &others
+        ));
+        assert!(!names_only("anything", "", &[]));
     }
 }

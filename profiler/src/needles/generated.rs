@@ -13,7 +13,7 @@
 
 use kvplan_common::Rng;
 
-use super::Example;
+use super::{Check, Example};
 
 /// First names; the set mixes origins so that no name hints at an answer.
 pub(super) const NAMES: [&str; 32] = [
@@ -190,6 +190,7 @@ pub fn retrieval(seed: u64, n: usize) -> Vec<Example> {
                 answer: statement,
                 key,
                 candidates: 1,
+                check: Check::Statement,
             }
         })
         .collect()
@@ -327,6 +328,7 @@ pub fn reasoning(seed: u64, n: usize) -> Vec<Example> {
                 answer: answer.clone(),
                 key: key.clone(),
                 candidates: 2,
+                check: Check::Statement,
             });
         }
     }

@@ -20,6 +20,7 @@
 //! The facts are invented, so only the haystack can answer them. Prompts end
 //! "…Question: …\nAnswer:" as in the authors' code; see [`PromptStyle`] and [`placement`].
 
+pub mod calibrated;
 pub mod generated;
 pub mod multi;
 pub mod placement;
@@ -44,6 +45,20 @@ pub struct Example {
     /// Statements of the answer's shape in the needle (1 for retrieval, 2 for the authors'
     /// comparisons, k for [`multi`]'s): copying a random one is right 1/`candidates` of the time.
     pub candidates: usize,
+    /// How a retrieval-reasoning response is checked (retrieval ones always against `key`).
+    pub check: Check,
+}
+
+/// How a retrieval-reasoning response is checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Check {
+    /// The authors' (`retrieval_head_detection_r2.py`): QA-F1 against the whole statement
+    /// `answer` above 0.5.
+    Statement,
+    /// The calibrated suite's ([`calibrated`], kvplan's): the response holds `key` word for word
+    /// and none of these, the other candidates' keys — a response that restates the question
+    /// before answering is judged by what it names, one that names every candidate is wrong.
+    OnlyKey(Vec<String>),
 }
 
 /// Which needle examples a profile runs.
@@ -58,6 +73,10 @@ pub enum NeedleSet {
     /// statements ([`multi`]) come in turn with the two-candidate ones, a pair of each at a time;
     /// `wide` = 0 keeps the authors' two-candidate form only.
     Generated { per_kind: usize, wide: usize },
+    /// kvplan's calibrated variant ([`calibrated`]): the generated retrieval examples, and
+    /// `per_kind` retrieval-reasoning examples whose needles bind two roles to two of `k`
+    /// candidates (two-hop questions naming no person), checked on the answer's phrase alone.
+    Calibrated { per_kind: usize, k: usize },
 }
 
 /// Examples per kind of the generated set by default (HeadKV App. E asks for variety; ≥ 20).
@@ -87,6 +106,13 @@ impl NeedleSet {
                      over the (length, depth) grid"
                 )
             }
+            NeedleSet::Calibrated { per_kind, k } => format!(
+                "{per_kind} seeded examples per kind (retrieval: single facts from templates; \
+                 retrieval-reasoning: kvplan's calibrated variant, not HeadKV's — two bridge \
+                 facts binding roles to two of {k} candidate statements, each role asked once \
+                 without naming anyone, a response right when it names the answer's phrase and \
+                 no other candidate's), taken in turn over the (length, depth) grid"
+            ),
         }
     }
 
@@ -106,6 +132,10 @@ impl NeedleSet {
                 };
                 (generated::retrieval(seed, per_kind), reasoning)
             }
+            NeedleSet::Calibrated { per_kind, k } => (
+                generated::retrieval(seed, per_kind),
+                calibrated::reasoning(seed, per_kind, k),
+            ),
         }
     }
 }
@@ -146,6 +176,7 @@ impl StaticExample {
             answer: self.answer.into(),
             key: self.key.into(),
             candidates,
+            check: Check::Statement,
         }
     }
 }

@@ -15,7 +15,7 @@
 use kvplan_common::Rng;
 
 use super::generated::{ask, statement, ACTIVITIES, COLLECTIONS, NAMES};
-use super::Example;
+use super::{Check, Example};
 
 /// Candidate statements per needle by default: copying a random one is right 1/4 of the time.
 pub const DEFAULT_CANDIDATES: usize = 4;
@@ -146,6 +146,7 @@ pub fn reasoning(seed: u64, n: usize, k: usize) -> Vec<Example> {
                 answer,
                 key,
                 candidates: k,
+                check: Check::Statement,
             });
         }
     }

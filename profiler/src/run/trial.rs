@@ -32,12 +32,12 @@ use kvplan_runtime::observe::{ObserveConfig, Observer};
 use kvplan_runtime::tokenizer::Tokenizer;
 
 use super::{Kind, ProfileInputs, TrialSpec};
-use crate::analysis::metrics::{qa_f1, rouge1_recall};
+use crate::analysis::metrics::{names_only, qa_f1, rouge1_recall};
 use crate::analysis::reasoning::mass_on_span;
 use crate::analysis::retrieval::{copies_from_span, denominator};
 use crate::config::longest_prompt;
 use crate::needles::placement::{place, Frame, Placed};
-use crate::needles::{frame_text, PromptStyle};
+use crate::needles::{frame_text, Check, PromptStyle};
 use crate::partial::TrialOutcome;
 use crate::samples::text_tokens;
 use crate::{Error, Result};
@@ -301,7 +301,12 @@ pub(super) fn run_trial<B: Backend>(
     let response = tok.decode(&decoded.out)?.trim().to_string();
     let score = match kind {
         Kind::Retrieval => rouge1_recall(&response, &spec.example.key),
-        Kind::Reasoning => qa_f1(&response, &spec.example.answer),
+        Kind::Reasoning => match &spec.example.check {
+            Check::Statement => qa_f1(&response, &spec.example.answer),
+            Check::OnlyKey(others) => {
+                f64::from(u8::from(names_only(&response, &spec.example.key, others)))
+            }
+        },
     };
     Ok(TrialOutcome {
         index: spec.index,
