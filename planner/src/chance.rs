@@ -41,6 +41,12 @@ pub struct ChanceTest {
     pub above_chance: bool,
     /// The same test for the trials of each candidate count k (binomial at rate 1/k).
     pub by_candidates: Vec<ChanceGroup>,
+    /// The needles, when not HeadKV's form (App. E's comparisons and two-hop facts, checked by
+    /// QA-F1 against the statement): `"calibrated"` for kvplan's calibrated variant (two-hop
+    /// bridge facts, the answer's phrase checked; profiler `needles::calibrated`). Absent in
+    /// profiles of the authors' form and in those written before the variant existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant: Option<String>,
 }
 
 /// The test for the trials whose needles hold `candidates` statements.
@@ -101,6 +107,15 @@ impl ChanceTest {
             p_value,
             above_chance: p_value < CHANCE_ALPHA,
             by_candidates,
+            variant: None,
+        }
+    }
+
+    /// The same test, its trials drawn from the needle `variant` (see [`ChanceTest::variant`]).
+    pub fn of_variant(self, variant: &str) -> Self {
+        ChanceTest {
+            variant: Some(variant.to_string()),
+            ..self
         }
     }
 
@@ -111,7 +126,7 @@ impl ChanceTest {
             .iter()
             .map(|g| {
                 format!(
-                    "{}-candidate needles {} of {} (copying: 1/{}; one-sided binomial p = {})",
+                    "{}-candidate needles {} of {} (copying: 1/{}; one-sided binomial p {})",
                     g.candidates,
                     g.correct,
                     g.trials,
@@ -122,7 +137,7 @@ impl ChanceTest {
             .collect();
         format!(
             "retrieval_reasoning answers right in {} of {} trials ({:.0}%; copying a random \
-             candidate statement gives {:.1} on average; one-sided exact p = {}): {}",
+             candidate statement gives {:.1} on average; one-sided exact p {}): {}",
             self.correct,
             self.trials,
             100.0 * self.accuracy,
@@ -167,26 +182,39 @@ impl ChanceTest {
 /// chance; `None` otherwise (no R2 method, above chance, or a profile that records no test).
 pub fn plan_note(test: Option<&ChanceTest>, methods: &[Method]) -> Option<String> {
     let c = test?;
-    if c.above_chance || !methods.contains(&Method::HeadKv) {
+    if !methods.contains(&Method::HeadKv) || (c.above_chance && c.variant.is_none()) {
         return None;
     }
-    Some(format!(
-        "headkv: its head scores come from retrieval-reasoning trials that are NOT above chance \
-         ({} of {} right where copying a random candidate statement gives {:.1}; one-sided exact \
-         p = {}): its budgets are not evidence of retrieval-reasoning heads",
+    let counts = format!(
+        "{} of {} right where copying a random candidate statement gives {:.1}; one-sided exact \
+         p {}",
         c.correct,
         c.trials,
         c.chance_correct,
         p_text(c.p_value)
-    ))
+    );
+    let source = match &c.variant {
+        Some(v) => format!(
+            "kvplan's {v} retrieval-reasoning needles, not HeadKV's (App. E): a kvplan variant"
+        ),
+        None => String::from("retrieval-reasoning trials"),
+    };
+    Some(if c.above_chance {
+        format!("headkv: its head scores come from {source}, above chance ({counts})")
+    } else {
+        format!(
+            "headkv: its head scores come from {source} that are NOT above chance ({counts}): its \
+             budgets are not evidence of retrieval-reasoning heads"
+        )
+    })
 }
 
-/// A p-value as notes print it: three significant digits, or "< 0.001".
+/// A p-value as notes print it after "p": "= " and three decimals, or "< 0.001".
 fn p_text(p: f64) -> String {
     if p < 0.001 {
         String::from("< 0.001")
     } else {
-        format!("{p:.3}")
+        format!("= {p:.3}")
     }
 }
 
@@ -291,6 +319,41 @@ mod tests {
             ),
             None
         );
+    }
+
+    #[test]
+    fn plans_from_the_calibrated_variant_say_so_above_chance_or_not() {
+        let note = |t: ChanceTest| plan_note(Some(&t), &[Method::HeadKv]);
+        assert_eq!(
+            note(test(40, 1.2e-5).of_variant("calibrated")).as_deref(),
+            Some(
+                "headkv: its head scores come from kvplan's calibrated retrieval-reasoning \
+                 needles, not HeadKV's (App. E): a kvplan variant, above chance (40 of 50 right \
+                 where copying a random candidate statement gives 25.0; one-sided exact p < \
+                 0.001)"
+            )
+        );
+        let at_chance = note(test(16, 0.9967).of_variant("calibrated")).unwrap_or_default();
+        assert!(
+            at_chance.contains("calibrated") && at_chance.contains("NOT above chance"),
+            "{at_chance}"
+        );
+        assert_eq!(
+            plan_note(
+                Some(&test(40, 1.2e-5).of_variant("calibrated")),
+                &[Method::HeadKvR]
+            ),
+            None
+        );
+        // The field is optional both ways: the authors' form writes nothing.
+        let json = serde_json::to_string(&test(16, 0.9967)).unwrap_or_default();
+        assert!(!json.contains("variant"), "{json}");
+        let back: ChanceTest = serde_json::from_str(&json).expect("reads back");
+        assert_eq!(back.variant, None);
+        let json = serde_json::to_string(&test(40, 1.2e-5).of_variant("calibrated"));
+        assert!(json
+            .unwrap_or_default()
+            .contains(r#""variant":"calibrated""#));
     }
 
     #[test]

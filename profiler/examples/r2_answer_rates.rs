@@ -47,13 +47,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     };
     let seed: u64 = match args.get(3) {
-        Some(s) => s.parse().map_err(|_| format!("seed: an integer, found {s:?}"))?,
+        Some(s) => s
+            .parse()
+            .map_err(|_| format!("seed: an integer, found {s:?}"))?,
         None => 0,
     };
     let lengths: Option<Vec<usize>> = match args.get(4) {
         Some(s) => Some(
             s.split(',')
-                .map(|l| l.parse().map_err(|_| format!("lengths: integers, found {l:?}")))
+                .map(|l| {
+                    l.parse()
+                        .map_err(|_| format!("lengths: integers, found {l:?}"))
+                })
                 .collect::<Result<_, _>>()?,
         ),
         None => None,

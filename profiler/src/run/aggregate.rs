@@ -10,7 +10,7 @@ use kvplan_planner::{
 use super::{trial_specs, Kind, ProfileInputs, KEEP_ABOVE};
 use crate::analysis::chance::chance_test;
 use crate::config::ProfileConfig;
-use crate::needles::PromptStyle;
+use crate::needles::{NeedleSet, PromptStyle};
 use crate::partial::{Partial, SampleOutcome, TrialOutcome};
 use crate::Result;
 
@@ -132,7 +132,10 @@ pub(super) fn reasoning_chance(c: &ProfileConfig, outcomes: &[TrialOutcome]) -> 
             (k, o.trial.kept)
         })
         .collect();
-    chance_test(&trials)
+    match c.needles {
+        NeedleSet::Calibrated { .. } => chance_test(&trials).of_variant("calibrated"),
+        NeedleSet::Generated { .. } | NeedleSet::Classic => chance_test(&trials),
+    }
 }
 
 /// What the notes say of the R2 answers against chance.
@@ -175,11 +178,14 @@ fn notes(
         "ROUGE-1 recall, no stemmer",
         retrieval,
     ));
-    notes.extend(trial_note(
-        "retrieval_reasoning",
-        "QA-F1 against the answer statement",
-        reasoning,
-    ));
+    let check = match c.needles {
+        NeedleSet::Calibrated { .. } => {
+            "kvplan's calibrated check, 1 when the response names the answer's phrase word for \
+             word and no other candidate's, else 0"
+        }
+        NeedleSet::Generated { .. } | NeedleSet::Classic => "QA-F1 against the answer statement",
+    };
+    notes.extend(trial_note("retrieval_reasoning", check, reasoning));
     notes.extend(chance_notes(chance));
     let signal = step - dropped;
     let dropped_note = if dropped > 0 {
