@@ -421,7 +421,14 @@ fn the_calibrated_needle_set_runs_and_is_named_in_the_profile() {
     let m = model.to_string_lossy().into_owned();
     let out = dir.join("p.profile.json");
     let o = out.to_string_lossy().into_owned();
-    let args = ["profile", "--model", &m, "--quick", "--needles", "calibrated"];
+    let args = [
+        "profile",
+        "--model",
+        &m,
+        "--quick",
+        "--needles",
+        "calibrated",
+    ];
     ok(&[&args[..], &["--no-figures", "--out", &o]].concat());
     let profile = read_json(&out);
     let trials = profile["details"]["retrieval_reasoning_trials"]
@@ -433,7 +440,10 @@ fn the_calibrated_needle_set_runs_and_is_named_in_the_profile() {
         assert!(id.starts_with("reasoning/calibrated-4way-"), "{id}");
     }
     let notes = profile["details"]["notes"].to_string();
-    assert!(notes.contains("kvplan's calibrated variant, not HeadKV's"), "{notes}");
+    assert!(
+        notes.contains("kvplan's calibrated variant, not HeadKV's"),
+        "{notes}"
+    );
     // Out of range, one clear error before any trial.
     let bad = kvplan(&[&args[..], &["--r2-candidates", "3", "--out", &o]].concat());
     let err = String::from_utf8_lossy(&bad.stderr);

@@ -8,6 +8,11 @@
 //!   so are the budgets built on them. Marked: `headkv`, its controls (`headkv@perm3`,
 //!   `headkv@beta1.2`), its engine reductions (`vllm:headkv`, …) and kvpress's rows of it; not
 //!   HeadKV-R (retrieval scores only).
+//! - [`VARIANT_MARK`] (§): budgets from retrieval-reasoning scores above chance, measured on
+//!   kvplan's calibrated needles (profiler `needles::calibrated`: two-hop bridge facts, the
+//!   answer's phrase checked) rather than HeadKV's App. E needles — a kvplan variant, so the rows
+//!   are not the paper's HeadKV. Marked as † is; a variant at chance takes † and says which
+//!   needles in its footnote.
 //! - [`UNTRAINED_MARK`] (‡): PoD run with the model's own weights. PoD shares the distant tokens'
 //!   attention scores across a layer block and post-trains the model for it (PoD §3.3); without
 //!   `--weights` from `kvplan train-pod` the rows measure the sharing alone, untrained.
@@ -23,6 +28,9 @@ use crate::row_method::RowMethod;
 
 /// The mark of rows on R2 scores not above chance.
 pub const R2_MARK: &str = "†";
+
+/// The mark of rows on R2 scores above chance from kvplan's needle variant.
+pub const VARIANT_MARK: &str = "§";
 
 /// The mark of PoD rows run without post-trained weights.
 pub const UNTRAINED_MARK: &str = "‡";
@@ -43,14 +51,50 @@ pub fn at_chance(plan: Option<&Plan>) -> Option<&ChanceTest> {
     (!test.above_chance).then_some(test)
 }
 
+/// The plan's R2 test when its scores are above chance on a kvplan needle variant.
+pub fn on_variant(plan: Option<&Plan>) -> Option<&ChanceTest> {
+    let test = plan?
+        .provenance
+        .profile
+        .retrieval_reasoning_chance
+        .as_ref()?;
+    (test.above_chance && test.variant.is_some()).then_some(test)
+}
+
+/// " on kvplan's `variant` needles (not HeadKV's App. E)" when the test names one.
+fn needles_of(test: &ChanceTest) -> String {
+    test.variant
+        .as_ref()
+        .map(|v| format!(" on kvplan's {v} needles (not HeadKV's App. E)"))
+        .unwrap_or_default()
+}
+
 /// The footnote of a marked table.
 pub fn footnote(test: &ChanceTest) -> String {
     format!(
-        "{R2_MARK} Budgets from HeadKV's retrieval-reasoning head scores, whose profile trials are \
-         NOT above chance ({} of {} answered right where copying a random candidate statement \
-         gives {:.1}; one-sided exact p = {:.3}): these rows test HeadKV's allocation shape, not \
-         retrieval-reasoning heads.\n",
-        test.correct, test.trials, test.chance_correct, test.p_value
+        "{R2_MARK} Budgets from HeadKV's retrieval-reasoning head scores, whose profile trials{} \
+         are NOT above chance ({} of {} answered right where copying a random candidate \
+         statement gives {:.1}; one-sided exact p = {:.3}): these rows test HeadKV's allocation \
+         shape, not retrieval-reasoning heads.\n",
+        needles_of(test),
+        test.correct,
+        test.trials,
+        test.chance_correct,
+        test.p_value
+    )
+}
+
+/// The footnote of rows on a needle variant's scores above chance.
+pub fn variant_footnote(test: &ChanceTest) -> String {
+    format!(
+        "{VARIANT_MARK} Budgets from retrieval-reasoning head scores measured{} ({} of {} answered \
+         right where copying a random candidate statement gives {:.1}; one-sided exact p = \
+         {:.3}): a kvplan variant of HeadKV's R2 scores, not the paper's.\n",
+        needles_of(test),
+        test.correct,
+        test.trials,
+        test.chance_correct,
+        test.p_value
     )
 }
 
@@ -72,6 +116,8 @@ pub fn untrained_footnote() -> String {
 pub struct Marks {
     /// The plan's R2 test, when its scores are not above chance.
     pub r2_at_chance: Option<ChanceTest>,
+    /// The plan's R2 test, when its scores are above chance on a kvplan needle variant.
+    pub r2_variant: Option<ChanceTest>,
     /// Whether PoD ran with the model's own weights (no `weights_sha256` in the settings).
     pub pod_untrained: bool,
 }
@@ -81,6 +127,7 @@ impl Marks {
     pub fn of(plan: Option<&Plan>, settings: &BTreeMap<String, String>) -> Self {
         Self {
             r2_at_chance: at_chance(plan).cloned(),
+            r2_variant: on_variant(plan).cloned(),
             pod_untrained: !settings.contains_key("weights_sha256"),
         }
     }
@@ -89,39 +136,45 @@ impl Marks {
     /// `| method @ budget | …`; only its first cell is read and changed) and a footnote per mark
     /// used at the end; unchanged where no row is marked.
     pub fn apply(&self, md: &str) -> String {
-        let (mut r2, mut pod) = (false, false);
+        let mut used: Vec<&'static str> = Vec::new();
         let mut out = String::with_capacity(md.len() + 512);
         for line in md.split_inclusive('\n') {
             match self.marked_row(line) {
-                Some((row, is_r2)) => {
+                Some((row, mark)) => {
                     out.push_str(&row);
-                    r2 |= is_r2;
-                    pod |= !is_r2;
+                    if !used.contains(&mark) {
+                        used.push(mark);
+                    }
                 }
                 None => out.push_str(line),
             }
         }
-        if r2 || pod {
+        if !used.is_empty() {
             if !out.ends_with('\n') {
                 out.push('\n');
             }
             out.push('\n');
         }
-        if let (true, Some(test)) = (r2, &self.r2_at_chance) {
+        if let (true, Some(test)) = (used.contains(&R2_MARK), &self.r2_at_chance) {
             out.push_str(&footnote(test));
         }
-        if pod {
+        if let (true, Some(test)) = (used.contains(&VARIANT_MARK), &self.r2_variant) {
+            out.push_str(&variant_footnote(test));
+        }
+        if used.contains(&UNTRAINED_MARK) {
             out.push_str(&untrained_footnote());
         }
         out
     }
 
-    /// `method`'s mark, and whether it is R2's; `None` for a row that needs none.
-    fn mark_of(&self, method: &str) -> Option<(&'static str, bool)> {
-        if self.r2_at_chance.is_some() && rests_on_r2(method) {
-            Some((R2_MARK, true))
+    /// `method`'s mark; `None` for a row that needs none.
+    fn mark_of(&self, method: &str) -> Option<&'static str> {
+        if rests_on_r2(method) && self.r2_at_chance.is_some() {
+            Some(R2_MARK)
+        } else if rests_on_r2(method) && self.r2_variant.is_some() {
+            Some(VARIANT_MARK)
         } else if self.pod_untrained && is_pod(method) {
-            Some((UNTRAINED_MARK, false))
+            Some(UNTRAINED_MARK)
         } else {
             None
         }
@@ -131,22 +184,22 @@ impl Marks {
     /// unchanged when it needs none.
     pub fn label(&self, method: &str) -> String {
         match self.mark_of(method) {
-            Some((mark, _)) => format!("{method} {mark}"),
+            Some(mark) => format!("{method} {mark}"),
             None => method.to_string(),
         }
     }
 
-    /// `line` with its mark after its first cell's method, and whether the mark is R2's.
-    fn marked_row(&self, line: &str) -> Option<(String, bool)> {
+    /// `line` with its mark after its first cell's method, and the mark.
+    fn marked_row(&self, line: &str) -> Option<(String, &'static str)> {
         let rest = line.strip_prefix("| ")?;
         let (cell, tail) = rest.split_once(" |")?;
         let (method, budget) = match cell.split_once(" @ ") {
             Some((m, b)) => (m, Some(b)),
             None => (cell, None),
         };
-        let (mark, is_r2) = self.mark_of(method)?;
+        let mark = self.mark_of(method)?;
         let budget = budget.map(|b| format!(" @ {b}")).unwrap_or_default();
-        Some((format!("| {method} {mark}{budget} |{tail}"), is_r2))
+        Some((format!("| {method} {mark}{budget} |{tail}"), mark))
     }
 }
 
@@ -188,6 +241,7 @@ mod tests {
                   | headkv@perm1 @ 128 | 13.6 |\n\nlegend\n";
         let marks = Marks {
             r2_at_chance: Some(test(2, 0.9999)),
+            r2_variant: None,
             pod_untrained: false,
         };
         let out = marks.apply(md);
@@ -204,6 +258,7 @@ mod tests {
     fn no_test_or_no_r2_row_leaves_the_table_as_it_was() {
         let at_chance = Marks {
             r2_at_chance: Some(test(2, 0.9999)),
+            r2_variant: None,
             pod_untrained: false,
         };
         let md = "| snapkv @ 128 | 12.9 |\n| pod @ 128 | 87.8 |\n";
@@ -213,6 +268,7 @@ mod tests {
         // Above chance: no mark.
         let above = Marks {
             r2_at_chance: None,
+            r2_variant: None,
             pod_untrained: false,
         };
         assert_eq!(above.apply(md), md);
@@ -222,7 +278,7 @@ mod tests {
     fn pod_rows_without_trained_weights_are_marked_untrained() {
         let settings = BTreeMap::from([("model".to_string(), "m".to_string())]);
         let marks = Marks::of(None, &settings);
-        assert!(marks.pod_untrained && marks.r2_at_chance.is_none());
+        assert!(marks.pod_untrained && marks.r2_at_chance.is_none() && marks.r2_variant.is_none());
         let md = "| full | 100.0 |\n| pod @ 512 | 93.1 |\n| headkv @ 128 | 13.9 |\n";
         let out = marks.apply(md);
         assert!(out.contains("| pod ‡ @ 512 | 93.1 |\n"), "{out}");
@@ -230,5 +286,41 @@ mod tests {
         assert!(out.ends_with(&untrained_footnote()), "{out}");
         let trained = BTreeMap::from([("weights_sha256".to_string(), "ab".to_string())]);
         assert_eq!(Marks::of(None, &trained).apply(md), md);
+    }
+
+    #[test]
+    fn rows_on_a_needle_variant_say_so_above_chance_or_not() {
+        let md = "| headkv @ 128 | 13.9 |\n| headkv-r @ 128 | 13.9 |\n";
+        let above = test(40, 1e-9).of_variant("calibrated");
+        let marks = Marks {
+            r2_at_chance: None,
+            r2_variant: Some(above.clone()),
+            pod_untrained: false,
+        };
+        let out = marks.apply(md);
+        assert!(out.contains("| headkv § @ 128 | 13.9 |\n"), "{out}");
+        assert!(out.contains("| headkv-r @ 128 | 13.9 |\n"), "{out}");
+        assert!(out.ends_with(&variant_footnote(&above)), "{out}");
+        assert!(
+            out.contains("on kvplan's calibrated needles (not HeadKV's App. E)"),
+            "{out}"
+        );
+        assert_eq!(marks.label("headkv"), "headkv §");
+        // At chance, † wins and its footnote names the needles.
+        let at = test(10, 0.9).of_variant("calibrated");
+        let marks = Marks {
+            r2_at_chance: Some(at.clone()),
+            r2_variant: None,
+            pod_untrained: false,
+        };
+        let out = marks.apply(md);
+        assert!(out.contains("| headkv † @ 128 |"), "{out}");
+        assert!(out.ends_with(&footnote(&at)), "{out}");
+        assert!(
+            out.contains("trials on kvplan's calibrated needles"),
+            "{out}"
+        );
+        // The authors' needles above chance: no mark, and the † footnote reads as before.
+        assert!(!footnote(&test(2, 0.9999)).contains("calibrated"));
     }
 }

@@ -212,7 +212,7 @@ impl ProfileConfig {
             }
         }
         match self.needles {
-            NeedleSet::Generated { wide: k, .. } if k == 0 => {}
+            NeedleSet::Generated { wide: 0, .. } => {}
             NeedleSet::Generated { wide: k, .. } | NeedleSet::Calibrated { k, .. }
                 if !(MIN_CANDIDATES..=MAX_CANDIDATES).contains(&k) =>
             {

@@ -422,6 +422,7 @@ fn the_table_adjusts_its_differences_by_holm_and_marks_rows_that_need_a_caveat()
             0.9999,
             Vec::new(),
         )),
+        r2_variant: None,
         pod_untrained: true,
     };
     let md = markdown(&six_prompts(), &marks, "snapkv");

@@ -29,8 +29,8 @@
 
 use kvplan_common::Rng;
 
-use super::generated::{ask, statement, ACTIVITIES, COLLECTIONS, NAMES};
-use super::multi::{MAX_CANDIDATES, MIN_CANDIDATES};
+use super::generated::ask;
+use super::multi::{people, MAX_CANDIDATES, MIN_CANDIDATES};
 use super::{Check, Example};
 
 /// A bridge template: the role's phrase for one value, and the fact binding it to a person.
@@ -83,15 +83,7 @@ pub fn reasoning(seed: u64, n: usize, k: usize) -> Vec<Example> {
     for i in 0..n.div_ceil(2) {
         let mut rng = Rng::derive(seed, &[4, k as u64, i as u64]);
         let bridge = &BRIDGES[i % BRIDGES.len()];
-        let names: Vec<&str> = rng.sample(&NAMES, k);
-        let kind = rng.below(2) as usize;
-        let pool: &[&str] = if kind == 0 { &ACTIVITIES } else { &COLLECTIONS };
-        let things: Vec<&str> = rng.sample(pool, k);
-        let statements: Vec<(String, String)> = names
-            .iter()
-            .zip(&things)
-            .map(|(who, thing)| statement(kind, who, thing))
-            .collect();
+        let (names, kind, statements) = people(&mut rng, k);
         // Persons 0 and 1 are bridged; the others are candidates no question asks for.
         let values: Vec<&str> = rng.sample(bridge.values, 2);
         let mut facts: Vec<String> = (0..2).map(|j| (bridge.fact)(values[j], names[j])).collect();
@@ -125,6 +117,7 @@ pub fn reasoning(seed: u64, n: usize, k: usize) -> Vec<Example> {
 mod tests {
     use super::*;
     use crate::analysis::metrics::names_only;
+    use crate::needles::generated::NAMES;
 
     #[test]
     fn each_question_names_a_role_the_needle_binds_to_one_candidate() {

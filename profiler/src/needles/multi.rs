@@ -50,17 +50,24 @@ fn increasing(rng: &mut Rng, k: usize, lo: u64, step: (u64, u64)) -> Vec<u64> {
 /// index); 2])`; statement `i` belongs to person `i`.
 type Needle = (String, Vec<(String, String)>, [(String, usize); 2]);
 
-/// One k-candidate needle of `template` (0 ages, 1 heights, 2 arrival times, 3 teacher links).
-fn needle(rng: &mut Rng, template: usize, k: usize) -> Needle {
+/// `k` people drawn from `rng`, the statements' form (0 favourite activities, 1 collections) and
+/// one `(statement, key)` of that form per person: statement `i` belongs to person `i`.
+pub(super) fn people(rng: &mut Rng, k: usize) -> (Vec<&'static str>, usize, Vec<(String, String)>) {
     let names: Vec<&str> = rng.sample(&NAMES, k);
     let kind = rng.below(2) as usize;
     let pool: &[&str] = if kind == 0 { &ACTIVITIES } else { &COLLECTIONS };
     let things: Vec<&str> = rng.sample(pool, k);
-    let statements: Vec<(String, String)> = names
+    let statements = names
         .iter()
         .zip(&things)
         .map(|(who, thing)| statement(kind, who, thing))
         .collect();
+    (names, kind, statements)
+}
+
+/// One k-candidate needle of `template` (0 ages, 1 heights, 2 arrival times, 3 teacher links).
+fn needle(rng: &mut Rng, template: usize, k: usize) -> Needle {
+    let (names, kind, statements) = people(rng, k);
     let mut shown: Vec<&str> = names.clone();
     rng.shuffle(&mut shown);
     let among = listing(&shown);
