@@ -69,18 +69,27 @@ fn needles_of(test: &ChanceTest) -> String {
         .unwrap_or_default()
 }
 
+/// A p-value after "p": "= " and three decimals, or "< 0.001".
+fn p_is(p: f64) -> String {
+    if p < 0.001 {
+        String::from("< 0.001")
+    } else {
+        format!("= {p:.3}")
+    }
+}
+
 /// The footnote of a marked table.
 pub fn footnote(test: &ChanceTest) -> String {
     format!(
         "{R2_MARK} Budgets from HeadKV's retrieval-reasoning head scores, whose profile trials{} \
          are NOT above chance ({} of {} answered right where copying a random candidate \
-         statement gives {:.1}; one-sided exact p = {:.3}): these rows test HeadKV's allocation \
+         statement gives {:.1}; one-sided exact p {}): these rows test HeadKV's allocation \
          shape, not retrieval-reasoning heads.\n",
         needles_of(test),
         test.correct,
         test.trials,
         test.chance_correct,
-        test.p_value
+        p_is(test.p_value)
     )
 }
 
@@ -88,13 +97,13 @@ pub fn footnote(test: &ChanceTest) -> String {
 pub fn variant_footnote(test: &ChanceTest) -> String {
     format!(
         "{VARIANT_MARK} Budgets from retrieval-reasoning head scores measured{} ({} of {} answered \
-         right where copying a random candidate statement gives {:.1}; one-sided exact p = \
-         {:.3}): a kvplan variant of HeadKV's R2 scores, not the paper's.\n",
+         right where copying a random candidate statement gives {:.1}; one-sided exact p {}): a \
+         kvplan variant of HeadKV's R2 scores, not the paper's.\n",
         needles_of(test),
         test.correct,
         test.trials,
         test.chance_correct,
-        test.p_value
+        p_is(test.p_value)
     )
 }
 
