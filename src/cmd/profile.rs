@@ -75,7 +75,7 @@ pub struct ProfileArgs {
     r2_candidates: usize,
     /// Needle examples: a seeded set drawn from templates (retrieval facts; comparisons and
     /// two-hop facts, each asked both ways), kvplan's calibrated variant of it (retrieval-reasoning
-    /// needles a small model answers above chance: docs/commands.md) or the seven hand-written
+    /// needles a small model answers above chance: docs/guides/profile.md) or the seven hand-written
     /// ones.
     #[arg(long, value_enum, default_value = "generated")]
     needles: NeedlesArg,
