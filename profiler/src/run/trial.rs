@@ -112,14 +112,13 @@ fn no_room(spec: &TrialSpec) -> Error {
     ))
 }
 
-/// Builds the trial's prompt from the haystack corpus, in `style`.
+/// Builds the trial's prompt from the haystack corpus around its `parts`.
 fn prompt<B: Backend>(
     inp: &ProfileInputs<'_, B>,
     spec: &TrialSpec,
-    style: PromptStyle,
+    parts: &Parts,
 ) -> Result<Placed> {
     let tok = inp.tokenizer;
-    let parts = Parts::of(inp, spec, style)?;
     let frame = Frame {
         prefix: &parts.prefix,
         suffix: &parts.suffix,
@@ -138,38 +137,39 @@ fn prompt<B: Backend>(
     .ok_or_else(|| no_room(spec))
 }
 
-/// What one kind of trial does: its prompt style, decode budget and answer check.
+/// What one kind of trial does: its decode budget and answer stop.
 struct Protocol {
-    style: PromptStyle,
     budget: usize,
     /// Whether a newline after some answer text ends the answer (the R2 code's `<0x0A>` stop).
     newline_stops: bool,
 }
 
 impl Protocol {
-    /// The protocol of `spec`'s trial: a retrieval trial decodes as many tokens as its answer
-    /// has, a retrieval-reasoning trial the configured count.
+    /// The protocol of `spec`'s trial and its prompt's parts in the kind's prompt style: a
+    /// retrieval trial decodes as many tokens as its answer statement has (the parts' own
+    /// tokens of it), a retrieval-reasoning trial the configured count.
     fn for_trial<B: Backend>(
         inp: &ProfileInputs<'_, B>,
         spec: &TrialSpec,
         kind: Kind,
-    ) -> Result<Self> {
+    ) -> Result<(Self, Parts)> {
         let c = &inp.config;
-        Ok(match kind {
+        let style = match kind {
+            Kind::Retrieval => c.prompt_style,
+            Kind::Reasoning => c.reasoning_prompt_style,
+        };
+        let parts = Parts::of(inp, spec, style)?;
+        let proto = match kind {
             Kind::Retrieval => Protocol {
-                style: c.prompt_style,
-                budget: inp
-                    .tokenizer
-                    .encode(&format!(" {}", spec.example.answer))?
-                    .len(),
+                budget: parts.answer.len(),
                 newline_stops: false,
             },
             Kind::Reasoning => Protocol {
-                style: c.reasoning_prompt_style,
                 budget: c.reasoning_decode_tokens,
                 newline_stops: true,
             },
-        })
+        };
+        Ok((proto, parts))
     }
 }
 
@@ -267,7 +267,7 @@ pub(super) fn check_room<B: Backend>(
 ) -> Result<()> {
     let context = inp.model.config.context_len;
     for spec in specs {
-        let proto = Protocol::for_trial(inp, spec, kind)?;
+        let (proto, parts) = Protocol::for_trial(inp, spec, kind)?;
         let budget = proto.budget;
         let most = longest_prompt(context, budget);
         if spec.length > most {
@@ -280,7 +280,7 @@ pub(super) fn check_room<B: Backend>(
                 spec.example.id
             )));
         }
-        if !Parts::of(inp, spec, proto.style)?.fit(spec.length) {
+        if !parts.fit(spec.length) {
             return Err(no_room(spec));
         }
     }
@@ -294,8 +294,8 @@ pub(super) fn run_trial<B: Backend>(
     kind: Kind,
 ) -> Result<TrialOutcome> {
     let tok = inp.tokenizer;
-    let proto = Protocol::for_trial(inp, spec, kind)?;
-    let placed = prompt(inp, spec, proto.style)?;
+    let (proto, parts) = Protocol::for_trial(inp, spec, kind)?;
+    let placed = prompt(inp, spec, &parts)?;
     let mut decoded = decode(inp, &placed, kind, &proto)?;
     normalise(&mut decoded, kind, placed.answer_span.len(), proto.budget);
     let response = tok.decode(&decoded.out)?.trim().to_string();
