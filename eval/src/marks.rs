@@ -21,7 +21,7 @@
 
 use std::collections::BTreeMap;
 
-use kvplan_planner::chance::ChanceTest;
+use kvplan_planner::chance::{p_text, ChanceTest};
 use kvplan_planner::{Method, Plan};
 
 use crate::row_method::RowMethod;
@@ -41,24 +41,19 @@ pub fn rests_on_r2(method: &str) -> bool {
     RowMethod::of(method).method() == Some(Method::HeadKv)
 }
 
+/// The plan's R2 test, as its profile recorded it.
+fn chance_of(plan: Option<&Plan>) -> Option<&ChanceTest> {
+    plan?.provenance.profile.retrieval_reasoning_chance.as_ref()
+}
+
 /// The plan's R2 test when it says the scores are not above chance.
 pub fn at_chance(plan: Option<&Plan>) -> Option<&ChanceTest> {
-    let test = plan?
-        .provenance
-        .profile
-        .retrieval_reasoning_chance
-        .as_ref()?;
-    (!test.above_chance).then_some(test)
+    chance_of(plan).filter(|t| !t.above_chance)
 }
 
 /// The plan's R2 test when its scores are above chance on a kvplan needle variant.
 pub fn on_variant(plan: Option<&Plan>) -> Option<&ChanceTest> {
-    let test = plan?
-        .provenance
-        .profile
-        .retrieval_reasoning_chance
-        .as_ref()?;
-    (test.above_chance && test.variant.is_some()).then_some(test)
+    chance_of(plan).filter(|t| t.above_chance && t.variant.is_some())
 }
 
 /// " on kvplan's `variant` needles (not HeadKV's App. E)" when the test names one.
@@ -69,41 +64,36 @@ fn needles_of(test: &ChanceTest) -> String {
         .unwrap_or_default()
 }
 
-/// A p-value after "p": "= " and three decimals, or "< 0.001".
-fn p_is(p: f64) -> String {
-    if p < 0.001 {
-        String::from("< 0.001")
-    } else {
-        format!("= {p:.3}")
-    }
+/// "N of M answered right where copying … gives X; one-sided exact p …": a footnote's counts.
+fn counts(test: &ChanceTest) -> String {
+    format!(
+        "{} of {} answered right where copying a random candidate statement gives {:.1}; \
+         one-sided exact p {}",
+        test.correct,
+        test.trials,
+        test.chance_correct,
+        p_text(test.p_value)
+    )
 }
 
 /// The footnote of a marked table.
 pub fn footnote(test: &ChanceTest) -> String {
     format!(
         "{R2_MARK} Budgets from HeadKV's retrieval-reasoning head scores, whose profile trials{} \
-         are NOT above chance ({} of {} answered right where copying a random candidate \
-         statement gives {:.1}; one-sided exact p {}): these rows test HeadKV's allocation \
-         shape, not retrieval-reasoning heads.\n",
+         are NOT above chance ({}): these rows test HeadKV's allocation shape, not \
+         retrieval-reasoning heads.\n",
         needles_of(test),
-        test.correct,
-        test.trials,
-        test.chance_correct,
-        p_is(test.p_value)
+        counts(test)
     )
 }
 
 /// The footnote of rows on a needle variant's scores above chance.
 pub fn variant_footnote(test: &ChanceTest) -> String {
     format!(
-        "{VARIANT_MARK} Budgets from retrieval-reasoning head scores measured{} ({} of {} answered \
-         right where copying a random candidate statement gives {:.1}; one-sided exact p {}): a \
-         kvplan variant of HeadKV's R2 scores, not the paper's.\n",
+        "{VARIANT_MARK} Budgets from retrieval-reasoning head scores measured{} ({}): a kvplan \
+         variant of HeadKV's R2 scores, not the paper's.\n",
         needles_of(test),
-        test.correct,
-        test.trials,
-        test.chance_correct,
-        p_is(test.p_value)
+        counts(test)
     )
 }
 

@@ -209,8 +209,9 @@ pub fn plan_note(test: Option<&ChanceTest>, methods: &[Method]) -> Option<String
     })
 }
 
-/// A p-value as notes print it after "p": "= " and three decimals, or "< 0.001".
-fn p_text(p: f64) -> String {
+/// A p-value as notes and table footnotes print it after "p": "= " and three decimals, or
+/// "< 0.001".
+pub fn p_text(p: f64) -> String {
     if p < 0.001 {
         String::from("< 0.001")
     } else {

@@ -14,7 +14,7 @@
 //! The needle set (default the generated one), the seed (default 0, the profile's: another seed
 //! draws held-out needles and haystacks) and the lengths (default 5 up to 2K) can be given: the
 //! calibrated suite is measured this way on held-out needles before a profile uses it
-//! (docs/commands.md).
+//! (docs/guides/profile.md).
 
 use burn::backend::Flex;
 use kvplan_common::catalog::{self, DEFAULT_MODEL};
