@@ -56,13 +56,20 @@ fn ok(args: &[&str]) -> String {
     err
 }
 
-/// A scratch folder `label` holding the tiny model `name` at a 1,024-token context and the plan
-/// `profile --quick` wrote for it: `(folder, model path, plan path)`.
-fn quick_plan(name: &str, label: &str) -> (PathBuf, String, String) {
+/// A scratch folder `label` holding the tiny model `name` at a 1,024-token context, and the
+/// model's path.
+fn scratch_model(name: &str, label: &str) -> (PathBuf, String) {
     let dir = common::scratch("tiny", label);
     std::fs::create_dir_all(&dir).expect("scratch folder");
     let model = with_context(name, 1024, &dir);
     let m = model.to_string_lossy().into_owned();
+    (dir, m)
+}
+
+/// A scratch folder `label` holding the tiny model `name` at a 1,024-token context and the plan
+/// `profile --quick` wrote for it: `(folder, model path, plan path)`.
+fn quick_plan(name: &str, label: &str) -> (PathBuf, String, String) {
+    let (dir, m) = scratch_model(name, label);
     let plan = dir.join("p.plan.json").to_string_lossy().into_owned();
     let profile = dir.join("p.profile.json").to_string_lossy().into_owned();
     let args = [
@@ -379,10 +386,7 @@ fn three_profile_shards_merge_to_the_unsharded_profile_byte_for_byte() {
 /// minutes on the 1.5B before its four-candidate reasoning needles were placed).
 #[test]
 fn lengths_too_short_for_a_needle_stop_the_profile_before_any_trial() {
-    let dir = common::scratch("tiny", "short-lengths");
-    std::fs::create_dir_all(&dir).expect("scratch folder");
-    let model = with_context("llama3", 1024, &dir);
-    let m = model.to_string_lossy().into_owned();
+    let (dir, m) = scratch_model("llama3", "short-lengths");
     let out = dir.join("p.profile.json").to_string_lossy().into_owned();
     let o = kvplan(&[
         "profile",
@@ -415,10 +419,7 @@ fn lengths_too_short_for_a_needle_stop_the_profile_before_any_trial() {
 /// from it cannot pass for one made from the authors' needles.
 #[test]
 fn the_calibrated_needle_set_runs_and_is_named_in_the_profile() {
-    let dir = common::scratch("tiny", "calibrated");
-    std::fs::create_dir_all(&dir).expect("scratch folder");
-    let model = with_context("llama3", 1024, &dir);
-    let m = model.to_string_lossy().into_owned();
+    let (dir, m) = scratch_model("llama3", "calibrated");
     let out = dir.join("p.profile.json");
     let o = out.to_string_lossy().into_owned();
     let args = [
