@@ -21,7 +21,7 @@
 
 use std::collections::BTreeMap;
 
-use kvplan_planner::chance::{p_text, ChanceTest};
+use kvplan_planner::chance::{needle_text, p_text, ChanceTest};
 use kvplan_planner::{Method, Plan};
 
 use crate::row_method::RowMethod;
@@ -68,11 +68,12 @@ fn needles_of(test: &ChanceTest) -> String {
 fn counts(test: &ChanceTest) -> String {
     format!(
         "{} of {} answered right where copying a random candidate statement gives {:.1}; \
-         one-sided exact p {}",
+         one-sided exact p {}{}",
         test.correct,
         test.trials,
         test.chance_correct,
-        p_text(test.p_value)
+        p_text(test.p_value),
+        needle_text(test)
     )
 }
 

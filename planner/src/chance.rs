@@ -10,7 +10,15 @@
 //! plan built from it carries a note, and tables read [`ChanceTest::above_chance`] from the
 //! profile's settings (copied into each plan's `provenance.profile`).
 //!
-//! The field is optional: profiles written before it load unchanged (no test recorded).
+//! The trials repeat needles (a profile's 50 trials take its 24 needles in turn over lengths and
+//! depths), so a needle answered right at every length counts several times. [`NeedleTest`] asks
+//! the same question with the needle as the unit: p = P(S ≥ correct) where S = Σ_j n_j B_j, B_j ~
+//! Bernoulli(1/k_j), the right answers of a copier that picks one candidate per needle and keeps
+//! it in all n_j of that needle's trials (the most its trials can repeat one another). Where it is
+//! recorded, a profile is above chance only when both tests are below [`CHANCE_ALPHA`].
+//!
+//! The fields are optional: profiles written before them load unchanged (no test recorded, or the
+//! trial-level test alone).
 
 use serde::{Deserialize, Serialize};
 
@@ -47,6 +55,24 @@ pub struct ChanceTest {
     /// profiles of the authors' form and in those written before the variant existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub variant: Option<String>,
+    /// The test with the needle as the unit (absent in profiles written before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by_needle: Option<NeedleTest>,
+}
+
+/// The test over needles rather than trials: a copier consistent within each needle.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct NeedleTest {
+    /// Distinct needles the trials were drawn from (a needle's trials differ in context length
+    /// and depth only).
+    pub needles: usize,
+    /// Needles answered right in every one of their trials.
+    pub right_every_trial: usize,
+    /// Needles answered right in none of their trials.
+    pub right_no_trial: usize,
+    /// One-sided exact p: P(Σ_j n_j B_j ≥ correct), B_j ~ Bernoulli(1/k_j) one draw per needle.
+    pub p_value: f64,
 }
 
 /// The test for the trials whose needles hold `candidates` statements.
@@ -108,7 +134,28 @@ impl ChanceTest {
             above_chance: p_value < CHANCE_ALPHA,
             by_candidates,
             variant: None,
+            by_needle: None,
         }
+    }
+
+    /// The same test with its needle-level test `needles` beside it: above chance only when
+    /// both are.
+    pub fn with_needles(self, needles: NeedleTest) -> Self {
+        ChanceTest {
+            above_chance: self.p_value < CHANCE_ALPHA && needles.p_value < CHANCE_ALPHA,
+            by_needle: Some(needles),
+            ..self
+        }
+    }
+
+    /// Whether the recorded p-values put the answers above chance: the trial-level one, and
+    /// the needle-level one where recorded.
+    fn expected_above_chance(&self) -> bool {
+        self.p_value < CHANCE_ALPHA
+            && self
+                .by_needle
+                .as_ref()
+                .is_none_or(|n| n.p_value < CHANCE_ALPHA)
     }
 
     /// The same test, its trials drawn from the needle `variant` (see [`ChanceTest::variant`]).
@@ -135,9 +182,14 @@ impl ChanceTest {
                 )
             })
             .collect();
+        let needles = self
+            .by_needle
+            .as_ref()
+            .map(|n| format!("; by needle: {}", n.summary()))
+            .unwrap_or_default();
         format!(
             "retrieval_reasoning answers right in {} of {} trials ({:.0}%; copying a random \
-             candidate statement gives {:.1} on average; one-sided exact p {}): {}",
+             candidate statement gives {:.1} on average; one-sided exact p {}): {}{needles}",
             self.correct,
             self.trials,
             100.0 * self.accuracy,
@@ -151,10 +203,38 @@ impl ChanceTest {
     pub fn validate(&self, at: &str) -> Result<()> {
         check_counts(at, self.correct, self.trials, self.accuracy, self.p_value)?;
         validate::non_negative(&format!("{at}.chance_correct"), self.chance_correct)?;
-        if self.above_chance != (self.p_value < CHANCE_ALPHA) {
+        if let Some(n) = &self.by_needle {
+            let p = format!("{at}.by_needle");
+            validate::at_least(&format!("{p}.needles"), n.needles, 1)?;
+            if n.needles > self.trials {
+                return Err(Error::invalid(
+                    format!("{p}.needles"),
+                    format!("at most trials = {}", self.trials),
+                    n.needles,
+                ));
+            }
+            if n.right_every_trial + n.right_no_trial > n.needles {
+                return Err(Error::invalid(
+                    format!("{p}.right_every_trial"),
+                    format!(
+                        "at most needles − right_no_trial = {}",
+                        n.needles.saturating_sub(n.right_no_trial)
+                    ),
+                    n.right_every_trial,
+                ));
+            }
+            validate::in_range(&format!("{p}.p_value"), n.p_value, 0.0, 1.0)?;
+        }
+        let expected = self.expected_above_chance();
+        if self.above_chance != expected {
+            let rule = if self.by_needle.is_some() {
+                "p_value and by_needle.p_value both"
+            } else {
+                "p_value"
+            };
             return Err(Error::invalid(
                 format!("{at}.above_chance"),
-                format!("p_value < {CHANCE_ALPHA} ({})", self.p_value < CHANCE_ALPHA),
+                format!("{rule} < {CHANCE_ALPHA} ({expected})"),
                 self.above_chance,
             ));
         }
@@ -177,6 +257,21 @@ impl ChanceTest {
     }
 }
 
+impl NeedleTest {
+    /// "N needles (A right in every trial, B in none); a copier consistent within each needle:
+    /// one-sided exact p …".
+    pub fn summary(&self) -> String {
+        format!(
+            "{} distinct needles ({} right in every trial, {} in none); a copier that keeps one \
+             candidate per needle: one-sided exact p {}",
+            self.needles,
+            self.right_every_trial,
+            self.right_no_trial,
+            p_text(self.p_value)
+        )
+    }
+}
+
 /// The plan's note when one of `methods` takes its budgets from R2 scores (HeadKV) and the
 /// profile's R2 answers (`test`, its `settings.retrieval_reasoning_chance`) are not above
 /// chance; `None` otherwise (no R2 method, above chance, or a profile that records no test).
@@ -185,14 +280,7 @@ pub fn plan_note(test: Option<&ChanceTest>, methods: &[Method]) -> Option<String
     if !methods.contains(&Method::HeadKv) || (c.above_chance && c.variant.is_none()) {
         return None;
     }
-    let counts = format!(
-        "{} of {} right where copying a random candidate statement gives {:.1}; one-sided exact \
-         p {}",
-        c.correct,
-        c.trials,
-        c.chance_correct,
-        p_text(c.p_value)
-    );
+    let counts = counts_text(c);
     let source = match &c.variant {
         Some(v) => format!(
             "kvplan's {v} retrieval-reasoning needles, not HeadKV's (App. E): a kvplan variant"
@@ -207,6 +295,35 @@ pub fn plan_note(test: Option<&ChanceTest>, methods: &[Method]) -> Option<String
              budgets are not evidence of retrieval-reasoning heads"
         )
     })
+}
+
+/// "N of M right where copying … gives X; one-sided exact p …[; by needle …]": the counts a
+/// plan's note gives.
+fn counts_text(c: &ChanceTest) -> String {
+    format!(
+        "{} of {} right where copying a random candidate statement gives {:.1}; one-sided exact \
+         p {}{}",
+        c.correct,
+        c.trials,
+        c.chance_correct,
+        p_text(c.p_value),
+        needle_text(c)
+    )
+}
+
+/// "; by needle (D distinct, a copier consistent within each): p …" where the needle-level test
+/// is recorded, else nothing: what notes and footnotes append to the trial-level counts.
+pub fn needle_text(c: &ChanceTest) -> String {
+    c.by_needle
+        .as_ref()
+        .map(|n| {
+            format!(
+                "; by needle ({} distinct, a copier consistent within each): p {}",
+                n.needles,
+                p_text(n.p_value)
+            )
+        })
+        .unwrap_or_default()
 }
 
 /// A p-value as notes and table footnotes print it after "p": "= " and three decimals, or
@@ -355,6 +472,72 @@ mod tests {
         assert!(json
             .unwrap_or_default()
             .contains(r#""variant":"calibrated""#));
+    }
+
+    fn needles(needles: usize, every: usize, none: usize, p: f64) -> NeedleTest {
+        NeedleTest {
+            needles,
+            right_every_trial: every,
+            right_no_trial: none,
+            p_value: p,
+        }
+    }
+
+    #[test]
+    fn the_needle_level_test_can_veto_and_is_reported_where_recorded() {
+        // 12 of 24 over 12 needles asked twice (profiler's hand case): 0.0072 over trials,
+        // 0.0544 over needles: not above chance.
+        let t = ChanceTest::new(
+            24,
+            12,
+            6.0,
+            0.0072,
+            vec![ChanceGroup::new(4, 24, 12, 0.0072)],
+        )
+        .with_needles(needles(12, 6, 6, 0.0544));
+        assert!(!t.above_chance);
+        assert!(t.validate("x").is_ok());
+        assert!(t.summary().ends_with(
+            "; by needle: 12 distinct needles (6 right in every trial, 6 in none); a copier that \
+             keeps one candidate per needle: one-sided exact p = 0.054"
+        ));
+        assert_eq!(
+            plan_note(Some(&t), &[Method::HeadKv]).as_deref(),
+            Some(
+                "headkv: its head scores come from retrieval-reasoning trials that are NOT above \
+                 chance (12 of 24 right where copying a random candidate statement gives 6.0; \
+                 one-sided exact p = 0.007; by needle (12 distinct, a copier consistent within \
+                 each): p = 0.054): its budgets are not evidence of retrieval-reasoning heads"
+            )
+        );
+        // Both below 0.05: above chance.
+        let above = test(40, 1.2e-5).with_needles(needles(24, 14, 2, 2.0e-4));
+        assert!(above.above_chance && above.validate("x").is_ok());
+        // The flag must follow both p-values.
+        let mut wrong = t.clone();
+        wrong.above_chance = true;
+        assert_eq!(
+            wrong.validate("s").err().map(|e| e.to_string()).as_deref(),
+            Some(
+                "s.above_chance: expected p_value and by_needle.p_value both < 0.05 (false), \
+                 found true"
+            )
+        );
+        // Counts that cannot be.
+        let many = test(16, 0.9967).with_needles(needles(51, 0, 0, 1.0));
+        assert_eq!(
+            many.validate("s").err().map(|e| e.to_string()).as_deref(),
+            Some("s.by_needle.needles: expected at most trials = 50, found 51")
+        );
+        let split = test(16, 0.9967).with_needles(needles(24, 20, 10, 1.0));
+        assert!(split.validate("s").is_err());
+        // Optional both ways in JSON.
+        let json = serde_json::to_string(&t).unwrap_or_default();
+        assert!(json.contains(r#""by_needle":{"needles":12"#), "{json}");
+        let back: ChanceTest = serde_json::from_str(&json).expect("reads back");
+        assert_eq!(back, t);
+        let old = serde_json::to_string(&test(16, 0.9967)).unwrap_or_default();
+        assert!(!old.contains("by_needle"), "{old}");
     }
 
     #[test]

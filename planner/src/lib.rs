@@ -25,7 +25,7 @@ mod validate;
 
 pub use budgets::{Budgets, Target};
 pub use build::{build_plan, PlanOptions};
-pub use chance::{ChanceGroup, ChanceTest, CHANCE_ALPHA};
+pub use chance::{ChanceGroup, ChanceTest, NeedleTest, CHANCE_ALPHA};
 pub use geometry::{Geometry, ModelIdentity};
 pub use methods::h2o::H2oSection;
 pub use methods::headkv::{HeadKvSection, ScoreSource};

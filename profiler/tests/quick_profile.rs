@@ -80,7 +80,27 @@ fn quick_profile_of_the_shipped_model_measures_every_figure() {
     assert_eq!(chance.correct, p.retrieval_reasoning.trials_kept);
     let tail = [64.0, 55.0, 31.0, 9.0, 1.0].map(|x| x / 64.0);
     assert!((chance.p_value - tail[chance.correct]).abs() < 1e-12);
-    assert_eq!(chance.above_chance, chance.p_value < 0.05);
+    // By needle: the details name each trial's example; with every needle asked once the
+    // needle-level test is the trial-level one.
+    let mut asked: Vec<&str> = d
+        .retrieval_reasoning_trials
+        .iter()
+        .map(|t| t.example.as_str())
+        .collect();
+    asked.sort_unstable();
+    asked.dedup();
+    let by_needle = chance
+        .by_needle
+        .as_ref()
+        .unwrap_or_else(|| panic!("no needle test"));
+    assert_eq!(by_needle.needles, asked.len());
+    if asked.len() == 4 {
+        assert!((by_needle.p_value - chance.p_value).abs() < 1e-12);
+    }
+    assert_eq!(
+        chance.above_chance,
+        chance.p_value < 0.05 && by_needle.p_value < 0.05
+    );
     assert!((chance.chance_correct - 1.5).abs() < 1e-12);
     assert!(d.retrieval_reasoning_trials[2].example.contains("4way"));
 

@@ -4,11 +4,11 @@
 use burn::tensor::backend::Backend;
 use kvplan_planner::{
     ChanceTest, HeadScores, LayerFunnel, LayerRedundancy, LayerSimilarity, Profile, ProfileDetails,
-    ProfileSettings, Wavelet, PROFILE_SCHEMA_VERSION,
+    ProfileSettings, Wavelet, CHANCE_ALPHA, PROFILE_SCHEMA_VERSION,
 };
 
 use super::{trial_specs, Kind, ProfileInputs, KEEP_ABOVE};
-use crate::analysis::chance::chance_test;
+use crate::analysis::chance::{chance_test, R2Answer};
 use crate::config::ProfileConfig;
 use crate::needles::{NeedleSet, PromptStyle};
 use crate::partial::{Partial, SampleOutcome, TrialOutcome};
@@ -122,14 +122,20 @@ fn wavelet_window(s: &[SampleOutcome]) -> (usize, usize, usize) {
     })
 }
 
-/// The R2 answers against the copying rate: each trial's candidate count from its example.
+/// The R2 answers against the copying rate: each trial's candidate count and needle from its
+/// spec.
 pub(super) fn reasoning_chance(c: &ProfileConfig, outcomes: &[TrialOutcome]) -> ChanceTest {
     let specs = trial_specs(c, Kind::Reasoning);
-    let trials: Vec<(usize, bool)> = outcomes
+    let trials: Vec<R2Answer> = outcomes
         .iter()
         .map(|o| {
-            let k = specs.get(o.index).map_or(2, |s| s.example.candidates);
-            (k, o.trial.kept)
+            let spec = specs.get(o.index);
+            R2Answer {
+                candidates: spec.map_or(2, |s| s.example.candidates),
+                // A trial outside the grid (none is) counts as a needle of its own.
+                needle: spec.map_or(specs.len() + o.index, |s| s.needle),
+                right: o.trial.kept,
+            }
         })
         .collect();
     match c.needles {
@@ -142,10 +148,17 @@ pub(super) fn reasoning_chance(c: &ProfileConfig, outcomes: &[TrialOutcome]) -> 
 fn chance_notes(chance: &ChanceTest) -> Vec<String> {
     let mut notes = vec![chance.summary()];
     if !chance.above_chance {
-        notes.push(String::from(
-            "retrieval_reasoning: NOT above chance (one-sided p ≥ 0.05): a model copying a random \
-             candidate statement would be right this often, so the retrieval_reasoning head \
-             scores (HeadKV's budgets) rest on answers that are not evidence of reasoning",
+        let why = if chance.p_value >= CHANCE_ALPHA {
+            "(one-sided p ≥ 0.05): a model copying a random candidate statement would be right \
+             this often"
+        } else {
+            "by needle (one-sided p ≥ 0.05 with the needle as the unit): the trials repeat \
+             needles, and a model keeping one random candidate statement per needle would be \
+             right this often"
+        };
+        notes.push(format!(
+            "retrieval_reasoning: NOT above chance {why}, so the retrieval_reasoning head scores \
+             (HeadKV's budgets) rest on answers that are not evidence of reasoning",
         ));
     }
     notes

@@ -104,6 +104,8 @@ impl Kind {
 /// One trial to run.
 pub(crate) struct TrialSpec {
     index: usize,
+    /// Which of the kind's examples it asks (the examples are taken in turn over the grid).
+    pub(crate) needle: usize,
     pub(crate) example: Example,
     length: usize,
     depth: f64,
@@ -131,6 +133,7 @@ pub(crate) fn trial_specs(c: &ProfileConfig, kind: Kind) -> Vec<TrialSpec> {
             let index = specs.len();
             specs.push(TrialSpec {
                 index,
+                needle: index % examples.len(),
                 example: examples[index % examples.len()].clone(),
                 length,
                 depth,
