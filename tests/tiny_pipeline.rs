@@ -445,6 +445,19 @@ fn the_calibrated_needle_set_runs_and_is_named_in_the_profile() {
         notes.contains("kvplan's calibrated variant, not HeadKV's"),
         "{notes}"
     );
+    // How a trial counts, said once: the check, not a score "> 0.5" it does not have.
+    assert!(
+        notes.contains("trials (kvplan's calibrated check: the response names the answer's phrase"),
+        "{notes}"
+    );
+    assert!(!notes.contains("else 0 > 0.5"), "{notes}");
+    // The chance test by needle is recorded beside the one over trials.
+    let chance = &profile["settings"]["retrieval_reasoning_chance"];
+    assert_eq!(chance["variant"], "calibrated");
+    assert!(
+        chance["by_needle"]["needles"].as_u64().unwrap_or(0) >= 1,
+        "{chance}"
+    );
     // Out of range, one clear error before any trial.
     let bad = kvplan(&[&args[..], &["--r2-candidates", "3", "--out", &o]].concat());
     let err = String::from_utf8_lossy(&bad.stderr);

@@ -39,11 +39,11 @@ fn head_scores(outcomes: &[TrialOutcome], layers: usize, heads: usize) -> HeadSc
     }
 }
 
-fn trial_note(name: &str, metric: &str, s: &HeadScores) -> Vec<String> {
+fn trial_note(name: &str, right_when: &str, s: &HeadScores) -> Vec<String> {
     let (k, n) = (s.trials_kept, s.trials_total);
     let mut notes = vec![format!(
-        "{name}: the model answered {k} of {n} trials ({metric} > {KEEP_ABOVE}); the head scores \
-         are the mean over those {k}"
+        "{name}: the model answered {k} of {n} trials ({right_when}); the head scores are the \
+         mean over those {k}"
     )];
     if k == 0 {
         notes.push(format!(
@@ -188,17 +188,19 @@ fn notes(
     )];
     notes.extend(trial_note(
         "retrieval",
-        "ROUGE-1 recall, no stemmer",
+        &format!("ROUGE-1 recall, no stemmer > {KEEP_ABOVE}"),
         retrieval,
     ));
     let check = match c.needles {
-        NeedleSet::Calibrated { .. } => {
-            "kvplan's calibrated check, 1 when the response names the answer's phrase word for \
-             word and no other candidate's, else 0"
+        NeedleSet::Calibrated { .. } => String::from(
+            "kvplan's calibrated check: the response names the answer's phrase word for word and \
+             no other candidate's",
+        ),
+        NeedleSet::Generated { .. } | NeedleSet::Classic => {
+            format!("QA-F1 against the answer statement > {KEEP_ABOVE}")
         }
-        NeedleSet::Generated { .. } | NeedleSet::Classic => "QA-F1 against the answer statement",
     };
-    notes.extend(trial_note("retrieval_reasoning", check, reasoning));
+    notes.extend(trial_note("retrieval_reasoning", &check, reasoning));
     notes.extend(chance_notes(chance));
     let signal = step - dropped;
     let dropped_note = if dropped > 0 {
