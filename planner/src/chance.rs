@@ -166,7 +166,8 @@ impl ChanceTest {
         }
     }
 
-    /// One line for notes: accuracy, what copying gives and p, per candidate count.
+    /// One line for notes: accuracy, what copying gives and p, per candidate count (the
+    /// needle-level test has its own line, [`NeedleTest::summary`]).
     pub fn summary(&self) -> String {
         let groups: Vec<String> = self
             .by_candidates
@@ -182,14 +183,9 @@ impl ChanceTest {
                 )
             })
             .collect();
-        let needles = self
-            .by_needle
-            .as_ref()
-            .map(|n| format!("; by needle: {}", n.summary()))
-            .unwrap_or_default();
         format!(
             "retrieval_reasoning answers right in {} of {} trials ({:.0}%; copying a random \
-             candidate statement gives {:.1} on average; one-sided exact p {}): {}{needles}",
+             candidate statement gives {:.1} on average; one-sided exact p {}): {}",
             self.correct,
             self.trials,
             100.0 * self.accuracy,
@@ -497,10 +493,16 @@ mod tests {
         .with_needles(needles(12, 6, 6, 0.0544));
         assert!(!t.above_chance);
         assert!(t.validate("x").is_ok());
-        assert!(t.summary().ends_with(
-            "; by needle: 12 distinct needles (6 right in every trial, 6 in none); a copier that \
-             keeps one candidate per needle: one-sided exact p = 0.054"
-        ));
+        assert!(t
+            .summary()
+            .ends_with("(copying: 1/4; one-sided binomial p = 0.007)"));
+        assert_eq!(
+            t.by_needle.as_ref().map(NeedleTest::summary).as_deref(),
+            Some(
+                "12 distinct needles (6 right in every trial, 6 in none); a copier that keeps one \
+                 candidate per needle: one-sided exact p = 0.054"
+            )
+        );
         assert_eq!(
             plan_note(Some(&t), &[Method::HeadKv]).as_deref(),
             Some(

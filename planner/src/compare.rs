@@ -7,6 +7,12 @@
 //! walks the two JSON documents and tells the two cases apart: equal apart from `date` fields and
 //! numbers within [`ABS_TOLERANCE`] + [`REL_TOLERANCE`]·max(|a|, |b|), or the first difference
 //! beyond that, with its JSON path, so a replacement can say what it replaced.
+//!
+//! A newer kvplan may record more than the file on disk holds: a field the old file lacks
+//! (`settings.retrieval_reasoning_chance.by_needle`), a note after its last. When everything the
+//! old file holds is equal up to noise, those are [`Change::Additions`]: nothing on disk is
+//! contradicted, and `kvplan profile` keeps the old file, names what the new one adds, and writes
+//! it with `--replace`. A field the new file drops, or any value that moved, is a change.
 
 use serde_json::Value;
 
@@ -23,6 +29,14 @@ pub enum Change {
     NoiseOnly {
         /// Largest |old − new| over every number.
         largest: f64,
+    },
+    /// Equal up to noise on everything the old one holds; the new one holds more: object
+    /// fields the old lacks, and items after the last of an old list of strings (notes).
+    Additions {
+        /// Largest |old − new| over the numbers both hold.
+        largest: f64,
+        /// JSON paths of what the new one adds (`a.b`, `notes[41..]`).
+        added: Vec<String>,
     },
     /// The first difference beyond noise.
     Changed {
@@ -42,6 +56,14 @@ impl Change {
             Change::NoiseOnly { largest } => {
                 format!("only the date and float noise differ (largest difference {largest:.1e})")
             }
+            Change::Additions { largest, added } => {
+                let added: Vec<String> = added.iter().map(|a| format!("`{a}`")).collect();
+                format!(
+                    "equal up to the date and float noise (largest difference {largest:.1e}); the \
+                     new one also records {}",
+                    added.join(", ")
+                )
+            }
             Change::Changed { at, old, new } => format!("`{at}` was {old}, is now {new}"),
         }
     }
@@ -49,57 +71,82 @@ impl Change {
 
 /// Compares `old` with `new`, ignoring every field named `date`.
 pub fn compare(old: &Value, new: &Value) -> Change {
-    let mut largest = 0.0f64;
-    match walk(old, new, &mut String::new(), &mut largest) {
+    let mut walk = Walk::default();
+    match walk.walk(old, new, &mut String::new()) {
         Some(change) => change,
-        None => Change::NoiseOnly { largest },
+        None if walk.added.is_empty() => Change::NoiseOnly {
+            largest: walk.largest,
+        },
+        None => Change::Additions {
+            largest: walk.largest,
+            added: walk.added,
+        },
     }
 }
 
-fn walk(old: &Value, new: &Value, path: &mut String, largest: &mut f64) -> Option<Change> {
-    match (old, new) {
-        (Value::Object(a), Value::Object(b)) => {
-            let keys = a.keys().chain(b.keys().filter(|k| !a.contains_key(*k)));
-            for key in keys {
-                if key == "date" {
-                    continue;
+/// A walk over two documents: the largest number difference and what the new one adds, until
+/// the first change.
+#[derive(Default)]
+struct Walk {
+    largest: f64,
+    added: Vec<String>,
+}
+
+impl Walk {
+    fn walk(&mut self, old: &Value, new: &Value, path: &mut String) -> Option<Change> {
+        match (old, new) {
+            (Value::Object(a), Value::Object(b)) => {
+                let keys = a.keys().chain(b.keys().filter(|k| !a.contains_key(*k)));
+                for key in keys {
+                    if key == "date" {
+                        continue;
+                    }
+                    let len = path.len();
+                    if !path.is_empty() {
+                        path.push('.');
+                    }
+                    path.push_str(key);
+                    let found = match (a.get(key), b.get(key)) {
+                        (Some(x), Some(y)) => self.walk(x, y, path),
+                        (None, Some(_)) => {
+                            self.added.push(path.clone());
+                            None
+                        }
+                        (x, y) => Some(changed(path, x, y)),
+                    };
+                    path.truncate(len);
+                    if found.is_some() {
+                        return found;
+                    }
                 }
-                let len = path.len();
-                if !path.is_empty() {
-                    path.push('.');
-                }
-                path.push_str(key);
-                let found = match (a.get(key), b.get(key)) {
-                    (Some(x), Some(y)) => walk(x, y, path, largest),
-                    (x, y) => Some(changed(path, x, y)),
-                };
-                path.truncate(len);
-                if found.is_some() {
-                    return found;
-                }
+                None
             }
-            None
-        }
-        (Value::Array(a), Value::Array(b)) if a.len() == b.len() => {
-            for (i, (x, y)) in a.iter().zip(b).enumerate() {
-                let len = path.len();
-                path.push_str(&format!("[{i}]"));
-                let found = walk(x, y, path, largest);
-                path.truncate(len);
-                if found.is_some() {
-                    return found;
+            (Value::Array(a), Value::Array(b))
+                if a.len() == b.len() || (a.len() < b.len() && b.iter().all(Value::is_string)) =>
+            {
+                for (i, (x, y)) in a.iter().zip(b).enumerate() {
+                    let len = path.len();
+                    path.push_str(&format!("[{i}]"));
+                    let found = self.walk(x, y, path);
+                    path.truncate(len);
+                    if found.is_some() {
+                        return found;
+                    }
                 }
+                if b.len() > a.len() {
+                    self.added.push(format!("{path}[{}..]", a.len()));
+                }
+                None
             }
-            None
+            (Value::Array(a), Value::Array(b)) => Some(Change::Changed {
+                at: path.clone(),
+                old: format!("{} items", a.len()),
+                new: format!("{} items", b.len()),
+            }),
+            (Value::Number(a), Value::Number(b)) => numbers(a, b, path, &mut self.largest),
+            _ if old == new => None,
+            _ => Some(changed(path, Some(old), Some(new))),
         }
-        (Value::Array(a), Value::Array(b)) => Some(Change::Changed {
-            at: path.clone(),
-            old: format!("{} items", a.len()),
-            new: format!("{} items", b.len()),
-        }),
-        (Value::Number(a), Value::Number(b)) => numbers(a, b, path, largest),
-        _ if old == new => None,
-        _ => Some(changed(path, Some(old), Some(new))),
     }
 }
 
@@ -173,6 +220,42 @@ mod tests {
     }
 
     #[test]
+    fn what_a_newer_kvplan_adds_is_named_and_not_a_change() {
+        // A field the old file lacks and notes after its last: additions, with the noise.
+        let old = json!({"settings": {"chance": {"p": 0.5}}, "notes": ["a", "b"]});
+        let new = json!({"settings": {"chance": {"p": 0.500001, "by_needle": {"p": 0.7}}},
+                         "notes": ["a", "b", "c"]});
+        let c = compare(&old, &new);
+        assert_eq!(
+            c,
+            Change::Additions {
+                largest: (0.500001f64 - 0.5).abs(),
+                // Keys in their documents' (sorted) order.
+                added: vec!["notes[2..]".into(), "settings.chance.by_needle".into()],
+            }
+        );
+        assert_eq!(
+            c.describe(),
+            "equal up to the date and float noise (largest difference 1.0e-6); the new one also \
+             records `notes[2..]`, `settings.chance.by_needle`"
+        );
+        // Anything the old one holds that moved is still the change, additions or not.
+        let moved = json!({"settings": {"chance": {"p": 0.6, "by_needle": {"p": 0.7}}},
+                           "notes": ["a", "b", "c"]});
+        assert!(
+            matches!(compare(&old, &moved), Change::Changed { ref at, .. } if at == "settings.chance.p")
+        );
+        // A note rewritten, or inserted before the old ones' end, is a change.
+        let inserted = json!({"settings": {"chance": {"p": 0.5}}, "notes": ["a", "x", "b"]});
+        assert!(
+            matches!(compare(&old, &inserted), Change::Changed { ref at, .. } if at == "notes[1]")
+        );
+        // Only lists of strings grow: a longer list of numbers is a change.
+        let longer = compare(&json!({"l": [1, 2]}), &json!({"l": [1, 2, 3]}));
+        assert!(matches!(longer, Change::Changed { .. }), "{longer:?}");
+    }
+
+    #[test]
     fn a_score_that_moved_is_named_by_its_path() {
         let old = json!({"retrieval": {"scores": [[0.25, 0.5]]}});
         let new = json!({"retrieval": {"scores": [[0.25, 0.51]]}});
@@ -196,12 +279,12 @@ mod tests {
     }
 
     #[test]
-    fn integers_strings_lengths_and_keys_must_match_exactly() {
+    fn integers_strings_lengths_and_dropped_keys_must_match_exactly() {
         for (old, new, at) in [
             (json!({"kept": 42}), json!({"kept": 43}), "kept"),
             (json!({"r": "Paris"}), json!({"r": "paris"}), "r"),
             (json!({"l": [1, 2]}), json!({"l": [1, 2, 3]}), "l"),
-            (json!({"a": 1}), json!({"a": 1, "b": 2}), "b"),
+            (json!({"n": ["a", "b"]}), json!({"n": ["a"]}), "n"),
             (json!({"a": 1, "b": 2}), json!({"a": 1}), "b"),
             (json!({"x": null}), json!({"x": 0.0}), "x"),
         ] {

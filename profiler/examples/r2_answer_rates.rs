@@ -102,6 +102,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "{name} {style:?}: {} (empty responses: {empty})",
             chance.summary()
         );
+        if let Some(n) = &chance.by_needle {
+            println!("{name} {style:?} by needle: {}", n.summary());
+        }
         kept.push(trials.iter().map(|t| t.kept).collect());
         for t in &trials {
             println!(

@@ -1,7 +1,8 @@
 //! What `kvplan profile` does with a profile and plan already in place (often committed ones).
 //!
-//! A new profile that differs from the one on disk only by its date and float noise
-//! ([`kvplan_planner::compare`]) leaves that file untouched, and the plan is built from the
+//! A new profile that differs from the one on disk only by its date and float noise, or also
+//! by what a newer kvplan records besides ([`kvplan_planner::compare`]'s additions), leaves that
+//! file untouched, and the plan is built from the
 //! profile kept, so it too comes out byte for byte as committed. A profile that differs beyond
 //! noise replaces the old one, and the run says what changed (the first JSON path and both
 //! values). `--replace` writes the new files whatever they differ by.
@@ -43,7 +44,7 @@ pub fn settle_profile(
     let change = difference(&old_text, &new.to_json()?);
     let date = old.settings.date.clone();
     match change {
-        Change::NoiseOnly { .. } if !replace => {
+        Change::NoiseOnly { .. } | Change::Additions { .. } if !replace => {
             log(&format!(
                 "kept {} (dated {date}): {}; `--replace` writes the new one",
                 path.display(),
@@ -146,6 +147,24 @@ mod tests {
         assert_eq!(lines.len(), 1);
         assert!(lines[0].starts_with("kept "), "{lines:?}");
         assert!(lines[0].contains("(dated 2026-11-22): only the date and float noise"));
+    }
+
+    #[test]
+    fn what_a_newer_kvplan_records_besides_keeps_the_file_and_is_named() {
+        // The hand-made profile predates the chance test: a rerun that records it adds a field.
+        let mut p = noisy();
+        let test = kvplan_planner::ChanceTest::new(50, 2, 19.0, 1.0, Vec::new());
+        p.settings.retrieval_reasoning_chance = Some(test);
+        let (before, after, date, lines) = settle("added", p, false);
+        assert_eq!(before, after);
+        assert_eq!(date, "2026-11-22");
+        assert!(
+            lines[0].ends_with(
+                "the new one also records `settings.retrieval_reasoning_chance`; `--replace` \
+                 writes the new one"
+            ),
+            "{lines:?}"
+        );
     }
 
     #[test]

@@ -232,6 +232,11 @@ fn notes(
          the smallest set carrying {} of the accumulated attention of the last {} rows",
         c.theta_k, c.theta_v, c.redundancy_tokens, c.sparsity_mass, c.observation_rows
     ));
+    // Last, so that a profile written before the needle-level test reads as this one's notes
+    // up to their end (`kvplan_planner::compare`: an addition, not a change).
+    if let Some(n) = &chance.by_needle {
+        notes.push(format!("retrieval_reasoning by needle: {}", n.summary()));
+    }
     notes
 }
 
