@@ -21,7 +21,7 @@
 
 use std::collections::BTreeMap;
 
-use kvplan_planner::chance::{needle_text, p_text, ChanceTest};
+use kvplan_planner::chance::{counts_text, ChanceTest};
 use kvplan_planner::{Method, Plan};
 
 use crate::row_method::RowMethod;
@@ -66,15 +66,7 @@ fn needles_of(test: &ChanceTest) -> String {
 
 /// "N of M answered right where copying … gives X; one-sided exact p …": a footnote's counts.
 fn counts(test: &ChanceTest) -> String {
-    format!(
-        "{} of {} answered right where copying a random candidate statement gives {:.1}; \
-         one-sided exact p {}{}",
-        test.correct,
-        test.trials,
-        test.chance_correct,
-        p_text(test.p_value),
-        needle_text(test)
-    )
+    counts_text(test, "answered right")
 }
 
 /// The footnote of a marked table.

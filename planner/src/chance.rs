@@ -141,10 +141,13 @@ impl ChanceTest {
     /// The same test with its needle-level test `needles` beside it: above chance only when
     /// both are.
     pub fn with_needles(self, needles: NeedleTest) -> Self {
-        ChanceTest {
-            above_chance: self.p_value < CHANCE_ALPHA && needles.p_value < CHANCE_ALPHA,
+        let test = ChanceTest {
             by_needle: Some(needles),
             ..self
+        };
+        ChanceTest {
+            above_chance: test.expected_above_chance(),
+            ..test
         }
     }
 
@@ -276,7 +279,7 @@ pub fn plan_note(test: Option<&ChanceTest>, methods: &[Method]) -> Option<String
     if !methods.contains(&Method::HeadKv) || (c.above_chance && c.variant.is_none()) {
         return None;
     }
-    let counts = counts_text(c);
+    let counts = counts_text(c, "right");
     let source = match &c.variant {
         Some(v) => format!(
             "kvplan's {v} retrieval-reasoning needles, not HeadKV's (App. E): a kvplan variant"
@@ -293,11 +296,11 @@ pub fn plan_note(test: Option<&ChanceTest>, methods: &[Method]) -> Option<String
     })
 }
 
-/// "N of M right where copying … gives X; one-sided exact p …[; by needle …]": the counts a
-/// plan's note gives.
-fn counts_text(c: &ChanceTest) -> String {
+/// "N of M `right` where copying … gives X; one-sided exact p …[; by needle …]": the counts plan
+/// notes (`right` = "right") and table footnotes ("answered right") give.
+pub fn counts_text(c: &ChanceTest, right: &str) -> String {
     format!(
-        "{} of {} right where copying a random candidate statement gives {:.1}; one-sided exact \
+        "{} of {} {right} where copying a random candidate statement gives {:.1}; one-sided exact \
          p {}{}",
         c.correct,
         c.trials,
@@ -308,8 +311,8 @@ fn counts_text(c: &ChanceTest) -> String {
 }
 
 /// "; by needle (D distinct, a copier consistent within each): p …" where the needle-level test
-/// is recorded, else nothing: what notes and footnotes append to the trial-level counts.
-pub fn needle_text(c: &ChanceTest) -> String {
+/// is recorded, else nothing.
+fn needle_text(c: &ChanceTest) -> String {
     c.by_needle
         .as_ref()
         .map(|n| {

@@ -2,8 +2,8 @@
 //!
 //! A new profile that differs from the one on disk only by its date and float noise, or also
 //! by what a newer kvplan records besides ([`kvplan_planner::compare`]'s additions), leaves that
-//! file untouched, and the plan is built from the
-//! profile kept, so it too comes out byte for byte as committed. A profile that differs beyond
+//! file untouched, and the plan is built from the profile kept, so it too comes out byte for byte
+//! as committed. A profile that differs beyond
 //! noise replaces the old one, and the run says what changed (the first JSON path and both
 //! values). `--replace` writes the new files whatever they differ by.
 

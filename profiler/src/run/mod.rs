@@ -131,10 +131,11 @@ pub(crate) fn trial_specs(c: &ProfileConfig, kind: Kind) -> Vec<TrialSpec> {
     for &length in &c.context_lengths {
         for &depth in &c.depths {
             let index = specs.len();
+            let needle = index % examples.len();
             specs.push(TrialSpec {
                 index,
-                needle: index % examples.len(),
-                example: examples[index % examples.len()].clone(),
+                needle,
+                example: examples[needle].clone(),
                 length,
                 depth,
                 haystack_seed: sub_seed(c.seed, HAYSTACK_SALT, index),
