@@ -15,6 +15,8 @@
 //!   table the README links; each in docs/results.md in some Markdown file under `results/`
 //!   (docs/results.md links dozens). A leading `+` and the typographic minus (−) are ignored.
 
+mod common;
+
 use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -341,24 +343,6 @@ fn linked_results(text: &str, base: &Path) -> BTreeSet<PathBuf> {
     out
 }
 
-/// Every Markdown file under `dir`.
-fn markdown_under(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for entry in fs::read_dir(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display())) {
-            let path = entry.expect("a directory entry").path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if path.extension().is_some_and(|x| x == "md") {
-                out.push(path);
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
 /// The intervals of `quoted_in` that none of `sources` holds.
 fn unsourced(quoted_in: &str, sources: &[PathBuf]) -> Vec<String> {
     let held: BTreeSet<String> = sources.iter().flat_map(|p| intervals(&read(p))).collect();
@@ -424,7 +408,7 @@ fn every_interval_the_readme_quotes_is_in_a_table_it_links() {
 fn every_interval_docs_results_quotes_is_in_a_results_table() {
     let root = root();
     let doc = read(&root.join("docs/results.md"));
-    let sources = markdown_under(&root.join("results"));
+    let sources = common::markdown_under(&root.join("results"));
     let missing = unsourced(&doc, &sources);
     assert!(
         missing.is_empty(),
