@@ -24,7 +24,7 @@
 mod common;
 
 use std::fs;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use kvplan_runtime::gguf::MetaValue;
@@ -103,12 +103,33 @@ fn blocks(file: &str, text: &str) -> Vec<Block> {
     out
 }
 
+/// Every `.md` file under `dir`, sorted by path.
+fn markdown(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let entries = fs::read_dir(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display()));
+        for entry in entries {
+            let path = entry
+                .unwrap_or_else(|e| panic!("{}: {e}", d.display()))
+                .path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|x| x == "md") {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
 /// Every fenced block of the README, CONTRIBUTING and every Markdown file under `docs/` (these
 /// in path order).
 fn doc_blocks() -> Vec<Block> {
     let root = root();
     let mut files = vec![root.join("README.md"), root.join("CONTRIBUTING.md")];
-    files.extend(common::markdown_under(&root.join("docs")));
+    files.extend(markdown(&root.join("docs")));
     files
         .iter()
         .flat_map(|path| {
@@ -239,7 +260,7 @@ fn every_runnable_block_in_docs_runs_as_written() {
 
 #[test]
 fn every_guide_has_a_runnable_block() {
-    let guides = common::markdown_under(&root().join("docs/guides"));
+    let guides = markdown(&root().join("docs/guides"));
     assert!(!guides.is_empty(), "docs/guides/ holds no guide");
     let blocks = doc_blocks();
     for guide in guides {

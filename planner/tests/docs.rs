@@ -4,6 +4,9 @@
 //! with a `#fragment`, one of its headings). Plain file reads, no model: cheap enough for every
 //! `cargo test -p kvplan-planner`.
 
+mod common;
+
+use common::{links, Walk};
 use kvplan_planner::methods::NAMES;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -59,52 +62,6 @@ fn the_tools_method_list_holds_every_method_of_the_table_once() {
 
 /// Source files whose comments are checked, by extension, with their comment marker.
 const COMMENTED: &[(&str, &str)] = &[("rs", "//"), ("sh", "#"), ("py", "#"), ("toml", "#")];
-
-/// Folders never walked: build outputs, git's own, fuzzing corpora (`fuzz/<crate>/corpus`,
-/// generated inputs), and the root folders the repository's `.gitignore` names (`/models/`,
-/// `/data/`, `/runs/`: downloads and run outputs, whose sources are not ours).
-struct Walk {
-    ignored: Vec<PathBuf>,
-}
-
-impl Walk {
-    fn new(root: &Path) -> Walk {
-        let gitignore = fs::read_to_string(root.join(".gitignore")).unwrap_or_default();
-        let ignored = gitignore
-            .lines()
-            .filter_map(|l| l.trim().strip_prefix('/')?.strip_suffix('/'))
-            .filter(|name| !name.contains(['*', '?', '[', '/']))
-            .map(|name| root.join(name))
-            .collect();
-        Walk { ignored }
-    }
-
-    fn skipped(&self, dir: &Path) -> bool {
-        let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        name == ".git"
-            || name == "target"
-            || name.starts_with("target-")
-            || name == "corpus"
-            || self.ignored.iter().any(|i| i == dir)
-    }
-
-    /// Every file under `dir`, skipped folders left out.
-    fn files(&self, dir: &Path, out: &mut Vec<PathBuf>) {
-        let entries = fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
-        for entry in entries {
-            let path = entry
-                .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-                .path();
-            if path.is_dir() {
-                if !self.skipped(&path) {
-                    self.files(&path, out);
-                }
-            } else {
-                out.push(path);
-            }
-        }
-    }
-}
 
 /// Names of files the code writes, which comments name without citing a document.
 const WRITTEN: &[&str] = &[
@@ -225,30 +182,6 @@ fn anchors(text: &str) -> Vec<String> {
             fenced = !fenced;
         } else if !fenced && line.starts_with('#') {
             out.push(anchor(line.trim_start_matches('#')));
-        }
-    }
-    out
-}
-
-/// The targets of the Markdown links `[text](target)` in `text`, outside code.
-fn links(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut fenced = false;
-    for line in text.lines() {
-        if line.starts_with("```") {
-            fenced = !fenced;
-            continue;
-        }
-        if fenced || line.starts_with("    ") {
-            continue;
-        }
-        let mut rest = line;
-        while let Some(i) = rest.find("](") {
-            rest = &rest[i + 2..];
-            if let Some(end) = rest.find(')') {
-                out.push(rest[..end].to_string());
-                rest = &rest[end..];
-            }
         }
     }
     out

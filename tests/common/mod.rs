@@ -109,24 +109,3 @@ pub fn gguf_with_key(
     }
     w.to_bytes()
 }
-
-/// Every `.md` file under `dir`, sorted by path.
-pub fn markdown_under(dir: &std::path::Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let entries = std::fs::read_dir(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display()));
-        for entry in entries {
-            let path = entry
-                .unwrap_or_else(|e| panic!("{}: {e}", d.display()))
-                .path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if path.extension().is_some_and(|x| x == "md") {
-                out.push(path);
-            }
-        }
-    }
-    out.sort();
-    out
-}

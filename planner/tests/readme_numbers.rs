@@ -5,7 +5,7 @@
 //!
 //! Two checks:
 //! - **The README's result tables.** A bold model name, then a line linking its table
-//!   (`([table](results/…/leaderboard.md), N prompts):`), then a Markdown table whose header names
+//!   (`([table](results/<board>/leaderboard.md), N prompts):`), then a Markdown table whose header names
 //!   targets (`50%: score [95% CI]`, `share of FullKV`, …). Every row's score and share at each
 //!   target must be those of the linked table's row for that method at that target (`FullKV` is
 //!   the linked table's `full`; a name kvplan does not have is looked up as `kvpress-<name>`; a
@@ -14,16 +14,19 @@
 //! - **Every interval quoted in prose.** Each `x [lo, hi]` in the README must appear in a results
 //!   table the README links; each in docs/results.md in some Markdown file under `results/`
 //!   (docs/results.md links dozens). A leading `+` and the typographic minus (−) are ignored.
+//!
+//! Plain file reads, beside `docs.rs` (whose link reader and folder walk it shares, `common`).
 
 mod common;
 
+use common::{links, Walk};
 use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-/// The repository root.
+/// The repository root (the planner crate lives one level below it).
 fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
 fn read(path: &Path) -> String {
@@ -214,7 +217,7 @@ fn method_key(label: &str) -> String {
 }
 
 /// A rendered table's row: its method, target (`None` for FullKV), score and share of FullKV.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug)]
 struct BoardRow {
     method: String,
     target: Option<String>,
@@ -329,18 +332,20 @@ fn mismatches(quoted: &Quoted, board: &[BoardRow]) -> Vec<String> {
 
 /// The `results/…md` files `text` links (relative to `base`, the linking file's folder).
 fn linked_results(text: &str, base: &Path) -> BTreeSet<PathBuf> {
-    let mut out = BTreeSet::new();
-    for (at, _) in text.match_indices("](") {
-        let rest = &text[at + 2..];
-        let Some(end) = rest.find(')') else {
-            continue;
-        };
-        let link = rest[..end].split('#').next().unwrap_or("");
-        if link.ends_with(".md") && link.contains("results/") {
-            out.insert(base.join(link));
-        }
-    }
-    out
+    links(text)
+        .iter()
+        .map(|link| link.split('#').next().unwrap_or(""))
+        .filter(|link| link.ends_with(".md") && link.contains("results/"))
+        .map(|link| base.join(link))
+        .collect()
+}
+
+/// Every Markdown file under `dir`.
+fn markdown_under(root: &Path, dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    Walk::new(root).files(dir, &mut files);
+    files.retain(|p| p.extension().is_some_and(|e| e == "md"));
+    files
 }
 
 /// The intervals of `quoted_in` that none of `sources` holds.
@@ -408,7 +413,7 @@ fn every_interval_the_readme_quotes_is_in_a_table_it_links() {
 fn every_interval_docs_results_quotes_is_in_a_results_table() {
     let root = root();
     let doc = read(&root.join("docs/results.md"));
-    let sources = common::markdown_under(&root.join("results"));
+    let sources = markdown_under(&root, &root.join("results"));
     let missing = unsourced(&doc, &sources);
     assert!(
         missing.is_empty(),
