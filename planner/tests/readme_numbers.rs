@@ -4,11 +4,12 @@
 //! copied before a re-render goes stale without anything failing — this test is what fails.
 //!
 //! Two checks:
-//! - **The README's result tables.** A bold model name, then a line linking its table
+//! - **The README's result tables.** A bold model name and a link to its table
 //!   (`([table](results/<board>/leaderboard.md), N prompts):`), then a Markdown table whose header names
 //!   targets (`50%: score [95% CI]`, `share of FullKV`, …). Every row's score and share at each
 //!   target must be those of the linked table's row for that method at that target (`FullKV` is
-//!   the linked table's `full`; a name kvplan does not have is looked up as `kvpress-<name>`; a
+//!   the linked table's `full`, `DuoAttention` its `kvpress-duo`; a name kvplan does not have is
+//!   looked up as `kvpress-<name>`; a
 //!   row naming no single method — "kvpress's best run here: …" — must equal *some* row at that
 //!   target).
 //! - **Every interval quoted in prose.** Each `x [lo, hi]` in the README must appear in a results
@@ -205,14 +206,14 @@ fn header_target(cell: &str) -> Option<&str> {
 }
 
 /// The method a README row names, as the rendered tables label it: the name before any
-/// parenthesis, lower-cased; `FullKV` is `full`.
+/// parenthesis, lower-cased; `FullKV` is `full`, `DuoAttention` kvpress's `duo`.
 fn method_key(label: &str) -> String {
     let name = label.split(" (").next().unwrap_or(label).trim();
     let key = name.to_lowercase();
-    if key == "fullkv" {
-        "full".into()
-    } else {
-        key
+    match key.as_str() {
+        "fullkv" => "full".into(),
+        "duoattention" => "kvpress-duo".into(),
+        _ => key,
     }
 }
 
@@ -485,4 +486,39 @@ fn a_stale_readme_cell_is_named_with_what_the_table_holds() {
         "| kvpress's best run here: KVzip | 64.1",
     ));
     assert_eq!(mismatches(&composite[0], &board).len(), 1);
+}
+
+/// `DuoAttention` is kvpress's `duo`, not a composite row: quoting another press's numbers under
+/// its name fails even where that press is at the same target.
+#[test]
+fn duoattention_is_read_as_kvpress_duo() {
+    assert_eq!(
+        method_key("DuoAttention (kvpress's best at 50%)"),
+        "kvpress-duo"
+    );
+    assert_eq!(method_key("FullKV"), "full");
+    let board = board_rows(
+        "| method @ target | effective ratio | score [95% CI] | of FullKV | n |\n\
+         |---|---:|---:|---:|---:|\n\
+         | kvpress-duo @ 50% | 0.507 | 66.5 [63.0, 69.9] | 101% | 260 |\n\
+         | kvpress-kvzip @ 50% | 0.500 | 66.1 [62.3, 69.9] | 100% | 260 |\n",
+    );
+    let readme = |row: &str| {
+        format!(
+            "**Model** ([table](x/leaderboard.md), 260 prompts):\n\n\
+             | method | 50%: score [95% CI] | share of FullKV |\n|---|---:|---:|\n\
+             | DuoAttention | {row} |\n"
+        )
+    };
+    let right = quoted_tables(&readme("66.5 [63.0, 69.9] | 101%"));
+    assert_eq!(right.len(), 1);
+    assert!(mismatches(&right[0], &board).is_empty());
+    let kvzips = quoted_tables(&readme("66.1 [62.3, 69.9] | 100%"));
+    assert_eq!(
+        mismatches(&kvzips[0], &board),
+        [
+            "README.md:1: `DuoAttention` at 50%: the README says 66.1 [62.3, 69.9] (100%), \
+          x/leaderboard.md holds kvpress-duo 66.5 [63.0, 69.9] (101%)"
+        ]
+    );
 }
