@@ -5,13 +5,12 @@
 //!
 //! Two checks:
 //! - **The README's result tables.** A bold model name and a link to its table
-//!   (`([table](results/<board>/leaderboard.md), N prompts):`), then a Markdown table whose header names
-//!   targets (`50%: score [95% CI]`, `share of FullKV`, …). Every row's score and share at each
-//!   target must be those of the linked table's row for that method at that target (`FullKV` is
-//!   the linked table's `full`, `DuoAttention` its `kvpress-duo`; a name kvplan does not have is
-//!   looked up as `kvpress-<name>`; a
-//!   row naming no single method — "kvpress's best run here: …" — must equal *some* row at that
-//!   target).
+//!   (`([table](results/<board>/leaderboard.md), N prompts):`), then a Markdown table whose
+//!   header names targets (`50%: score [95% CI]`, `share of FullKV`, …). Every row's score and
+//!   share at each target must be those of the linked table's row for that method at that target
+//!   (`FullKV` is the linked table's `full`, `DuoAttention` its `kvpress-duo`; a name kvplan does
+//!   not have is looked up as `kvpress-<name>`; a row naming no single method — "kvpress's best
+//!   run here: …" — must equal *some* row at that target).
 //! - **Every interval quoted in prose.** Each `x [lo, hi]` in the README must appear in a results
 //!   table the README links; each in docs/results.md in some Markdown file under `results/`
 //!   (docs/results.md links dozens). A leading `+` and the typographic minus (−) are ignored.
