@@ -38,6 +38,12 @@ pub struct LeaderboardArgs {
     /// ratio still covers fewer prompts) [default: every target in the records].
     #[arg(long, value_delimiter = ',', value_name = "RATIOS")]
     pub ratios: Option<Vec<f64>>,
+    /// The plan a records file was made under, when it is not where kvplan keeps plans (a plan
+    /// of your own, or a variant's); given once per such file, each matched to the records that
+    /// name its SHA-256. It decides the rows' marks († / §) [default: the plan with the records'
+    /// hash under `plans/`, the per-user plans folder or those shipped with kvplan].
+    #[arg(long, value_name = "FILE")]
+    pub plan: Vec<PathBuf>,
 }
 
 /// Runs `kvplan eval leaderboard`.
@@ -48,7 +54,7 @@ pub fn run(args: LeaderboardArgs) -> anyhow::Result<()> {
         versus: args.versus,
         ratios: args.ratios,
     };
-    let lb = leaderboard(&args.records, &args.out, &selection)?;
+    let lb = leaderboard(&args.records, &args.plan, &args.out, &selection)?;
     super::write_stdout(&lb.markdown)?;
     eprintln!(
         "kvplan: {} result folders, table {}, {} figure files in {}",

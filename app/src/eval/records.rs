@@ -239,15 +239,20 @@ pub struct LeaderboardFiles {
 }
 
 /// RULER ratio records in the kvpress leaderboard's form, into `out`: kvpress's result folders,
-/// `leaderboard.md`, one figure per model into `out/figures/`.
+/// `leaderboard.md`, one figure per model into `out/figures/`. Each records file's rows are
+/// marked under the plan it was made under: the one of `plans` whose hash its records name, else
+/// the plan with that hash where kvplan keeps plans ([`plan_of`]); a file of `plans` that no
+/// records file was made under is refused (a wrong plan would mark nothing, silently).
 pub fn leaderboard(
     records: &[PathBuf],
+    plans: &[PathBuf],
     out: &Path,
     selection: &kvplan_eval::leaderboard::Selection,
 ) -> anyhow::Result<LeaderboardFiles> {
     // Every file read and checked before anything is written: a bad second file leaves no
     // folders of the first behind.
     let mut inputs = Vec::with_capacity(records.len());
+    let mut named = Vec::with_capacity(records.len());
     for path in records {
         let input = leaderboard::read(path)?;
         if input.file.records.is_empty() {
@@ -257,12 +262,31 @@ pub fn leaderboard(
                 path.display()
             );
         }
+        named.push(plan_sha256(path)?);
         inputs.push((path, input));
+    }
+    let mut given = Vec::with_capacity(plans.len());
+    for file in plans {
+        let have = sha256_file(file).with_context(|| format!("hashing {}", file.display()))?;
+        if !named.iter().any(|w| w.as_deref() == Some(have.as_str())) {
+            let names: Vec<String> = records
+                .iter()
+                .zip(&named)
+                .map(|(p, w)| format!("{} {}", p.display(), w.as_deref().unwrap_or("none")))
+                .collect();
+            bail!(
+                "{}: plan_sha256 {have}, but no records file given was made under it (their \
+                 plan_sha256: {})",
+                file.display(),
+                names.join("; ")
+            );
+        }
+        given.push((file.as_path(), have));
     }
     let mut md = String::new();
     let mut figures = Vec::new();
     let mut folders = 0;
-    for (path, mut input) in inputs {
+    for ((path, mut input), want) in inputs.into_iter().zip(named) {
         if let Some(why) = &input.note {
             eprintln!("kvplan: note: {why}");
         }
@@ -272,7 +296,11 @@ pub fn leaderboard(
         }
         folders += write_folders(&input, out)?.len();
         let file = &input.file;
-        let plan = plan_of(path, None, "")?;
+        let explicit = given
+            .iter()
+            .find(|(_, have)| want.as_deref() == Some(have.as_str()))
+            .map(|(file, _)| *file);
+        let plan = plan_of(path, explicit, " (give --plan)")?;
         let marks = Marks::of(plan.as_ref(), &file.settings);
         let b = board(file, &marks);
         if b.points.is_empty() {
