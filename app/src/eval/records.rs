@@ -43,7 +43,7 @@ fn plan_of(path: &Path, explicit: Option<&Path>, hint: &str) -> anyhow::Result<O
         return Ok(None);
     };
     if let Some(file) = explicit {
-        let have = sha256_file(file).with_context(|| format!("hashing {}", file.display()))?;
+        let have = sha256_file(file).context("--plan")?;
         if have != want {
             bail!(
                 "{}: plan_sha256 {have}, but {} were made under plan_sha256 {want}",
@@ -267,7 +267,7 @@ pub fn leaderboard(
     }
     let mut given = Vec::with_capacity(plans.len());
     for file in plans {
-        let have = sha256_file(file).with_context(|| format!("hashing {}", file.display()))?;
+        let have = sha256_file(file).context("--plan")?;
         if !named.iter().any(|w| w.as_deref() == Some(have.as_str())) {
             let names: Vec<String> = records
                 .iter()
