@@ -12,6 +12,7 @@ mod common;
 mod parity_common;
 
 use kvplan_runtime::generate::argmax;
+use kvplan_runtime::gguf::GgmlType;
 use kvplan_runtime::model::quant::{self, Kernels};
 use parity_common::{all_logits, fixture, floats, ids, load, max_diff};
 
@@ -55,6 +56,10 @@ fn int8_prefill_matches_llama_cpp_on_every_q8_0_file() {
     let _turn = KERNELS.lock().unwrap_or_else(|e| e.into_inner());
     if !quant::int8_available() {
         eprintln!("no AVX2 or AVX-512 VNNI on this CPU: the integer kernels are not built to run");
+        return;
+    }
+    if !quant::int8_multiplies(GgmlType::Q8_0) {
+        q8_0_keeps_the_f32_path();
         return;
     }
     quant::set_kernels(Kernels::Int8);
@@ -120,6 +125,48 @@ fn int8_prefill_matches_llama_cpp_on_every_q8_0_file() {
         identical * 3 >= cases,
         "only {identical} of {cases} cases agree with llama.cpp"
     );
+}
+
+/// On a CPU whose integer kernel does not multiply `Q8_0` (AVX2 alone: `quant::int8_multiplies`),
+/// `--kernels int8` leaves every `Q8_0` matrix on the f32 path: the logits are the f32 kernels'
+/// bit for bit, and within the f32 tolerance of transformers on the dequantised weights.
+fn q8_0_keeps_the_f32_path() {
+    quant::set_kernels(Kernels::Int8);
+    eprintln!(
+        "{}: Q8_0 has no integer kernel on this CPU; checking that it keeps the f32 path",
+        quant::kernels_in_use()
+    );
+    for name in SAME_SEMANTICS.iter().chain(&["phi3", "phi3-4k"]) {
+        let dir = format!("{name}-tiny");
+        let model = load(
+            &std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures")
+                .join(&dir)
+                .join("model-q8_0.gguf"),
+        );
+        let hf = fixture(&dir, "logits-q8_0.json");
+        for case in ["prompt", "long"] {
+            let prompt = ids(&hf[case]["ids"]);
+            let vocab = model.config.vocab;
+            quant::set_kernels(Kernels::F32);
+            let f32_path = all_logits(&model, &prompt);
+            quant::set_kernels(Kernels::Int8);
+            let asked_int8 = all_logits(&model, &prompt);
+            assert!(
+                f32_path == asked_int8,
+                "{name} {case}: int8 asked moved the logits by {}",
+                max_diff(&f32_path, &asked_int8)
+            );
+            // The Mistral file as converted has no window (every layer global) and transformers
+            // windows at 32: the long case differs by design (tests/parity_tiny.rs sets it).
+            if (*name, case) == ("mistral", "long") {
+                continue;
+            }
+            let last = &asked_int8[(prompt.len() - 1) * vocab..];
+            let to_hf = max_diff(last, &floats(&hf[case]["last_logits"]));
+            assert!(to_hf < 1e-3, "{name} {case}: {to_hf} from transformers");
+        }
+    }
 }
 
 /// The integer path's cost on the catalog's real models (their GGUFs, fetched: `kvplan fetch

@@ -120,14 +120,20 @@ pub fn int8_in_use() -> bool {
 }
 
 /// The prefill kernels in use, as reports name them: `f32`, `int8 (AVX-512 VNNI)`,
-/// `int8 (AVX2)`, or `f32 (int8 asked; this CPU has neither AVX-512 VNNI nor AVX2)`.
+/// `int8 (AVX2; Q8_0 parts keep f32)` ([`int8_multiplies`]), or `f32 (int8 asked; this CPU has
+/// neither AVX-512 VNNI nor AVX2)`.
 pub fn kernels_in_use() -> String {
     if !cfg!(feature = "flex") {
         return "the backend's own (GPU or LibTorch)".into();
     }
     #[cfg(all(feature = "flex", target_arch = "x86_64"))]
     if let (true, Some(isa)) = (int8_in_use(), int8::isa()) {
-        return format!("int8 ({})", isa.name());
+        let kept = if int8_multiplies(GgmlType::Q8_0) {
+            ""
+        } else {
+            "; Q8_0 parts keep f32"
+        };
+        return format!("int8 ({}{kept})", isa.name());
     }
     match kernels() {
         Kernels::F32 => "f32".into(),
@@ -151,6 +157,20 @@ pub fn int8_available() -> bool {
     return int8::isa().is_some();
     #[cfg(not(all(feature = "flex", target_arch = "x86_64")))]
     false
+}
+
+/// Whether the integer prefill kernels multiply a part stored as `ty` on this CPU, once
+/// [`Kernels::Int8`] is chosen: the integer quants on AVX-512 VNNI, all but `Q8_0` on AVX2 alone
+/// (its unsigned quants overflow `vpmaddubsw`'s pair sums, [`int8`]); float parts never. A
+/// matrix with a part it does not multiply keeps the f32 path.
+pub fn int8_multiplies(ty: GgmlType) -> bool {
+    #[cfg(all(feature = "flex", target_arch = "x86_64"))]
+    return int8::isa().is_some_and(|isa| int8::supports(ty, isa));
+    #[cfg(not(all(feature = "flex", target_arch = "x86_64")))]
+    {
+        let _ = ty;
+        false
+    }
 }
 
 /// Set to `0` to keep the one-row dot products on their AVX2 kernels on a CPU with AVX-512

@@ -90,7 +90,7 @@ pub(crate) fn isa() -> Option<Isa> {
 }
 
 /// Whether a part of type `ty` has integer quants the kernel `isa` multiplies.
-fn supports(ty: GgmlType, isa: Isa) -> bool {
+pub(crate) fn supports(ty: GgmlType, isa: Isa) -> bool {
     use GgmlType::*;
     match ty {
         Q4_0 | Q4_1 | Q5_0 | Q5_1 | Q4K | Q5K | Q6K => true,
