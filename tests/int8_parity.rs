@@ -64,14 +64,7 @@ fn int8_prefill_matches_llama_cpp_on_every_q8_0_file() {
     }
     quant::set_kernels(Kernels::Int8);
     let (mut identical, mut cases) = (0, 0);
-    for name in SAME_SEMANTICS.iter().chain(&["phi3", "phi3-4k"]) {
-        let dir = format!("{name}-tiny");
-        let model = load(
-            &std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-                .join("tests/fixtures")
-                .join(&dir)
-                .join("model-q8_0.gguf"),
-        );
+    for (name, dir, model) in q8_0_models() {
         let hf = fixture(&dir, "logits-q8_0.json");
         let cpp = fixture(&dir, "llamacpp.json");
         for case in ["prompt", "long"] {
@@ -81,7 +74,7 @@ fn int8_prefill_matches_llama_cpp_on_every_q8_0_file() {
             let last = &flat[(prompt.len() - 1) * vocab..];
             let hf_last = floats(&hf[case]["last_logits"]);
             let to_hf = max_diff(last, &hf_last);
-            if !SAME_SEMANTICS.contains(name) {
+            if !SAME_SEMANTICS.contains(&name.as_str()) {
                 eprintln!("{name} {case}: {to_hf} from transformers");
                 assert!(to_hf < PHI3_TOL, "{name} {case}: {to_hf} from transformers");
                 continue;
@@ -127,6 +120,29 @@ fn int8_prefill_matches_llama_cpp_on_every_q8_0_file() {
     );
 }
 
+/// Every tiny family's `Q8_0` file, loaded: `(name, fixture folder, model)`.
+fn q8_0_models() -> impl Iterator<
+    Item = (
+        String,
+        String,
+        kvplan_runtime::model::Model<parity_common::B>,
+    ),
+> {
+    SAME_SEMANTICS
+        .iter()
+        .chain(&["phi3", "phi3-4k"])
+        .map(|name| {
+            let dir = format!("{name}-tiny");
+            let model = load(
+                &std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                    .join("tests/fixtures")
+                    .join(&dir)
+                    .join("model-q8_0.gguf"),
+            );
+            (name.to_string(), dir, model)
+        })
+}
+
 /// On a CPU whose integer kernel does not multiply `Q8_0` (AVX2 alone: `quant::int8_multiplies`),
 /// `--kernels int8` leaves every `Q8_0` matrix on the f32 path: the logits are the f32 kernels'
 /// bit for bit, and within the f32 tolerance of transformers on the dequantised weights.
@@ -136,14 +152,7 @@ fn q8_0_keeps_the_f32_path() {
         "{}: Q8_0 has no integer kernel on this CPU; checking that it keeps the f32 path",
         quant::kernels_in_use()
     );
-    for name in SAME_SEMANTICS.iter().chain(&["phi3", "phi3-4k"]) {
-        let dir = format!("{name}-tiny");
-        let model = load(
-            &std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-                .join("tests/fixtures")
-                .join(&dir)
-                .join("model-q8_0.gguf"),
-        );
+    for (name, dir, model) in q8_0_models() {
         let hf = fixture(&dir, "logits-q8_0.json");
         for case in ["prompt", "long"] {
             let prompt = ids(&hf[case]["ids"]);
@@ -159,7 +168,7 @@ fn q8_0_keeps_the_f32_path() {
             );
             // The Mistral file as converted has no window (every layer global) and transformers
             // windows at 32: the long case differs by design (tests/parity_tiny.rs sets it).
-            if (*name, case) == ("mistral", "long") {
+            if (name.as_str(), case) == ("mistral", "long") {
                 continue;
             }
             let last = &asked_int8[(prompt.len() - 1) * vocab..];
