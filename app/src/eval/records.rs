@@ -283,10 +283,20 @@ pub fn leaderboard(
         }
         given.push((file.as_path(), have));
     }
+    // Each file's plan read (and a given one parsed) before anything is written, too.
+    let mut marked = Vec::with_capacity(inputs.len());
+    for ((path, input), want) in inputs.into_iter().zip(&named) {
+        let explicit = given
+            .iter()
+            .find(|(_, have)| want.as_deref() == Some(have.as_str()))
+            .map(|(file, _)| *file);
+        let plan = plan_of(path, explicit, " (give --plan)")?;
+        marked.push((path, input, plan));
+    }
     let mut md = String::new();
     let mut figures = Vec::new();
     let mut folders = 0;
-    for ((path, mut input), want) in inputs.into_iter().zip(named) {
+    for (path, mut input, plan) in marked {
         if let Some(why) = &input.note {
             eprintln!("kvplan: note: {why}");
         }
@@ -296,11 +306,6 @@ pub fn leaderboard(
         }
         folders += write_folders(&input, out)?.len();
         let file = &input.file;
-        let explicit = given
-            .iter()
-            .find(|(_, have)| want.as_deref() == Some(have.as_str()))
-            .map(|(file, _)| *file);
-        let plan = plan_of(path, explicit, " (give --plan)")?;
         let marks = Marks::of(plan.as_ref(), &file.settings);
         let b = board(file, &marks);
         if b.points.is_empty() {
