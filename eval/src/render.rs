@@ -10,6 +10,7 @@
 //! them, as the driver writes it) and the task's entries of `<dir>/<model>.results.json`.
 //! Perplexity records are not rendered here (their tables do not change).
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::aggregate::aggregate_niah;
@@ -63,12 +64,15 @@ pub fn read(path: &Path) -> Result<RecordsFile<Record>> {
 /// The plan's SHA-256 the records at `path` were made under (`plan_sha256` of their settings),
 /// when they name one.
 pub fn plan_sha256(path: &Path) -> Result<Option<String>> {
-    let file = read(path)?;
-    Ok(file
-        .settings
+    Ok(settings_plan_sha256(&read(path)?.settings))
+}
+
+/// The plan's SHA-256 a records file's `settings` name (`plan_sha256`), when they name one.
+pub fn settings_plan_sha256(settings: &BTreeMap<String, String>) -> Option<String> {
+    settings
         .get("plan_sha256")
         .filter(|s| s.as_str() != "none")
-        .cloned())
+        .cloned()
 }
 
 /// The window-and-mode line the driver closes a table with, when the settings name them.

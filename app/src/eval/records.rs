@@ -10,7 +10,7 @@ use kvplan_eval::leaderboard::{self, board, markdown, write_folders, Board};
 use kvplan_eval::marks::Marks;
 use kvplan_eval::paired::{compare, ppl_ratio, RowName};
 use kvplan_eval::records::{Record, RecordsFile};
-use kvplan_eval::render::{plan_sha256, render, Rendered};
+use kvplan_eval::render::{plan_sha256, render, settings_plan_sha256, Rendered};
 use kvplan_eval::shard::{merge, merged_name};
 use kvplan_eval::tasks::ppl::PplRecords;
 use kvplan_eval::write_atomic;
@@ -33,29 +33,34 @@ pub fn render_table(path: &Path, plan: Option<&Path>) -> anyhow::Result<Rendered
 }
 
 /// The plan the records at `path` were made under: `explicit` (its hash must be theirs), else
-/// the plan with their hash in `./plans/`, the per-user plans folder or the plans shipped with
-/// kvplan ([`crate::plans::with_sha256`]), so that an installed kvplan run anywhere finds a
-/// catalog model's plan; `None`, with a note (ending in `hint`), when they name none or no plan
-/// has it.
+/// the plan with their hash where kvplan keeps plans ([`kept_plan`]); `None` when they name none,
+/// or, with a note (ending in `hint`), when no plan has it.
 fn plan_of(path: &Path, explicit: Option<&Path>, hint: &str) -> anyhow::Result<Option<Plan>> {
     // Its errors name the file.
     let Some(want) = plan_sha256(path)? else {
         return Ok(None);
     };
-    if let Some(file) = explicit {
-        let have = sha256_file(file).context("--plan")?;
-        if have != want {
-            bail!(
-                "{}: plan_sha256 {have}, but {} were made under plan_sha256 {want}",
-                file.display(),
-                path.display()
-            );
-        }
-        let plan = Plan::load(file, None).with_context(|| format!("reading {}", file.display()))?;
-        return Ok(Some(plan));
+    let Some(file) = explicit else {
+        return kept_plan(path, &want, hint);
+    };
+    let have = sha256_file(file).context("--plan")?;
+    if have != want {
+        bail!(
+            "{}: plan_sha256 {have}, but {} were made under plan_sha256 {want}",
+            file.display(),
+            path.display()
+        );
     }
+    load_plan(file).map(Some)
+}
+
+/// The plan with SHA-256 `want` (the one the records at `path` name) in `./plans/`, the
+/// per-user plans folder or the plans shipped with kvplan ([`crate::plans::with_sha256`]), so
+/// that an installed kvplan run anywhere finds a catalog model's plan; `None`, with a note
+/// (ending in `hint`), when no plan there has it.
+fn kept_plan(path: &Path, want: &str, hint: &str) -> anyhow::Result<Option<Plan>> {
     let places = crate::plans::Places::here();
-    if let Some((plan, _)) = crate::plans::with_sha256(&places, &want)? {
+    if let Some((plan, _)) = crate::plans::with_sha256(&places, want)? {
         return Ok(Some(plan));
     }
     eprintln!(
@@ -67,6 +72,11 @@ fn plan_of(path: &Path, explicit: Option<&Path>, hint: &str) -> anyhow::Result<O
         places.user.display()
     );
     Ok(None)
+}
+
+/// The plan file `file`, parsed.
+fn load_plan(file: &Path) -> anyhow::Result<Plan> {
+    Plan::load(file, None).with_context(|| format!("reading {}", file.display()))
 }
 
 /// Row `a` of the records at `path_a` against row `b` of those at `path_b`
@@ -262,7 +272,7 @@ pub fn leaderboard(
                 path.display()
             );
         }
-        named.push(plan_sha256(path)?);
+        named.push(settings_plan_sha256(&input.file.settings));
         inputs.push((path, input));
     }
     let mut given = Vec::with_capacity(plans.len());
@@ -285,12 +295,14 @@ pub fn leaderboard(
     }
     // Each file's plan read (and a given one parsed) before anything is written, too.
     let mut marked = Vec::with_capacity(inputs.len());
-    for ((path, input), want) in inputs.into_iter().zip(&named) {
-        let explicit = given
-            .iter()
-            .find(|(_, have)| want.as_deref() == Some(have.as_str()))
-            .map(|(file, _)| *file);
-        let plan = plan_of(path, explicit, " (give --plan)")?;
+    for ((path, input), want) in inputs.into_iter().zip(named) {
+        let plan = match want {
+            None => None,
+            Some(want) => match given.iter().find(|(_, have)| *have == want) {
+                Some((file, _)) => Some(load_plan(file)?),
+                None => kept_plan(path, &want, " (give --plan)")?,
+            },
+        };
         marked.push((path, input, plan));
     }
     let mut md = String::new();

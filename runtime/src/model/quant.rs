@@ -128,7 +128,7 @@ pub fn kernels_in_use() -> String {
     }
     #[cfg(all(feature = "flex", target_arch = "x86_64"))]
     if let (true, Some(isa)) = (int8_in_use(), int8::isa()) {
-        let kept = if int8_multiplies(GgmlType::Q8_0) {
+        let kept = if int8::supports(GgmlType::Q8_0, isa) {
             ""
         } else {
             "; Q8_0 parts keep f32"
